@@ -1,0 +1,126 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Compiled is a tool whose schemas have been compiled. Output is nil when
+// the tool has no output schema.
+type Compiled struct {
+	Tool
+	Input  *Schema
+	Output *Schema
+}
+
+// Compile checks a tool's name and handler and compiles its schemas. An
+// empty input schema accepts any JSON object.
+func Compile(t Tool) (*Compiled, error) {
+	if err := ValidateName(t.Name); err != nil {
+		return nil, err
+	}
+	if t.Handler == nil {
+		return nil, fmt.Errorf("tool %q has no handler", t.Name)
+	}
+	return CompileDefinition(t.Definition, t.Handler)
+}
+
+// CompileDefinition compiles a definition's schemas and binds handler
+// (which may be nil for tools whose calls are routed elsewhere).
+func CompileDefinition(d Definition, handler Handler) (*Compiled, error) {
+	if err := ValidateName(d.Name); err != nil {
+		return nil, err
+	}
+	in := d.InputSchema
+	if len(in) == 0 {
+		in = json.RawMessage(`{"type":"object"}`)
+	}
+	c := &Compiled{Tool: Tool{Definition: d, Handler: handler}}
+	var err error
+	if c.Input, err = CompileSchema(in); err != nil {
+		return nil, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+	}
+	if len(d.OutputSchema) > 0 {
+		if c.Output, err = CompileSchema(d.OutputSchema); err != nil {
+			return nil, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Registry holds server tools by name. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*Compiled
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{tools: map[string]*Compiled{}}
+}
+
+// Register compiles t and adds it. A second tool with the same name, or a
+// name that is a namespace of another ("a" beside "a.b"), is an error.
+func (r *Registry) Register(t Tool) error {
+	c, err := Compile(t)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[t.Name]; dup {
+		return fmt.Errorf("tool %q is already registered", t.Name)
+	}
+	for name := range r.tools {
+		if NamespaceClash(name, t.Name) {
+			return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, name)
+		}
+	}
+	r.tools[t.Name] = c
+	return nil
+}
+
+// NamespaceClash reports whether one name is a dotted prefix of the other,
+// so that both cannot live in one tools object.
+func NamespaceClash(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return len(b) > len(a) && b[:len(a)] == a && b[len(a)] == '.'
+}
+
+// Lookup returns the named tool.
+func (r *Registry) Lookup(name string) (*Compiled, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, ok := r.tools[name]
+	return c, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Definitions returns the definitions of all tools, sorted by name.
+func (r *Registry) Definitions() []Definition {
+	names := r.Names()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Definition, 0, len(names))
+	for _, n := range names {
+		if c, ok := r.tools[n]; ok {
+			out = append(out, c.Definition)
+		}
+	}
+	return out
+}
