@@ -1,0 +1,367 @@
+package ptc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/js"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// Request size bounds (defaults; see WithMaxSourceBytes and WithMaxInputBytes).
+const (
+	DefaultMaxSourceBytes = 1 << 20
+	DefaultMaxInputBytes  = 8 << 20
+	// MaxExecutionIDLength bounds a caller-chosen execution id.
+	MaxExecutionIDLength = 128
+)
+
+// Runner executes scripts in-process. It is safe for concurrent use.
+type Runner struct {
+	reg       *tools.Registry
+	policy    limits.Policy
+	js        *js.Engine
+	engines   map[Language]runtime.Engine
+	maxSource int
+	maxInput  int
+	schemas   *lru.Cache[[32]byte, *tools.Schema]
+}
+
+// Option configures a Runner.
+type Option func(*Runner) error
+
+// WithTools registers server tools.
+func WithTools(ts ...Tool) Option {
+	return func(r *Runner) error {
+		for _, t := range ts {
+			if err := r.reg.Register(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// WithRegistry uses reg (which may be shared) for server tools.
+func WithRegistry(reg *tools.Registry) Option {
+	return func(r *Runner) error { r.reg = reg; return nil }
+}
+
+// WithDefaults sets the limits used for fields a request leaves at zero.
+func WithDefaults(l Limits) Option {
+	return func(r *Runner) error { r.policy.Defaults = l; return nil }
+}
+
+// WithCeilings sets the largest limits a request may ask for.
+func WithCeilings(l Limits) Option {
+	return func(r *Runner) error { r.policy.Ceilings = l; return nil }
+}
+
+// WithMaxSourceBytes bounds a script's source (and a WASM module's bytes).
+func WithMaxSourceBytes(n int) Option {
+	return func(r *Runner) error { r.maxSource = n; return nil }
+}
+
+// WithMaxInputBytes bounds a request's input JSON.
+func WithMaxInputBytes(n int) Option {
+	return func(r *Runner) error { r.maxInput = n; return nil }
+}
+
+// WithEngine sets the engine for a language (TypeScript and WASM engines
+// are plugged in this way; JavaScript has a built-in default).
+func WithEngine(lang Language, e runtime.Engine) Option {
+	return func(r *Runner) error { r.engines[lang] = e; return nil }
+}
+
+// NewRunner returns a Runner with the JavaScript engine and the options
+// applied.
+func NewRunner(opts ...Option) (*Runner, error) {
+	r := &Runner{
+		reg:       tools.NewRegistry(),
+		policy:    limits.DefaultPolicy(),
+		js:        js.New(),
+		engines:   map[Language]runtime.Engine{},
+		maxSource: DefaultMaxSourceBytes,
+		maxInput:  DefaultMaxInputBytes,
+		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
+	}
+	r.engines[LanguageJavaScript] = r.js
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.policy.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Register adds a server tool.
+func (r *Runner) Register(t Tool) error { return r.reg.Register(t) }
+
+// Tools returns the definitions of the server tools, sorted by name.
+func (r *Runner) Tools() []Definition { return r.reg.Definitions() }
+
+// Registry returns the registry of server tools.
+func (r *Runner) Registry() *tools.Registry { return r.reg }
+
+// Policy returns the runner's defaults and ceilings.
+func (r *Runner) Policy() limits.Policy { return r.policy }
+
+// JS returns the runner's JavaScript engine (for engines that build on it).
+func (r *Runner) JS() *js.Engine { return r.js }
+
+// Prepared is a request that passed every check and is ready to run.
+type Prepared struct {
+	req     Request
+	id      string
+	engine  runtime.Engine
+	limits  Limits
+	tools   []*tools.Compiled
+	result  *tools.Schema
+	queued  time.Duration
+	started time.Time
+}
+
+// ExecutionID returns the execution's id (generated if the request had none).
+func (p *Prepared) ExecutionID() string { return p.id }
+
+// Limits returns the effective limits.
+func (p *Prepared) Limits() Limits { return p.limits }
+
+// SetQueueTime records time spent waiting for admission, for the stats.
+func (p *Prepared) SetQueueTime(d time.Duration) { p.queued = d }
+
+// Execute checks a request and runs it. A request that cannot run at all
+// returns a *RequestError; a script that fails returns a Result whose
+// Error is set.
+func (r *Runner) Execute(ctx context.Context, req Request) (*Result, error) {
+	p, err := r.Prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(ctx, p), nil
+}
+
+// Prepare checks a request: language, sizes, input JSON, limits, tools and
+// result schema.
+func (r *Runner) Prepare(req Request) (*Prepared, error) {
+	lang := req.Language
+	if lang == LanguageUnspecified {
+		lang = LanguageJavaScript
+	}
+	if lang < LanguageJavaScript || lang > LanguageWASM {
+		return nil, requestErr(InvalidArgument, "unknown language %d; use JAVASCRIPT, TYPESCRIPT or WASM", int32(req.Language))
+	}
+	eng, ok := r.engines[lang]
+	if !ok {
+		return nil, requestErr(Unimplemented, "%s scripts are not supported by this server", lang)
+	}
+	if lang == LanguageWASM {
+		if len(req.Module) == 0 && req.ModuleSHA256 == "" {
+			return nil, requestErr(InvalidArgument, "script.wasm_module is empty: send the module bytes or module_sha256")
+		}
+		if len(req.Module) > r.maxSource*16 {
+			return nil, requestErr(InvalidArgument, "script.wasm_module is %d bytes, more than the %d allowed", len(req.Module), r.maxSource*16)
+		}
+	} else {
+		if len(req.Source) == 0 {
+			return nil, requestErr(InvalidArgument, "script.source is empty")
+		}
+		if len(req.Source) > r.maxSource {
+			return nil, requestErr(InvalidArgument, "script.source is %d bytes, more than the %d allowed", len(req.Source), r.maxSource)
+		}
+		if !utf8.ValidString(req.Source) {
+			return nil, requestErr(InvalidArgument, "script.source is not valid UTF-8")
+		}
+	}
+	if len(req.Input) > r.maxInput {
+		return nil, requestErr(InvalidArgument, "input_json is %d bytes, more than the %d allowed", len(req.Input), r.maxInput)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, requestErr(InvalidArgument, "input_json is not valid JSON")
+	}
+	if err := req.Limits.CheckRequest(); err != nil {
+		return nil, requestErr(InvalidArgument, "limits: %v", err)
+	}
+	id := req.ExecutionID
+	if id == "" {
+		id = newID()
+	} else if err := checkID(id); err != nil {
+		return nil, err
+	}
+	p := &Prepared{req: req, id: id, engine: eng, limits: r.policy.Resolve(req.Limits)}
+
+	var err error
+	if p.tools, err = r.selectTools(req); err != nil {
+		return nil, err
+	}
+	if len(req.ResultSchema) > 0 {
+		if p.result, err = r.compileResultSchema(req.ResultSchema); err != nil {
+			return nil, requestErr(InvalidArgument, "result_schema_json: %v", err)
+		}
+	}
+	return p, nil
+}
+
+func checkID(id string) error {
+	if len(id) > MaxExecutionIDLength {
+		return requestErr(InvalidArgument, "execution_id is longer than %d bytes", MaxExecutionIDLength)
+	}
+	for _, c := range id {
+		if c < 0x21 || c > 0x7e {
+			return requestErr(InvalidArgument, "execution_id must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "ex_" + hex.EncodeToString(b[:])
+}
+
+// selectTools resolves the allowed server tools and compiles client tools.
+func (r *Runner) selectTools(req Request) ([]*tools.Compiled, error) {
+	var out []*tools.Compiled
+	seen := map[string]bool{}
+	if len(req.AllowedTools) == 0 {
+		for _, n := range r.reg.Names() {
+			if c, ok := r.reg.Lookup(n); ok {
+				out = append(out, c)
+				seen[n] = true
+			}
+		}
+	} else {
+		for _, n := range req.AllowedTools {
+			if seen[n] {
+				continue
+			}
+			c, ok := r.reg.Lookup(n)
+			if !ok {
+				return nil, requestErr(InvalidArgument, "allowed_tools names unknown tool %q", n)
+			}
+			out = append(out, c)
+			seen[n] = true
+		}
+	}
+	for _, t := range req.ClientTools {
+		if seen[t.Name] {
+			return nil, requestErr(InvalidArgument, "client tool %q collides with a server tool of the same name", t.Name)
+		}
+		c, err := tools.Compile(t)
+		if err != nil {
+			return nil, requestErr(InvalidArgument, "client tool: %v", err)
+		}
+		for _, o := range out {
+			if tools.NamespaceClash(o.Name, t.Name) {
+				return nil, requestErr(InvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, o.Name)
+			}
+		}
+		out = append(out, c)
+		seen[t.Name] = true
+	}
+	return out, nil
+}
+
+func (r *Runner) compileResultSchema(raw json.RawMessage) (*tools.Schema, error) {
+	key := sha256.Sum256(raw)
+	if s, ok := r.schemas.Get(key); ok {
+		return s, nil
+	}
+	s, err := tools.CompileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	r.schemas.Add(key, s)
+	return s, nil
+}
+
+// Run executes a prepared request. It always returns a Result.
+func (r *Runner) Run(ctx context.Context, p *Prepared) *Result {
+	start := time.Now()
+	p.started = start
+	d := bridge.New(bridge.Config{
+		ExecutionID:   p.id,
+		Tools:         p.tools,
+		MaxCalls:      p.limits.MaxToolCalls,
+		MaxConcurrent: p.limits.MaxConcurrentToolCalls,
+		Start:         start,
+		KeepResults:   p.req.IncludeToolResults,
+	})
+	logs := runtime.NewLogBuffer(start, p.limits.MaxLogBytes, p.req.OnLog)
+	job := &runtime.Job{
+		ExecutionID: p.id,
+		Source:      p.req.Source,
+		Module:      p.req.Module,
+		Input:       p.req.Input,
+		Limits:      p.limits,
+		Tools:       d,
+		Logs:        logs,
+	}
+	if len(job.Input) == 0 {
+		job.Input = json.RawMessage("null")
+	}
+	out := safeRun(ctx, p.engine, job)
+
+	res := &Result{ExecutionID: p.id, EffectiveLimits: p.limits}
+	if out.Err == nil && p.result != nil {
+		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
+			msg := "the result is not valid JSON"
+			if err == nil {
+				msg = "the result does not match the result schema: " + tools.FormatViolations(vs)
+			}
+			out.Err = fault.New(fault.KindResultSchema, "%s", msg)
+		}
+	}
+	if out.Err != nil {
+		if out.Err.Kind == fault.KindToolCallLimit || (out.Err.Kind == fault.KindScript && d.LimitHit() && out.Err.Tool != "") {
+			out.Err.Limit = int64(p.limits.MaxToolCalls)
+		}
+		res.Error = out.Err
+	} else {
+		res.Result = out.Result
+	}
+	res.Logs, res.LogsTruncated = logs.Entries()
+	res.Trace = d.Trace()
+	res.Stats = Stats{
+		Duration:        time.Since(start),
+		CPUTime:         out.CPUTime,
+		QueueTime:       p.queued,
+		PeakMemoryBytes: out.PeakMemoryBytes,
+		ToolCalls:       d.Calls(),
+		ToolResultBytes: d.ResultBytes(),
+		OutputBytes:     int64(len(res.Result)),
+		LogBytes:        logs.Bytes(),
+	}
+	res.ModelMessage = ModelMessage(res)
+	return res
+}
+
+// safeRun runs an engine, turning a panic into an INTERNAL failure.
+func safeRun(ctx context.Context, e runtime.Engine, job *runtime.Job) (out *runtime.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = &runtime.Outcome{Err: &fault.Error{Kind: fault.KindInternal, Message: "internal error",
+				Cause: fmt.Errorf("engine panic: %v", p)}}
+		}
+	}()
+	out = e.Run(ctx, job)
+	if out == nil {
+		out = &runtime.Outcome{Err: fault.New(fault.KindInternal, "internal error")}
+	}
+	return out
+}

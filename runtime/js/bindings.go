@@ -1,0 +1,247 @@
+package js
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/bridge"
+)
+
+// toolsObject builds the `tools` object: one function per tool, dotted
+// names as nested namespaces, wrapped in a proxy so that an unknown name
+// gives a clear error instead of "is not a function".
+func (x *exec) toolsObject() goja.Value {
+	vm := x.vm
+	root := vm.NewObject()
+	for _, name := range x.job.Tools.Names() {
+		obj := root
+		parts := strings.Split(name, ".")
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := obj.Get(p).(*goja.Object)
+			if !ok || next == nil {
+				next = vm.NewObject()
+				_ = obj.Set(p, next)
+			}
+			obj = next
+		}
+		_ = obj.Set(parts[len(parts)-1], x.toolFunc(name))
+	}
+	proxy := vm.NewProxy(root, &goja.ProxyTrapConfig{
+		Get: func(target *goja.Object, property string, receiver goja.Value) goja.Value {
+			if v := target.Get(property); v != nil {
+				return v
+			}
+			// "then" must stay undefined so that `await tools` works;
+			// "$…" names are reserved for helpers.
+			if property == "then" || property == "toJSON" || strings.HasPrefix(property, "$") {
+				return goja.Undefined()
+			}
+			return x.toolFunc(property)
+		},
+	})
+	return vm.ToValue(proxy)
+}
+
+// toolFunc returns the JS function for one tool: it converts the argument
+// to JSON, starts the call through the bridge (synchronously, so calls are
+// numbered in script order) and returns a promise settled on the VM
+// goroutine when the call completes.
+func (x *exec) toolFunc(name string) goja.Value {
+	return x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		vm := x.vm
+		p, resolve, reject := vm.NewPromise()
+		arg := call.Argument(0)
+		var args json.RawMessage
+		if goja.IsUndefined(arg) {
+			args = json.RawMessage("{}")
+		} else {
+			s, err := x.stringify(goja.Undefined(), arg)
+			if err != nil {
+				if isUncatchable(err) {
+					panic(err)
+				}
+				var ex *goja.Exception
+				msg := err.Error()
+				if errors.As(err, &ex) {
+					msg = x.describe(ex.Value())
+				}
+				_ = reject(x.callError(&bridge.CallError{Name: bridge.NameArgumentError, Tool: name,
+					Code: bridge.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}))
+				return vm.ToValue(p)
+			}
+			if s == nil || goja.IsUndefined(s) {
+				args = json.RawMessage("{}")
+			} else {
+				args = json.RawMessage(s.String())
+			}
+		}
+		inv := x.job.Tools.Start(x.ctx, name, args)
+		x.pending++
+		x.wg.Add(1)
+		// The goroutine ends when the invocation returns (the execution's
+		// context bounds it) and its result is handed over, or dropped
+		// once the execution has finished.
+		go func() {
+			defer x.wg.Done()
+			out, err := inv()
+			select {
+			case x.done <- completion{resolve: resolve, reject: reject, out: out, err: err}:
+			case <-x.finished:
+			}
+		}()
+		return vm.ToValue(p)
+	})
+}
+
+// callError makes the JS error object for a failed call: an Error with
+// name, tool, code, message and (for schema failures) errors.
+func (x *exec) callError(err error) goja.Value {
+	vm := x.vm
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) {
+		ce = &bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeToolFailed, Message: err.Error()}
+	}
+	obj, e := vm.New(x.errorCtor, vm.ToValue(ce.Message))
+	if e != nil {
+		obj = vm.NewObject()
+		_ = obj.Set("message", ce.Message)
+	}
+	_ = obj.Set("name", ce.Name)
+	_ = obj.Set("tool", ce.Tool)
+	_ = obj.Set("code", ce.Code)
+	if len(ce.Errors) > 0 {
+		b, _ := json.Marshal(ce.Errors)
+		if v, err := x.parse(goja.Undefined(), vm.ToValue(string(b))); err == nil {
+			_ = obj.Set("errors", v)
+		}
+	}
+	if x.callErrs == nil {
+		x.callErrs = map[*goja.Object]*bridge.CallError{}
+	}
+	x.callErrs[obj] = ce
+	return obj
+}
+
+// consoleObject builds `console`: log, info, warn, error and debug write to
+// the execution's capped log buffer.
+func (x *exec) consoleObject() goja.Value {
+	vm := x.vm
+	obj := vm.NewObject()
+	for _, level := range []string{"log", "info", "warn", "error", "debug"} {
+		level := level
+		_ = obj.Set(level, func(call goja.FunctionCall) goja.Value {
+			if x.job.Logs == nil || x.job.Logs.Full() {
+				return goja.Undefined()
+			}
+			var b strings.Builder
+			for i, a := range call.Arguments {
+				if i > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(x.format(a))
+				if int64(b.Len()) > x.job.Limits.MaxLogBytes && x.job.Limits.MaxLogBytes > 0 {
+					break
+				}
+			}
+			x.job.Logs.Write(level, b.String())
+			return goja.Undefined()
+		})
+	}
+	return obj
+}
+
+// format renders one console argument: strings as they are, other values
+// as JSON where possible.
+func (x *exec) format(v goja.Value) string {
+	if s, ok := v.Export().(string); ok {
+		return s
+	}
+	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
+		if _, isFn := goja.AssertFunction(obj); !isFn {
+			if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
+				return j.String()
+			} else if err != nil && isUncatchable(err) {
+				panic(err)
+			}
+		}
+	}
+	var s string
+	if ex := x.vm.Try(func() { s = v.String() }); ex != nil {
+		return "[value that cannot be printed]"
+	}
+	return s
+}
+
+// guardBuiltins puts size guards on string built-ins that allocate in one
+// native step (and so cannot be interrupted): an oversized request throws
+// a catchable RangeError instead of exhausting memory.
+func (x *exec) guardBuiltins() {
+	vm := x.vm
+	maxChars := x.maxStringChars()
+	strProto := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
+	guard := func(method string, size func(this goja.Value, args []goja.Value) float64) {
+		orig, ok := goja.AssertFunction(strProto.Get(method))
+		if !ok {
+			return
+		}
+		fn := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+			if n := size(call.This, call.Arguments); n > float64(maxChars) {
+				panic(x.rangeError(fmt.Sprintf("String.prototype.%s would build a string of %.0f characters, more than the %d the memory limit allows", method, n, maxChars)))
+			}
+			v, err := orig(call.This, call.Arguments...)
+			if err != nil {
+				panic(err)
+			}
+			return v
+		})
+		_ = strProto.DefineDataProperty(method, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	thisLen := func(this goja.Value) float64 {
+		if s, ok := this.Export().(string); ok {
+			return float64(len(s))
+		}
+		return 0
+	}
+	guard("repeat", func(this goja.Value, args []goja.Value) float64 {
+		if len(args) == 0 {
+			return 0
+		}
+		n := args[0].ToFloat()
+		if math.IsNaN(n) || n < 0 {
+			return 0
+		}
+		return thisLen(this) * n
+	})
+	pad := func(this goja.Value, args []goja.Value) float64 {
+		if len(args) == 0 {
+			return 0
+		}
+		return args[0].ToFloat()
+	}
+	guard("padStart", pad)
+	guard("padEnd", pad)
+}
+
+// maxStringChars is the largest string a guarded built-in may build: half
+// the memory limit (strings may take two bytes a character), at most 256 Mi.
+func (x *exec) maxStringChars() int64 {
+	const hard = 256 << 20
+	m := x.job.Limits.MemoryBytes / 2
+	if m <= 0 || m > hard {
+		m = hard
+	}
+	return m
+}
+
+func (x *exec) rangeError(msg string) goja.Value {
+	obj, err := x.vm.New(x.vm.Get("RangeError"), x.vm.ToValue(msg))
+	if err != nil {
+		return x.vm.ToValue(msg)
+	}
+	return obj
+}

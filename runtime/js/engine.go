@@ -1,0 +1,160 @@
+// Package js is ptc's JavaScript engine, on goja. Each execution gets a
+// fresh goja runtime; the script is the body of an async function with
+// `input`, `tools` and `console` bound; tool calls run on their own
+// goroutines while promises are only ever settled on the VM goroutine,
+// through a small event loop.
+//
+// Hazards of goja handled here: Go panics in host functions are recovered;
+// the JS call stack is capped low so recursion through native built-ins
+// cannot overflow the Go stack; an interrupted runtime is never reused;
+// tool results become real JS values (JSON.parse), never lazy Go wrappers;
+// regexp2 backtracking is bounded by a match timeout; allocation-heavy
+// string built-ins are size-guarded.
+//
+// Package js imports runtime, bridge and internal packages, never gRPC.
+package js
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/dlclark/regexp2"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/runtime"
+)
+
+const (
+	// DefaultMaxCallStack is the default JS call-stack depth. Deep
+	// recursion through native built-ins (String(o) calling o.toString
+	// calling String(o)…) uses Go stack per frame, so the cap stays low.
+	DefaultMaxCallStack = 1000
+	// DefaultProgramCache is the default number of compiled scripts kept.
+	DefaultProgramCache = 512
+	// RegexpMatchTimeout bounds one backtracking regular-expression match.
+	RegexpMatchTimeout = 500 * time.Millisecond
+	// drainGrace bounds how long a finished execution waits for tool
+	// handlers that ignore their cancelled context.
+	drainGrace = 2 * time.Second
+)
+
+// Engine runs JavaScript jobs. It is safe for concurrent use; each Run
+// gets its own goja runtime.
+type Engine struct {
+	programs *lru.Cache[[32]byte, *compiled]
+	maxStack int
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithProgramCache sets how many compiled scripts are kept (LRU).
+func WithProgramCache(n int) Option {
+	return func(e *Engine) { e.programs = lru.New[[32]byte, *compiled](n, nil) }
+}
+
+// WithMaxCallStack sets the JS call-stack depth (at most 2,000).
+func WithMaxCallStack(n int) Option {
+	return func(e *Engine) {
+		if n > 0 && n <= 2000 {
+			e.maxStack = n
+		}
+	}
+}
+
+var regexpOnce sync.Once
+
+// New returns an Engine.
+func New(opts ...Option) *Engine {
+	// regexp2 has no per-pattern hook in goja: its package-level default
+	// match timeout is the only bound on catastrophic backtracking.
+	regexpOnce.Do(func() { regexp2.DefaultMatchTimeout = RegexpMatchTimeout })
+	e := &Engine{maxStack: DefaultMaxCallStack}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.programs == nil {
+		e.programs = lru.New[[32]byte, *compiled](DefaultProgramCache, nil)
+	}
+	return e
+}
+
+// Source is a prepared script.
+type Source struct {
+	// Code is the script. Unless Wrapped is set it is the body of an
+	// async function.
+	Code string
+	// Wrapped means Code is a complete script whose completion value is
+	// the async main function (as produced by a transpiler).
+	Wrapped bool
+	// MapPosition, when set, maps a 1-based line and column of Code to
+	// the caller's original source (e.g. TypeScript).
+	MapPosition func(line, col int) (int, int, bool)
+}
+
+// compiled is a cached program and how to map its positions.
+type compiled struct {
+	prg      *goja.Program
+	col1     int // columns to subtract on line 1 (body wrapper prefix)
+	syntaxEr *fault.Error
+}
+
+const (
+	scriptName = "script.js"
+	bodyPrefix = "(async function(){"
+	bodySuffix = "\n})"
+)
+
+// Compile compiles (or fetches from the cache) a source. A syntax error is
+// returned as a KindSyntax *fault.Error with the position in the caller's
+// source.
+func (e *Engine) Compile(src Source) (*goja.Program, *fault.Error) {
+	c := e.compile(src)
+	return c.prg, c.syntaxEr
+}
+
+func (e *Engine) compile(src Source) *compiled {
+	key := sha256.Sum256([]byte(src.Code))
+	if src.Wrapped {
+		key[0] ^= 0xff
+	}
+	if c, ok := e.programs.Get(key); ok {
+		return c
+	}
+	code, col1 := src.Code, 0
+	if !src.Wrapped {
+		code, col1 = bodyPrefix+src.Code+bodySuffix, len(bodyPrefix)
+	}
+	c := &compiled{col1: col1}
+	ast, err := parser.ParseFile(nil, scriptName, code, 0)
+	if err == nil {
+		c.prg, err = goja.CompileAST(ast, false)
+	}
+	if err != nil {
+		c.syntaxEr = syntaxError(err, col1, src.MapPosition)
+	}
+	// Syntax errors are cached too: the same bad script fails the same way.
+	e.programs.Add(key, c)
+	return c
+}
+
+// Run executes job.Source as the body of an async function.
+func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
+	return e.RunSource(ctx, job, Source{Code: job.Source})
+}
+
+// RunSource executes a prepared source.
+func (e *Engine) RunSource(ctx context.Context, job *runtime.Job, src Source) *runtime.Outcome {
+	c := e.compile(src)
+	if c.syntaxEr != nil {
+		se := *c.syntaxEr
+		return &runtime.Outcome{Err: &se}
+	}
+	x := newExec(ctx, e, job, c, src.MapPosition)
+	return x.run()
+}
