@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# gen-proto.sh regenerates the committed Go code of ptc's gRPC contract
+# (proto/**/*.pb.go) from the .proto files, after checking that they are
+# formatted and pass `buf lint`.
+#
+# Usage: scripts/gen-proto.sh   (from any directory)
+#
+# Every tool is pinned: buf and protoc-gen-go-grpc by internal/buildtools/go.mod,
+# protoc-gen-go by the main go.mod (see buf.gen.yaml). The first run on a fresh
+# machine builds buf, which takes a few minutes.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+# Never let a plugin build rewrite go.mod or go.sum.
+export GOFLAGS="${GOFLAGS:-} -mod=readonly"
+# -modfile cannot be combined with a go.work workspace.
+export GOWORK=off
+
+buf() { go tool -modfile=internal/buildtools/go.mod buf "$@"; }
+
+buf format --diff --exit-code proto || {
+	echo "gen-proto: .proto files are not formatted; run: go tool -modfile=internal/buildtools/go.mod buf format -w proto" >&2
+	exit 1
+}
+buf lint
+
+# Remove the previous output first so that a deleted or renamed .proto file
+# leaves no stale generated code behind. buf.gen.yaml cannot use `clean: true`:
+# its output directory also holds the .proto sources.
+find proto -type f -name '*.pb.go' -delete
+buf generate
+echo "gen-proto: generated code is up to date in proto/"
