@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools/demo"
+)
+
+// Exit codes of `ptc run`: 0 success, 1 usage or I/O error, 2 request
+// rejected (gRPC status or invalid request), and 10 + the error kind for a
+// script that failed (11 SYNTAX_ERROR … 20 INTERNAL).
+const (
+	exitOK       = 0
+	exitUsage    = 1
+	exitRejected = 2
+	exitKindBase = 10
+)
+
+const usage = `usage:
+  ptc run FILE [--input JSON|@FILE] [--server ADDR] [--client-demo-tools] [--timeout D]
+               [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
+               [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
+  ptc tools [--server ADDR]
+
+exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected,
+  11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
+  16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION, 19 CANCELLED, 20 INTERNAL
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "tools":
+		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "ptc: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}
+
+// valueArg reads a JSON argument given inline or as @file ("@-" is stdin).
+func valueArg(v string, stdin io.Reader) ([]byte, error) {
+	if !strings.HasPrefix(v, "@") {
+		return []byte(v), nil
+	}
+	if v == "@-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(v[1:])
+}
+
+// splitArgs moves flags after positional arguments in front of them, so
+// that `ptc run FILE --input x` works with the flag package.
+func splitArgs(args []string, boolFlags map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !boolFlags[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+type runFlags struct {
+	input, server, resultSchema, allow string
+	clientDemo, jsonOut                bool
+	limits                             ptc.Limits
+}
+
+func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
+	fs.StringVar(&f.server, "server", "", "run on a ptcd server at ADDR (over a Session stream)")
+	fs.BoolVar(&f.clientDemo, "client-demo-tools", false, "with --server: serve the demo tools from this process as client tools")
+	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
+	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) as JSON on stdout")
+	fs.DurationVar(&f.limits.Timeout, "timeout", 0, "wall-clock timeout (0: server default)")
+	fs.DurationVar(&f.limits.CPUTime, "cpu-time", 0, "CPU time limit (0: server default)")
+	fs.Int64Var(&f.limits.MemoryBytes, "memory-bytes", 0, "memory limit in bytes (0: server default)")
+	fs.Int64Var(&f.limits.MaxOutputBytes, "max-output-bytes", 0, "result size limit in bytes (0: server default)")
+	var maxCalls int
+	fs.IntVar(&maxCalls, "max-tool-calls", 0, "tool call limit (0: server default)")
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true})); err != nil {
+		return exitUsage
+	}
+	f.limits.MaxToolCalls = int32(maxCalls)
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, "ptc run: want exactly one script FILE\n", usage)
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
+	req := ptc.Request{Source: string(src), Limits: f.limits, Language: languageOf(path)}
+	if req.Language == ptc.LanguageWASM {
+		req.Source, req.Module = "", src
+	}
+	if f.input != "" {
+		if req.Input, err = valueArg(f.input, stdin); err != nil {
+			fmt.Fprintln(stderr, "ptc: --input:", err)
+			return exitUsage
+		}
+	}
+	if f.resultSchema != "" {
+		if req.ResultSchema, err = valueArg(f.resultSchema, stdin); err != nil {
+			fmt.Fprintln(stderr, "ptc: --result-schema:", err)
+			return exitUsage
+		}
+	}
+	if f.allow != "" {
+		req.AllowedTools = strings.Split(f.allow, ",")
+	}
+	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
+
+	var res *ptc.Result
+	if f.server != "" {
+		res, err = runRemote(ctx, f, req)
+	} else {
+		res, err = runLocal(ctx, req)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitRejected
+	}
+	return report(res, f.jsonOut, stdout, stderr)
+}
+
+func languageOf(path string) ptc.Language {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".ts", ".mts":
+		return ptc.LanguageTypeScript
+	case ".wasm":
+		return ptc.LanguageWASM
+	}
+	return ptc.LanguageJavaScript
+}
+
+func runLocal(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
+	r, err := newLocalRunner()
+	if err != nil {
+		return nil, err
+	}
+	return r.Execute(ctx, req)
+}
+
+// newLocalRunner is the in-process runner of `ptc run`: demo tools and
+// every engine this build has.
+func newLocalRunner() (*ptc.Runner, error) {
+	return ptc.NewRunner(ptc.WithTools(demo.Tools()...))
+}
+
+func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {
+	c, err := ptc.Dial(f.server)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var client []ptc.Tool
+	if f.clientDemo {
+		client = demo.Tools()
+	}
+	return c.Run(ctx, req, client...)
+}
+
+// report prints the outcome and returns the exit code.
+func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
+	if jsonOut {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else if res.Error == nil {
+		fmt.Fprintln(stdout, string(res.Result))
+	}
+	s := res.Stats
+	if res.Error != nil {
+		e := res.Error
+		pos := ""
+		if e.Line > 0 {
+			pos = fmt.Sprintf(" at line %d:%d", e.Line, e.Column)
+		}
+		fmt.Fprintf(stderr, "ptc: %s%s: %s\n", e.Kind, pos, e.Message)
+		if e.Stack != "" {
+			fmt.Fprintln(stderr, indent(e.Stack))
+		}
+	}
+	if res.LogsTruncated {
+		fmt.Fprintln(stderr, "ptc: console output was truncated at the log limit")
+	}
+	ratio := ""
+	if s.OutputBytes > 0 && s.ToolResultBytes > s.OutputBytes {
+		ratio = fmt.Sprintf(" (%.0f× less)", float64(s.ToolResultBytes)/float64(s.OutputBytes))
+	}
+	outcome := "ok"
+	if res.Error != nil {
+		outcome = res.Error.Kind.String()
+	}
+	fmt.Fprintf(stderr, "ptc: %s in %s · %d tool calls · %d bytes from tools → %d bytes returned%s\n",
+		outcome, s.Duration.Round(10*time.Microsecond), s.ToolCalls, s.ToolResultBytes, s.OutputBytes, ratio)
+	if res.Error != nil {
+		return exitKindBase + int(res.Error.Kind)
+	}
+	return exitOK
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
+
+func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "", "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
+	asJSON := fs.Bool("json", false, "print definitions as JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	var defs []ptc.Definition
+	if *server != "" {
+		c, err := ptc.Dial(*server)
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitRejected
+		}
+		defer c.Close()
+		if defs, err = c.Tools(ctx); err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitRejected
+		}
+	} else {
+		r, err := newLocalRunner()
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitUsage
+		}
+		defs = r.Tools()
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(defs, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	for _, d := range defs {
+		fmt.Fprintf(stdout, "%s\t%s\n", d.Name, d.Description)
+	}
+	return exitOK
+}
+

@@ -1,0 +1,229 @@
+// Package server implements the ptc.v1 RunnerService on top of a
+// ptc.Runner: unary Execute, ListTools, and the Session stream through
+// which a harness serves its own tools.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/wire"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// Server serves RunnerService. Create it with New.
+type Server struct {
+	ptcv1.UnimplementedRunnerServiceServer
+	runner *ptc.Runner
+	log    *slog.Logger
+
+	// base is cancelled when the server gives up on in-flight executions
+	// at the end of a graceful shutdown.
+	base   context.Context
+	cancel context.CancelFunc
+
+	// ToolLister, when set, answers the query/typescript parts of ListTools.
+	lister Lister
+
+	mu       sync.Mutex
+	inflight int
+}
+
+// Lister extends ListTools beyond the plain list (ranking, TypeScript
+// declarations, the model-facing prompt).
+type Lister interface {
+	List(ctx context.Context, req *ptcv1.ListToolsRequest, defs []ptc.Definition) (*ptcv1.ListToolsResponse, error)
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithLister sets the ListTools extension.
+func WithLister(l Lister) Option { return func(s *Server) { s.lister = l } }
+
+// New returns a Server that runs executions on r.
+func New(r *ptc.Runner, opts ...Option) *Server {
+	s := &Server{runner: r, log: slog.Default()}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// CancelAll cancels every in-flight execution (they end with CANCELLED);
+// it is the last step of a graceful shutdown.
+func (s *Server) CancelAll() { s.cancel() }
+
+// InFlight returns the number of executions running.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// execContext derives an execution's context from the RPC's, cancelled
+// also by CancelAll. The returned func must be called when done.
+func (s *Server) execContext(rpc context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(rpc)
+	stop := context.AfterFunc(s.base, cancel)
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	return ctx, func() {
+		stop()
+		cancel()
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}
+}
+
+// Execute runs one script against server tools.
+func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.ExecuteResponse, error) {
+	req, err := RequestFromPB(in)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.runner.Prepare(req)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	ectx, done := s.execContext(ctx)
+	defer done()
+	res := s.runner.Run(ectx, p)
+	return ResultPB(res), nil
+}
+
+// ListTools lists the server tools.
+func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*ptcv1.ListToolsResponse, error) {
+	defs := s.runner.Tools()
+	if names := in.GetNames(); len(names) > 0 {
+		byName := make(map[string]ptc.Definition, len(defs))
+		for _, d := range defs {
+			byName[d.Name] = d
+		}
+		sel := make([]ptc.Definition, 0, len(names))
+		for _, n := range names {
+			d, ok := byName[n]
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "names: unknown tool %q", n)
+			}
+			sel = append(sel, d)
+		}
+		defs = sel
+	}
+	if in.GetLimit() < 0 {
+		return nil, status.Error(codes.InvalidArgument, "limit is negative")
+	}
+	if s.lister != nil {
+		return s.lister.List(ctx, in, defs)
+	}
+	if in.GetQuery() != "" || in.GetIncludeTypescript() {
+		return nil, status.Error(codes.Unimplemented, "query and include_typescript are not supported by this server")
+	}
+	if l := int(in.GetLimit()); l > 0 && l < len(defs) {
+		defs = defs[:l]
+	}
+	out := &ptcv1.ListToolsResponse{}
+	for _, d := range defs {
+		out.Tools = append(out.Tools, wire.DefinitionPB(d))
+	}
+	return out, nil
+}
+
+// RequestFromPB converts and checks the proto fields of a request. Checks
+// that need the runner (tools, schemas, sizes) happen in Runner.Prepare.
+func RequestFromPB(in *ptcv1.ExecuteRequest) (ptc.Request, error) {
+	if in == nil {
+		return ptc.Request{}, status.Error(codes.InvalidArgument, "request is empty")
+	}
+	lim, err := wire.LimitsFromPB(in.GetLimits())
+	if err != nil {
+		return ptc.Request{}, status.Error(codes.InvalidArgument, err.Error())
+	}
+	sc := in.GetScript()
+	if sc == nil {
+		return ptc.Request{}, status.Error(codes.InvalidArgument, "script is missing")
+	}
+	req := ptc.Request{
+		ExecutionID:        in.GetExecutionId(),
+		Language:           ptc.Language(sc.GetLanguage()),
+		Source:             sc.GetSource(),
+		Module:             sc.GetWasmModule(),
+		ModuleSHA256:       sc.GetModuleSha256(),
+		Limits:             lim,
+		AllowedTools:       in.GetAllowedTools(),
+		IncludeToolResults: in.GetIncludeToolResults(),
+	}
+	if s := in.GetInputJson(); s != "" {
+		req.Input = json.RawMessage(s)
+	}
+	if s := in.GetResultSchemaJson(); s != "" {
+		req.ResultSchema = json.RawMessage(s)
+	}
+	return req, nil
+}
+
+// ResultPB converts a result.
+func ResultPB(r *ptc.Result) *ptcv1.ExecuteResponse {
+	out := &ptcv1.ExecuteResponse{
+		ExecutionId:     r.ExecutionID,
+		ResultJson:      string(r.Result),
+		Error:           wire.ErrorPB(r.Error),
+		ModelMessage:    r.ModelMessage,
+		LogsTruncated:   r.LogsTruncated,
+		EffectiveLimits: wire.LimitsPB(r.EffectiveLimits),
+		Stats: &ptcv1.ExecutionStats{
+			Duration:        wire.DurationPB(r.Stats.Duration),
+			CpuTime:         wire.DurationPB(r.Stats.CPUTime),
+			PeakMemoryBytes: r.Stats.PeakMemoryBytes,
+			ToolCalls:       r.Stats.ToolCalls,
+			ToolResultBytes: r.Stats.ToolResultBytes,
+			OutputBytes:     r.Stats.OutputBytes,
+			QueueTime:       wire.DurationPB(r.Stats.QueueTime),
+			LogBytes:        r.Stats.LogBytes,
+		},
+	}
+	for _, l := range r.Logs {
+		out.Logs = append(out.Logs, wire.LogPB(l))
+	}
+	for _, t := range r.Trace {
+		out.Trace = append(out.Trace, wire.RecordPB(t))
+	}
+	return out
+}
+
+// statusOf maps a request error to a gRPC status.
+func statusOf(err error) error {
+	var re *ptc.RequestError
+	if !errors.As(err, &re) {
+		return status.Error(codes.Internal, "internal error")
+	}
+	code := codes.Internal
+	switch re.Code {
+	case ptc.InvalidArgument:
+		code = codes.InvalidArgument
+	case ptc.Unimplemented:
+		code = codes.Unimplemented
+	case ptc.ResourceExhausted:
+		code = codes.ResourceExhausted
+	case ptc.FailedPrecondition:
+		code = codes.FailedPrecondition
+	case ptc.PermissionDenied:
+		code = codes.PermissionDenied
+	case ptc.Unavailable:
+		code = codes.Unavailable
+	}
+	return status.Error(code, re.Message)
+}

@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/wire"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+const (
+	// sendQueue bounds the messages waiting for the client to read; past
+	// it, producers (tool calls) wait, so a client that never reads cannot
+	// make the server buffer without bound.
+	sendQueue = 64
+	// resultGrace bounds how long the final result waits for a client
+	// that does not read.
+	resultGrace = 10 * time.Second
+	// CodeClientGone is the tool error code of client tool calls that can
+	// no longer be answered (the client half-closed its stream).
+	CodeClientGone = "cancelled"
+)
+
+// session is one Session stream. The handler goroutine runs the
+// execution; one sender goroutine owns stream.Send; one receiver goroutine
+// owns stream.Recv. Both end when the handler returns.
+type session struct {
+	stream ptcv1.RunnerService_SessionServer
+	out    chan *ptcv1.SessionResponse
+	// sendDone is closed when the sender goroutine stops.
+	sendDone chan struct{}
+
+	mu       sync.Mutex
+	pending  map[string]chan *ptcv1.ToolResult
+	answered map[string]bool
+	closed   bool // the client half-closed: no more results can arrive
+	nextID   int64
+}
+
+// Session runs one execution whose client tools are served by the caller
+// over the stream.
+func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return status.Error(codes.InvalidArgument, "the stream closed before a start message")
+		}
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "the first message of a Session must be start")
+	}
+	req, err := RequestFromPB(start.GetExecute())
+	if err != nil {
+		return err
+	}
+	ss := &session{
+		stream:   stream,
+		out:      make(chan *ptcv1.SessionResponse, sendQueue),
+		sendDone: make(chan struct{}),
+		pending:  map[string]chan *ptcv1.ToolResult{},
+		answered: map[string]bool{},
+	}
+	for _, d := range start.GetClientTools() {
+		def := wire.DefinitionFromPB(d)
+		if _, err := tools.CompileDefinition(def, nil); err != nil {
+			return status.Errorf(codes.InvalidArgument, "client_tools: %v", err)
+		}
+		req.ClientTools = append(req.ClientTools, ptc.Tool{Definition: def, Handler: ss.forward})
+	}
+	streamLogs := start.GetExecute().GetStreamLogs()
+	if streamLogs {
+		req.OnLog = func(e runtime.LogEntry) {
+			// Live logs are best effort (they are also in the result):
+			// dropped rather than blocking the script when the client lags.
+			select {
+			case ss.out <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
+			default:
+			}
+		}
+	}
+	p, err := s.runner.Prepare(req)
+	if err != nil {
+		return statusOf(err)
+	}
+
+	ectx, done := s.execContext(stream.Context())
+	defer done()
+	ctx, cancel := context.WithCancelCause(ectx)
+	defer cancel(nil)
+
+	go ss.sender()
+	go ss.receive(ctx, cancel)
+
+	res := s.runner.Run(ctx, p)
+
+	// A protocol violation ends the RPC with its status instead of a result.
+	if err := context.Cause(ctx); err != nil {
+		if _, ok := status.FromError(err); ok && status.Code(err) == codes.InvalidArgument {
+			return err
+		}
+	}
+	// Hand the result to the sender and wait, bounded, for it to go out.
+	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: ResultPB(res)}}
+	t := time.NewTimer(resultGrace)
+	defer t.Stop()
+	select {
+	case ss.out <- final:
+		select {
+		case <-ss.sendDone:
+		case <-t.C:
+		}
+	case <-ss.sendDone:
+	case <-t.C:
+	}
+	// Returning ends the stream; the receiver's Recv then fails and it exits.
+	return nil
+}
+
+// sender owns stream.Send. It stops after sending the result, when a send
+// fails, or when the stream ends.
+func (ss *session) sender() {
+	defer close(ss.sendDone)
+	for {
+		select {
+		case m := <-ss.out:
+			if err := ss.stream.Send(m); err != nil {
+				return
+			}
+			if _, isResult := m.GetMsg().(*ptcv1.SessionResponse_Result); isResult {
+				return
+			}
+		case <-ss.stream.Context().Done():
+			return
+		}
+	}
+}
+
+// receive owns stream.Recv: it routes tool results, handles cancel, and
+// ends the execution when the client goes away.
+func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) {
+	for {
+		m, err := ss.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				ss.halfClose()
+				return
+			}
+			// The client disconnected or the stream ended.
+			cancel(errors.New("client disconnected"))
+			return
+		}
+		switch msg := m.GetMsg().(type) {
+		case *ptcv1.SessionRequest_ToolResult:
+			ss.deliver(ctx, msg.ToolResult)
+		case *ptcv1.SessionRequest_Cancel:
+			cancel(fmt.Errorf("cancelled by the client: %s", msg.Cancel.GetReason()))
+		case *ptcv1.SessionRequest_Start:
+			cancel(status.Error(codes.InvalidArgument, "a Session takes exactly one start message"))
+			return
+		default:
+			ss.protocolError(ctx, "", "unknown message type")
+		}
+	}
+}
+
+// halfClose fails every pending client call: no result can arrive now.
+func (ss *session) halfClose() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	for id, ch := range ss.pending {
+		ch <- &ptcv1.ToolResult{CallId: id, Outcome: &ptcv1.ToolResult_Error{Error: &ptcv1.ToolError{
+			Code: CodeClientGone, Message: "the client closed its stream before answering"}}}
+		delete(ss.pending, id)
+	}
+}
+
+func (ss *session) deliver(ctx context.Context, r *ptcv1.ToolResult) {
+	id := r.GetCallId()
+	ss.mu.Lock()
+	ch, ok := ss.pending[id]
+	if ok {
+		delete(ss.pending, id)
+		ss.answered[id] = true
+	}
+	repeated := ss.answered[id] && !ok
+	ss.mu.Unlock()
+	switch {
+	case ok:
+		ch <- r // buffered, one result per call
+	case repeated:
+		ss.protocolError(ctx, id, fmt.Sprintf("call_id %q was already answered; the repeated result is ignored", id))
+	default:
+		ss.protocolError(ctx, id, fmt.Sprintf("unknown call_id %q; the result is ignored", id))
+	}
+}
+
+func (ss *session) protocolError(ctx context.Context, id, msg string) {
+	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ProtocolError{ProtocolError: &ptcv1.ProtocolError{CallId: id, Message: msg}}}
+	select {
+	case ss.out <- m:
+	case <-ctx.Done():
+	}
+}
+
+// forward is the handler of every client tool: it sends a ToolCall and
+// waits for the matching ToolResult.
+func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessage, error) {
+	ch := make(chan *ptcv1.ToolResult, 1)
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return nil, &tools.Error{Code: CodeClientGone, Message: "the client closed its stream; client tools can no longer be called"}
+	}
+	ss.nextID++
+	id := "c" + strconv.FormatInt(ss.nextID, 10)
+	ss.pending[id] = ch
+	ss.mu.Unlock()
+	defer func() {
+		ss.mu.Lock()
+		delete(ss.pending, id)
+		ss.mu.Unlock()
+	}()
+
+	tc := &ptcv1.ToolCall{CallId: id, Tool: call.Tool, ArgumentsJson: string(call.Arguments), IdempotencyKey: call.IdempotencyKey}
+	if dl, ok := ctx.Deadline(); ok {
+		tc.Deadline = timestamppb.New(dl)
+	}
+	select {
+	case ss.out <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-ch:
+		if e := r.GetError(); e != nil {
+			code := e.GetCode()
+			if code == "" {
+				code = "tool_failed"
+			}
+			return nil, &tools.Error{Code: code, Message: e.GetMessage()}
+		}
+		if _, ok := r.GetOutcome().(*ptcv1.ToolResult_OutputJson); !ok {
+			return nil, &tools.Error{Code: "invalid_output", Message: "the client's result has neither output_json nor error"}
+		}
+		return json.RawMessage(r.GetOutputJson()), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
