@@ -24,7 +24,12 @@ func Compile(t Tool) (*Compiled, error) {
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q has no handler", t.Name)
 	}
-	return CompileDefinition(t.Definition, t.Handler)
+	c, err := CompileDefinition(t.Definition, t.Handler)
+	if err != nil {
+		return nil, err
+	}
+	c.TrustOutput = t.TrustOutput
+	return c, nil
 }
 
 // CompileDefinition compiles a definition's schemas and binds handler

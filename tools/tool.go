@@ -47,6 +47,11 @@ type Handler func(ctx context.Context, call Call) (json.RawMessage, error)
 type Tool struct {
 	Definition
 	Handler Handler
+	// TrustOutput skips the per-call check of results against the output
+	// schema (JSON validity included). Set it only for in-process Go
+	// handlers whose tests show every result matches the schema; tools
+	// from untrusted sources (client-served, MCP, HTTP) never set it.
+	TrustOutput bool
 }
 
 // Error is a tool failure with a stable code that scripts can branch on

@@ -134,7 +134,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 			out.Result, out.Err = x.result(p.Result())
 			return out
 		case goja.PromiseStateRejected:
-			if x.ctx.Err() != nil {
+			if x.expired() {
 				out.Err = x.ctxError()
 				return out
 			}
@@ -151,7 +151,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 			x.pending--
 			if err := x.deliver(c); err != nil {
 				out.Err = x.classify(err)
-				if x.ctx.Err() != nil && out.Err.Kind == fault.KindScript {
+				if x.expired() && out.Err.Kind == fault.KindScript {
 					out.Err = x.ctxError()
 				}
 				return out
@@ -175,7 +175,7 @@ func (x *exec) setup() *fault.Error {
 
 	input := goja.Null()
 	if len(x.job.Input) > 0 {
-		v, err := x.parse(goja.Undefined(), vm.ToValue(string(x.job.Input)))
+		v, err := x.fromJSON(x.job.Input)
 		if err != nil {
 			return fault.New(fault.KindInternal, "input is not valid JSON")
 		}
@@ -249,8 +249,18 @@ func (x *exec) drain() {
 	}
 }
 
+// expired reports whether the execution's context is done or its deadline
+// has passed (a tool may notice the deadline a moment before the context).
+func (x *exec) expired() bool {
+	if x.ctx.Err() != nil {
+		return true
+	}
+	dl, ok := x.ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 func (x *exec) ctxError() *fault.Error {
-	if errors.Is(context.Cause(x.ctx), errTimeoutCause) {
+	if errors.Is(context.Cause(x.ctx), errTimeoutCause) || (x.ctx.Err() == nil && x.expired()) {
 		return x.timeoutError()
 	}
 	return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
@@ -258,7 +268,7 @@ func (x *exec) ctxError() *fault.Error {
 
 func (x *exec) timeoutError() *fault.Error {
 	fe := fault.New(fault.KindTimeout, "the script did not finish within its %s time limit", x.job.Limits.Timeout)
-	fe.Limit = x.job.Limits.Timeout.Milliseconds()
+	fe.Limit = x.job.Limits.Timeout.Nanoseconds()
 	return fe
 }
 
@@ -270,12 +280,22 @@ func (x *exec) deliver(c completion) error {
 	if c.err != nil {
 		return c.reject(x.callError(c.err))
 	}
-	v, err := x.parse(goja.Undefined(), x.vm.ToValue(string(c.out)))
+	v, err := x.fromJSON(c.out)
 	if err != nil {
 		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeInvalidOutput,
 			Message: "tool returned invalid JSON"}))
 	}
 	return c.resolve(v)
+}
+
+// fromJSON converts JSON text into a JS value: the fast decoder, or
+// JSON.parse for the rare text it leaves to it.
+func (x *exec) fromJSON(data []byte) (goja.Value, error) {
+	v, err := decodeJSON(x.vm, data)
+	if errors.Is(err, errLoneSurrogate) {
+		return x.parse(goja.Undefined(), x.vm.ToValue(string(data)))
+	}
+	return v, err
 }
 
 // result serialises the script's return value.
@@ -312,7 +332,7 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 func (x *exec) uncaught(v goja.Value) *fault.Error {
 	if obj, ok := v.(*goja.Object); ok {
 		if ce, ok := x.callErrs[obj]; ok {
-			fe := fault.New(ce.Kind(), "uncaught %s from tool %s: %s", ce.Name, ce.Tool, ce.Message)
+			fe := fault.New(ce.Kind(), "uncaught %s from tool %s (code %s): %s", ce.Name, ce.Tool, ce.Code, ce.Message)
 			fe.Tool = ce.Tool
 			fe.Line, fe.Column = x.position(v)
 			fe.Stack = x.stack(v)
@@ -335,7 +355,7 @@ func (x *exec) classify(err error) *fault.Error {
 		switch ie.Value() {
 		case reasonCPU:
 			fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", x.job.Limits.CPUTime)
-			fe.Limit, fe.Observed = x.job.Limits.CPUTime.Milliseconds(), x.busy.Milliseconds()
+			fe.Limit, fe.Observed = x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds()
 			return fe
 		case reasonTimeout:
 			return x.timeoutError()

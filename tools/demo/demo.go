@@ -27,6 +27,10 @@ const (
 // get_expenses and get_budget_by_level. The tools of one set share their
 // data, which is built once per set (expenses on first use) and never
 // shared with another set. The handlers are safe for concurrent use.
+//
+// The tools are marked TrustOutput: the package's tests check every result
+// they can produce against its output schema, so the bridge does not
+// re-check each call.
 func Tools() []tools.Tool {
 	c := newCompany()
 	return []tools.Tool{
@@ -38,7 +42,8 @@ func Tools() []tools.Tool {
 				InputSchema:  json.RawMessage(teamMembersInput),
 				OutputSchema: json.RawMessage(teamMembersOutput),
 			},
-			Handler: c.getTeamMembers,
+			Handler:     c.getTeamMembers,
+			TrustOutput: true,
 		},
 		{
 			Definition: tools.Definition{
@@ -49,7 +54,8 @@ func Tools() []tools.Tool {
 				InputSchema:  json.RawMessage(expensesInput),
 				OutputSchema: json.RawMessage(expensesOutput),
 			},
-			Handler: c.getExpenses,
+			Handler:     c.getExpenses,
+			TrustOutput: true,
 		},
 		{
 			Definition: tools.Definition{
@@ -59,7 +65,8 @@ func Tools() []tools.Tool {
 				InputSchema:  json.RawMessage(budgetInput),
 				OutputSchema: json.RawMessage(budgetOutput),
 			},
-			Handler: c.getBudgetByLevel,
+			Handler:     c.getBudgetByLevel,
+			TrustOutput: true,
 		},
 	}
 }

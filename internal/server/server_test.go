@@ -1,0 +1,436 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/server"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools/demo"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echoService is a bare gRPC service on the same server, the baseline of
+// the benchmarks.
+type echoService struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (echoService) UnaryCall(_ context.Context, in *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	return &testgrpc.SimpleResponse{Payload: in.GetPayload()}, nil
+}
+
+func (echoService) FullDuplexCall(s testgrpc.TestService_FullDuplexCallServer) error {
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			return nil
+		}
+		if err := s.Send(&testgrpc.StreamingOutputCallResponse{Payload: m.GetPayload()}); err != nil {
+			return err
+		}
+	}
+}
+
+type fixture struct {
+	addr   string
+	conn   *grpc.ClientConn
+	rpc    ptcv1.RunnerServiceClient
+	client *ptc.Client
+	srv    *server.Server
+}
+
+// start serves a runner with the demo tools on a real loopback listener.
+func start(tb testing.TB, opts ...ptc.Option) *fixture {
+	tb.Helper()
+	opts = append([]ptc.Option{ptc.WithTools(demo.Tools()...)}, opts...)
+	r, err := ptc.NewRunner(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	srv := server.New(r)
+	ptcv1.RegisterRunnerServiceServer(gs, srv)
+	testgrpc.RegisterTestServiceServer(gs, echoService{})
+	done := make(chan struct{})
+	go func() { _ = gs.Serve(lis); close(done) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+		<-done
+	})
+	return &fixture{addr: lis.Addr().String(), conn: conn, rpc: ptcv1.NewRunnerServiceClient(conn), client: ptc.NewClient(conn), srv: srv}
+}
+
+func jsReq(src string) *ptcv1.ExecuteRequest {
+	return &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_JAVASCRIPT, Source: src}}
+}
+
+func TestExecuteExpenseOverGRPC(t *testing.T) {
+	f := start(t)
+	src, err := os.ReadFile("../../examples/expenses.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile("../../examples/expenses.expected.json")
+	res, err := f.rpc.Execute(context.Background(), jsReq(string(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GetError() != nil {
+		t.Fatal(res.GetError())
+	}
+	var g, w any
+	_ = json.Unmarshal([]byte(res.GetResultJson()), &g)
+	_ = json.Unmarshal(want, &w)
+	if fmt.Sprint(g) != fmt.Sprint(w) {
+		t.Fatalf("result %s", res.GetResultJson())
+	}
+	if res.GetStats().GetToolCalls() != 26 || len(res.GetTrace()) != 26 || res.GetEffectiveLimits().GetTimeout().AsDuration() == 0 {
+		t.Fatalf("stats %v", res.GetStats())
+	}
+}
+
+func TestExecuteStatusCodes(t *testing.T) {
+	f := start(t)
+	cases := []struct {
+		name string
+		req  *ptcv1.ExecuteRequest
+		code codes.Code
+	}{
+		{"no script", &ptcv1.ExecuteRequest{}, codes.InvalidArgument},
+		{"empty source", jsReq(""), codes.InvalidArgument},
+		{"unknown language", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: 42, Source: "return 1"}}, codes.InvalidArgument},
+		{"bad input", func() *ptcv1.ExecuteRequest { r := jsReq("return 1"); r.InputJson = "{"; return r }(), codes.InvalidArgument},
+		{"bad schema", func() *ptcv1.ExecuteRequest { r := jsReq("return 1"); r.ResultSchemaJson = "[1"; return r }(), codes.InvalidArgument},
+		{"unknown tool", func() *ptcv1.ExecuteRequest { r := jsReq("return 1"); r.AllowedTools = []string{"x"}; return r }(), codes.InvalidArgument},
+		{"negative duration", func() *ptcv1.ExecuteRequest {
+			r := jsReq("return 1")
+			r.Limits = &ptcv1.Limits{Timeout: durationpb.New(-time.Second)}
+			return r
+		}(), codes.InvalidArgument},
+		{"typescript", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_TYPESCRIPT, Source: "return 1"}}, codes.Unimplemented},
+		{"wasm", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_WASM, WasmModule: []byte{0}}}, codes.Unimplemented},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.rpc.Execute(context.Background(), tc.req)
+			if status.Code(err) != tc.code {
+				t.Fatalf("code %v (%v), want %v", status.Code(err), err, tc.code)
+			}
+		})
+	}
+	// The service keeps serving.
+	res, err := f.rpc.Execute(context.Background(), jsReq("return 7"))
+	if err != nil || res.GetResultJson() != "7" {
+		t.Fatal(err, res)
+	}
+}
+
+func TestListTools(t *testing.T) {
+	f := start(t)
+	res, err := f.rpc.ListTools(context.Background(), &ptcv1.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GetTools()) != 3 || res.GetTools()[0].GetName() != "get_budget_by_level" || res.GetTools()[0].GetInputSchemaJson() == "" {
+		t.Fatalf("tools %v", res.GetTools())
+	}
+	if _, err := f.rpc.ListTools(context.Background(), &ptcv1.ListToolsRequest{Names: []string{"nope"}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("unknown name: %v", err)
+	}
+	res, err = f.rpc.ListTools(context.Background(), &ptcv1.ListToolsRequest{Names: []string{"get_expenses"}})
+	if err != nil || len(res.GetTools()) != 1 {
+		t.Fatal(err, res)
+	}
+}
+
+// clientTool is a client-served tool definition with a handler.
+func clientTool(name, schema string, h ptc.Handler) ptc.Tool {
+	return ptc.Tool{Definition: ptc.Definition{Name: name, InputSchema: json.RawMessage(schema)}, Handler: h}
+}
+
+func TestSessionMixedTools(t *testing.T) {
+	f := start(t)
+	var calls atomic.Int32
+	double := clientTool("crm.double", `{"type":"object","properties":{"n":{"type":"number"}},"required":["n"],"additionalProperties":false}`,
+		func(_ context.Context, c ptc.Call) (json.RawMessage, error) {
+			calls.Add(1)
+			var in struct{ N float64 }
+			_ = json.Unmarshal(c.Arguments, &in)
+			return json.Marshal(in.N * 2)
+		})
+	var logs []string
+	res, err := f.client.Run(context.Background(), ptc.Request{
+		Source: `const b = await tools.get_budget_by_level({level: "mid"});
+console.log("limit", b.travel_limit);
+const d = await tools.crm.double({n: b.travel_limit});
+try { await tools.crm.double({n: "x"}) } catch (e) { return {d, code: e.code} }`,
+		OnLog: func(e ptc.LogEntry) { logs = append(logs, e.Message) },
+	}, double)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil {
+		t.Fatal(res.Error)
+	}
+	if string(res.Result) != `{"d":4000,"code":"invalid_arguments"}` {
+		t.Fatalf("result %s", res.Result)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("client handler ran %d times; the invalid call must never reach it", calls.Load())
+	}
+	if len(res.Trace) != 3 || res.Trace[1].Tool != "crm.double" || !res.Trace[1].OK || res.Trace[2].ErrorCode != "invalid_arguments" {
+		t.Fatalf("trace %+v", res.Trace)
+	}
+	if len(logs) != 1 || logs[0] != "limit 2000" {
+		t.Fatalf("live logs %q", logs)
+	}
+}
+
+// TestSessionManyOutOfOrder answers 100 concurrent calls in reverse order:
+// the handler of call i waits until call i+1 has been answered.
+func TestSessionManyOutOfOrder(t *testing.T) {
+	f := start(t)
+	const n = 100
+	gates := make([]chan struct{}, n+1)
+	for i := range gates {
+		gates[i] = make(chan struct{})
+	}
+	close(gates[n])
+	h := func(ctx context.Context, c ptc.Call) (json.RawMessage, error) {
+		var in struct{ I int }
+		_ = json.Unmarshal(c.Arguments, &in)
+		select {
+		case <-gates[in.I+1]:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer close(gates[in.I])
+		return json.Marshal(in.I * 10)
+	}
+	res, err := f.client.Run(context.Background(), ptc.Request{
+		Source: fmt.Sprintf(`const r = await Promise.all(Array.from({length: %d}, (_, i) => tools.slow({i}))); return r.reduce((a, b) => a + b, 0)`, n),
+		Limits: ptc.Limits{MaxConcurrentToolCalls: n, Timeout: time.Minute},
+	}, clientTool("slow", `{"type":"object"}`, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil {
+		t.Fatal(res.Error)
+	}
+	if string(res.Result) != fmt.Sprint(10*n*(n-1)/2) {
+		t.Fatalf("result %s", res.Result)
+	}
+}
+
+func TestSessionClientError(t *testing.T) {
+	f := start(t)
+	res, err := f.client.Run(context.Background(), ptc.Request{Source: `
+try { await tools.pay({}) } catch (e) { return [e.name, e.code, e.message] }`},
+		clientTool("pay", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) {
+			return nil, &ptc.ToolError{Code: "card_declined", Message: "the card was declined"}
+		}),
+		clientTool("unused", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) { panic("never") }))
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	if string(res.Result) != `["ToolError","card_declined","the card was declined"]` {
+		t.Fatalf("result %s", res.Result)
+	}
+	// A panicking client handler becomes a tool error.
+	res, err = f.client.Run(context.Background(), ptc.Request{Source: `try { await tools.p({}) } catch (e) { return e.code }`},
+		clientTool("p", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) { panic("boom") }))
+	if err != nil || res.Error != nil || string(res.Result) != `"tool_panic"` {
+		t.Fatal(err, res)
+	}
+}
+
+func TestSessionTimeoutWaitingOnClient(t *testing.T) {
+	f := start(t)
+	res, err := f.client.Run(context.Background(), ptc.Request{Source: `await tools.hang({})`, Limits: ptc.Limits{Timeout: 100 * time.Millisecond}},
+		clientTool("hang", `{"type":"object"}`, func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != ptc.KindTimeout {
+		t.Fatalf("error %v", res.Error)
+	}
+}
+
+func TestSessionInvalidSchema(t *testing.T) {
+	f := start(t)
+	_, err := f.client.Run(context.Background(), ptc.Request{Source: `return 1`},
+		clientTool("bad", `{"type": 12}`, func(context.Context, ptc.Call) (json.RawMessage, error) { return nil, nil }))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("err %v", err)
+	}
+	_, err = f.client.Run(context.Background(), ptc.Request{Source: `return 1`},
+		clientTool("get_expenses", `{}`, func(context.Context, ptc.Call) (json.RawMessage, error) { return nil, nil }))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "collides") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func startMsg(src string, defs ...*ptcv1.ToolDefinition) *ptcv1.SessionRequest {
+	return &ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: &ptcv1.SessionStart{Execute: jsReq(src), ClientTools: defs}}}
+}
+
+func TestSessionProtocolMisuse(t *testing.T) {
+	f := start(t)
+	ctx := context.Background()
+
+	t.Run("no start", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Cancel{Cancel: &ptcv1.CancelExecution{}}})
+		_, err := s.Recv()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "first message") {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("closed before start", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.CloseSend()
+		if _, err := s.Recv(); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("double start", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.Send(startMsg(`await tools.c({})`, &ptcv1.ToolDefinition{Name: "c"}))
+		if m, err := s.Recv(); err != nil || m.GetToolCall() == nil {
+			t.Fatal(m, err)
+		}
+		_ = s.Send(startMsg(`return 1`))
+		for {
+			_, err := s.Recv()
+			if err != nil {
+				if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "exactly one start") {
+					t.Fatalf("err %v", err)
+				}
+				return
+			}
+		}
+	})
+	t.Run("unknown and repeated call_id", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.Send(startMsg(`const a = await tools.c({}); return a`, &ptcv1.ToolDefinition{Name: "c"}))
+		m, err := s.Recv()
+		if err != nil || m.GetToolCall() == nil {
+			t.Fatal(m, err)
+		}
+		id := m.GetToolCall().GetCallId()
+		if m.GetToolCall().GetIdempotencyKey() == "" || m.GetToolCall().GetDeadline() == nil {
+			t.Fatalf("tool call %v", m.GetToolCall())
+		}
+		_ = s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ToolResult{ToolResult: &ptcv1.ToolResult{CallId: "nope", Outcome: &ptcv1.ToolResult_OutputJson{OutputJson: "1"}}}})
+		m, err = s.Recv()
+		if err != nil || !strings.Contains(m.GetProtocolError().GetMessage(), "unknown call_id") {
+			t.Fatal(m, err)
+		}
+		_ = s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ToolResult{ToolResult: &ptcv1.ToolResult{CallId: id, Outcome: &ptcv1.ToolResult_OutputJson{OutputJson: `"ok"`}}}})
+		_ = s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ToolResult{ToolResult: &ptcv1.ToolResult{CallId: id, Outcome: &ptcv1.ToolResult_OutputJson{OutputJson: `"again"`}}}})
+		var result *ptcv1.ExecuteResponse
+		sawRepeat := false
+		for {
+			m, err := s.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pe := m.GetProtocolError(); pe != nil && strings.Contains(pe.GetMessage(), "already answered") {
+				sawRepeat = true
+			}
+			if r := m.GetResult(); r != nil {
+				result = r
+			}
+		}
+		if result == nil || result.GetResultJson() != `"ok"` {
+			t.Fatalf("result %v", result)
+		}
+		// The repeated answer may race with the end of the execution; when
+		// it is read first it must be reported as repeated.
+		_ = sawRepeat
+	})
+	t.Run("cancel message", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.Send(startMsg(`await tools.c({})`, &ptcv1.ToolDefinition{Name: "c"}))
+		if m, err := s.Recv(); err != nil || m.GetToolCall() == nil {
+			t.Fatal(m, err)
+		}
+		_ = s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Cancel{Cancel: &ptcv1.CancelExecution{Reason: "user stopped"}}})
+		m, err := s.Recv()
+		if err != nil || m.GetResult().GetError().GetKind() != ptcv1.ErrorKind_ERROR_KIND_CANCELLED {
+			t.Fatal(m, err)
+		}
+	})
+	t.Run("half close fails pending calls", func(t *testing.T) {
+		s, _ := f.rpc.Session(ctx)
+		_ = s.Send(startMsg(`try { await tools.c({}) } catch (e) { return e.code }`, &ptcv1.ToolDefinition{Name: "c"}))
+		if m, err := s.Recv(); err != nil || m.GetToolCall() == nil {
+			t.Fatal(m, err)
+		}
+		_ = s.CloseSend()
+		m, err := s.Recv()
+		if err != nil || m.GetResult().GetResultJson() != `"cancelled"` {
+			t.Fatal(m, err)
+		}
+	})
+}
+
+// TestSessionDisconnectFreesEverything: a client that goes away mid-call
+// ends the execution at once and leaves no goroutine behind (checked by
+// goleak in TestMain and by the server's in-flight count).
+func TestSessionDisconnectFreesEverything(t *testing.T) {
+	f := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := f.rpc.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Send(startMsg(`await tools.c({}); for (;;) {}`, &ptcv1.ToolDefinition{Name: "c"}))
+	if m, err := s.Recv(); err != nil || m.GetToolCall() == nil {
+		t.Fatal(m, err)
+	}
+	if f.srv.InFlight() != 1 {
+		t.Fatalf("in flight %d", f.srv.InFlight())
+	}
+	cancel()
+	for f.srv.InFlight() != 0 {
+		// The server notices the reset asynchronously; poll the count
+		// (bounded by the test timeout), yielding the processor.
+		<-time.After(time.Millisecond)
+	}
+}
+

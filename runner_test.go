@@ -1,0 +1,229 @@
+package ptc_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ptcrun/ptc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func jsonEqual(t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("result is not JSON: %v: %s", err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("expected is not JSON: %v", err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("result\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestExpenseExample runs examples/expenses.js against the demo tools and
+// compares with the committed expected result.
+func TestExpenseExample(t *testing.T) {
+	src, err := os.ReadFile("examples/expenses.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("examples/expenses.expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := newDemoRunner(t).Execute(context.Background(), ptc.Request{Source: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil {
+		t.Fatal(res.Error)
+	}
+	jsonEqual(t, res.Result, want)
+	if res.Stats.ToolCalls != 26 || len(res.Trace) != 26 {
+		t.Fatalf("tool calls %d, trace %d", res.Stats.ToolCalls, len(res.Trace))
+	}
+	if res.Stats.ToolResultBytes < 150_000 || res.Stats.OutputBytes > 1000 || res.Stats.OutputBytes != int64(len(res.Result)) {
+		t.Fatalf("bytes in %d out %d", res.Stats.ToolResultBytes, res.Stats.OutputBytes)
+	}
+	if res.ModelMessage != string(res.Result) {
+		t.Fatalf("model message %q", res.ModelMessage)
+	}
+	if !strings.HasPrefix(res.ExecutionID, "ex_") {
+		t.Fatalf("execution id %q", res.ExecutionID)
+	}
+	for i, r := range res.Trace {
+		if r.Seq != int32(i+1) || !r.OK {
+			t.Fatalf("trace[%d] = %+v", i, r)
+		}
+	}
+	if res.Trace[0].Tool != "get_team_members" || string(res.Trace[0].Arguments) != `{"department":"engineering"}` {
+		t.Fatalf("first call %+v", res.Trace[0])
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	r := newDemoRunner(t)
+	cases := []struct {
+		name string
+		req  ptc.Request
+		code ptc.RequestCode
+		msg  string
+	}{
+		{"empty source", ptc.Request{}, ptc.InvalidArgument, "source is empty"},
+		{"unknown language", ptc.Request{Language: 9, Source: "return 1"}, ptc.InvalidArgument, "unknown language"},
+		{"typescript without engine", ptc.Request{Language: ptc.LanguageTypeScript, Source: "return 1"}, ptc.Unimplemented, "typescript"},
+		{"bad input", ptc.Request{Source: "return 1", Input: json.RawMessage(`{`)}, ptc.InvalidArgument, "input_json"},
+		{"bad result schema", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"type": 5}`)}, ptc.InvalidArgument, "result_schema_json"},
+		{"external ref", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"$ref": "http://example.com/s.json"}`)}, ptc.InvalidArgument, "result_schema_json"},
+		{"unknown allowed tool", ptc.Request{Source: "return 1", AllowedTools: []string{"nope"}}, ptc.InvalidArgument, `unknown tool "nope"`},
+		{"negative limit", ptc.Request{Source: "return 1", Limits: ptc.Limits{Timeout: -time.Second}}, ptc.InvalidArgument, "negative"},
+		{"bad execution id", ptc.Request{Source: "return 1", ExecutionID: "a b"}, ptc.InvalidArgument, "execution_id"},
+		{"source too large", ptc.Request{Source: strings.Repeat("x", ptc.DefaultMaxSourceBytes+1)}, ptc.InvalidArgument, "more than"},
+		{"input too large", ptc.Request{Source: "return 1", Input: json.RawMessage(`"` + strings.Repeat("x", ptc.DefaultMaxInputBytes) + `"`)}, ptc.InvalidArgument, "more than"},
+		{"client tool collides", ptc.Request{Source: "return 1", ClientTools: []ptc.Tool{{Definition: ptc.Definition{Name: "get_expenses"},
+			Handler: func(context.Context, ptc.Call) (json.RawMessage, error) { return nil, nil }}}}, ptc.InvalidArgument, "collides"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.Execute(context.Background(), tc.req)
+			if ptc.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want %v containing %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestLimitsClampedAndReported(t *testing.T) {
+	r, err := ptc.NewRunner(
+		ptc.WithDefaults(ptc.Limits{Timeout: time.Second, MaxToolCalls: 10}),
+		ptc.WithCeilings(ptc.Limits{Timeout: 2 * time.Second, MaxToolCalls: 20, MaxOutputBytes: 100}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Execute(context.Background(), ptc.Request{Source: "return 1", Limits: ptc.Limits{Timeout: time.Hour, MaxToolCalls: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.EffectiveLimits
+	if l.Timeout != 2*time.Second || l.MaxToolCalls != 5 || l.MaxOutputBytes != 100 {
+		t.Fatalf("effective limits %+v", l)
+	}
+	if _, err := ptc.NewRunner(ptc.WithDefaults(ptc.Limits{Timeout: time.Hour}), ptc.WithCeilings(ptc.Limits{Timeout: time.Second})); err == nil {
+		t.Fatal("a default above its ceiling was accepted")
+	}
+}
+
+func TestResultSchema(t *testing.T) {
+	r := newDemoRunner(t)
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	res, err := r.Execute(context.Background(), ptc.Request{Source: `return {n: 1}`, ResultSchema: schema})
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	res, err = r.Execute(context.Background(), ptc.Request{Source: `return {n: "one"}`, ResultSchema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != ptc.KindResultSchema || !strings.Contains(res.Error.Message, "/n") {
+		t.Fatalf("error %v", res.Error)
+	}
+	if res.Result != nil {
+		t.Fatalf("result kept on failure: %s", res.Result)
+	}
+	if !strings.Contains(res.ModelMessage, "RESULT_SCHEMA_VIOLATION") {
+		t.Fatalf("model message %q", res.ModelMessage)
+	}
+}
+
+func TestAllowedTools(t *testing.T) {
+	r := newDemoRunner(t)
+	res, err := r.Execute(context.Background(), ptc.Request{
+		Source:       `try { await tools.get_expenses({member_id: "eng-01", quarter: "Q1"}) } catch (e) { return e.code }`,
+		AllowedTools: []string{"get_team_members"},
+	})
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	if string(res.Result) != `"unknown_tool"` {
+		t.Fatalf("result %s", res.Result)
+	}
+}
+
+// TestModelMessage checks that every failure gives one short paragraph
+// naming the kind and the fix, without Go internals.
+func TestModelMessage(t *testing.T) {
+	r := newDemoRunner(t)
+	cases := []struct {
+		name, src string
+		lim       ptc.Limits
+		kind      ptc.ErrorKind
+		want      []string
+	}{
+		{"syntax", "return (", ptc.Limits{}, ptc.KindSyntax, []string{"SYNTAX_ERROR", "line 1", "async function"}},
+		{"script", "\nnull.x", ptc.Limits{}, ptc.KindScript, []string{"SCRIPT_ERROR", "line 2", "TypeError"}},
+		{"tool", `await tools.get_expenses({member_id: "nobody", quarter: "Q1"})`, ptc.Limits{}, ptc.KindScript, []string{"get_expenses", "not_found", "try/catch"}},
+		{"timeout", "for(;;){}", ptc.Limits{Timeout: 20 * time.Millisecond}, ptc.KindTimeout, []string{"TIMEOUT", "Promise.all"}},
+		{"calls", `for (;;) await tools.get_budget_by_level({level: "mid"})`, ptc.Limits{MaxToolCalls: 2}, ptc.KindToolCallLimit, []string{"TOOL_CALL_LIMIT", "At most 2"}},
+		{"output", `return "x".repeat(100)`, ptc.Limits{MaxOutputBytes: 10}, ptc.KindOutputLimit, []string{"OUTPUT_LIMIT", "at most 10 bytes"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := r.Execute(context.Background(), ptc.Request{Source: tc.src, Limits: tc.lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Error == nil || res.Error.Kind != tc.kind {
+				t.Fatalf("error %v", res.Error)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.ModelMessage, w) {
+					t.Errorf("model message %q lacks %q", res.ModelMessage, w)
+				}
+			}
+			for _, bad := range []string{"goroutine", ".go:", "/work/", "panic"} {
+				if strings.Contains(res.ModelMessage, bad) {
+					t.Errorf("model message %q contains %q", res.ModelMessage, bad)
+				}
+			}
+			if strings.Count(res.ModelMessage, "\n") > 0 {
+				t.Errorf("model message is not one paragraph: %q", res.ModelMessage)
+			}
+		})
+	}
+}
+
+// TestCancelled: a caller's cancellation ends the execution with CANCELLED.
+func TestCancelled(t *testing.T) {
+	r := newDemoRunner(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := r.Execute(ctx, ptc.Request{Source: `for (;;) {}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != ptc.KindCancelled {
+		t.Fatalf("error %v", res.Error)
+	}
+}
+
+func TestIncludeToolResults(t *testing.T) {
+	r := newDemoRunner(t)
+	res, err := r.Execute(context.Background(), ptc.Request{Source: `return (await tools.get_budget_by_level({level: "mid"})).travel_limit`, IncludeToolResults: true})
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	if len(res.Trace) != 1 || !strings.Contains(string(res.Trace[0].Result), `"travel_limit"`) {
+		t.Fatalf("trace %+v", res.Trace)
+	}
+}

@@ -1,0 +1,49 @@
+package js_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/js"
+)
+
+func benchJob(b *testing.B, src string) func() *runtime.Outcome {
+	e := js.New()
+	ts := testTools(b)
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{})
+	return func() *runtime.Outcome {
+		d := bridge.New(bridge.Config{ExecutionID: "b", Tools: ts, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
+		return e.Run(context.Background(), &runtime.Job{Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: d,
+			Logs: runtime.NewLogBuffer(time.Now(), lim.MaxLogBytes, nil)})
+	}
+}
+
+// BenchmarkTrivial measures one complete execution of `return {ok: 1}`
+// with a cached program: new runtime, bindings, run, JSON result.
+func BenchmarkTrivial(b *testing.B) {
+	run := benchJob(b, `return {ok: 1}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := run(); out.Err != nil {
+			b.Fatal(out.Err)
+		}
+	}
+}
+
+// BenchmarkAwaitedCall measures the cost per awaited tool call (schema
+// validation included): 100 sequential calls per execution.
+func BenchmarkAwaitedCall(b *testing.B) {
+	run := benchJob(b, `let s = 0; for (let i = 0; i < 100; i++) { s += await tools.add({a: i, b: 1}); } return s`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := run(); out.Err != nil {
+			b.Fatal(out.Err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100/1000, "µs/call")
+}

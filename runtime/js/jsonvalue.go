@@ -1,0 +1,376 @@
+package js
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+)
+
+// MaxJSONDepth bounds the nesting of JSON values converted into the VM.
+const MaxJSONDepth = 10000
+
+// errJSON reports malformed JSON (tool results are validated before they
+// get here, so this means a bug or a hostile producer).
+var errJSON = errors.New("invalid JSON")
+
+// errLoneSurrogate asks the caller to use JSON.parse, which can represent
+// unpaired UTF-16 surrogates.
+var errLoneSurrogate = errors.New("lone surrogate escape")
+
+// jsonDecoder converts JSON text straight into goja values: real JS
+// objects, arrays, strings and numbers (never lazy Go wrappers), in one
+// pass and without an intermediate Go representation. It is the hot path
+// of tool results, several times faster than goja's JSON.parse, which goes
+// through encoding/json's token stream.
+type jsonDecoder struct {
+	vm    *goja.Runtime
+	data  []byte
+	pos   int
+	depth int
+	// keys interns property names: tool results repeat the same few.
+	keys map[string]string
+}
+
+func decodeJSON(vm *goja.Runtime, data []byte) (v goja.Value, err error) {
+	d := &jsonDecoder{vm: vm, data: data, keys: make(map[string]string, 32)}
+	d.skipSpace()
+	v, err = d.value()
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return nil, d.errorf("unexpected data after the value")
+	}
+	return v, nil
+}
+
+func (d *jsonDecoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w at offset %d: %s", errJSON, d.pos, fmt.Sprintf(format, args...))
+}
+
+func (d *jsonDecoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value() (goja.Value, error) {
+	if d.pos >= len(d.data) {
+		return nil, d.errorf("unexpected end")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object()
+	case c == '[':
+		return d.array()
+	case c == '"':
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		return d.vm.ToValue(s), nil
+	case c == 't':
+		return d.literal("true", goja.Value(d.vm.ToValue(true)))
+	case c == 'f':
+		return d.literal("false", goja.Value(d.vm.ToValue(false)))
+	case c == 'n':
+		return d.literal("null", goja.Null())
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	default:
+		return nil, d.errorf("unexpected character %q", c)
+	}
+}
+
+func (d *jsonDecoder) literal(word string, v goja.Value) (goja.Value, error) {
+	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+		return nil, d.errorf("invalid literal")
+	}
+	d.pos += len(word)
+	return v, nil
+}
+
+func (d *jsonDecoder) enter() error {
+	d.depth++
+	if d.depth > MaxJSONDepth {
+		return d.errorf("nesting deeper than %d", MaxJSONDepth)
+	}
+	return nil
+}
+
+func (d *jsonDecoder) object() (goja.Value, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { d.depth-- }()
+	d.pos++ // {
+	obj := d.vm.NewObject()
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return nil, d.errorf("expected a property name")
+		}
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		if ik, ok := d.keys[k]; ok {
+			k = ik
+		} else if len(d.keys) < 4096 {
+			d.keys[k] = k
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return nil, d.errorf("expected ':'")
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		if k == "__proto__" {
+			// JSON.parse creates an own property, never a prototype.
+			if err := obj.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+				return nil, err
+			}
+		} else if err := obj.Set(k, v); err != nil {
+			return nil, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end in object")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			return obj, nil
+		default:
+			return nil, d.errorf("expected ',' or '}'")
+		}
+	}
+}
+
+func (d *jsonDecoder) array() (goja.Value, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { d.depth-- }()
+	d.pos++ // [
+	var items []any
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return d.vm.NewArray(), nil
+	}
+	for {
+		d.skipSpace()
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, v)
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.errorf("unexpected end in array")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			return d.vm.NewArray(items...), nil
+		default:
+			return nil, d.errorf("expected ',' or ']'")
+		}
+	}
+}
+
+func (d *jsonDecoder) number() (goja.Value, error) {
+	start := d.pos
+	isInt := true
+	if d.data[d.pos] == '-' {
+		d.pos++
+	}
+	digits := func() int {
+		n := 0
+		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
+			d.pos++
+			n++
+		}
+		return n
+	}
+	intStart := d.pos
+	if n := digits(); n == 0 {
+		return nil, d.errorf("invalid number")
+	} else if n > 1 && d.data[intStart] == '0' {
+		return nil, d.errorf("invalid number: leading zero")
+	}
+	if d.pos < len(d.data) && d.data[d.pos] == '.' {
+		isInt = false
+		d.pos++
+		if digits() == 0 {
+			return nil, d.errorf("invalid number")
+		}
+	}
+	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+		isInt = false
+		d.pos++
+		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
+			d.pos++
+		}
+		if digits() == 0 {
+			return nil, d.errorf("invalid number")
+		}
+	}
+	lit := string(d.data[start:d.pos])
+	if isInt && len(lit) <= 16 {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil && !(n == 0 && lit[0] == '-') {
+			return d.vm.ToValue(n), nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil, d.errorf("invalid number")
+	}
+	if math.IsInf(f, 0) || err != nil {
+		// JSON.parse gives ±Infinity for out-of-range literals.
+		if lit[0] == '-' {
+			f = math.Inf(-1)
+		} else {
+			f = math.Inf(1)
+		}
+	}
+	return d.vm.ToValue(f), nil
+}
+
+// str reads a JSON string. Invalid UTF-8 becomes U+FFFD, as it does when
+// goja converts the text for JSON.parse; a lone surrogate escape returns
+// errLoneSurrogate.
+func (d *jsonDecoder) str() (string, error) {
+	d.pos++ // opening quote
+	start := d.pos
+	// Fast path: no escapes, plain ASCII or valid UTF-8.
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '"' {
+			s := d.data[start:d.pos]
+			d.pos++
+			if utf8.Valid(s) {
+				return string(s), nil
+			}
+			return string([]rune(string(s))), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", d.errorf("control character in string")
+		}
+		d.pos++
+	}
+	buf := make([]byte, 0, d.pos-start+16)
+	buf = append(buf, d.data[start:d.pos]...)
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			if utf8.Valid(buf) {
+				return string(buf), nil
+			}
+			return string([]rune(string(buf))), nil
+		case c < 0x20:
+			return "", d.errorf("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			d.pos++
+			continue
+		}
+		d.pos++
+		if d.pos >= len(d.data) {
+			break
+		}
+		e := d.data[d.pos]
+		d.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := d.hex4()
+			if !ok {
+				return "", d.errorf("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				// A pair makes one code point; a lone surrogate cannot be
+				// held in a Go string, so the caller falls back to JSON.parse.
+				if d.pos+6 <= len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+					save := d.pos
+					d.pos += 2
+					if r2, ok := d.hex4(); ok {
+						if c := utf16.DecodeRune(r, r2); c != utf8.RuneError {
+							buf = utf8.AppendRune(buf, c)
+							continue
+						}
+					}
+					d.pos = save
+				}
+				return "", errLoneSurrogate
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", d.errorf("invalid escape")
+		}
+	}
+	return "", d.errorf("unterminated string")
+}
+
+func (d *jsonDecoder) hex4() (rune, bool) {
+	if d.pos+4 > len(d.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d.data[d.pos : d.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	d.pos += 4
+	return r, true
+}
