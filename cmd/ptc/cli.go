@@ -275,4 +275,3 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	return exitOK
 }
-

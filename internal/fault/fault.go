@@ -69,7 +69,7 @@ type Error struct {
 	// Tool names the tool involved, if any.
 	Tool string
 	// Limit and Observed describe a limit breach in the limit's unit
-	// (bytes, calls or milliseconds); zero when not applicable.
+	// (bytes, calls or nanoseconds); zero when not applicable.
 	Limit    int64
 	Observed int64
 	// Cause is the underlying error, kept for errors.Is/As; never shown to a model.

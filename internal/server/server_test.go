@@ -433,4 +433,3 @@ func TestSessionDisconnectFreesEverything(t *testing.T) {
 		<-time.After(time.Millisecond)
 	}
 }
-
