@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+
+	"github.com/ptcrun/ptc"
+)
+
+// BenchmarkExecuteVsEcho alternates a trivial Execute and a bare unary echo
+// on the same connection and reports both and their ratio (target ≤ 3×).
+func BenchmarkExecuteVsEcho(b *testing.B) {
+	f := start(b)
+	echo := testgrpc.NewTestServiceClient(f.conn)
+	ctx := context.Background()
+	req := jsReq(`return {ok: 1}`)
+	ping := &testgrpc.SimpleRequest{Payload: &testgrpc.Payload{Body: []byte(`{"ok":1}`)}}
+	var tExec, tEcho time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := echo.UnaryCall(ctx, ping); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		res, err := f.rpc.Execute(ctx, req)
+		if err != nil || res.GetError() != nil {
+			b.Fatal(err, res.GetError())
+		}
+		tExec += time.Since(t1)
+		tEcho += t1.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(tExec.Nanoseconds())/n, "ns/execute")
+	b.ReportMetric(float64(tEcho.Nanoseconds())/n, "ns/echo")
+	b.ReportMetric(float64(tExec)/float64(tEcho), "execute/echo")
+}
+
+// BenchmarkClientToolRoundTrip measures one awaited client-served tool
+// call (100 sequential calls per Session) beside a bare bidirectional
+// ping-pong on the same connection, and reports the ratio (target ≤ 1.5×).
+func BenchmarkClientToolRoundTrip(b *testing.B) {
+	f := start(b)
+	ctx := context.Background()
+	echo := testgrpc.NewTestServiceClient(f.conn)
+	stream, err := echo.FullDuplexCall(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stream.CloseSend()
+	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil })
+	const calls = 100
+	src := `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.inc({i})).i } return s`
+	ping := &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte(`{"i":1}`)}}
+	var tCall, tPing time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for i := 0; i < calls; i++ {
+			if err := stream.Send(ping); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := stream.Recv(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		res, err := f.client.Run(ctx, ptc.Request{Source: src}, tool)
+		if err != nil || res.Error != nil {
+			b.Fatal(err, res.Error)
+		}
+		tCall += time.Since(t1)
+		tPing += t1.Sub(t0)
+	}
+	n := float64(b.N * calls)
+	b.ReportMetric(float64(tCall.Nanoseconds())/n, "ns/call")
+	b.ReportMetric(float64(tPing.Nanoseconds())/n, "ns/pingpong")
+	b.ReportMetric(float64(tCall)/float64(tPing), "call/pingpong")
+}
+
+// BenchmarkParallelClientTools runs one script that makes 100 client tool
+// calls at once (Promise.all).
+func BenchmarkParallelClientTools(b *testing.B) {
+	f := start(b)
+	ctx := context.Background()
+	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil })
+	src := `const r = await Promise.all(Array.from({length: 100}, (_, i) => tools.inc({i}))); return r.length`
+	for b.Loop() {
+		res, err := f.client.Run(ctx, ptc.Request{Source: src, Limits: ptc.Limits{MaxConcurrentToolCalls: 100}}, tool)
+		if err != nil || res.Error != nil || string(res.Result) != "100" {
+			b.Fatal(err, res)
+		}
+	}
+}
+
