@@ -192,9 +192,13 @@ func recvStatus(stream ptcv1.RunnerService_SessionClient, sendErr error) error {
 func StatusCode(err error) codes.Code { return status.Code(err) }
 
 func requestPB(r Request) *ptcv1.ExecuteRequest {
+	lang := r.Language
+	if lang == LanguageUnspecified {
+		lang = LanguageJavaScript
+	}
 	return &ptcv1.ExecuteRequest{
 		Script: &ptcv1.Script{
-			Language:     ptcv1.Language(r.Language),
+			Language:     ptcv1.Language(lang),
 			Source:       r.Source,
 			WasmModule:   r.Module,
 			ModuleSha256: r.ModuleSHA256,

@@ -156,6 +156,11 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (ptc.Request, error) {
 	if sc == nil {
 		return ptc.Request{}, status.Error(codes.InvalidArgument, "script is missing")
 	}
+	if sc.GetLanguage() == ptcv1.Language_LANGUAGE_UNSPECIFIED {
+		// The Go API runs an unset language as JavaScript; on the wire the
+		// contract asks callers to say which language they send.
+		return ptc.Request{}, status.Error(codes.InvalidArgument, "script.language is required (LANGUAGE_JAVASCRIPT, LANGUAGE_TYPESCRIPT or LANGUAGE_WASM)")
+	}
 	req := ptc.Request{
 		ExecutionID:        in.GetExecutionId(),
 		Language:           ptc.Language(sc.GetLanguage()),

@@ -125,6 +125,7 @@ func TestExecuteStatusCodes(t *testing.T) {
 		code codes.Code
 	}{
 		{"no script", &ptcv1.ExecuteRequest{}, codes.InvalidArgument},
+		{"no language", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Source: "return 1"}}, codes.InvalidArgument},
 		{"empty source", jsReq(""), codes.InvalidArgument},
 		{"unknown language", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: 42, Source: "return 1"}}, codes.InvalidArgument},
 		{"bad input", func() *ptcv1.ExecuteRequest { r := jsReq("return 1"); r.InputJson = "{"; return r }(), codes.InvalidArgument},

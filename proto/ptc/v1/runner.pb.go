@@ -1474,7 +1474,7 @@ type isSessionRequest_Msg interface {
 
 type SessionRequest_Start struct {
 	// start begins the execution. It must be the first message and must not
-	// be repeated (a repeat is answered with a ProtocolError).
+	// be repeated (a repeat ends the RPC with INVALID_ARGUMENT).
 	Start *SessionStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
 }
 

@@ -75,9 +75,9 @@ type RunnerServiceClient interface {
 	// ExecuteResponse, after which it closes the stream. The caller answers each
 	// ToolCall with a ToolResult carrying the same call_id, in any order, and may
 	// send CancelExecution at any time. A first message that is not a
-	// SessionStart ends the RPC with INVALID_ARGUMENT. A ToolResult with an
-	// unknown or repeated call_id, or a second SessionStart, is answered with a
-	// ProtocolError and does not end the session. The caller may half-close its
+	// SessionStart, or a second SessionStart, ends the RPC with
+	// INVALID_ARGUMENT. A ToolResult with an unknown or repeated call_id is
+	// answered with a ProtocolError and does not end the session. The caller may half-close its
 	// side once it will send nothing more; a client tool call that can then no
 	// longer be answered fails in the program with the code "cancelled".
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
@@ -155,9 +155,9 @@ type RunnerServiceServer interface {
 	// ExecuteResponse, after which it closes the stream. The caller answers each
 	// ToolCall with a ToolResult carrying the same call_id, in any order, and may
 	// send CancelExecution at any time. A first message that is not a
-	// SessionStart ends the RPC with INVALID_ARGUMENT. A ToolResult with an
-	// unknown or repeated call_id, or a second SessionStart, is answered with a
-	// ProtocolError and does not end the session. The caller may half-close its
+	// SessionStart, or a second SessionStart, ends the RPC with
+	// INVALID_ARGUMENT. A ToolResult with an unknown or repeated call_id is
+	// answered with a ProtocolError and does not end the session. The caller may half-close its
 	// side once it will send nothing more; a client tool call that can then no
 	// longer be answered fails in the program with the code "cancelled".
 	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
