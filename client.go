@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -209,7 +211,17 @@ func requestPB(r Request) *ptcv1.ExecuteRequest {
 		ResultSchemaJson:   string(r.ResultSchema),
 		ExecutionId:        r.ExecutionID,
 		IncludeToolResults: r.IncludeToolResults,
+		Deterministic:      r.Deterministic,
+		Seed:               r.Seed,
+		ClockStart:         clockPB(r.ClockStart),
 	}
+}
+
+func clockPB(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
 }
 
 func resultFromPB(r *ptcv1.ExecuteResponse) *Result {

@@ -125,6 +125,13 @@ type Request struct {
 	IncludeToolResults bool
 	// OnLog, when set, receives console output as it is written.
 	OnLog func(LogEntry)
+	// Deterministic makes the execution reproducible: Math.random is
+	// seeded with Seed (derived from the execution id when zero) and Date
+	// reads a virtual clock that starts at ClockStart (the Unix epoch when
+	// zero) and advances 1 ms per reading.
+	Deterministic bool
+	Seed          uint64
+	ClockStart    time.Time
 }
 
 // Stats measure one execution.

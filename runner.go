@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -314,6 +315,18 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) *Result {
 	}
 	if len(job.Input) == 0 {
 		job.Input = json.RawMessage("null")
+	}
+	if p.req.Deterministic {
+		job.Deterministic = true
+		job.Seed = p.req.Seed
+		if job.Seed == 0 {
+			sum := sha256.Sum256([]byte(p.id))
+			job.Seed = binary.BigEndian.Uint64(sum[:8])
+		}
+		job.ClockStart = p.req.ClockStart
+		if job.ClockStart.IsZero() {
+			job.ClockStart = time.Unix(0, 0).UTC()
+		}
 	}
 	out := safeRun(ctx, p.engine, job)
 

@@ -227,3 +227,43 @@ func TestIncludeToolResults(t *testing.T) {
 		t.Fatalf("trace %+v", res.Trace)
 	}
 }
+
+func TestDeterministic(t *testing.T) {
+	r := newDemoRunner(t)
+	src := `return [Math.random(), Math.random(), Date.now(), Date.now(), new Date().toISOString()]`
+	run := func(req ptc.Request) string {
+		t.Helper()
+		req.Source = src
+		res, err := r.Execute(context.Background(), req)
+		if err != nil || res.Error != nil {
+			t.Fatal(err, res.Error)
+		}
+		return string(res.Result)
+	}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := run(ptc.Request{Deterministic: true, Seed: 42, ClockStart: start})
+	b := run(ptc.Request{Deterministic: true, Seed: 42, ClockStart: start})
+	c := run(ptc.Request{Deterministic: true, Seed: 43, ClockStart: start})
+	if a != b {
+		t.Fatalf("same seed and clock differ:\n%s\n%s", a, b)
+	}
+	if a == c {
+		t.Fatal("different seeds gave the same sequence")
+	}
+	var vals []any
+	_ = json.Unmarshal([]byte(a), &vals)
+	if vals[2].(float64) != float64(start.UnixMilli()) || vals[3].(float64) != float64(start.UnixMilli()+1) || vals[4] != "2026-01-02T03:04:05.002Z" {
+		t.Fatalf("virtual clock: %s", a)
+	}
+	// Without a seed, the seed derives from the execution id.
+	d := run(ptc.Request{Deterministic: true, ExecutionID: "ex-1"})
+	e := run(ptc.Request{Deterministic: true, ExecutionID: "ex-1"})
+	f := run(ptc.Request{Deterministic: true, ExecutionID: "ex-2"})
+	if d != e || d == f {
+		t.Fatalf("id-derived seeds: %s %s %s", d, e, f)
+	}
+	// Off by default: real time.
+	if g := run(ptc.Request{}); strings.Contains(g, "1970-01-01") {
+		t.Fatalf("clock virtual without the flag: %s", g)
+	}
+}

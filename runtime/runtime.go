@@ -31,7 +31,18 @@ type Job struct {
 	Tools bridge.Caller
 	// Logs receives console output; nil discards it.
 	Logs *LogBuffer
+	// Deterministic makes randomness and time reproducible: Math.random
+	// (or the guest's random source) is seeded with Seed, and the clock is
+	// virtual, starting at ClockStart and advancing 1 ms per reading.
+	Deterministic bool
+	// Seed seeds the random source when Deterministic is set.
+	Seed uint64
+	// ClockStart is the virtual clock's start when Deterministic is set.
+	ClockStart time.Time
 }
+
+// VirtualClockStep is how far the virtual clock advances per reading.
+const VirtualClockStep = time.Millisecond
 
 // Outcome is what an engine returns.
 type Outcome struct {

@@ -170,6 +170,14 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (ptc.Request, error) {
 		Limits:             lim,
 		AllowedTools:       in.GetAllowedTools(),
 		IncludeToolResults: in.GetIncludeToolResults(),
+		Deterministic:      in.GetDeterministic(),
+		Seed:               in.GetSeed(),
+	}
+	if cs := in.GetClockStart(); cs != nil {
+		if err := cs.CheckValid(); err != nil {
+			return ptc.Request{}, status.Errorf(codes.InvalidArgument, "clock_start: %v", err)
+		}
+		req.ClockStart = cs.AsTime()
 	}
 	if s := in.GetInputJson(); s != "" {
 		req.Input = json.RawMessage(s)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -167,6 +168,16 @@ func (x *exec) run() (out *runtime.Outcome) {
 func (x *exec) setup() *fault.Error {
 	vm := goja.New()
 	vm.SetMaxCallStackSize(x.e.maxStack)
+	if x.job.Deterministic {
+		rng := rand.New(rand.NewPCG(x.job.Seed, x.job.Seed^0x9e3779b97f4a7c15))
+		vm.SetRandSource(rng.Float64)
+		now := x.job.ClockStart
+		vm.SetTimeSource(func() time.Time {
+			t := now
+			now = now.Add(runtime.VirtualClockStep)
+			return t
+		})
+	}
 	x.vm = vm
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
