@@ -177,12 +177,6 @@ func runLocal(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
 	return r.Execute(ctx, req)
 }
 
-// newLocalRunner is the in-process runner of `ptc run`: demo tools and
-// every engine this build has.
-func newLocalRunner() (*ptc.Runner, error) {
-	return ptc.NewRunner(ptc.WithTools(demo.Tools()...))
-}
-
 func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {
 	c, err := ptc.Dial(f.server)
 	if err != nil {
