@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/runtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -265,5 +266,31 @@ func TestDeterministic(t *testing.T) {
 	// Off by default: real time.
 	if g := run(ptc.Request{}); strings.Contains(g, "1970-01-01") {
 		t.Fatalf("clock virtual without the flag: %s", g)
+	}
+}
+
+// panicEngine stands in for an engine with a bug.
+type panicEngine struct{}
+
+func (panicEngine) Run(context.Context, *runtime.Job) *runtime.Outcome { panic("engine bug at /src/x.go:12") }
+
+func TestInternalError(t *testing.T) {
+	r, err := ptc.NewRunner(ptc.WithEngine(ptc.LanguageWASM, panicEngine{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Execute(context.Background(), ptc.Request{Language: ptc.LanguageWASM, Module: []byte("\x00asm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != ptc.KindInternal {
+		t.Fatalf("error %v", res.Error)
+	}
+	if strings.Contains(res.ModelMessage, "x.go") || strings.Contains(res.Error.Message, "x.go") {
+		t.Fatalf("internal details leak: %q / %q", res.ModelMessage, res.Error.Message)
+	}
+	// The runner keeps working.
+	if res, err := r.Execute(context.Background(), ptc.Request{Source: "return 2"}); err != nil || string(res.Result) != "2" {
+		t.Fatal(err, res)
 	}
 }
