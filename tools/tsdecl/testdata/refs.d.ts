@@ -1,0 +1,117 @@
+// Tools this script may call. The script is the body of an async function:
+// await the calls and `return` a small JSON value as the result.
+
+declare const tools: {
+  /** A tool whose def names would form a global type name. */
+  array(args?: ArrayInput): Promise<ArrayOutput>;
+  /** Recursive schemas through $defs. */
+  tree(args: TreeInput): Promise<TreeOutput>;
+};
+
+/** The request's input value. */
+declare const input: unknown;
+
+interface ArrayInput {
+  b?: ArrayBuffer2;
+}
+
+type ArrayBuffer2 = string;
+
+type ArrayOutput = unknown;
+
+interface TreeInput {
+  anchor?: unknown;
+  buffer?: TreeBuffer;
+  escaped?: TreeWithSlashAndSpace;
+  json?: TreeJson;
+  loop?: TreeA;
+  missing?: unknown;
+  old_style?: TreeLegacy;
+  origin?: {
+    x: number;
+    y: number;
+  };
+  point?: TreeOrigin;
+  /** A node with a sibling keyword. */
+  refined?: TreeNode;
+  root: TreeNode;
+  self_alias?: TreeSelf;
+}
+
+type TreeBuffer = string;
+
+type TreeWithSlashAndSpace = number;
+
+type TreeJson = string | number | boolean | null | TreeJson[] | {
+  [key: string]: TreeJson;
+};
+
+type TreeA = TreeB | string;
+
+interface TreeLegacy {
+  v?: number;
+}
+
+interface TreeOrigin {
+  x: number;
+  y: number;
+}
+
+/** A tree node. */
+interface TreeNode {
+  children?: TreeNode[];
+  value: string;
+}
+
+type TreeSelf = unknown;
+
+type TreeB = unknown;
+
+type TreeOutput = string | TreeOutput[];
+
+/** One way a value fails a JSON Schema. */
+interface PtcSchemaViolation {
+  /** JSON pointer of the offending value ("" is the whole value). */
+  path: string;
+  /** The schema keyword that failed, e.g. "required". */
+  keyword: string;
+  message: string;
+}
+
+/** A call's arguments do not match the tool's input schema (code "invalid_arguments"), or the tool is unknown ("unknown_tool"). */
+interface ToolArgumentError {
+  name: "ToolArgumentError";
+  tool: string;
+  code: string;
+  message: string;
+  errors?: PtcSchemaViolation[];
+}
+
+/** The tool failed; code is the tool's own code, or e.g. "tool_failed", "invalid_output", "timeout". */
+interface ToolError {
+  name: "ToolError";
+  tool: string;
+  code: string;
+  message: string;
+  errors?: PtcSchemaViolation[];
+}
+
+/** The execution has used up its tool calls (code "tool_call_limit"). */
+interface ToolCallLimitError {
+  name: "ToolCallLimitError";
+  tool: string;
+  code: string;
+  message: string;
+}
+
+/** What a failed tool call rejects with: catch (e) { const err = e as PtcToolError; ... }. */
+type PtcToolError = ToolArgumentError | ToolError | ToolCallLimitError;
+
+/** Logs for the operator; never returned to the model. */
+declare const console: {
+  log(...data: unknown[]): void;
+  info(...data: unknown[]): void;
+  warn(...data: unknown[]): void;
+  error(...data: unknown[]): void;
+  debug(...data: unknown[]): void;
+};

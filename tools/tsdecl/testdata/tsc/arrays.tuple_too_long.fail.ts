@@ -1,0 +1,2 @@
+// expect: TS2322
+return await tools.arrays({ strings: [], pair: ["a", 1, 2] });

@@ -1,0 +1,2 @@
+// expect: TS2322
+return await tools.get_expenses({ employee_id: "e1", quarter: "Q5" });

@@ -1,0 +1,2 @@
+// expect: TS2551
+return await tools.get_expense({ employee_id: "e1", quarter: "Q1" });

@@ -1,0 +1,2 @@
+// expect: TS2551
+return await tools.search({ q: input.qeury });

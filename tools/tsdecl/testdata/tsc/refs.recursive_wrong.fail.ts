@@ -1,0 +1,2 @@
+// expect: TS2322
+return await tools.tree({ root: { value: "r", children: [{ value: 1 }] } });
