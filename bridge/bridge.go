@@ -140,6 +140,8 @@ type Dispatcher struct {
 	names []string
 	sem   chan struct{}
 
+	desc describer
+
 	mu          sync.Mutex
 	calls       int32
 	limitHit    bool

@@ -31,6 +31,9 @@ func (x *exec) toolsObject() goja.Value {
 		}
 		_ = obj.Set(parts[len(parts)-1], x.toolFunc(name))
 	}
+	if d, ok := x.job.Tools.(bridge.Describer); ok {
+		x.defineHelpers(root, d)
+	}
 	proxy := vm.NewProxy(root, &goja.ProxyTrapConfig{
 		Get: func(target *goja.Object, property string, receiver goja.Value) goja.Value {
 			if v := target.Get(property); v != nil {
@@ -45,6 +48,54 @@ func (x *exec) toolsObject() goja.Value {
 		},
 	})
 	return vm.ToValue(proxy)
+}
+
+// defineHelpers adds tools.$search(query, limit) and tools.$describe(name),
+// which resolve to plain JSON values (not enumerable, so they do not show
+// up as tools).
+func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
+	vm := x.vm
+	settle := func(v any, err error) goja.Value {
+		p, resolve, reject := vm.NewPromise()
+		if err != nil {
+			_ = reject(x.callError(err))
+			return vm.ToValue(p)
+		}
+		b, _ := json.Marshal(v)
+		jv, perr := x.fromJSON(b)
+		if perr != nil {
+			_ = reject(vm.ToValue(perr.Error()))
+		} else {
+			_ = resolve(jv)
+		}
+		return vm.ToValue(p)
+	}
+	search := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		q := call.Argument(0)
+		if goja.IsUndefined(q) || goja.IsNull(q) {
+			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: bridge.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
+		}
+		limit := 10
+		if l := call.Argument(1); !goja.IsUndefined(l) {
+			limit = int(l.ToInteger())
+		}
+		hits := d.Search(q.String(), limit)
+		if hits == nil {
+			hits = []bridge.SearchHit{}
+		}
+		return settle(hits, nil)
+	})
+	describe := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		name := call.Argument(0).String()
+		desc, ok := d.Describe(name)
+		if !ok {
+			return settle(nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeUnknownTool,
+				Message: fmt.Sprintf("unknown tool %q; use tools.$search(query) to find tools", name)})
+		}
+		return settle(desc, nil)
+	})
+	_ = root.DefineDataProperty("$search", search, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	_ = root.DefineDataProperty("$describe", describe, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
 // toolFunc returns the JS function for one tool: it converts the argument

@@ -337,3 +337,21 @@ func TestProgramCache(t *testing.T) {
 		t.Fatal("entry was not evicted")
 	}
 }
+
+func TestSearchAndDescribe(t *testing.T) {
+	out, d, _ := run(t, js.New(), `
+const hits = await tools.$search("add numbers");
+const desc = await tools.$describe("add");
+let missing;
+try { await tools.$describe("nope") } catch (e) { missing = e.code }
+return {first: hits[0].name, keys: Object.keys(tools).includes("$search"), ts: desc.typescript.includes("add("), req: desc.input_schema.required, missing}`, runOpts{})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if string(out.Result) != `{"first":"add","keys":false,"ts":true,"req":["a","b"],"missing":"unknown_tool"}` {
+		t.Fatalf("result %s", out.Result)
+	}
+	if d.Calls() != 0 {
+		t.Fatalf("helpers counted as tool calls: %d", d.Calls())
+	}
+}

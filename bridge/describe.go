@@ -1,0 +1,91 @@
+package bridge
+
+import (
+	"sync"
+
+	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/tools/rank"
+	"github.com/ptcrun/ptc/tools/tsdecl"
+)
+
+// Describer lets a script discover its tools (tools.$search and
+// tools.$describe): useful when an execution may call many tools and the
+// model was shown only a few.
+type Describer interface {
+	// Search ranks the callable tools by relevance to query.
+	Search(query string, limit int) []SearchHit
+	// Describe returns one callable tool's definition and declaration.
+	Describe(name string) (Description, bool)
+}
+
+// SearchHit is one result of Search.
+type SearchHit struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Score       float64 `json:"score"`
+}
+
+// Description is a tool's definition plus its TypeScript declaration.
+type Description struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	InputSchema  any    `json:"input_schema,omitempty"`
+	OutputSchema any    `json:"output_schema,omitempty"`
+	TypeScript   string `json:"typescript"`
+}
+
+// MaxSearchResults bounds what one Search returns.
+const MaxSearchResults = 50
+
+type describer struct {
+	once  sync.Once
+	defs  []tools.Definition
+	index *rank.Index
+}
+
+func (d *Dispatcher) definitions() []tools.Definition {
+	out := make([]tools.Definition, 0, len(d.names))
+	for _, n := range d.names {
+		out = append(out, d.tools[n].Definition)
+	}
+	return out
+}
+
+// Search implements Describer.
+func (d *Dispatcher) Search(query string, limit int) []SearchHit {
+	d.desc.once.Do(func() {
+		d.desc.defs = d.definitions()
+		d.desc.index = rank.NewIndex(d.desc.defs)
+	})
+	if limit <= 0 || limit > MaxSearchResults {
+		limit = MaxSearchResults
+	}
+	byName := make(map[string]string, len(d.desc.defs))
+	for _, def := range d.desc.defs {
+		byName[def.Name] = def.Description
+	}
+	var out []SearchHit
+	for _, m := range d.desc.index.Rank(query, limit) {
+		out = append(out, SearchHit{Name: m.Name, Description: byName[m.Name], Score: m.Score})
+	}
+	return out
+}
+
+// Describe implements Describer.
+func (d *Dispatcher) Describe(name string) (Description, bool) {
+	t, ok := d.tools[name]
+	if !ok {
+		return Description{}, false
+	}
+	desc := Description{Name: t.Name, Description: t.Description}
+	if t.Input != nil {
+		desc.InputSchema, _ = tools.DecodeJSON(t.Input.Raw())
+	}
+	if t.Output != nil {
+		desc.OutputSchema, _ = tools.DecodeJSON(t.Output.Raw())
+	}
+	if ts, err := tsdecl.Generate([]tools.Definition{t.Definition}, tsdecl.Options{}); err == nil {
+		desc.TypeScript = ts
+	}
+	return desc, true
+}

@@ -1,0 +1,376 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/tools"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(Options{LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != DefaultListen || time.Duration(c.ShutdownGrace) != DefaultShutdownGrace || c.DemoTools {
+		t.Fatalf("defaults = %+v", c)
+	}
+	if c.Policy() != limits.DefaultPolicy() {
+		t.Fatalf("policy = %+v, want limits.DefaultPolicy()", c.Policy())
+	}
+}
+
+func TestExampleFileLoads(t *testing.T) {
+	c, err := Load(Options{File: "testdata/full.yaml", LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ToolSources) != 3 || c.ToolSources[0].Type != TypeMCPStdio || c.ToolSources[1].Type != TypeMCPHTTP || c.ToolSources[2].Type != TypeHTTP {
+		t.Fatalf("tool sources = %+v", c.ToolSources)
+	}
+	if c.ToolSources[1].IsRequired() || !c.ToolSources[0].IsRequired() {
+		t.Fatal("required not read")
+	}
+	if got := c.ToolSources[2].Tools[0].MaxResponseBytes; got != 256<<10 {
+		t.Fatalf("max_response_bytes = %d", got)
+	}
+	if c.Policy() != limits.DefaultPolicy() {
+		t.Fatalf("the example's limits should equal the built-in defaults: %+v", c.Policy())
+	}
+}
+
+func TestLayering(t *testing.T) {
+	cases := []struct {
+		name      string
+		env       map[string]string
+		flags     []string
+		overrides map[string]string
+		check     func(t *testing.T, c *Config)
+	}{
+		{"file only", nil, nil, nil, func(t *testing.T, c *Config) {
+			if c.Listen != "0.0.0.0:9000" || !c.DemoTools || c.ShutdownGrace != Duration(5*time.Second) {
+				t.Fatalf("%+v", c)
+			}
+			if c.Limits.Defaults.Timeout != Duration(20*time.Second) || c.Limits.Defaults.MemoryBytes != 128<<20 {
+				t.Fatalf("limits %+v", c.Limits.Defaults)
+			}
+			if c.Limits.Defaults.CPUTime != Duration(limits.Defaults().CPUTime) {
+				t.Fatal("keys absent from the file keep their defaults")
+			}
+		}},
+		{"env over file", map[string]string{"PTC_LISTEN": "127.0.0.1:7000", "PTC_LIMITS_DEFAULTS_TIMEOUT": "25s", "PTC_DEMO_TOOLS": "false", "PTC_LIMITS_CEILINGS_MEMORY_BYTES": "1GiB"}, nil, nil, func(t *testing.T, c *Config) {
+			if c.Listen != "127.0.0.1:7000" || c.Limits.Defaults.Timeout != Duration(25*time.Second) || c.DemoTools || c.Limits.Ceilings.MemoryBytes != 1<<30 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{"flags over env", map[string]string{"PTC_LISTEN": "127.0.0.1:7000", "PTC_LIMITS_DEFAULTS_MAX_TOOL_CALLS": "5"}, []string{"-listen", "127.0.0.1:8000", "-limits.defaults.max-tool-calls", "7"}, nil, func(t *testing.T, c *Config) {
+			if c.Listen != "127.0.0.1:8000" || c.Limits.Defaults.MaxToolCalls != 7 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{"unset flags do not override", map[string]string{"PTC_LISTEN": "127.0.0.1:7000"}, []string{"-demo-tools=false"}, nil, func(t *testing.T, c *Config) {
+			if c.Listen != "127.0.0.1:7000" || c.DemoTools {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{"overrides last", nil, []string{"-listen", "127.0.0.1:8000"}, map[string]string{"listen": "127.0.0.1:9999"}, func(t *testing.T, c *Config) {
+			if c.Listen != "127.0.0.1:9999" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("ptcd", flag.ContinueOnError)
+			fs.String("config", "", "config file")
+			DefineFlags(fs)
+			if err := fs.Parse(append([]string{"-config", "x"}, tc.flags...)); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(Options{File: "testdata/layers.yaml", LookupEnv: env(tc.env), Flags: fs, Overrides: tc.overrides})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		yaml  string
+		env   map[string]string
+		want  string
+		check string // a second substring
+	}{
+		{"unknown key named", "listen: \":1\"\nlimits:\n  defaults:\n    timeot: 1s\n", nil, "timeot", ""},
+		{"unknown top-level key", "listn: \":1\"\n", nil, "listn", ""},
+		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    command: x\n    comand: y\n", nil, "comand", ""},
+		{"reserved section", "metrics:\n  listen: \":9090\"\n", nil, "metrics", "reserved"},
+		{"bad duration", "shutdown_grace: 10\n", nil, "unit", ""},
+		{"bad size", "limits:\n  defaults:\n    memory_bytes: 12 parsecs\n", nil, "size", ""},
+		{"default above ceiling", "limits:\n  defaults:\n    timeout: 10m\n", nil, "ceiling", ""},
+		{"negative limit", "limits:\n  defaults:\n    max_tool_calls: -1\n", nil, "negative", ""},
+		{"bad listen", "listen: nowhere\n", nil, "listen", ""},
+		{"two documents", "listen: \":1\"\n---\nlisten: \":2\"\n", nil, "more than one", ""},
+		{"secret in file", "tool_sources:\n  - name: gh\n    type: mcp_http\n    url: https://h/mcp\n    headers_from_env:\n      Authorization: \"Bearer ghp_abc\"\n", nil, "must name an environment variable", ""},
+		{"missing type", "tool_sources:\n  - name: a\n", nil, "type is required", ""},
+		{"unknown type", "tool_sources:\n  - name: a\n    type: grpc\n", nil, "unknown", ""},
+		{"field of another type", "tool_sources:\n  - name: a\n    type: mcp_http\n    url: https://h/\n    command: x\n", nil, "command applies only", ""},
+		{"duplicate source", "tool_sources:\n  - {name: a, type: mcp_stdio, command: x}\n  - {name: a, type: mcp_stdio, command: y}\n", nil, "twice", ""},
+		{"dotted source name", "tool_sources:\n  - {name: a.b, type: mcp_stdio, command: x}\n", nil, "no dots", ""},
+		{"http without tools", "tool_sources:\n  - {name: a, type: http}\n", nil, "tools is required", ""},
+		{"bad http schema", "tool_sources:\n  - name: a\n    type: http\n    tools:\n      - name: t\n        url: https://h/\n        input_schema: {type: 12}\n", nil, "input_schema", ""},
+		{"bad policy", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    command: x\n    policy: {retries: -2}\n", nil, "retries", ""},
+		{"bad env value", "", map[string]string{"PTC_LIMITS_DEFAULTS_TIMEOUT": "soon"}, "PTC_LIMITS_DEFAULTS_TIMEOUT", ""},
+		{"bad env bool", "", map[string]string{"PTC_DEMO_TOOLS": "yes please"}, "PTC_DEMO_TOOLS", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ptcd.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(Options{File: path, LookupEnv: env(tc.env)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.check) {
+				t.Fatalf("err = %v, want it to contain %q and %q", err, tc.want, tc.check)
+			}
+		})
+	}
+}
+
+func TestFixtureErrors(t *testing.T) {
+	cases := []struct{ file, want string }{
+		{"testdata/unknown_key.yaml", `unknown field "timeot"`},
+		{"testdata/secret_in_file.yaml", "must name an environment variable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := Load(Options{File: tc.file, LookupEnv: env(nil)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
+				t.Fatalf("err = %v, want it to name %s and contain %q", err, tc.file, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	c, err := Load(Options{File: "testdata/secrets.yaml", LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"PTC_LISTEN=:1", "PTC_LIMITS_DEFAULTS_TIMOUT=3s", "PTC_GITHUB=x", "HOME=/root", "GITHUB_AUTH=x"}
+	c.ToolSources[0].HeadersFromEnv["Authorization"] = "PTC_GITHUB"
+	if got := strings.Join(UnknownEnv(environ, c), ","); got != "PTC_LIMITS_DEFAULTS_TIMOUT" {
+		t.Fatalf("UnknownEnv = %s", got)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	if _, err := Load(Options{File: "testdata/nope.yaml"}); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPrintHidesSecrets(t *testing.T) {
+	vars := map[string]string{"GITHUB_AUTH": "Bearer ghp_SUPERSECRET", "API_KEY": "k-SUPERSECRET"}
+	c, err := Load(Options{File: "testdata/secrets.yaml", LookupEnv: env(vars)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.Print(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "SUPERSECRET") {
+		t.Fatalf("printout leaks a secret:\n%s", out)
+	}
+	for _, want := range []string{"GITHUB_AUTH", "API_KEY", "listen:", "max_output_bytes: 1MiB", "timeout: 30s"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("printout lacks %q:\n%s", want, out)
+		}
+	}
+	// The printout is itself a valid configuration with the same meaning.
+	c2, err := Parse(buf.Bytes())
+	if err != nil {
+		t.Fatalf("printout does not parse: %v\n%s", err, out)
+	}
+	var buf2 bytes.Buffer
+	_ = c2.Print(&buf2)
+	if buf2.String() != out {
+		t.Fatalf("printout is not stable:\n%s\n---\n%s", out, buf2.String())
+	}
+}
+
+func TestPrintRoundTripsExample(t *testing.T) {
+	c, err := Load(Options{File: "testdata/full.yaml", LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.Print(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(buf.Bytes()); err != nil {
+		t.Fatalf("printout does not parse: %v\n%s", err, buf.String())
+	}
+}
+
+func TestSizesAndDurations(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"1024", 1024, true}, {"64KiB", 64 << 10, true}, {"256MiB", 256 << 20, true},
+		{"2GiB", 2 << 30, true}, {"1TiB", 1 << 40, true}, {"1KB", 1000, true}, {"5MB", 5e6, true}, {"3GB", 3e9, true},
+		{"12B", 12, true}, {" 8 MiB ", 8 << 20, true},
+		{"", 0, false}, {"MiB", 0, false}, {"1.5MiB", 0, false}, {"99999999999TiB", 0, false}, {"ten", 0, false},
+	}
+	for _, tc := range cases {
+		t.Run("size "+tc.in, func(t *testing.T) {
+			var b ByteSize
+			err := b.Set(tc.in)
+			if (err == nil) != tc.ok || (tc.ok && int64(b) != tc.want) {
+				t.Fatalf("Set(%q) = %d, %v", tc.in, b, err)
+			}
+			if tc.ok {
+				var back ByteSize
+				if err := back.Set(b.String()); err != nil || back != b {
+					t.Fatalf("String round trip %q -> %q -> %d", tc.in, b.String(), back)
+				}
+			}
+		})
+	}
+	var d Duration
+	if err := d.Set("1m30s"); err != nil || time.Duration(d) != 90*time.Second {
+		t.Fatalf("duration = %v, %v", d, err)
+	}
+	if err := d.Set("90"); err == nil {
+		t.Fatal("a duration without unit must fail")
+	}
+}
+
+func TestSetUnknownKey(t *testing.T) {
+	if err := Default().Set("tool_sources", "x"); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(Keys()) != 17 {
+		t.Fatalf("keys = %v", Keys())
+	}
+}
+
+func TestFlagsMustBeParsed(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	if _, err := Load(Options{Flags: fs}); err == nil {
+		t.Fatal("want error for unparsed flags")
+	}
+}
+
+func TestStartSources(t *testing.T) {
+	var gotKey string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotKey = r.Header.Get("X-Api-Key")
+		_, _ = w.Write([]byte(`{"id":"` + strings.TrimPrefix(r.URL.Path, "/items/") + `"}`))
+	}))
+	defer hs.Close()
+	yaml := `tool_sources:
+  - name: api
+    type: http
+    headers_from_env: {X-Api-Key: API_KEY}
+    tools:
+      - name: get
+        url: ` + hs.URL + `/items/{id}
+        input_schema:
+          type: object
+          properties: {id: {type: string}}
+          required: [id]
+  - name: gone
+    type: mcp_stdio
+    command: /nonexistent/server
+    required: false
+    allow: [search]
+`
+	c, err := Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("missing variable", func(t *testing.T) {
+		if _, err := StartSources(context.Background(), c, env(nil), nil); err == nil || !strings.Contains(err.Error(), "API_KEY") {
+			t.Fatalf("err = %v, want it to name API_KEY", err)
+		}
+	})
+	t.Run("started", func(t *testing.T) {
+		srcs, err := StartSources(context.Background(), c, env(map[string]string{"API_KEY": "k1"}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			for _, s := range srcs {
+				_ = s.Close()
+			}
+		}()
+		reg := tools.NewRegistry()
+		for _, s := range srcs {
+			for _, tl := range s.Tools() {
+				if err := reg.Register(tl); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := strings.Join(reg.Names(), ","); got != "api.get,gone.search" {
+			t.Fatalf("tools = %s", got)
+		}
+		get, _ := reg.Lookup("api.get")
+		out, err := get.Handler(context.Background(), tools.Call{Arguments: json.RawMessage(`{"id":"a b"}`)})
+		if err != nil || string(out) != `{"id":"a b"}` || gotKey != "k1" {
+			t.Fatalf("out=%s err=%v key=%q", out, err, gotKey)
+		}
+		gone, _ := reg.Lookup("gone.search")
+		if _, err := gone.Handler(context.Background(), tools.Call{}); err == nil || !strings.Contains(err.Error(), "unavailable") {
+			t.Fatalf("optional unreachable source: err = %v", err)
+		}
+	})
+}
+
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"testdata/full.yaml", "testdata/layers.yaml", "testdata/unknown_key.yaml", "testdata/secrets.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("limits: {defaults: {memory_bytes: 1TiB}}"))
+	f.Add([]byte("&a [*a]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := c.Print(&buf); err != nil {
+			t.Fatalf("a valid config does not print: %v", err)
+		}
+	})
+}

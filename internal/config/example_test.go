@@ -1,0 +1,74 @@
+package config_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/ptcrun/ptc/internal/config"
+)
+
+func ExampleLoad() {
+	// In ptcd's main: define the config flags beside its own, parse, load.
+	fs := flag.NewFlagSet("ptcd", flag.ContinueOnError)
+	file := fs.String("config", "", "configuration file")
+	config.DefineFlags(fs)
+	_ = fs.Parse([]string{"-config", "testdata/layers.yaml", "-listen", "127.0.0.1:8080"})
+
+	env := map[string]string{"PTC_LIMITS_DEFAULTS_TIMEOUT": "45s"}
+	c, err := config.Load(config.Options{
+		File:      *file,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Flags:     fs,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Listen, c.Limits.Defaults.Timeout, c.Limits.Defaults.MemoryBytes, c.DemoTools)
+	// Output: 127.0.0.1:8080 45s 128MiB true
+}
+
+func ExampleConfig_Print() {
+	c, err := config.Parse([]byte(`
+tool_sources:
+  - name: github
+    type: mcp_http
+    url: https://example.com/mcp
+    headers_from_env: {Authorization: GITHUB_AUTH}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The printout names GITHUB_AUTH, never its value.
+	_ = c.Print(os.Stdout)
+	// Output:
+	// listen: 127.0.0.1:50051
+	// limits:
+	//   defaults:
+	//     timeout: 30s
+	//     cpu_time: 10s
+	//     memory_bytes: 256MiB
+	//     max_tool_calls: 1000
+	//     max_concurrent_tool_calls: 16
+	//     max_output_bytes: 1MiB
+	//     max_log_bytes: 64KiB
+	//   ceilings:
+	//     timeout: 5m0s
+	//     cpu_time: 2m0s
+	//     memory_bytes: 2GiB
+	//     max_tool_calls: 100000
+	//     max_concurrent_tool_calls: 256
+	//     max_output_bytes: 16MiB
+	//     max_log_bytes: 4MiB
+	// tool_sources:
+	//   - name: github
+	//     type: mcp_http
+	//     required: true
+	//     url: https://example.com/mcp
+	//     headers_from_env:
+	//       Authorization: GITHUB_AUTH
+	// demo_tools: false
+	// shutdown_grace: 15s
+}

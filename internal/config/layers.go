@@ -1,0 +1,246 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// setting is one scalar key that the environment and flags can set.
+type setting struct {
+	key   string // dotted path, e.g. "limits.defaults.timeout"
+	usage string
+	field func(c *Config) flag.Value
+}
+
+// intValue adapts an int32 field to flag.Value.
+type int32Value struct{ p *int32 }
+
+func (v int32Value) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil {
+		return fmt.Errorf("%q is not a 32-bit integer", s)
+	}
+	*v.p = int32(n)
+	return nil
+}
+func (v int32Value) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*v.p), 10)
+}
+
+type stringValue struct{ p *string }
+
+func (v stringValue) Set(s string) error { *v.p = s; return nil }
+func (v stringValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+type boolValue struct{ p *bool }
+
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a boolean: use true or false", s)
+	}
+	*v.p = b
+	return nil
+}
+func (v boolValue) String() string {
+	if v.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.p)
+}
+func (v boolValue) IsBoolFlag() bool { return true }
+
+func limitSettings(which string, pick func(c *Config) *LimitValues) []setting {
+	p := "limits." + which + "."
+	return []setting{
+		{p + "timeout", which + " wall-clock timeout of an execution", func(c *Config) flag.Value { return &pick(c).Timeout }},
+		{p + "cpu_time", which + " CPU time of an execution", func(c *Config) flag.Value { return &pick(c).CPUTime }},
+		{p + "memory_bytes", which + " memory of an execution", func(c *Config) flag.Value { return &pick(c).MemoryBytes }},
+		{p + "max_tool_calls", which + " tool calls per execution", func(c *Config) flag.Value { return int32Value{&pick(c).MaxToolCalls} }},
+		{p + "max_concurrent_tool_calls", which + " concurrent tool calls", func(c *Config) flag.Value { return int32Value{&pick(c).MaxConcurrentToolCalls} }},
+		{p + "max_output_bytes", which + " size of the result JSON", func(c *Config) flag.Value { return &pick(c).MaxOutputBytes }},
+		{p + "max_log_bytes", which + " size of captured logs", func(c *Config) flag.Value { return &pick(c).MaxLogBytes }},
+	}
+}
+
+func settings() []setting {
+	s := []setting{
+		{"listen", "gRPC listen address (host:port)", func(c *Config) flag.Value { return stringValue{&c.Listen} }},
+		{"demo_tools", "register the built-in demo tools", func(c *Config) flag.Value { return boolValue{&c.DemoTools} }},
+		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
+	}
+	s = append(s, limitSettings("defaults", func(c *Config) *LimitValues { return &c.Limits.Defaults })...)
+	s = append(s, limitSettings("ceilings", func(c *Config) *LimitValues { return &c.Limits.Ceilings })...)
+	return s
+}
+
+// Keys returns the keys that Set, the environment and flags can set, in
+// dotted form ("limits.defaults.timeout").
+func Keys() []string {
+	var out []string
+	for _, s := range settings() {
+		out = append(out, s.key)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// EnvName returns the environment variable of a key:
+// "limits.defaults.timeout" is PTC_LIMITS_DEFAULTS_TIMEOUT.
+func EnvName(key string) string {
+	return "PTC_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// FlagName returns the flag of a key: "limits.defaults.timeout" is
+// -limits.defaults.timeout and "demo_tools" is -demo-tools.
+func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// Set sets one key from its string form, as the environment and flags do.
+func (c *Config) Set(key, value string) error {
+	for _, s := range settings() {
+		if s.key == key {
+			if err := s.field(c).Set(value); err != nil {
+				return fmt.Errorf("config: %s: %w", key, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("config: key %q cannot be set this way: use one of %s", key, strings.Join(Keys(), ", "))
+}
+
+// Options says where Load reads the layers from.
+type Options struct {
+	// File is the YAML file; "" means none (defaults only).
+	File string
+	// LookupEnv reads PTC_ variables; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Flags is a parsed flag set: the flags that were set on the command
+	// line and are named after a key (see FlagName and DefineFlags)
+	// override the rest. Other flags are ignored.
+	Flags *flag.FlagSet
+	// Overrides are applied last, key to value (see Set).
+	Overrides map[string]string
+}
+
+// Load reads the file, applies PTC_ environment variables, then flags and
+// overrides, and validates the result.
+func Load(o Options) (*Config, error) {
+	c := Default()
+	if o.File != "" {
+		data, err := readFile(o.File)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.decode(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+	}
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	for _, s := range settings() {
+		if v, ok := lookup(EnvName(s.key)); ok {
+			if err := s.field(c).Set(v); err != nil {
+				return nil, fmt.Errorf("config: environment variable %s: %w", EnvName(s.key), err)
+			}
+		}
+	}
+	if o.Flags != nil {
+		if !o.Flags.Parsed() {
+			return nil, fmt.Errorf("config: parse the flags before loading the configuration")
+		}
+		byFlag := map[string]setting{}
+		for _, s := range settings() {
+			byFlag[FlagName(s.key)] = s
+			byFlag[s.key] = s
+		}
+		var err error
+		o.Flags.Visit(func(f *flag.Flag) {
+			s, ok := byFlag[f.Name]
+			if !ok || err != nil {
+				return
+			}
+			if serr := s.field(c).Set(f.Value.String()); serr != nil {
+				err = fmt.Errorf("config: flag -%s: %w", f.Name, serr)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]string, 0, len(o.Overrides))
+	for k := range o.Overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := c.Set(k, o.Overrides[k]); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Validate(); err != nil {
+		if o.File != "" {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// DefineFlags defines one string flag per key on fs (see FlagName), with
+// no default of its own, so that Load can layer the ones that are set.
+func DefineFlags(fs *flag.FlagSet) {
+	probe := Default()
+	for _, s := range settings() {
+		usage := s.usage + " (config key " + s.key + ", env " + EnvName(s.key) + ")"
+		if b, ok := s.field(probe).(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			fs.Bool(FlagName(s.key), false, usage)
+			continue
+		}
+		fs.String(FlagName(s.key), "", usage)
+	}
+}
+
+// UnknownEnv returns the PTC_ variables of environ ("KEY=value" entries, as
+// os.Environ gives) that are neither a key's variable nor named by c's
+// tool sources: most likely misspelt keys, worth a warning at start-up.
+func UnknownEnv(environ []string, c *Config) []string {
+	known := map[string]bool{}
+	for _, k := range Keys() {
+		known[EnvName(k)] = true
+	}
+	for _, s := range c.ToolSources {
+		for _, m := range []map[string]string{s.EnvFromEnv, s.HeadersFromEnv} {
+			for _, v := range m {
+				known[v] = true
+			}
+		}
+		for _, t := range s.Tools {
+			for _, v := range t.HeadersFromEnv {
+				known[v] = true
+			}
+		}
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "PTC_") && !known[name] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

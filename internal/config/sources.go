@@ -1,0 +1,188 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/tools/httpsource"
+	"github.com/ptcrun/ptc/tools/mcp"
+)
+
+// Source is a started tool source: its current tools, a way to learn that
+// they changed, and a way to stop it. *mcp.Source and *httpsource.Source
+// implement it.
+type Source interface {
+	// Name is the source's name, the first segment of its tool names.
+	Name() string
+	// Tools returns a snapshot of the source's tools.
+	Tools() []tools.Tool
+	// OnChange registers a function called after the tool set changes.
+	OnChange(fn func())
+	// Close stops the source.
+	Close() error
+}
+
+// StartSources starts every tool source of c, resolving the environment
+// variables the file names through lookupEnv (nil means os.LookupEnv). A
+// required source that fails, or a variable that is not set, is an error
+// (the sources started so far are closed); an optional MCP source that
+// cannot connect starts unavailable.
+func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger) ([]Source, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	var started []Source
+	fail := func(err error) ([]Source, error) {
+		for _, s := range started {
+			_ = s.Close()
+		}
+		return nil, err
+	}
+	for i := range c.ToolSources {
+		ts := &c.ToolSources[i]
+		s, err := startSource(ctx, ts, lookupEnv, log)
+		if err != nil {
+			if !ts.IsRequired() && ts.Type == TypeHTTP {
+				if log != nil {
+					log.Warn("tool source skipped", "source", ts.Name, "err", err)
+				}
+				continue
+			}
+			return fail(fmt.Errorf("tool source %s: %w", ts.Name, err))
+		}
+		started = append(started, s)
+	}
+	return started, nil
+}
+
+func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger) (Source, error) {
+	switch ts.Type {
+	case TypeMCPStdio, TypeMCPHTTP:
+		env := maps.Clone(ts.Env)
+		for k, name := range ts.EnvFromEnv {
+			v, ok := lookupEnv(name)
+			if !ok {
+				return nil, fmt.Errorf("environment variable %s (env_from_env.%s) is not set: set it before starting ptcd", name, k)
+			}
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+		headers, err := resolveHeaders(ts.HeadersFromEnv, lookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		cfg := mcp.Config{
+			Name:           ts.Name,
+			Command:        ts.Command,
+			Args:           ts.Args,
+			Dir:            ts.Dir,
+			Env:            env,
+			URL:            ts.URL,
+			Headers:        headers,
+			Required:       ts.IsRequired(),
+			Allow:          ts.Allow,
+			Deny:           ts.Deny,
+			Policy:         ts.Policy.Config(),
+			ConnectTimeout: time.Duration(ts.ConnectTimeout),
+			Logger:         log,
+		}
+		return mcp.Start(ctx, cfg)
+	case TypeHTTP:
+		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv}
+		for _, t := range ts.Tools {
+			ep, err := t.endpoint(ts)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Endpoints = append(cfg.Endpoints, ep)
+		}
+		return httpsource.New(cfg)
+	}
+	return nil, fmt.Errorf("type %q is unknown", ts.Type)
+}
+
+// endpoint converts an http tool, merging the source's headers and policy.
+func (t HTTPTool) endpoint(ts *ToolSource) (httpsource.Endpoint, error) {
+	ep := httpsource.Endpoint{
+		Name:             t.Name,
+		Description:      t.Description,
+		Method:           t.Method,
+		URL:              t.URL,
+		Body:             t.Body,
+		MaxResponseBytes: int64(t.MaxResponseBytes),
+		Timeout:          time.Duration(t.Timeout),
+		Policy:           ts.Policy.Config(),
+	}
+	if t.Policy != nil {
+		ep.Policy = t.Policy.Config()
+	}
+	if ep.Timeout == 0 {
+		ep.Timeout = ep.Policy.Timeout
+	}
+	if len(ts.HeadersFromEnv) > 0 || len(t.HeadersFromEnv) > 0 {
+		ep.HeadersFromEnv = maps.Clone(ts.HeadersFromEnv)
+		if ep.HeadersFromEnv == nil {
+			ep.HeadersFromEnv = map[string]string{}
+		}
+		maps.Copy(ep.HeadersFromEnv, t.HeadersFromEnv)
+	}
+	var err error
+	if ep.InputSchema, err = schemaJSON(t.InputSchema); err != nil {
+		return ep, fmt.Errorf("tool %s: input_schema: %w", t.Name, err)
+	}
+	if ep.OutputSchema, err = schemaJSON(t.OutputSchema); err != nil {
+		return ep, fmt.Errorf("tool %s: output_schema: %w", t.Name, err)
+	}
+	return ep, nil
+}
+
+func resolveHeaders(m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(m))
+	for h, name := range m {
+		v, ok := lookupEnv(name)
+		if !ok {
+			return nil, fmt.Errorf("environment variable %s (headers_from_env.%s) is not set: set it before starting ptcd", name, h)
+		}
+		out[h] = v
+	}
+	return out, nil
+}
+
+var errSchemaType = errors.New("must be a mapping (a JSON Schema object) or a boolean")
+
+// schemaJSON converts a schema written in YAML to JSON; nil stays empty.
+func schemaJSON(v any) (json.RawMessage, error) {
+	switch v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any, bool:
+	default:
+		return nil, errSchemaType
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be written as JSON: %v", err)
+	}
+	if _, err := tools.CompileSchema(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// The sources StartSources returns.
+var (
+	_ Source = (*mcp.Source)(nil)
+	_ Source = (*httpsource.Source)(nil)
+)

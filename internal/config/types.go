@@ -1,0 +1,147 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s",
+// "1m30s") in the file, the environment and flags.
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration string (or 0).
+func (d *Duration) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		return d.Set(v)
+	case uint64:
+		if v == 0 {
+			*d = 0
+			return nil
+		}
+	case int64:
+		if v == 0 {
+			*d = 0
+			return nil
+		}
+	case nil:
+		*d = 0
+		return nil
+	}
+	return fmt.Errorf("duration %v needs a unit: write e.g. \"30s\" or \"5m\"", v)
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Set parses a Go duration string; it implements flag.Value.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("duration %q is invalid: write e.g. \"30s\" or \"5m\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// String formats the duration; it implements flag.Value.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// ByteSize is a number of bytes, written as an integer or with a unit:
+// "64KiB", "256MiB", "2GiB" (powers of 1024) or "1KB", "1MB", "1GB"
+// (powers of 1000).
+type ByteSize int64
+
+// UnmarshalYAML reads an integer or a size string.
+func (b *ByteSize) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		return b.Set(v)
+	case uint64:
+		if v > math.MaxInt64 {
+			return fmt.Errorf("size %d is too large", v)
+		}
+		*b = ByteSize(v)
+		return nil
+	case int64:
+		*b = ByteSize(v)
+		return nil
+	case nil:
+		*b = 0
+		return nil
+	}
+	return fmt.Errorf("size %v is invalid: write an integer or e.g. \"64MiB\"", v)
+}
+
+// MarshalYAML writes the size with the largest exact binary unit.
+func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
+
+var units = []struct {
+	suffix string
+	mult   int64
+}{
+	{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
+}
+
+// Set parses an integer or a size with a unit; it implements flag.Value.
+func (b *ByteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	num := s
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			mult, num = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || num == "" {
+		return fmt.Errorf("size %q is invalid: write an integer or e.g. \"64MiB\"", s)
+	}
+	if n != 0 && (n > math.MaxInt64/mult || n < math.MinInt64/mult) {
+		return fmt.Errorf("size %q is too large", s)
+	}
+	*b = ByteSize(n * mult)
+	return nil
+}
+
+// String formats the size with the largest exact binary unit; it
+// implements flag.Value.
+func (b ByteSize) String() string {
+	n := int64(b)
+	if n != 0 {
+		for _, u := range units[:4] {
+			if n%u.mult == 0 {
+				return strconv.FormatInt(n/u.mult, 10) + u.suffix
+			}
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Reserved marks a section kept for a later version of ptcd (auth and
+// tenants, admission, metrics, workers). Absent, it is ignored; present, it
+// is an error, so a file never silently relies on a feature this ptcd
+// lacks.
+type Reserved struct{}
+
+// UnmarshalYAML accepts any content; Validate reports it.
+func (r *Reserved) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	return unmarshal(&v)
+}
+
+var errReserved = errors.New("is reserved for a later version of ptcd and not supported yet: remove it")
