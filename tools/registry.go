@@ -57,13 +57,63 @@ func CompileDefinition(d Definition, handler Handler) (*Compiled, error) {
 
 // Registry holds server tools by name. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]*Compiled
+	mu     sync.RWMutex
+	tools  map[string]*Compiled
+	groups map[string][]string // group → names, for SetGroup
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]*Compiled{}}
+	return &Registry{tools: map[string]*Compiled{}, groups: map[string][]string{}}
+}
+
+// SetGroup replaces, atomically, every tool registered under group with ts
+// (a tool source whose tool list changed). Executions that already started
+// keep the tools they were given. The new tools must not collide with
+// tools outside the group; on error nothing changes.
+func (r *Registry) SetGroup(group string, ts []Tool) error {
+	compiled := make([]*Compiled, 0, len(ts))
+	seen := map[string]bool{}
+	for _, t := range ts {
+		c, err := Compile(t)
+		if err != nil {
+			return err
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("tool %q appears twice in group %q", t.Name, group)
+		}
+		seen[t.Name] = true
+		compiled = append(compiled, c)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mine := map[string]bool{}
+	for _, n := range r.groups[group] {
+		mine[n] = true
+	}
+	for _, c := range compiled {
+		for name := range r.tools {
+			if mine[name] {
+				continue
+			}
+			if name == c.Name {
+				return fmt.Errorf("tool %q is already registered", c.Name)
+			}
+			if NamespaceClash(name, c.Name) {
+				return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", c.Name, name)
+			}
+		}
+	}
+	for n := range mine {
+		delete(r.tools, n)
+	}
+	names := make([]string, 0, len(compiled))
+	for _, c := range compiled {
+		r.tools[c.Name] = c
+		names = append(names, c.Name)
+	}
+	r.groups[group] = names
+	return nil
 }
 
 // Register compiles t and adds it. A second tool with the same name, or a

@@ -144,3 +144,35 @@ func FuzzCompileSchema(f *testing.F) {
 		_, _ = s.Validate(json.RawMessage(doc))
 	})
 }
+
+func TestRegistrySetGroup(t *testing.T) {
+	r := tools.NewRegistry()
+	_ = r.Register(tools.Tool{Definition: tools.Definition{Name: "local"}, Handler: nop})
+	mk := func(names ...string) []tools.Tool {
+		var out []tools.Tool
+		for _, n := range names {
+			out = append(out, tools.Tool{Definition: tools.Definition{Name: n}, Handler: nop})
+		}
+		return out
+	}
+	if err := r.SetGroup("gh", mk("gh.a", "gh.b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetGroup("gh", mk("gh.b", "gh.c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.Names(), ","); got != "gh.b,gh.c,local" {
+		t.Fatalf("names %s", got)
+	}
+	for name, ts := range map[string][]tools.Tool{"collision": mk("local"), "namespace": mk("local.x"), "duplicate": mk("gh.z", "gh.z"), "bad": mk("1")} {
+		if err := r.SetGroup("gh", ts); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	if got := strings.Join(r.Names(), ","); got != "gh.b,gh.c,local" {
+		t.Fatalf("failed SetGroup changed the registry: %s", got)
+	}
+	if err := r.SetGroup("gh", nil); err != nil || strings.Join(r.Names(), ",") != "local" {
+		t.Fatal(err, r.Names())
+	}
+}

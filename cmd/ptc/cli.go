@@ -11,7 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/ptcrun/ptc"
+	ptcserver "github.com/ptcrun/ptc/internal/server"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -29,7 +35,7 @@ const usage = `usage:
   ptc run FILE [--input JSON|@FILE] [--server ADDR] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
-  ptc tools [--server ADDR]
+  ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
 
 exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected,
   11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
@@ -235,37 +241,51 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
-	asJSON := fs.Bool("json", false, "print definitions as JSON")
+	asJSON := fs.Bool("json", false, "print the whole answer as JSON")
+	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
+	query := fs.String("query", "", "rank the tools by relevance to this text")
+	limit := fs.Int("limit", 0, "at most this many tools")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	var defs []ptc.Definition
+	req := &ptcv1.ListToolsRequest{Query: *query, Limit: int32(*limit), IncludeTypescript: *typescript, Names: fs.Args()}
+	var res *ptcv1.ListToolsResponse
+	var err error
 	if *server != "" {
-		c, err := ptc.Dial(*server)
-		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
+		conn, cerr := grpc.NewClient(*server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if cerr != nil {
+			fmt.Fprintln(stderr, "ptc:", cerr)
 			return exitRejected
 		}
-		defer c.Close()
-		if defs, err = c.Tools(ctx); err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
-			return exitRejected
-		}
+		defer conn.Close()
+		res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req)
 	} else {
-		r, err := newLocalRunner()
-		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
+		r, rerr := newLocalRunner()
+		if rerr != nil {
+			fmt.Fprintln(stderr, "ptc:", rerr)
 			return exitUsage
 		}
-		defs = r.Tools()
+		res, err = ptcserver.New(r).ListTools(ctx, req)
 	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(defs, "", "  ")
+	if err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitRejected
+	}
+	switch {
+	case *asJSON:
+		b, _ := protojson.MarshalOptions{Multiline: true}.Marshal(res)
 		fmt.Fprintln(stdout, string(b))
-		return exitOK
-	}
-	for _, d := range defs {
-		fmt.Fprintf(stdout, "%s\t%s\n", d.Name, d.Description)
+	case *typescript:
+		fmt.Fprintln(stdout, res.GetTypescript())
+		fmt.Fprintf(stderr, "ptc: %d tools, about %d tokens with the prompt\n", len(res.GetTools()), res.GetApproxTokens())
+	default:
+		for i, d := range res.GetTools() {
+			if i < len(res.GetMatches()) {
+				fmt.Fprintf(stdout, "%s\t%.2f\t%s\n", d.GetName(), res.GetMatches()[i].GetScore(), d.GetDescription())
+			} else {
+				fmt.Fprintf(stdout, "%s\t%s\n", d.GetName(), d.GetDescription())
+			}
+		}
 	}
 	return exitOK
 }

@@ -87,6 +87,17 @@ func TestToolsAndJSON(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "get_expenses") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
+	code, stdout, _ = runCLI(t, "", "tools", "--query", "travel budget", "--limit", "1")
+	if code != 0 || !strings.HasPrefix(stdout, "get_budget_by_level\t") || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("query: exit %d: %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "", "tools", "--typescript", "get_expenses")
+	if code != 0 || !strings.Contains(stdout, "get_expenses(args: GetExpensesInput)") || strings.Contains(stdout, "get_team_members(") {
+		t.Fatalf("typescript: exit %d: %s", code, stdout)
+	}
+	if code, _, _ = runCLI(t, "", "tools", "nope"); code != 2 {
+		t.Fatalf("unknown name: exit %d", code)
+	}
 	p := writeScript(t, "s.js", `console.log("hi"); return 1`)
 	code, stdout, _ = runCLI(t, "", "run", p, "--json")
 	if code != 0 || !strings.Contains(stdout, `"ModelMessage": "1"`) || !strings.Contains(stdout, `"hi"`) {

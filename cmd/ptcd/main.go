@@ -1,6 +1,8 @@
 // Command ptcd serves ptc's RunnerService over gRPC.
 //
 //	ptcd --listen 127.0.0.1:7878 --demo-tools
+//	ptcd --config ptcd.yaml            # see docs/config.md
+//	ptcd --print-config                # the effective configuration
 //
 // SIGTERM or SIGINT starts a graceful shutdown: the listener stops
 // accepting, in-flight executions may finish within --shutdown-grace, and
@@ -23,73 +25,54 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr, nil))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
 }
 
-// options are ptcd's settings.
+// options are ptcd's command-line settings beyond the config keys.
 type options struct {
-	listen    string
-	demoTools bool
-	grace     time.Duration
-	defaults  limits.Limits
-	ceilings  limits.Limits
+	configPath  string
+	printConfig bool
+	cfg         *config.Config
 }
 
-// limitFlags registers one flag per limit field, prefixed (e.g. "default-", "max-").
-func limitFlags(fs *flag.FlagSet, prefix, what string, l *limits.Limits) {
-	fs.DurationVar(&l.Timeout, prefix+"timeout", l.Timeout, what+" wall-clock timeout of an execution")
-	fs.DurationVar(&l.CPUTime, prefix+"cpu-time", l.CPUTime, what+" CPU time of an execution")
-	fs.Int64Var(&l.MemoryBytes, prefix+"memory-bytes", l.MemoryBytes, what+" memory of an execution, in bytes")
-	var calls, conc = int(l.MaxToolCalls), int(l.MaxConcurrentToolCalls)
-	fs.Func(prefix+"tool-calls", fmt.Sprintf("%s tool calls per execution (default %d)", what, calls), intInto(&l.MaxToolCalls))
-	fs.Func(prefix+"concurrent-tool-calls", fmt.Sprintf("%s concurrent tool calls per execution (default %d)", what, conc), intInto(&l.MaxConcurrentToolCalls))
-	fs.Int64Var(&l.MaxOutputBytes, prefix+"output-bytes", l.MaxOutputBytes, what+" result JSON size, in bytes")
-	fs.Int64Var(&l.MaxLogBytes, prefix+"log-bytes", l.MaxLogBytes, what+" captured console output, in bytes")
-}
-
-func intInto(p *int32) func(string) error {
-	return func(s string) error {
-		var v int32
-		if _, err := fmt.Sscan(s, &v); err != nil || v < 0 {
-			return fmt.Errorf("want a non-negative integer, got %q", s)
-		}
-		*p = v
-		return nil
-	}
-}
-
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{defaults: limits.Defaults(), ceilings: limits.Ceilings()}
+// parseFlags parses the command line and loads the configuration:
+// the file (--config) < PTC_ environment variables < flags.
+func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*options, error) {
+	o := &options{}
 	fs := flag.NewFlagSet("ptcd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:7878", "gRPC listen address")
-	fs.BoolVar(&o.demoTools, "demo-tools", false, "register the built-in demo tools (a fake company for the expense example)")
-	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long in-flight executions may run after a shutdown signal")
-	limitFlags(fs, "default-", "default", &o.defaults)
-	limitFlags(fs, "max-", "largest allowed", &o.ceilings)
+	fs.StringVar(&o.configPath, "config", "", "YAML configuration file (see docs/config.md)")
+	fs.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	config.DefineFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	cfg, err := config.Load(config.Options{File: o.configPath, Flags: fs, LookupEnv: lookupEnv})
+	if err != nil {
+		return nil, err
+	}
+	o.cfg = cfg
 	return o, nil
 }
 
 // run starts the server and blocks until ctx is done and the server has
 // shut down. ready, when not nil, receives the bound address.
-func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stderr, os.LookupEnv)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -97,16 +80,57 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
-	opts := []ptc.Option{ptc.WithDefaults(o.defaults), ptc.WithCeilings(o.ceilings)}
-	if o.demoTools {
-		opts = append(opts, ptc.WithTools(demo.Tools()...))
+	c := o.cfg
+	if o.printConfig {
+		if err := c.Print(stdout); err != nil {
+			fmt.Fprintln(stderr, "ptcd:", err)
+			return 1
+		}
+		return 0
 	}
-	runner, err := ptc.NewRunner(opts...)
+	for _, v := range config.UnknownEnv(os.Environ(), c) {
+		log.Warn("unknown PTC_ environment variable ignored", "name", v)
+	}
+
+	reg := tools.NewRegistry()
+	if c.DemoTools {
+		if err := demo.Register(reg); err != nil {
+			fmt.Fprintln(stderr, "ptcd:", err)
+			return 2
+		}
+	}
+	sources, err := config.StartSources(ctx, c, nil, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
-	lis, err := net.Listen("tcp", o.listen)
+	defer func() {
+		for _, s := range sources {
+			_ = s.Close()
+		}
+	}()
+	for _, s := range sources {
+		s := s
+		if err := reg.SetGroup(s.Name(), s.Tools()); err != nil {
+			fmt.Fprintln(stderr, "ptcd: tool source", s.Name()+":", err)
+			return 2
+		}
+		s.OnChange(func() {
+			if err := reg.SetGroup(s.Name(), s.Tools()); err != nil {
+				log.Error("tool source changed but its tools were refused", "source", s.Name(), "err", err)
+				return
+			}
+			log.Info("tool source changed", "source", s.Name(), "tools", len(s.Tools()))
+		})
+	}
+	policy := c.Policy()
+	runner, err := ptc.NewRunner(ptc.WithRegistry(reg), ptc.WithDefaults(policy.Defaults), ptc.WithCeilings(policy.Ceilings))
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd:", err)
+		return 2
+	}
+	grace := time.Duration(c.ShutdownGrace)
+	lis, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 1
@@ -117,7 +141,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
-	log.Info("ptcd listening", "addr", lis.Addr().String(), "demo_tools", o.demoTools, "tools", len(runner.Tools()))
+	log.Info("ptcd listening", "addr", lis.Addr().String(), "demo_tools", c.DemoTools, "tools", len(runner.Tools()), "tool_sources", len(sources))
 	if ready != nil {
 		ready <- lis.Addr().String()
 	}
@@ -128,10 +152,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		return 1
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", o.grace.String())
+	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", grace.String())
 	drained := make(chan struct{})
 	go func() { gs.GracefulStop(); close(drained) }()
-	t := time.NewTimer(o.grace)
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-drained:

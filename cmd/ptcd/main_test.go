@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,9 @@ func startPtcd(t *testing.T, args ...string) (addr string, stop func() int, logs
 	ready := make(chan string, 1)
 	logs = &syncBuffer{}
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), logs, ready) }()
+	go func() {
+		code <- run(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), io.Discard, logs, ready)
+	}()
 	select {
 	case addr = <-ready:
 	case c := <-code:
@@ -125,22 +128,33 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
-func TestFlags(t *testing.T) {
-	o, err := parseFlags([]string{"--default-timeout", "2s", "--max-tool-calls", "7", "--demo-tools"}, &bytes.Buffer{})
+func TestFlagsAndConfig(t *testing.T) {
+	env := map[string]string{"PTC_LIMITS_DEFAULTS_MAX_TOOL_CALLS": "9"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	o, err := parseFlags([]string{"--limits.defaults.timeout", "2s", "--limits.ceilings.max-tool-calls", "70", "--demo-tools"}, io.Discard, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.defaults.Timeout != 2*time.Second || o.ceilings.MaxToolCalls != 7 || !o.demoTools {
-		t.Fatalf("%+v", o)
+	p := o.cfg.Policy()
+	if p.Defaults.Timeout != 2*time.Second || p.Ceilings.MaxToolCalls != 70 || p.Defaults.MaxToolCalls != 9 || !o.cfg.DemoTools {
+		t.Fatalf("%+v", p)
 	}
-	for _, bad := range [][]string{{"--max-tool-calls", "-1"}, {"--nope"}, {"extra"}} {
-		if _, err := parseFlags(bad, &bytes.Buffer{}); err == nil {
+	for _, bad := range [][]string{{"--limits.ceilings.max-tool-calls", "-1"}, {"--nope"}, {"extra"}, {"--config", "/does/not/exist.yaml"}} {
+		if _, err := parseFlags(bad, io.Discard, lookup); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
 	// A default above its ceiling is refused at start-up.
 	var out syncBuffer
-	if code := run(context.Background(), []string{"--default-timeout", "10m", "--max-timeout", "1m"}, &out, nil); code != 2 {
+	if code := run(context.Background(), []string{"--limits.defaults.timeout", "10m", "--limits.ceilings.timeout", "1m"}, io.Discard, &out, nil); code != 2 {
 		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	// --print-config prints YAML that names the effective values.
+	var printed bytes.Buffer
+	if code := run(context.Background(), []string{"--config", "../../examples/ptcd.yaml", "--print-config", "--listen", "127.0.0.1:9999"}, &printed, io.Discard, nil); code != 0 {
+		t.Fatalf("print-config exit %d", code)
+	}
+	if !strings.Contains(printed.String(), "127.0.0.1:9999") || !strings.Contains(printed.String(), "tool_sources") {
+		t.Fatalf("printed:\n%s", printed.String())
 	}
 }

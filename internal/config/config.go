@@ -33,7 +33,7 @@ import (
 
 // Defaults of the top-level keys.
 const (
-	DefaultListen        = "127.0.0.1:50051"
+	DefaultListen        = "127.0.0.1:7878"
 	DefaultShutdownGrace = 15 * time.Second
 )
 
@@ -276,7 +276,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return fmt.Errorf("config: listen %q is not host:port (e.g. \"127.0.0.1:50051\" or \":50051\")", c.Listen)
+		return fmt.Errorf("config: listen %q is not host:port (e.g. \"127.0.0.1:7878\" or \":7878\")", c.Listen)
 	}
 	if c.ShutdownGrace < 0 {
 		return errors.New("config: shutdown_grace is negative: use a duration such as \"15s\"")

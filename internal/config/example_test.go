@@ -44,7 +44,7 @@ tool_sources:
 	// The printout names GITHUB_AUTH, never its value.
 	_ = c.Print(os.Stdout)
 	// Output:
-	// listen: 127.0.0.1:50051
+	// listen: 127.0.0.1:7878
 	// limits:
 	//   defaults:
 	//     timeout: 30s

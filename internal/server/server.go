@@ -15,6 +15,9 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/wire"
+	"github.com/ptcrun/ptc/tools/prompt"
+	"github.com/ptcrun/ptc/tools/rank"
+	"github.com/ptcrun/ptc/tools/tsdecl"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
@@ -29,17 +32,8 @@ type Server struct {
 	base   context.Context
 	cancel context.CancelFunc
 
-	// ToolLister, when set, answers the query/typescript parts of ListTools.
-	lister Lister
-
 	mu       sync.Mutex
 	inflight int
-}
-
-// Lister extends ListTools beyond the plain list (ranking, TypeScript
-// declarations, the model-facing prompt).
-type Lister interface {
-	List(ctx context.Context, req *ptcv1.ListToolsRequest, defs []ptc.Definition) (*ptcv1.ListToolsResponse, error)
 }
 
 // Option configures a Server.
@@ -47,9 +41,6 @@ type Option func(*Server)
 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
-
-// WithLister sets the ListTools extension.
-func WithLister(l Lister) Option { return func(s *Server) { s.lister = l } }
 
 // New returns a Server that runs executions on r.
 func New(r *ptc.Runner, opts ...Option) *Server {
@@ -105,7 +96,9 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	return ResultPB(res), nil
 }
 
-// ListTools lists the server tools.
+// ListTools lists the server tools: all of them, the named ones, or the
+// ones most relevant to a query; with their TypeScript declarations when
+// asked, the model-facing prompt, and an approximate token count.
 func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*ptcv1.ListToolsResponse, error) {
 	defs := s.runner.Tools()
 	if names := in.GetNames(); len(names) > 0 {
@@ -123,22 +116,48 @@ func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*pt
 		}
 		defs = sel
 	}
-	if in.GetLimit() < 0 {
+	limit := int(in.GetLimit())
+	if limit < 0 {
 		return nil, status.Error(codes.InvalidArgument, "limit is negative")
 	}
-	if s.lister != nil {
-		return s.lister.List(ctx, in, defs)
-	}
-	if in.GetQuery() != "" || in.GetIncludeTypescript() {
-		return nil, status.Error(codes.Unimplemented, "query and include_typescript are not supported by this server")
-	}
-	if l := int(in.GetLimit()); l > 0 && l < len(defs) {
-		defs = defs[:l]
+	if len(in.GetQuery()) > rank.MaxQueryBytes {
+		return nil, status.Errorf(codes.InvalidArgument, "query is longer than %d bytes", rank.MaxQueryBytes)
 	}
 	out := &ptcv1.ListToolsResponse{}
+	if q := in.GetQuery(); q != "" {
+		byName := make(map[string]ptc.Definition, len(defs))
+		for _, d := range defs {
+			byName[d.Name] = d
+		}
+		ranked := make([]ptc.Definition, 0, len(defs))
+		for _, m := range rank.Rank(defs, q, limit) {
+			ranked = append(ranked, byName[m.Name])
+			out.Matches = append(out.Matches, &ptcv1.ToolMatch{Name: m.Name, Score: float32(m.Score)})
+		}
+		defs = ranked
+	} else if limit > 0 && limit < len(defs) {
+		defs = defs[:limit]
+	}
 	for _, d := range defs {
 		out.Tools = append(out.Tools, wire.DefinitionPB(d))
 	}
+	lim := s.runner.Policy().Resolve(ptc.Limits{})
+	out.Prompt = prompt.Prompt(prompt.Options{TypeScript: in.GetIncludeTypescript(), Timeout: lim.Timeout,
+		MaxToolCalls: int(lim.MaxToolCalls), MaxOutputBytes: lim.MaxOutputBytes})
+	modelText := out.Prompt
+	if in.GetIncludeTypescript() {
+		ts, err := tsdecl.Generate(defs, tsdecl.Options{})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "typescript declarations: %v", err)
+		}
+		out.Typescript = ts
+		modelText += ts
+	} else {
+		for _, t := range out.Tools {
+			modelText += t.GetName() + t.GetDescription() + t.GetInputSchemaJson() + t.GetOutputSchemaJson()
+		}
+	}
+	out.ApproxTokens = int32(prompt.ApproxTokens(modelText))
 	return out, nil
 }
 

@@ -434,3 +434,37 @@ func TestSessionDisconnectFreesEverything(t *testing.T) {
 		<-time.After(time.Millisecond)
 	}
 }
+
+func TestListToolsForModels(t *testing.T) {
+	f := start(t)
+	ctx := context.Background()
+	res, err := f.rpc.ListTools(ctx, &ptcv1.ListToolsRequest{Query: "travel budget for a job level", Limit: 2, IncludeTypescript: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GetTools()) == 0 || res.GetTools()[0].GetName() != "get_budget_by_level" || len(res.GetMatches()) != len(res.GetTools()) {
+		t.Fatalf("ranked %v / %v", res.GetTools(), res.GetMatches())
+	}
+	if !strings.Contains(res.GetTypescript(), "declare const tools") || !strings.Contains(res.GetTypescript(), "get_budget_by_level(") {
+		t.Fatalf("typescript:\n%s", res.GetTypescript())
+	}
+	selected := map[string]bool{}
+	for _, d := range res.GetTools() {
+		selected[d.GetName()] = true
+	}
+	for _, n := range []string{"get_budget_by_level", "get_team_members", "get_expenses"} {
+		if strings.Contains(res.GetTypescript(), n+"(") != selected[n] {
+			t.Fatalf("declaration of %s present=%v, selected=%v", n, !selected[n], selected[n])
+		}
+	}
+	if !strings.Contains(res.GetPrompt(), "return") || res.GetApproxTokens() <= 0 {
+		t.Fatalf("prompt %q tokens %d", res.GetPrompt(), res.GetApproxTokens())
+	}
+	all, _ := f.rpc.ListTools(ctx, &ptcv1.ListToolsRequest{IncludeTypescript: true})
+	if all.GetApproxTokens() <= res.GetApproxTokens() {
+		t.Fatalf("tokens: all %d, selected %d", all.GetApproxTokens(), res.GetApproxTokens())
+	}
+	if _, err := f.rpc.ListTools(ctx, &ptcv1.ListToolsRequest{Limit: -1}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("negative limit: %v", err)
+	}
+}

@@ -13,28 +13,48 @@ import (
 )
 
 // toolsObject builds the `tools` object: one function per tool, dotted
-// names as nested namespaces, wrapped in a proxy so that an unknown name
-// gives a clear error instead of "is not a function".
+// names as nested namespaces, each namespace wrapped in a proxy so that an
+// unknown name gives a clear unknown_tool error instead of "is not a
+// function".
 func (x *exec) toolsObject() goja.Value {
-	vm := x.vm
-	root := vm.NewObject()
+	root := &nsNode{children: map[string]*nsNode{}}
 	for _, name := range x.job.Tools.Names() {
-		obj := root
+		n := root
 		parts := strings.Split(name, ".")
 		for _, p := range parts[:len(parts)-1] {
-			next, ok := obj.Get(p).(*goja.Object)
-			if !ok || next == nil {
-				next = vm.NewObject()
-				_ = obj.Set(p, next)
+			c, ok := n.children[p]
+			if !ok {
+				c = &nsNode{children: map[string]*nsNode{}}
+				n.children[p] = c
 			}
-			obj = next
+			n = c
 		}
-		_ = obj.Set(parts[len(parts)-1], x.toolFunc(name))
+		n.tools = append(n.tools, parts[len(parts)-1])
 	}
-	if d, ok := x.job.Tools.(bridge.Describer); ok {
-		x.defineHelpers(root, d)
+	return x.namespace(root, "", true)
+}
+
+// nsNode is one level of the tools namespace.
+type nsNode struct {
+	tools    []string
+	children map[string]*nsNode
+}
+
+func (x *exec) namespace(n *nsNode, prefix string, top bool) goja.Value {
+	vm := x.vm
+	obj := vm.NewObject()
+	for _, t := range n.tools {
+		_ = obj.Set(t, x.toolFunc(prefix+t))
 	}
-	proxy := vm.NewProxy(root, &goja.ProxyTrapConfig{
+	for name, c := range n.children {
+		_ = obj.Set(name, x.namespace(c, prefix+name+".", false))
+	}
+	if top {
+		if d, ok := x.job.Tools.(bridge.Describer); ok {
+			x.defineHelpers(obj, d)
+		}
+	}
+	proxy := vm.NewProxy(obj, &goja.ProxyTrapConfig{
 		Get: func(target *goja.Object, property string, receiver goja.Value) goja.Value {
 			if v := target.Get(property); v != nil {
 				return v
@@ -44,7 +64,7 @@ func (x *exec) toolsObject() goja.Value {
 			if property == "then" || property == "toJSON" || strings.HasPrefix(property, "$") {
 				return goja.Undefined()
 			}
-			return x.toolFunc(property)
+			return x.toolFunc(prefix + property)
 		},
 	})
 	return vm.ToValue(proxy)
