@@ -17,6 +17,7 @@ import (
 	"github.com/ptcrun/ptc/internal/lru"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
+	"github.com/ptcrun/ptc/runtime/ts"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -98,6 +99,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 	}
 	r.engines[LanguageJavaScript] = r.js
+	r.engines[LanguageTypeScript] = ts.NewEngine(r.js, 0)
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err

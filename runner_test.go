@@ -82,7 +82,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"empty source", ptc.Request{}, ptc.InvalidArgument, "source is empty"},
 		{"unknown language", ptc.Request{Language: 9, Source: "return 1"}, ptc.InvalidArgument, "unknown language"},
-		{"typescript without engine", ptc.Request{Language: ptc.LanguageTypeScript, Source: "return 1"}, ptc.Unimplemented, "typescript"},
+		{"wasm without engine", ptc.Request{Language: ptc.LanguageWASM, Module: []byte{0}}, ptc.Unimplemented, "wasm"},
 		{"bad input", ptc.Request{Source: "return 1", Input: json.RawMessage(`{`)}, ptc.InvalidArgument, "input_json"},
 		{"bad result schema", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"type": 5}`)}, ptc.InvalidArgument, "result_schema_json"},
 		{"external ref", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"$ref": "http://example.com/s.json"}`)}, ptc.InvalidArgument, "result_schema_json"},
@@ -292,5 +292,57 @@ func TestInternalError(t *testing.T) {
 	// The runner keeps working.
 	if res, err := r.Execute(context.Background(), ptc.Request{Source: "return 2"}); err != nil || string(res.Result) != "2" {
 		t.Fatal(err, res)
+	}
+}
+
+// TestTypeScriptExpenseExample: the TypeScript version of the example
+// gives the same result as the JavaScript one.
+func TestTypeScriptExpenseExample(t *testing.T) {
+	r := newDemoRunner(t)
+	run := func(lang ptc.Language, file string) *ptc.Result {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Execute(context.Background(), ptc.Request{Language: lang, Source: string(src)})
+		if err != nil || res.Error != nil {
+			t.Fatal(err, res.Error)
+		}
+		return res
+	}
+	tsRes := run(ptc.LanguageTypeScript, "examples/expenses.ts")
+	jsRes := run(ptc.LanguageJavaScript, "examples/expenses.js")
+	jsonEqual(t, tsRes.Result, jsRes.Result)
+	if len(tsRes.Trace) != len(jsRes.Trace) {
+		t.Fatalf("trace lengths %d vs %d", len(tsRes.Trace), len(jsRes.Trace))
+	}
+}
+
+func TestTypeScriptErrorPositions(t *testing.T) {
+	r := newDemoRunner(t)
+	cases := []struct {
+		name, src string
+		kind      ptc.ErrorKind
+		line      int
+		msg       string
+	}{
+		{"syntax", "interface A { x: number }\nconst a: A = {x: 1};\nconst b = ;\n", ptc.KindSyntax, 3, ""},
+		{"runtime throw", "type T = {n: number};\nconst t: T = {n: 1};\n\nthrow new Error(`bad ${t.n}`);", ptc.KindScript, 4, "bad 1"},
+		{"import", "import fs from 'fs';\nreturn 1", ptc.KindSyntax, 1, "import"},
+		{"after await", "const b = await tools.get_budget_by_level({level: \"mid\"});\nconst x: any = null;\nreturn x.y;", ptc.KindScript, 3, "TypeError"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := r.Execute(context.Background(), ptc.Request{Language: ptc.LanguageTypeScript, Source: tc.src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Error == nil || res.Error.Kind != tc.kind || res.Error.Line != tc.line || !strings.Contains(res.Error.Message, tc.msg) {
+				t.Fatalf("error %+v", res.Error)
+			}
+			if res.Error.Stack != "" && strings.Contains(res.Error.Stack, "script.ts.js") {
+				t.Fatalf("stack not mapped: %s", res.Error.Stack)
+			}
+		})
 	}
 }

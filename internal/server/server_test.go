@@ -136,7 +136,6 @@ func TestExecuteStatusCodes(t *testing.T) {
 			r.Limits = &ptcv1.Limits{Timeout: durationpb.New(-time.Second)}
 			return r
 		}(), codes.InvalidArgument},
-		{"typescript", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_TYPESCRIPT, Source: "return 1"}}, codes.Unimplemented},
 		{"wasm", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_WASM, WasmModule: []byte{0}}}, codes.Unimplemented},
 	}
 	for _, tc := range cases {

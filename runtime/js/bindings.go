@@ -177,7 +177,7 @@ func (x *exec) callError(err error) goja.Value {
 	if !errors.As(err, &ce) {
 		ce = &bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeToolFailed, Message: err.Error()}
 	}
-	obj, e := vm.New(x.errorCtor, vm.ToValue(ce.Message))
+	obj, e := vm.New(vm.Get("Error"), vm.ToValue(ce.Message))
 	if e != nil {
 		obj = vm.NewObject()
 		_ = obj.Set("message", ce.Message)

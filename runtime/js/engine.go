@@ -96,6 +96,16 @@ type Source struct {
 	// MapPosition, when set, maps a 1-based line and column of Code to
 	// the caller's original source (e.g. TypeScript).
 	MapPosition func(line, col int) (int, int, bool)
+	// Program, when set, is Code already compiled by goja (with source
+	// maps disabled) under the file name File; Code is then not parsed.
+	Program *goja.Program
+	// File is the name Program was compiled under (default "script.js").
+	File string
+	// Display is the file name shown in stack traces (default File).
+	Display string
+	// DisposeSymbols defines Symbol.dispose and Symbol.asyncDispose
+	// (which goja lacks) for code that uses explicit resource management.
+	DisposeSymbols bool
 }
 
 // compiled is a cached program and how to map its positions.
@@ -103,6 +113,9 @@ type compiled struct {
 	prg      *goja.Program
 	col1     int // columns to subtract on line 1 (body wrapper prefix)
 	syntaxEr *fault.Error
+	dispose  bool
+	file     string // name the program was compiled under
+	display  string // name shown in stacks
 }
 
 const (
@@ -120,6 +133,16 @@ func (e *Engine) Compile(src Source) (*goja.Program, *fault.Error) {
 }
 
 func (e *Engine) compile(src Source) *compiled {
+	if src.Program != nil {
+		c := &compiled{prg: src.Program, file: src.File, display: src.Display, dispose: src.DisposeSymbols}
+		if c.file == "" {
+			c.file = scriptName
+		}
+		if c.display == "" {
+			c.display = c.file
+		}
+		return c
+	}
 	key := sha256.Sum256([]byte(src.Code))
 	if src.Wrapped {
 		key[0] ^= 0xff
@@ -131,8 +154,10 @@ func (e *Engine) compile(src Source) *compiled {
 	if !src.Wrapped {
 		code, col1 = bodyPrefix+src.Code+bodySuffix, len(bodyPrefix)
 	}
-	c := &compiled{col1: col1}
-	ast, err := parser.ParseFile(nil, scriptName, code, 0)
+	c := &compiled{col1: col1, file: scriptName, display: scriptName}
+	// Source maps off: goja would otherwise read the file named by a
+	// "//# sourceMappingURL=" comment from the server's filesystem.
+	ast, err := parser.ParseFile(nil, scriptName, code, 0, parser.WithDisableSourceMaps)
 	if err == nil {
 		c.prg, err = goja.CompileAST(ast, false)
 	}

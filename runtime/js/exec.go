@@ -53,7 +53,6 @@ type exec struct {
 	vm        *goja.Runtime
 	stringify goja.Callable
 	parse     goja.Callable
-	errorCtor goja.Value
 
 	// done carries completed tool calls to the VM goroutine. Tool-call
 	// goroutines give up sending once finished is closed.
@@ -182,7 +181,6 @@ func (x *exec) setup() *fault.Error {
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	x.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
-	x.errorCtor = vm.Get("Error")
 
 	input := goja.Null()
 	if len(x.job.Input) > 0 {
@@ -194,10 +192,35 @@ func (x *exec) setup() *fault.Error {
 	}
 	g := vm.GlobalObject()
 	_ = g.Set("input", input)
-	_ = g.Set("tools", x.toolsObject())
-	_ = g.Set("console", x.consoleObject())
+	if x.c.dispose {
+		sym := vm.Get("Symbol").ToObject(vm)
+		for _, name := range []string{"dispose", "asyncDispose"} {
+			if v := sym.Get(name); v == nil || goja.IsUndefined(v) {
+				_ = sym.Set(name, goja.NewSymbol("Symbol."+name))
+			}
+		}
+	}
+	x.lazyGlobal(g, "tools", x.toolsObject)
+	x.lazyGlobal(g, "console", x.consoleObject)
 	x.guardBuiltins()
 	return nil
+}
+
+// lazyGlobal defines a global that is built on first use (most scripts
+// touch only some of them) and is then an ordinary writable property.
+func (x *exec) lazyGlobal(g *goja.Object, name string, build func() goja.Value) {
+	vm := x.vm
+	var getter goja.Value
+	getter = vm.ToValue(func(goja.FunctionCall) goja.Value {
+		v := build()
+		_ = g.DefineDataProperty(name, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		return v
+	})
+	setter := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		_ = g.DefineDataProperty(name, call.Argument(0), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		return goja.Undefined()
+	})
+	_ = g.DefineAccessorProperty(name, getter, setter, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // watch interrupts the VM when the execution's context ends. It returns
@@ -442,7 +465,18 @@ func (x *exec) describe(v goja.Value) (s string) {
 	return s
 }
 
-var stackPos = regexp.MustCompile(regexp.QuoteMeta(scriptName) + `:(\d+):(\d+)(?:\(\d+\))?`)
+// stackPositions caches, per compiled file name, the pattern of its
+// positions in goja stack traces ("name:line:col(pc)").
+var stackPositions sync.Map
+
+func stackPos(file string) *regexp.Regexp {
+	if re, ok := stackPositions.Load(file); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(regexp.QuoteMeta(file) + `:(\d+):(\d+)(?:\(\d+\))?`)
+	stackPositions.Store(file, re)
+	return re
+}
 
 // stackOf returns the "stack" string of an Error object, or "".
 func stackOf(v goja.Value) string {
@@ -460,7 +494,7 @@ func stackOf(v goja.Value) string {
 
 // position returns the first script position in an error's stack.
 func (x *exec) position(v goja.Value) (int, int) {
-	m := stackPos.FindStringSubmatch(stackOf(v))
+	m := stackPos(x.c.file).FindStringSubmatch(stackOf(v))
 	if m == nil {
 		return 0, 0
 	}
@@ -499,15 +533,16 @@ func (x *exec) stack(v goja.Value) string {
 	n := 0
 	for _, line := range strings.Split(raw, "\n") {
 		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "at ") || !strings.Contains(line, scriptName) {
+		if !strings.HasPrefix(line, "at ") || !strings.Contains(line, x.c.file) {
 			continue
 		}
-		line = stackPos.ReplaceAllStringFunc(line, func(m string) string {
-			sm := stackPos.FindStringSubmatch(m)
+		re := stackPos(x.c.file)
+		line = re.ReplaceAllStringFunc(line, func(m string) string {
+			sm := re.FindStringSubmatch(m)
 			l, _ := strconv.Atoi(sm[1])
 			c, _ := strconv.Atoi(sm[2])
 			l, c = x.mapPosition(l, c)
-			return fmt.Sprintf("%s:%d:%d", scriptName, l, c)
+			return fmt.Sprintf("%s:%d:%d", x.c.display, l, c)
 		})
 		b.WriteString(line)
 		b.WriteByte('\n')

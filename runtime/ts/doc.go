@@ -1,0 +1,44 @@
+// Package ts turns a TypeScript script into JavaScript that the goja engine
+// (runtime/js) runs, and maps positions in that JavaScript back to the
+// TypeScript the caller wrote.
+//
+// A script, TypeScript or JavaScript, is the body of an async function:
+// top-level await works and `return value` gives the result. Transpile wraps
+// the body in an async function expression, strips the types with esbuild
+// (github.com/evanw/esbuild/pkg/api), lowers the syntax goja lacks (async
+// generators, for await, using declarations, decorators, the RegExp d and v
+// flags) and checks that goja parses and compiles the result. The returned
+// Program holds the JavaScript, a compiled goja program, and the source map
+// behind Program.Position and Program.MapStack.
+//
+// Types are not checked: esbuild only removes them, so a script with a type
+// error runs, and fails (or not) the way the same JavaScript would. Run tsc
+// in the harness if type errors must be caught before execution.
+//
+// import and export are rejected with a SyntaxError at their line: the
+// script has no module system; it reaches the world only through the tools
+// object and the input value.
+//
+// The lowered code relies on what goja has, plus one thing the engine must
+// define: goja has no Symbol.dispose or Symbol.asyncDispose, and esbuild's
+// lowered using declarations fall back to Symbol.for("Symbol.dispose") and
+// Symbol.for("Symbol.asyncDispose"), so the engine should set
+// Symbol.dispose and Symbol.asyncDispose to those. Named capture groups
+// parse, but goja does not fill in match.groups.
+//
+// Some inputs make esbuild recurse deeply or run for long (deep nesting,
+// many nested arrow functions). Transpile refuses sources over MaxNesting
+// or MaxArrows before calling esbuild, but that check is heuristic; call
+// Transpile where a runaway costs only the one execution (a worker process
+// under the execution's limits), not in a shared supervisor.
+//
+// Line numbers are 1-based. Columns are 1-based byte offsets within the
+// line, the unit goja reports, so JavaScript and TypeScript positions read
+// the same way.
+//
+// Cache keeps transpiled programs by source hash so that repeated executions
+// of one script skip esbuild and the goja compiler.
+//
+// The package imports esbuild, goja's parser and compiler, and
+// internal/fault; it must not import bridge, gRPC or any engine.
+package ts

@@ -1,0 +1,83 @@
+package ts_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/runtime/ts"
+)
+
+func ExampleTranspile() {
+	p, err := ts.Transpile(`
+interface Point { x: number; y: number }
+const p: Point = { x: 3, y: 4 };
+return Math.hypot(p.x, p.y);`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm := goja.New()
+	v, err := vm.RunProgram(p.Compiled) // the script's async function
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	main, _ := goja.AssertFunction(v)
+	ret, err := main(goja.Undefined())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	promise := ret.Export().(*goja.Promise)
+	fmt.Println(promise.State() == goja.PromiseStateFulfilled, promise.Result())
+	// Output: true 5
+}
+
+func ExampleTranspile_syntaxError() {
+	_, err := ts.Transpile("const a: number = 1;\nconst b: string = ;")
+	var se *ts.SyntaxError
+	if errors.As(err, &se) {
+		fmt.Println(se.Line, se.Column, se.Message)
+	}
+	_, err = ts.Transpile("import fs from 'fs'")
+	fmt.Println(errors.Is(err, ts.ErrImportExport))
+	// Output:
+	// 2 19 unexpected ";"
+	// true
+}
+
+func ExampleProgram_Position() {
+	p, err := ts.Transpile("type ID = string;\n\nconst id: ID = 'a';\nthrow new Error(id);")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// goja reports "new Error" at line 3, column 9 of p.JS.
+	fmt.Println(p.JS)
+	line, col, ok := p.Position(3, 9)
+	fmt.Println(line, col, ok)
+	fmt.Println(p.MapStack("Error: a\n\tat __ptc_main ("+ts.CompiledName+":3:9(5))", ts.CompiledName))
+	// Output:
+	// (async function __ptc_main() {
+	//   const id = "a";
+	//   throw new Error(id);
+	// });
+	//
+	// 4 7 true
+	// Error: a
+	// 	at __ptc_main (script.ts:4:7(5))
+}
+
+func ExampleCache() {
+	cache := ts.NewCache(128)
+	for i := 0; i < 3; i++ {
+		if _, err := cache.Transpile("const n: number = 42;\nreturn n"); err != nil {
+			fmt.Println(err)
+		}
+	}
+	st := cache.Stats()
+	fmt.Println(st.Hits, st.Misses, st.Len)
+	// Output: 2 1 1
+}
