@@ -49,3 +49,17 @@ func BenchmarkTrivialExecute(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTrivialExecuteTypeScript is BenchmarkTrivialExecute in
+// TypeScript: the transpiled program comes from the cache.
+func BenchmarkTrivialExecuteTypeScript(b *testing.B) {
+	r := newDemoRunner(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := r.Execute(ctx, ptc.Request{Language: ptc.LanguageTypeScript, Source: `const ok: number = 1; return {ok}`})
+		if err != nil || res.Error != nil {
+			b.Fatal(err, res.Error)
+		}
+	}
+}

@@ -9,16 +9,20 @@
 // Result: [{id, name, level, travel_total, travel_limit, over_by}], largest
 // overspend first, amounts in USD rounded to cents.
 
+type Department = "engineering" | "sales" | "marketing" | "support";
+type Quarter = "Q1" | "Q2" | "Q3" | "Q4";
+type Level = "junior" | "mid" | "senior" | "staff" | "principal";
+
 interface Params {
-  department?: string;
-  quarter?: string;
+  department?: Department;
+  quarter?: Quarter;
 }
 
 /** One person, from get_team_members. */
 interface TeamMember {
   id: string;
   name: string;
-  level: string;
+  level: Level;
 }
 
 /** One expense line item, from get_expenses. */
@@ -32,7 +36,7 @@ interface Expense {
 
 /** A level's budget, from get_budget_by_level. */
 interface Budget {
-  level: string;
+  level: Level;
   travel_limit: number;
 }
 
@@ -46,8 +50,8 @@ interface OverBudget {
 }
 
 const params: Params = (input as Params | null) || {};
-const department: string = params.department || "engineering";
-const quarter: string = params.quarter || "Q3";
+const department: Department = params.department || "engineering";
+const quarter: Quarter = params.quarter || "Q3";
 
 const team = (await tools.get_team_members({ department })) as TeamMember[];
 
@@ -57,7 +61,7 @@ const expenses = (await Promise.all(
 )) as Expense[][];
 
 // One budget lookup per distinct level.
-const levels: string[] = [...new Set(team.map((member) => member.level))];
+const levels: Level[] = [...new Set(team.map((member) => member.level))];
 const budgets = (await Promise.all(levels.map((level) => tools.get_budget_by_level({ level })))) as Budget[];
 
 // Work in whole cents so that the sums are exact.
