@@ -38,6 +38,9 @@ func testTools(t testing.TB) []*tools.Compiled {
 				}
 				return json.Marshal(in.A + in.B)
 			}},
+		{Definition: tools.Definition{Name: "ident", InputSchema: json.RawMessage(
+			`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false}`)},
+			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }, TrustOutput: true},
 		{Definition: tools.Definition{Name: "fail"},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
 				return nil, tools.Errorf("not_found", "no such thing")

@@ -61,6 +61,9 @@ type exec struct {
 	pending  int
 	wg       sync.WaitGroup
 
+	// keys interns property names across the tool results of the execution.
+	keys map[string]string
+
 	// callErrs maps the JS error objects made for failed calls back to
 	// the bridge errors, so an uncaught one is classified by its kind.
 	callErrs map[*goja.Object]*bridge.CallError
@@ -325,7 +328,10 @@ func (x *exec) deliver(c completion) error {
 // fromJSON converts JSON text into a JS value: the fast decoder, or
 // JSON.parse for the rare text it leaves to it.
 func (x *exec) fromJSON(data []byte) (goja.Value, error) {
-	v, err := decodeJSON(x.vm, data)
+	if x.keys == nil && len(data) > 256 {
+		x.keys = make(map[string]string, 32)
+	}
+	v, err := decodeJSON(x.vm, data, x.keys)
 	if errors.Is(err, errLoneSurrogate) {
 		return x.parse(goja.Undefined(), x.vm.ToValue(string(data)))
 	}

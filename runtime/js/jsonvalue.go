@@ -36,8 +36,10 @@ type jsonDecoder struct {
 	keys map[string]string
 }
 
-func decodeJSON(vm *goja.Runtime, data []byte) (v goja.Value, err error) {
-	d := &jsonDecoder{vm: vm, data: data, keys: make(map[string]string, 32)}
+// decodeJSON converts data; keys, when not nil, is the intern table to use
+// (an execution keeps one across tool results).
+func decodeJSON(vm *goja.Runtime, data []byte, keys map[string]string) (v goja.Value, err error) {
+	d := &jsonDecoder{vm: vm, data: data, keys: keys}
 	d.skipSpace()
 	v, err = d.value()
 	if err != nil {
@@ -130,10 +132,12 @@ func (d *jsonDecoder) object() (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ik, ok := d.keys[k]; ok {
-			k = ik
-		} else if len(d.keys) < 4096 {
-			d.keys[k] = k
+		if d.keys != nil {
+			if ik, ok := d.keys[k]; ok {
+				k = ik
+			} else if len(d.keys) < 4096 {
+				d.keys[k] = k
+			}
 		}
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {

@@ -15,7 +15,7 @@ func sameAsJSONParse(t *testing.T, data string) {
 	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
 	stringify, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("stringify"))
 	want, werr := parse(goja.Undefined(), vm.ToValue(data))
-	got, gerr := decodeJSON(vm, []byte(data))
+	got, gerr := decodeJSON(vm, []byte(data), map[string]string{})
 	if gerr != nil && strings.Contains(gerr.Error(), errLoneSurrogate.Error()) {
 		return
 	}
@@ -57,11 +57,11 @@ func TestDecodeJSON(t *testing.T) {
 func TestDecodeJSONDepth(t *testing.T) {
 	vm := goja.New()
 	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
-	if _, err := decodeJSON(vm, []byte(deep)); err == nil || !strings.Contains(err.Error(), "nesting") {
+	if _, err := decodeJSON(vm, []byte(deep), nil); err == nil || !strings.Contains(err.Error(), "nesting") {
 		t.Fatalf("deep nesting: %v", err)
 	}
 	ok := strings.Repeat("[", 100) + strings.Repeat("]", 100)
-	if _, err := decodeJSON(vm, []byte(ok)); err != nil {
+	if _, err := decodeJSON(vm, []byte(ok), nil); err != nil {
 		t.Fatal(err)
 	}
 }
