@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -89,7 +91,7 @@ var ErrInvalidJSON = errors.New("not valid JSON")
 // the violations (at most MaxViolations) when it does not, and an error
 // wrapping ErrInvalidJSON when doc is not JSON.
 func (s *Schema) Validate(doc json.RawMessage) ([]Violation, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	v, err := jsonval.Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
@@ -116,7 +118,7 @@ func (s *Schema) ValidateValue(v any) []Violation {
 
 // DecodeJSON decodes doc the way Validate expects values (numbers kept exact).
 func DecodeJSON(doc json.RawMessage) (any, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	v, err := jsonval.Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
