@@ -1,0 +1,116 @@
+package wasm
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/tools/demo"
+)
+
+// BenchmarkCompile measures compiling the Go example guest (minimal, about
+// 2 MB): cold, and loaded from a compilation cache directory.
+func BenchmarkCompile(b *testing.B) {
+	mod := guest(b, "minimal")
+	b.Run("go-guest/cold", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e, err := New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Compile(context.Background(), mod); err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Close(context.Background())
+		}
+	})
+	b.Run("go-guest/dir-cache", func(b *testing.B) {
+		dir := b.TempDir()
+		warm, err := New(WithCacheDir(dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := warm.Compile(context.Background(), mod); err != nil {
+			b.Fatal(err)
+		}
+		_ = warm.Close(context.Background())
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e, err := New(WithCacheDir(dir))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Compile(context.Background(), mod); err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Close(context.Background())
+		}
+	})
+}
+
+// BenchmarkRun measures executions of cached modules and reports the median
+// as p50-ns besides the mean.
+func BenchmarkRun(b *testing.B) {
+	var demoTools []*tools.Compiled
+	for _, t := range demo.Tools() {
+		c, err := tools.Compile(t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		demoTools = append(demoTools, c)
+	}
+	cases := []struct {
+		name   string
+		module func(testing.TB) []byte
+		input  string
+		tools  []*tools.Compiled
+		byHash bool
+	}{
+		{"tiny", func(testing.TB) []byte { return writeModule(`{"answer":42}`) }, "", nil, false},
+		{"go-minimal", func(tb testing.TB) []byte { return guest(tb, "minimal") }, `{"x":1}`, nil, false},
+		// By hash, the 2 MB module is not hashed again on every run.
+		{"go-minimal/by-hash", func(tb testing.TB) []byte { return guest(tb, "minimal") }, `{"x":1}`, nil, true},
+		{"go-expenses", func(tb testing.TB) []byte { return guest(tb, "expenses") }, "", demoTools, false},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			e := newEngine(b)
+			mod := tc.module(b)
+			hash, err := e.Compile(context.Background(), mod)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts := tc.tools
+			if ts == nil {
+				ts = testTools(b)
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j, _ := job(mod, tc.input, limits.Limits{}, ts)
+				start := time.Now()
+				var out *runtime.Outcome
+				if tc.byHash {
+					var err error
+					if out, err = e.RunHash(context.Background(), hash, j); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					out = e.Run(context.Background(), j)
+				}
+				times = append(times, time.Since(start))
+				if out.Err != nil {
+					b.Fatal(out.Err)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package wasm
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// entry is one module in the cache. While done is open the module is being
+// compiled; afterwards compiled (or err) is set. refs counts the executions
+// using it: an evicted entry is closed when the last one ends.
+type entry struct {
+	hash     string
+	done     chan struct{}
+	compiled wazero.CompiledModule
+	shape    moduleShape
+	err      error
+
+	refs    int
+	evicted bool
+	elem    *list.Element
+}
+
+// Hash returns the cache key of a module: the hex SHA-256 of its bytes.
+func Hash(module []byte) string {
+	sum := sha256.Sum256(module)
+	return hex.EncodeToString(sum[:])
+}
+
+// acquire returns the compiled module for bin, compiling it at most once
+// however many executions ask at the same time, and holds a reference that
+// release gives back. Only the waiting is bounded by ctx: the compilation
+// itself runs to its end in its own goroutine and lands in the cache.
+func (e *Engine) acquire(ctx context.Context, bin []byte) (*entry, error) {
+	if len(bin) > e.opts.maxModuleBytes {
+		return nil, fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(bin), e.opts.maxModuleBytes)
+	}
+	hash := Hash(bin)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	ent, ok := e.entries[hash]
+	if ok {
+		ent.refs++
+		if ent.elem != nil {
+			e.lru.MoveToFront(ent.elem)
+		}
+		e.mu.Unlock()
+		select {
+		case <-ent.done:
+		case <-ctx.Done():
+			e.release(ent)
+			return nil, ctx.Err()
+		}
+		if ent.err != nil {
+			e.release(ent)
+			return nil, ent.err
+		}
+		e.hits.Add(1)
+		return ent, nil
+	}
+	ent = &entry{hash: hash, done: make(chan struct{}), refs: 1}
+	e.entries[hash] = ent
+	e.mu.Unlock()
+
+	// The compile goroutine ends when wazero returns; it owns a copy of the
+	// bytes so the caller may reuse its slice, and it closes ent.done.
+	own := append([]byte(nil), bin...)
+	go e.compile(ent, own)
+
+	select {
+	case <-ent.done:
+	case <-ctx.Done():
+		e.release(ent)
+		return nil, ctx.Err()
+	}
+	if ent.err != nil {
+		e.release(ent)
+		return nil, ent.err
+	}
+	return ent, nil
+}
+
+// compile fills ent and publishes it: on success into the LRU (evicting the
+// least recently used modules over the bound), on failure out of the map so
+// that the next attempt compiles again.
+func (e *Engine) compile(ent *entry, bin []byte) {
+	compiled, shape, err := e.compileModule(bin)
+	e.compiles.Add(1)
+	e.mu.Lock()
+	ent.compiled, ent.shape, ent.err = compiled, shape, err
+	if err != nil || e.closed {
+		delete(e.entries, ent.hash)
+		if err == nil {
+			ent.err = ErrClosed
+			ent.evicted = true
+		}
+	} else {
+		ent.elem = e.lru.PushFront(ent)
+		for e.lru.Len() > e.opts.maxModules {
+			old := e.lru.Back().Value.(*entry)
+			e.evictLocked(old)
+		}
+	}
+	close(ent.done)
+	e.mu.Unlock()
+}
+
+// evictLocked removes ent from the cache; its compiled code is closed now
+// if no execution uses it, else by the last release.
+func (e *Engine) evictLocked(ent *entry) {
+	if ent.elem != nil {
+		e.lru.Remove(ent.elem)
+		ent.elem = nil
+	}
+	delete(e.entries, ent.hash)
+	ent.evicted = true
+	e.evictions.Add(1)
+	if ent.refs == 0 && ent.compiled != nil {
+		_ = ent.compiled.Close(context.Background())
+		ent.compiled = nil
+	}
+}
+
+// release gives back a reference taken by acquire or acquireHash.
+func (e *Engine) release(ent *entry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ent.refs--
+	if ent.refs == 0 && ent.evicted && ent.compiled != nil {
+		_ = ent.compiled.Close(context.Background())
+		ent.compiled = nil
+	}
+}
+
+// acquireHash returns the cached module with the given hash, or false.
+func (e *Engine) acquireHash(ctx context.Context, hash string) (*entry, bool, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	ent, ok := e.entries[hash]
+	if !ok {
+		e.mu.Unlock()
+		return nil, false, nil
+	}
+	ent.refs++
+	if ent.elem != nil {
+		e.lru.MoveToFront(ent.elem)
+	}
+	e.mu.Unlock()
+	select {
+	case <-ent.done:
+	case <-ctx.Done():
+		e.release(ent)
+		return nil, true, ctx.Err()
+	}
+	if ent.err != nil {
+		e.release(ent)
+		return nil, true, ent.err
+	}
+	e.hits.Add(1)
+	return ent, true, nil
+}

@@ -1,0 +1,44 @@
+// Package wasm is the WebAssembly engine of ptc, built on wazero. It runs
+// WASI preview1 command modules ("_start") as runtime.Engine jobs:
+//
+//   - stdin carries the job's input JSON ("null" when empty), stdout the
+//     result JSON (one value, capped by MaxOutputBytes), stderr the logs
+//     (one log entry per line, capped by the job's LogBuffer);
+//   - tools are reached through the ptc_v1 host module (see package
+//     bridge/abi and docs/wasm-abi.md), every call going through the job's
+//     bridge.Caller;
+//   - there is no filesystem, no network, and by default a fixed virtual
+//     clock (starting at 2022-01-01T00:00:00Z, advancing 1ms per reading,
+//     sleeps return at once) and a deterministic random source (the same
+//     bytes in every execution). WithRealClock and WithRealRandom change
+//     that.
+//
+// Compiled modules are cached by the SHA-256 of their bytes in a bounded LRU
+// shared by all executions of an Engine: a module is compiled once (even
+// when many executions ask for it at the same moment) and instantiated per
+// execution. RunHash runs a cached module by hash and fails with
+// ErrUnknownModule when the engine does not hold it.
+//
+// Limits: memory is bounded per execution by a wazero memory allocator that
+// refuses to grow linear memory past the job's MemoryBytes (MEMORY_LIMIT);
+// the wall timeout, CPU time and output limits close the module through its
+// context (TIMEOUT, CPU_LIMIT, OUTPUT_LIMIT); a module that fails after the
+// bridge refused a call for the call budget ends as TOOL_CALL_LIMIT.
+//
+// Design notes, with the numbers measured on a 2-core machine:
+//
+//   - One wazero runtime per Engine, with per-execution memory limits from
+//     experimental.WithMemoryAllocator, rather than one runtime per distinct
+//     limit: compiled code is per runtime, and a Go guest takes about 2 s to
+//     compile cold (about 0.1 s from a WithCacheDir cache), so splitting the
+//     cache by limit would multiply compilations. The allocator also tells
+//     a refused grow (a limit) from any other failure.
+//   - WithCloseOnContextDone is required for timeouts to stop a guest that
+//     never calls the host; it costs about 3x on the expense example (74 ms
+//     without, 220 ms with) and more on tight loops.
+//   - Linear memory buffers are recycled between executions (cleared as they
+//     are exposed): that took a cached Go guest's run from about 10 ms to
+//     about 6 ms (4 ms by hash, without hashing the 2 MB module again).
+//
+// The package imports runtime, bridge and bridge/abi, never gRPC.
+package wasm

@@ -1,0 +1,378 @@
+package wasm
+
+import (
+	"container/list"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+)
+
+// Errors a caller may test with errors.Is.
+var (
+	// ErrInvalidModule means the module bytes are not a module this engine
+	// can run: not WebAssembly, invalid, too large, not a WASI command (no
+	// _start), or importing something other than wasi_snapshot_preview1
+	// and ptc_v1. A server maps it to INVALID_ARGUMENT.
+	ErrInvalidModule = errors.New("invalid WebAssembly module")
+	// ErrUnknownModule means RunHash was given a hash the engine does not
+	// hold (never compiled, or evicted). A server maps it to
+	// FAILED_PRECONDITION so that the client resends the module bytes.
+	ErrUnknownModule = errors.New("unknown module hash")
+	// ErrClosed means the engine was closed.
+	ErrClosed = errors.New("wasm engine is closed")
+)
+
+// Option configures an Engine.
+type Option func(*options)
+
+type options struct {
+	maxModules     int
+	maxModuleBytes int
+	maxMemory      int64
+	cacheDir       string
+	realClock      bool
+	realRandom     bool
+	interpreter    bool
+}
+
+// WithMaxModules bounds the compiled modules kept in the cache (default
+// 64); the least recently used one is evicted first. Values below 1 mean 1.
+func WithMaxModules(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			n = 1
+		}
+		o.maxModules = n
+	}
+}
+
+// WithMaxModuleBytes bounds the size of a module (default 64 MiB).
+func WithMaxModuleBytes(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxModuleBytes = n
+		}
+	}
+}
+
+// WithMaxMemory sets the most memory any execution may use (default the
+// ceiling of limits.Ceilings, 2 GiB): a job's MemoryBytes above it is
+// clamped to it.
+func WithMaxMemory(bytes int64) Option {
+	return func(o *options) {
+		if bytes > 0 {
+			o.maxMemory = bytes
+		}
+	}
+}
+
+// WithCacheDir keeps wazero's compiled code in dir as well, so that a
+// restarted engine loads a module it compiled before instead of compiling
+// it again.
+func WithCacheDir(dir string) Option {
+	return func(o *options) { o.cacheDir = dir }
+}
+
+// WithRealClock gives guests the host's wall clock and monotonic clock, and
+// makes their sleeps real (a sleep still ends when the execution does). By
+// default guests see a virtual clock that starts at 2022-01-01T00:00:00Z
+// and advances 1ms per reading, and sleeps return at once.
+func WithRealClock() Option {
+	return func(o *options) { o.realClock = true }
+}
+
+// WithRealRandom gives guests random bytes from crypto/rand. By default
+// random_get returns the same deterministic sequence in every execution.
+func WithRealRandom() Option {
+	return func(o *options) { o.realRandom = true }
+}
+
+// WithInterpreter runs modules in wazero's interpreter instead of compiling
+// them to machine code: slower, but available on every platform.
+func WithInterpreter() Option {
+	return func(o *options) { o.interpreter = true }
+}
+
+// Engine runs WebAssembly jobs. It is safe for concurrent use; Close
+// releases it.
+type Engine struct {
+	opts    options
+	rt      wazero.Runtime
+	allowed map[string]map[string]api.FunctionDefinition
+
+	buffers bufferPool
+
+	mu      sync.Mutex
+	closed  bool
+	entries map[string]*entry
+	lru     *list.List // of *entry, most recently used first
+
+	compiles  atomic.Int64
+	hits      atomic.Int64
+	evictions atomic.Int64
+}
+
+var _ runtime.Engine = (*Engine)(nil)
+
+// New returns an Engine with a wazero runtime, the WASI preview1 and ptc_v1
+// host modules, and an empty module cache.
+func New(opts ...Option) (*Engine, error) {
+	o := options{
+		maxModules:     64,
+		maxModuleBytes: 64 << 20,
+		maxMemory:      limits.Ceilings().MemoryBytes,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var cfg wazero.RuntimeConfig
+	if o.interpreter {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	} else {
+		cfg = wazero.NewRuntimeConfig()
+	}
+	// The runtime allows the full 4 GiB of wasm32 memory: the limit of each
+	// execution is applied by its memory allocator (see allocator), so that
+	// one runtime and its compiled modules serve executions with different
+	// limits, and so that a refused grow is known to be a limit.
+	cfg = cfg.WithCloseOnContextDone(true)
+	if o.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(o.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache directory %q: %w", o.cacheDir, err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
+	}
+	host, err := instantiateHost(ctx, rt)
+	if err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate %s: %w", abi.ModuleName, err)
+	}
+	e := &Engine{
+		opts: o,
+		rt:   rt,
+		allowed: map[string]map[string]api.FunctionDefinition{
+			abi.WASIModuleName: rt.Module(abi.WASIModuleName).ExportedFunctionDefinitions(),
+			abi.ModuleName:     host.ExportedFunctionDefinitions(),
+		},
+		entries: map[string]*entry{},
+		lru:     list.New(),
+	}
+	return e, nil
+}
+
+// Close releases the runtime and every compiled module. Executions still
+// running end with an error; later calls fail with ErrClosed.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.entries = map[string]*entry{}
+	e.lru.Init()
+	e.mu.Unlock()
+	return e.rt.Close(ctx)
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// Stats counts the work of the module cache.
+type Stats struct {
+	// Compiles is the number of compilations run (failed ones included).
+	Compiles int64
+	// Hits is the number of requests that found their module compiled or
+	// being compiled by another request.
+	Hits int64
+	// Evictions is the number of modules dropped to respect the bound.
+	Evictions int64
+	// Cached is the number of modules held now.
+	Cached int
+}
+
+// Stats returns the cache counters.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	n := e.lru.Len()
+	e.mu.Unlock()
+	return Stats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n}
+}
+
+// Has reports whether the module with the given hex SHA-256 (see Hash) is
+// compiled and cached.
+func (e *Engine) Has(hash string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ent, ok := e.entries[strings.ToLower(hash)]
+	if !ok {
+		return false
+	}
+	select {
+	case <-ent.done:
+		return ent.err == nil
+	default:
+		return false
+	}
+}
+
+// Compile validates and compiles module into the cache (if it is not there
+// yet) and returns its hash. Errors wrap ErrInvalidModule for modules the
+// engine cannot run; a server calls Compile while validating a request so
+// that such a module is refused with INVALID_ARGUMENT.
+func (e *Engine) Compile(ctx context.Context, module []byte) (string, error) {
+	ent, err := e.acquire(ctx, module)
+	if err != nil {
+		return "", err
+	}
+	e.release(ent)
+	return ent.hash, nil
+}
+
+// compileModule compiles bin and checks that the engine can run it.
+func (e *Engine) compileModule(bin []byte) (wazero.CompiledModule, moduleShape, error) {
+	ctx := context.Background()
+	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
+		return nil, moduleShape{}, fmt.Errorf("%w: the bytes do not start with the WebAssembly magic \\0asm; send a binary .wasm module", ErrInvalidModule)
+	}
+	compiled, err := e.rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, moduleShape{}, fmt.Errorf("%w: %s", ErrInvalidModule, firstLine(err.Error()))
+	}
+	shape, err := scanModule(bin)
+	if err == nil {
+		err = e.checkModule(compiled, shape)
+	}
+	if err != nil {
+		_ = compiled.Close(ctx)
+		return nil, moduleShape{}, err
+	}
+	return compiled, shape, nil
+}
+
+// maxTableElements bounds the initial size of a module's tables: the host
+// allocates them outside the guest's linear memory.
+const maxTableElements = 1 << 20
+
+func (e *Engine) checkModule(c wazero.CompiledModule, shape moduleShape) error {
+	for _, imp := range shape.imports {
+		funcs, ok := e.allowed[imp.module]
+		if !ok {
+			return fmt.Errorf("%w: it imports %s %q from module %q; only %s and %s can be imported",
+				ErrInvalidModule, imp.kindName(), imp.name, imp.module, abi.WASIModuleName, abi.ModuleName)
+		}
+		if imp.kind != 0 {
+			return fmt.Errorf("%w: it imports %s %q from %q, which provides only functions",
+				ErrInvalidModule, imp.kindName(), imp.name, imp.module)
+		}
+		if _, ok := funcs[imp.name]; !ok {
+			return fmt.Errorf("%w: it imports function %q from %q, which has no such function; available: %s",
+				ErrInvalidModule, imp.name, imp.module, strings.Join(sortedKeys(funcs), ", "))
+		}
+	}
+	for _, f := range c.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		want := e.allowed[mod][name]
+		if want == nil {
+			continue // reported above
+		}
+		if !sameTypes(f.ParamTypes(), want.ParamTypes()) || !sameTypes(f.ResultTypes(), want.ResultTypes()) {
+			return fmt.Errorf("%w: it imports %s.%s with signature %s, but the host provides %s",
+				ErrInvalidModule, mod, name, signature(f), signature(want))
+		}
+	}
+	start, ok := c.ExportedFunctions()["_start"]
+	if !ok {
+		return fmt.Errorf("%w: it exports no _start function; build it as a WASI command (e.g. GOOS=wasip1 GOARCH=wasm go build)", ErrInvalidModule)
+	}
+	if len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0 {
+		return fmt.Errorf("%w: its _start function has signature %s; it must take and return nothing", ErrInvalidModule, signature(start))
+	}
+	if shape.tableMinElems > maxTableElements {
+		return fmt.Errorf("%w: its tables start with %d elements, more than the %d allowed", ErrInvalidModule, shape.tableMinElems, maxTableElements)
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func signature(f api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(s, ", ") + ")"
+	}
+	return names(f.ParamTypes()) + " -> " + names(f.ResultTypes())
+}
+
+func sortedKeys(m map[string]api.FunctionDefinition) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// cryptoReader is crypto/rand as an io.Reader value.
+type cryptoReader struct{}
+
+func (cryptoReader) Read(p []byte) (int, error) { return rand.Read(p) }
+
+// sleeper returns a nanosleep that ends early when ctx is done.
+func sleeper(ctx context.Context) func(ns int64) {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// trap is the panic value of a host function that stops the guest because
+// it broke the ABI (bad pointer, unknown handle, ...). wazero turns the
+// panic into the error returned by the module's _start.
+type trap struct{ msg string }
+
+func (t *trap) Error() string { return "ptc_v1: " + t.msg }
+
+func trapf(format string, args ...any) {
+	panic(&trap{msg: fmt.Sprintf(format, args...)})
+}
+
+// stateKey carries the *execState of an execution on the context that
+// wazero hands to host functions.
+type stateKey struct{}
+
+// execState is the host side of one execution: its tools, its result
+// handles, and what the classification needs to know afterwards.
+type execState struct {
+	tools         bridge.Caller
+	maxConcurrent int
+	hasMemory     bool
+
+	mu           sync.Mutex
+	handles      map[uint32][]byte
+	next         uint32
+	callLimitHit bool
+	blocked      time.Duration // time the guest spent waiting on tools
+	blockedSince time.Time     // zero unless the guest is waiting now
+}
+
+func newExecState(tools bridge.Caller, maxConcurrent int, hasMemory bool) *execState {
+	if maxConcurrent < 1 {
+		maxConcurrent = 1
+	}
+	return &execState{tools: tools, maxConcurrent: maxConcurrent, hasMemory: hasMemory, handles: map[uint32][]byte{}}
+}
+
+func stateOf(ctx context.Context) *execState {
+	st, _ := ctx.Value(stateKey{}).(*execState)
+	if st == nil {
+		trapf("host function called outside a ptc execution")
+	}
+	return st
+}
+
+// waitStart and waitEnd bracket the time the guest is blocked on tools, which
+// is not counted as its CPU time.
+func (s *execState) waitStart() {
+	s.mu.Lock()
+	s.blockedSince = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *execState) waitEnd() {
+	s.mu.Lock()
+	s.blocked += time.Since(s.blockedSince)
+	s.blockedSince = time.Time{}
+	s.mu.Unlock()
+}
+
+// blockedTime returns the time spent waiting on tools so far.
+func (s *execState) blockedTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.blocked
+	if !s.blockedSince.IsZero() {
+		d += time.Since(s.blockedSince)
+	}
+	return d
+}
+
+func (s *execState) limitHit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callLimitHit
+}
+
+// checkPending traps when the guest holds as many unread results as the
+// ABI allows, before any tool runs for the call.
+func (s *execState) checkPending() {
+	s.mu.Lock()
+	n := len(s.handles)
+	s.mu.Unlock()
+	if n >= abi.MaxPendingResults {
+		trapf("%d results are unread; read or drop each result handle before the next call", n)
+	}
+}
+
+// put stores a payload and returns its handle. checkPending must have
+// passed in the same host call (the guest is blocked meanwhile).
+func (s *execState) put(payload []byte) uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		s.next++
+		if s.next == 0 {
+			s.next = 1
+		}
+		if _, used := s.handles[s.next]; !used {
+			break
+		}
+	}
+	s.handles[s.next] = payload
+	return s.next
+}
+
+func (s *execState) take(h uint32) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.handles[h]
+	return p, ok
+}
+
+func (s *execState) drop(h uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.handles[h]
+	delete(s.handles, h)
+	return ok
+}
+
+// call runs one tool call through the bridge and returns the status and
+// payload the guest receives.
+func (s *execState) call(ctx context.Context, name string, args json.RawMessage) (int32, []byte) {
+	out, err := s.tools.Call(ctx, name, args)
+	return s.outcome(name, out, err)
+}
+
+// outcome turns a call's result or error into a status and payload.
+func (s *execState) outcome(name string, out json.RawMessage, err error) (int32, []byte) {
+	if err == nil && len(out) > 0 && !json.Valid(out) {
+		err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeInvalidOutput, Message: "tool returned invalid JSON"}
+	}
+	if err != nil {
+		e := s.abiError(name, err)
+		b, _ := json.Marshal(e)
+		return abi.StatusError, b
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return abi.StatusOK, out
+}
+
+// abiError converts a failed call into the error object the guest sees.
+func (s *execState) abiError(name string, err error) *abi.Error {
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) {
+		return &abi.Error{Name: abi.NameToolError, Tool: name, Code: abi.CodeToolFailed, Message: "the tool call failed"}
+	}
+	if ce.Kind() == fault.KindToolCallLimit {
+		s.mu.Lock()
+		s.callLimitHit = true
+		s.mu.Unlock()
+	}
+	e := &abi.Error{Name: ce.Name, Tool: ce.Tool, Code: ce.Code, Message: ce.Message}
+	for _, v := range ce.Errors {
+		e.Errors = append(e.Errors, abi.Violation{Path: v.Path, Keyword: v.Keyword, Message: v.Message})
+	}
+	return e
+}
+
+// batch runs calls concurrently (at most maxConcurrent at once; the bridge
+// applies its own bound too) and returns the results in request order. The
+// calls are started (numbered, budgeted, validated) one by one in request
+// order, so the audit trace follows the request; only their invocations
+// run concurrently.
+func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.BatchResult {
+	invs := make([]bridge.Invocation, len(calls))
+	for i, c := range calls {
+		invs[i] = s.tools.Start(ctx, c.Tool, c.Args)
+	}
+	results := make([]abi.BatchResult, len(calls))
+	workers := s.maxConcurrent
+	if workers > len(calls) {
+		workers = len(calls)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	// Each worker ends when next is closed; batch waits for all of them
+	// before it returns, so no goroutine outlives the host call.
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out, err := invs[i]()
+				status, payload := s.outcome(calls[i].Tool, out, err)
+				if status == abi.StatusOK {
+					results[i] = abi.BatchResult{OK: true, Result: payload}
+					continue
+				}
+				var e abi.Error
+				if json.Unmarshal(payload, &e) != nil {
+					e = abi.Error{Name: abi.NameToolError, Tool: calls[i].Tool, Code: abi.CodeToolFailed, Message: "the tool call failed"}
+				}
+				results[i] = abi.BatchResult{Error: &e}
+			}
+		}()
+	}
+	for i := range calls {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// memory returns the guest's memory or traps. (wazero's Memory returns a
+// non-nil interface around a nil instance when there is no memory, hence
+// the flag from the module's shape.)
+func memory(st *execState, mod api.Module) api.Memory {
+	mem := mod.Memory()
+	if !st.hasMemory || mem == nil {
+		trapf("the module has no memory; define and export one as \"memory\"")
+	}
+	return mem
+}
+
+// readBytes copies length bytes at ptr out of guest memory, trapping when
+// the range is outside it.
+func readBytes(mem api.Memory, ptr, length uint32, what string) []byte {
+	if length == 0 {
+		return nil
+	}
+	b, ok := mem.Read(ptr, length)
+	if !ok {
+		trapf("%s (offset %d, length %d) is outside the module's memory of %d bytes", what, ptr, length, mem.Size())
+	}
+	return append([]byte(nil), b...)
+}
+
+// checkOut traps unless an out record fits at ptr.
+func checkOut(mem api.Memory, ptr uint32) {
+	if _, ok := mem.Read(ptr, abi.OutSize); !ok {
+		trapf("out_ptr %d does not leave %d bytes inside the module's memory of %d bytes", ptr, abi.OutSize, mem.Size())
+	}
+}
+
+// deliver stores payload under a new handle and writes the out record.
+func deliver(st *execState, mem api.Memory, outPtr uint32, payload []byte) {
+	if len(payload) > math.MaxInt32 {
+		b, _ := json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeToolFailed,
+			Message: fmt.Sprintf("the result is %d bytes, more than the ABI can deliver; ask for less data", len(payload))})
+		payload = b
+	}
+	h := st.put(payload)
+	if !mem.WriteUint32Le(outPtr, h) || !mem.WriteUint32Le(outPtr+4, uint32(len(payload))) {
+		trapf("out_ptr %d is outside the module's memory", outPtr)
+	}
+}
+
+// hostCall implements ptc_v1.call(name_ptr, name_len, args_ptr, args_len, out_ptr) -> status.
+func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	mem := memory(st, mod)
+	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	argsPtr, argsLen := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
+	outPtr := api.DecodeU32(stack[4])
+	checkOut(mem, outPtr)
+	st.checkPending()
+
+	var status int32
+	var payload []byte
+	if nameLen > abi.MaxNameBytes {
+		if _, ok := mem.Read(namePtr, nameLen); !ok {
+			trapf("tool name (offset %d, length %d) is outside the module's memory of %d bytes", namePtr, nameLen, mem.Size())
+		}
+		status = abi.StatusError
+		payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeUnknownTool,
+			Message: fmt.Sprintf("tool name is %d bytes, longer than any tool name (%d bytes at most); available tools: %s", nameLen, abi.MaxNameBytes, listNames(st.tools.Names()))})
+	} else {
+		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
+		args := readBytes(mem, argsPtr, argsLen, "arguments")
+		st.waitStart()
+		status, payload = st.call(ctx, name, args)
+		st.waitEnd()
+	}
+	deliver(st, mem, outPtr, payload)
+	stack[0] = api.EncodeI32(status)
+}
+
+// hostCallBatch implements ptc_v1.call_batch(req_ptr, req_len, out_ptr) -> status.
+func hostCallBatch(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	mem := memory(st, mod)
+	reqPtr, reqLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	outPtr := api.DecodeU32(stack[2])
+	checkOut(mem, outPtr)
+	st.checkPending()
+
+	var status int32
+	var payload []byte
+	if reqLen > abi.MaxBatchBytes {
+		status = abi.StatusError
+		payload, _ = json.Marshal(&abi.Error{Name: abi.NameArgumentError, Code: abi.CodeInvalidBatch,
+			Message: fmt.Sprintf("batch request is %d bytes, more than the %d allowed; split the batch", reqLen, abi.MaxBatchBytes)})
+	} else {
+		req := readBytes(mem, reqPtr, reqLen, "batch request")
+		calls, err := abi.ParseBatch(req)
+		if err != nil {
+			status = abi.StatusError
+			payload, _ = json.Marshal(&abi.Error{Name: abi.NameArgumentError, Code: abi.CodeInvalidBatch, Message: err.Error()})
+		} else {
+			st.waitStart()
+			results := st.batch(ctx, calls)
+			st.waitEnd()
+			var merr error
+			payload, merr = json.Marshal(results)
+			if merr != nil {
+				status = abi.StatusError
+				payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeToolFailed, Message: "the batch results could not be encoded"})
+			}
+		}
+	}
+	deliver(st, mem, outPtr, payload)
+	stack[0] = api.EncodeI32(status)
+}
+
+// hostRead implements ptc_v1.read(handle, buf_ptr, buf_len) -> length.
+func hostRead(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	mem := memory(st, mod)
+	h, bufPtr, bufLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	p, ok := st.take(h)
+	if !ok {
+		trapf("read: unknown result handle %d; each handle can be read or dropped once", h)
+	}
+	if uint64(bufLen) < uint64(len(p)) {
+		trapf("read: buffer of %d bytes is too small for result %d of %d bytes; allocate the length from the out record", bufLen, h, len(p))
+	}
+	if !mem.Write(bufPtr, p) {
+		trapf("read: buffer (offset %d, length %d) is outside the module's memory of %d bytes", bufPtr, len(p), mem.Size())
+	}
+	st.drop(h)
+	stack[0] = api.EncodeI32(int32(len(p)))
+}
+
+// hostDrop implements ptc_v1.drop(handle).
+func hostDrop(ctx context.Context, _ api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	h := api.DecodeU32(stack[0])
+	if !st.drop(h) {
+		trapf("drop: unknown result handle %d; each handle can be read or dropped once", h)
+	}
+}
+
+// hostFunctions describes the ptc_v1 module.
+var hostFunctions = []struct {
+	name    string
+	fn      api.GoModuleFunc
+	params  []api.ValueType
+	results []api.ValueType
+}{
+	{abi.FuncCall, hostCall, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	{abi.FuncCallBatch, hostCallBatch, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	{abi.FuncRead, hostRead, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	{abi.FuncDrop, hostDrop, []api.ValueType{api.ValueTypeI32}, nil},
+}
+
+// instantiateHost adds the ptc_v1 module to rt.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) (api.Module, error) {
+	b := rt.NewHostModuleBuilder(abi.ModuleName)
+	for _, f := range hostFunctions {
+		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+	}
+	return b.Instantiate(ctx)
+}
+
+func listNames(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	const max = 20
+	s := ""
+	for i, n := range names {
+		if i == max {
+			return s + fmt.Sprintf(", … (%d more)", len(names)-max)
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

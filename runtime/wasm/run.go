@@ -1,0 +1,333 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+)
+
+// Causes of an execution's context ending early.
+var (
+	errTimeout     = errors.New("wall timeout")
+	errCPULimit    = errors.New("cpu time limit")
+	errOutputLimit = errors.New("output limit")
+)
+
+// Run implements runtime.Engine: it compiles job.Module (or finds it in the
+// cache), instantiates it and runs its _start. A module the engine cannot
+// run gives an Outcome whose Err has KindSyntax and wraps ErrInvalidModule
+// (errors.Is(out.Err, ErrInvalidModule)); servers validate modules with
+// Compile first and map that error to INVALID_ARGUMENT.
+func (e *Engine) Run(ctx context.Context, job *runtime.Job) (out *runtime.Outcome) {
+	defer recoverInternal(&out)
+	ent, err := e.acquire(ctx, job.Module)
+	if err != nil {
+		return &runtime.Outcome{Err: acquireFault(ctx, err)}
+	}
+	defer e.release(ent)
+	return e.execute(ctx, ent, job)
+}
+
+// RunHash runs the cached module with the given hex SHA-256 (see Hash);
+// job.Module is ignored. It returns ErrUnknownModule, and no Outcome, when
+// the engine does not hold that module.
+func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (out *runtime.Outcome, err error) {
+	defer recoverInternal(&out)
+	ent, ok, err := e.acquireHash(ctx, strings.ToLower(hash))
+	if errors.Is(err, ErrClosed) {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w %q: send the module bytes", ErrUnknownModule, hash)
+	}
+	if err != nil {
+		return &runtime.Outcome{Err: acquireFault(ctx, err)}, nil
+	}
+	defer e.release(ent)
+	return e.execute(ctx, ent, job), nil
+}
+
+func recoverInternal(out **runtime.Outcome) {
+	if r := recover(); r != nil {
+		*out = &runtime.Outcome{Err: &fault.Error{Kind: fault.KindInternal, Message: "internal error in the wasm engine",
+			Cause: fmt.Errorf("wasm engine panic: %v", r)}}
+	}
+}
+
+func acquireFault(ctx context.Context, err error) *fault.Error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return fault.Wrap(fault.KindInternal, err, "the wasm engine is closed")
+	case errors.Is(err, ErrInvalidModule):
+		return &fault.Error{Kind: fault.KindSyntax, Message: strings.TrimPrefix(err.Error(), ErrInvalidModule.Error()+": "), Cause: err}
+	case ctx.Err() != nil:
+		return contextFault(ctx.Err())
+	default:
+		return fault.Wrap(fault.KindInternal, err, "the module could not be prepared")
+	}
+}
+
+func contextFault(cause error) *fault.Error {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fault.Wrap(fault.KindTimeout, cause, "the execution ran out of time")
+	}
+	return fault.Wrap(fault.KindCancelled, cause, "the execution was cancelled")
+}
+
+const pageSize = 65536
+
+// execute instantiates ent for one job and runs it under the job's limits.
+func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *runtime.Outcome {
+	lim := limits.Policy{Defaults: limits.Defaults()}.Resolve(job.Limits)
+	memLimit := uint64(lim.MemoryBytes)
+	if memLimit > uint64(e.opts.maxMemory) {
+		memLimit = uint64(e.opts.maxMemory)
+	}
+	if need := ent.shape.memoryMinPage * pageSize; need > memLimit {
+		return &runtime.Outcome{Err: fault.New(fault.KindMemoryLimit,
+			"the module needs %d bytes of memory at start, more than the limit of %d bytes; raise memory_bytes or shrink the module's initial memory", need, memLimit)}
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var caller bridge.Caller = noTools{}
+	if job.Tools != nil {
+		caller = job.Tools
+	}
+	st := newExecState(caller, int(lim.MaxConcurrentToolCalls), ent.shape.hasMemory)
+	alloc := &allocator{limit: memLimit, pool: &e.buffers}
+	stdout := &outputWriter{max: int(lim.MaxOutputBytes) + outputSlack, onFull: func() { cancel(errOutputLimit) }}
+	stderr := &logWriter{logs: job.Logs}
+
+	input := []byte(job.Input)
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("null")
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs("guest").
+		WithStdin(bytes.NewReader(input)).
+		WithStdout(stdout).
+		WithStderr(stderr)
+	if e.opts.realClock {
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(runCtx))
+	}
+	if e.opts.realRandom {
+		cfg = cfg.WithRandSource(cryptoReader{})
+	}
+
+	start := time.Now()
+	// The wall timer and the CPU watchdog end with the execution: both are
+	// stopped by the deferred calls below, and their callbacks only cancel
+	// runCtx.
+	wall := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
+	defer wall.Stop()
+	cpu := startCPUWatch(start, lim.CPUTime, st, func() { cancel(errCPULimit) })
+	defer cpu.stop()
+
+	ictx := experimental.WithMemoryAllocator(runCtx, alloc)
+	ictx = context.WithValue(ictx, stateKey{}, st)
+	mod, runErr := e.rt.InstantiateModule(ictx, ent.compiled, cfg)
+	if mod != nil {
+		_ = mod.Close(context.Background())
+	}
+	elapsed := time.Since(start)
+	stderr.flush()
+
+	out := &runtime.Outcome{
+		CPUTime:         elapsed - st.blockedTime(),
+		PeakMemoryBytes: int64(alloc.peakBytes()),
+	}
+	if out.CPUTime < 0 {
+		out.CPUTime = 0
+	}
+	result, full := stdout.result()
+	if ferr := e.classify(runCtx, runErr, full, alloc, st, stderr, lim); ferr != nil {
+		out.Err = ferr
+		return out
+	}
+	res, ferr := resultJSON(result, lim.MaxOutputBytes)
+	if ferr != nil {
+		out.Err = ferr
+		return out
+	}
+	out.Result = res
+	return out
+}
+
+// outputSlack lets whitespace around a result of exactly MaxOutputBytes
+// (a trailing newline) through; the trimmed result is checked exactly.
+const outputSlack = 64
+
+// classify turns how the run ended into a fault, or nil for success.
+// Order matters: a limit the host enforced explains the failure that
+// followed it (a guest refused memory usually exits with an error).
+func (e *Engine) classify(ctx context.Context, runErr error, outputFull bool, alloc *allocator,
+	st *execState, stderr *logWriter, lim limits.Limits) *fault.Error {
+	if outputFull {
+		return fault.New(fault.KindOutputLimit, "the module wrote more than %d bytes of result to stdout; return a smaller result (summarise, page, or filter)", lim.MaxOutputBytes)
+	}
+	if e.isClosed() {
+		// Closing the runtime stops a guest with exit code 0, which would
+		// look like success.
+		return fault.Wrap(fault.KindCancelled, runErr, "the engine shut down during the execution; run it again")
+	}
+	if runErr == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errTimeout):
+			return fault.New(fault.KindTimeout, "the execution did not finish within %s; do less work per execution or raise the timeout", lim.Timeout)
+		case errors.Is(cause, errCPULimit):
+			return fault.New(fault.KindCPULimit, "the module computed for more than %s of CPU time; do less work per execution or raise the CPU limit", lim.CPUTime)
+		case errors.Is(cause, errOutputLimit):
+			return fault.New(fault.KindOutputLimit, "the module wrote more than %d bytes of result to stdout; return a smaller result", lim.MaxOutputBytes)
+		default:
+			return contextFault(cause)
+		}
+	}
+	if alloc.limitHit() {
+		return fault.Wrap(fault.KindMemoryLimit, runErr, fmt.Sprintf("the module tried to grow its memory past the limit of %d bytes; use less memory or raise memory_bytes", alloc.limit))
+	}
+	if st.limitHit() {
+		return fault.Wrap(fault.KindToolCallLimit, runErr, fmt.Sprintf("the module failed after a tool call was refused for the tool call limit%s; make fewer tool calls", tailSuffix(stderr)))
+	}
+	var exit *sys.ExitError
+	if errors.As(runErr, &exit) {
+		return fault.Wrap(fault.KindScript, runErr, fmt.Sprintf("the module exited with code %d%s", exit.ExitCode(), tailSuffix(stderr)))
+	}
+	msg, stack := splitTrap(runErr.Error())
+	return &fault.Error{Kind: fault.KindScript, Message: "the module trapped: " + msg + tailSuffix(stderr), Stack: stack, Cause: runErr}
+}
+
+func tailSuffix(w *logWriter) string {
+	t := w.tailText()
+	if t == "" {
+		return ""
+	}
+	return "; stderr ends with: " + t
+}
+
+// splitTrap separates wazero's error text into the message and the wasm
+// stack trace.
+func splitTrap(s string) (msg, stack string) {
+	msg, stack, _ = strings.Cut(s, "\n")
+	msg = strings.TrimSuffix(strings.TrimSpace(msg), " (recovered by wazero)")
+	// wazero prefixes "module[name] function[name] failed: ".
+	if i := strings.Index(msg, "] failed: "); i >= 0 && strings.HasPrefix(msg, "module[") {
+		msg = msg[i+len("] failed: "):]
+	}
+	stack = strings.TrimSpace(stack)
+	return msg, stack
+}
+
+// resultJSON checks stdout: one JSON value, whitespace trimmed, compacted;
+// empty is null.
+func resultJSON(stdout []byte, max int64) (json.RawMessage, *fault.Error) {
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if int64(len(trimmed)) > max {
+		return nil, fault.New(fault.KindOutputLimit, "the result is %d bytes, more than the limit of %d bytes; return a smaller result", len(trimmed), max)
+	}
+	if !json.Valid(trimmed) {
+		return nil, fault.New(fault.KindScript, "the module wrote invalid JSON to stdout (%s); write exactly one JSON value to stdout and logs to stderr", preview(trimmed))
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(trimmed))
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return nil, fault.Wrap(fault.KindScript, err, "the module wrote invalid JSON to stdout; write exactly one JSON value")
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+func preview(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		b = b[:n]
+		for len(b) > 0 && b[len(b)-1]&0xC0 == 0x80 {
+			b = b[:len(b)-1]
+		}
+		return fmt.Sprintf("%q…", b)
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// cpuWatch ends an execution whose guest computes for longer than its CPU
+// budget. wazero has no per-instance CPU clock, so the guest's CPU time is
+// measured as wall time minus the time it was blocked in tool calls (a WASM
+// guest is single-threaded, so this over-counts only when the host is
+// overloaded).
+type cpuWatch struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	done  chan struct{}
+}
+
+func startCPUWatch(start time.Time, budget time.Duration, st *execState, onLimit func()) *cpuWatch {
+	w := &cpuWatch{done: make(chan struct{})}
+	if budget <= 0 {
+		return w
+	}
+	var check func()
+	check = func() {
+		select {
+		case <-w.done:
+			return
+		default:
+		}
+		used := time.Since(start) - st.blockedTime()
+		if used >= budget {
+			onLimit()
+			return
+		}
+		// Not yet: the guest waited on tools. Check again when the budget
+		// could first be spent.
+		w.mu.Lock()
+		w.timer.Reset(budget - used)
+		w.mu.Unlock()
+	}
+	w.mu.Lock()
+	w.timer = time.AfterFunc(budget, check)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *cpuWatch) stop() {
+	close(w.done)
+	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
+}
+
+// noTools is the tool bridge of a job without one: every call is an
+// unknown tool.
+type noTools struct{}
+
+func (noTools) Names() []string { return nil }
+
+func (n noTools) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
+	return func() (json.RawMessage, error) { return n.Call(ctx, name, args) }
+}
+
+func (noTools) Call(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeUnknownTool,
+		Message: fmt.Sprintf("unknown tool %q; this execution has no tools", name)}
+}
