@@ -35,11 +35,15 @@ const usage = `usage:
   ptc run FILE [--input JSON|@FILE] [--server ADDR] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
+               [--deterministic] [--seed N] [--record CASSETTE]
+  ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
+  ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
 
-exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected,
+exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
   11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
   16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION, 19 CANCELLED, 20 INTERNAL
+exit codes of test: 0 every case passed, 1 usage or I/O error, 4 a case failed
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -52,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "tools":
 		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "test":
+		return testCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -99,6 +105,10 @@ type runFlags struct {
 	input, server, resultSchema, allow string
 	clientDemo, jsonOut                bool
 	limits                             ptc.Limits
+	// record and replay name cassettes; see record.go.
+	record, replay string
+	deterministic  bool
+	seed           uint64
 }
 
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -117,10 +127,17 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Int64Var(&f.limits.MaxOutputBytes, "max-output-bytes", 0, "result size limit in bytes (0: server default)")
 	var maxCalls int
 	fs.IntVar(&maxCalls, "max-tool-calls", 0, "tool call limit (0: server default)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true})); err != nil {
+	fs.StringVar(&f.record, "record", "", "write a cassette of the execution to FILE (deterministic mode)")
+	fs.StringVar(&f.replay, "replay", "", "answer every tool call from the cassette FILE (the script FILE is then optional)")
+	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true})); err != nil {
 		return exitUsage
 	}
 	f.limits.MaxToolCalls = int32(maxCalls)
+	if f.replay != "" && fs.NArg() <= 1 {
+		return replayCmd(ctx, f, fs.Arg(0), stdin, stdout, stderr)
+	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, "ptc run: want exactly one script FILE\n", usage)
 		return exitUsage
@@ -151,6 +168,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		req.AllowedTools = strings.Split(f.allow, ",")
 	}
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
+	applyDeterminism(f, &req)
+	if f.record != "" {
+		return recordCmd(ctx, f, req, path, stdout, stderr)
+	}
 
 	var res *ptc.Result
 	if f.server != "" {
