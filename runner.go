@@ -7,7 +7,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
 	"github.com/ptcrun/ptc/runtime/ts"
+	"github.com/ptcrun/ptc/runtime/wasm"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -32,6 +36,11 @@ const (
 // Runner executes scripts in-process. It is safe for concurrent use.
 type Runner struct {
 	reg       *tools.Registry
+	wasmOnce  sync.Once
+	wasm      *wasm.Engine
+	wasmErr   error
+	wasmOpts  []wasm.Option
+	only      map[Language]bool
 	policy    limits.Policy
 	js        *js.Engine
 	engines   map[Language]runtime.Engine
@@ -86,8 +95,30 @@ func WithEngine(lang Language, e runtime.Engine) Option {
 	return func(r *Runner) error { r.engines[lang] = e; return nil }
 }
 
-// NewRunner returns a Runner with the JavaScript engine and the options
-// applied.
+// WithLanguages enables only the given languages; requests in any other
+// language are refused as Unimplemented (an operator may, say, disable
+// WebAssembly).
+func WithLanguages(langs ...Language) Option {
+	return func(r *Runner) error {
+		r.only = map[Language]bool{}
+		for _, l := range langs {
+			if l < LanguageJavaScript || l > LanguageWASM {
+				return fmt.Errorf("ptc: unknown language %d", int32(l))
+			}
+			r.only[l] = true
+		}
+		return nil
+	}
+}
+
+// WithWASMOptions configures the built-in WebAssembly engine (created on
+// the first WASM request), e.g. wasm.WithCacheDir or wasm.WithMaxModules.
+func WithWASMOptions(opts ...wasm.Option) Option {
+	return func(r *Runner) error { r.wasmOpts = append(r.wasmOpts, opts...); return nil }
+}
+
+// NewRunner returns a Runner with the JavaScript, TypeScript and
+// WebAssembly engines and the options applied. Call Close when done.
 func NewRunner(opts ...Option) (*Runner, error) {
 	r := &Runner{
 		reg:       tools.NewRegistry(),
@@ -100,6 +131,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 	}
 	r.engines[LanguageJavaScript] = r.js
 	r.engines[LanguageTypeScript] = ts.NewEngine(r.js, 0)
+	r.engines[LanguageWASM] = lazyWASM{r}
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err
@@ -108,7 +140,58 @@ func NewRunner(opts ...Option) (*Runner, error) {
 	if err := r.policy.Validate(); err != nil {
 		return nil, err
 	}
+	if r.only != nil {
+		for l := range r.engines {
+			if !r.only[l] {
+				delete(r.engines, l)
+			}
+		}
+	}
 	return r, nil
+}
+
+// lazyWASM is the default WASM engine: the wazero runtime is created on
+// the first WASM request, so JavaScript-only runners never pay for it.
+type lazyWASM struct{ r *Runner }
+
+func (l lazyWASM) engine() (*wasm.Engine, error) {
+	l.r.wasmOnce.Do(func() { l.r.wasm, l.r.wasmErr = wasm.New(l.r.wasmOpts...) })
+	return l.r.wasm, l.r.wasmErr
+}
+
+// Run implements runtime.Engine.
+func (l lazyWASM) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
+	e, err := l.engine()
+	if err != nil {
+		return &runtime.Outcome{Err: &fault.Error{Kind: fault.KindInternal, Message: "the WebAssembly engine is unavailable", Cause: err}}
+	}
+	return e.Run(ctx, job)
+}
+
+// Close releases the runner's engines (the WebAssembly runtime and its
+// compiled modules). Executions must have finished.
+func (r *Runner) Close() error {
+	if r.wasm != nil {
+		return r.wasm.Close(context.Background())
+	}
+	return nil
+}
+
+// moduleEngine is a WASM engine that holds compiled modules by hash.
+type moduleEngine interface {
+	Compile(ctx context.Context, module []byte) (string, error)
+	Has(hash string) bool
+	RunHash(ctx context.Context, hash string, job *runtime.Job) (*runtime.Outcome, error)
+}
+
+func (r *Runner) moduleEngine(e runtime.Engine) (moduleEngine, error) {
+	switch v := e.(type) {
+	case lazyWASM:
+		return v.engine()
+	case moduleEngine:
+		return v, nil
+	}
+	return nil, nil
 }
 
 // Register adds a server tool.
@@ -134,6 +217,8 @@ type Prepared struct {
 	limits  Limits
 	tools   []*tools.Compiled
 	result  *tools.Schema
+	modHash string
+	modEng  moduleEngine
 	queued  time.Duration
 	started time.Time
 }
@@ -206,6 +291,11 @@ func (r *Runner) Prepare(req Request) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{req: req, id: id, engine: eng, limits: r.policy.Resolve(req.Limits)}
+	if lang == LanguageWASM {
+		if err := r.prepareModule(p); err != nil {
+			return nil, err
+		}
+	}
 
 	var err error
 	if p.tools, err = r.selectTools(req); err != nil {
@@ -217,6 +307,40 @@ func (r *Runner) Prepare(req Request) (*Prepared, error) {
 		}
 	}
 	return p, nil
+}
+
+// prepareModule compiles (or finds in the cache) the request's module, so
+// that an invalid module is a request error and an unknown hash asks the
+// caller to send the bytes.
+func (r *Runner) prepareModule(p *Prepared) error {
+	me, err := r.moduleEngine(p.engine)
+	if err != nil {
+		return requestErr(Unavailable, "the WebAssembly engine is unavailable: %v", err)
+	}
+	if me == nil {
+		return nil // a plain engine: it gets the bytes
+	}
+	p.modEng = me
+	if len(p.req.Module) == 0 {
+		h := strings.ToLower(p.req.ModuleSHA256)
+		if !me.Has(h) {
+			return requestErr(FailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256)
+		}
+		p.modHash = h
+		return nil
+	}
+	h, err := me.Compile(context.Background(), p.req.Module)
+	if err != nil {
+		if errors.Is(err, wasm.ErrInvalidModule) {
+			return requestErr(InvalidArgument, "wasm_module: %v", err)
+		}
+		return requestErr(Unavailable, "wasm_module: %v", err)
+	}
+	if p.req.ModuleSHA256 != "" && !strings.EqualFold(p.req.ModuleSHA256, h) {
+		return requestErr(InvalidArgument, "module_sha256 %q does not match the module's SHA-256 %s", p.req.ModuleSHA256, h)
+	}
+	p.modHash = h
+	return nil
 }
 
 func checkID(id string) error {
@@ -330,7 +454,12 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) *Result {
 			job.ClockStart = time.Unix(0, 0).UTC()
 		}
 	}
-	out := safeRun(ctx, p.engine, job)
+	var out *runtime.Outcome
+	if p.modEng != nil {
+		out = safeRunHash(ctx, p.modEng, p.modHash, job)
+	} else {
+		out = safeRun(ctx, p.engine, job)
+	}
 
 	res := &Result{ExecutionID: p.id, EffectiveLimits: p.limits}
 	if out.Err == nil && p.result != nil {
@@ -364,6 +493,22 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) *Result {
 	}
 	res.ModelMessage = ModelMessage(res)
 	return res
+}
+
+// safeRunHash runs a held module; a module evicted since Prepare is an
+// internal failure (the caller may retry with the bytes).
+func safeRunHash(ctx context.Context, me moduleEngine, hash string, job *runtime.Job) (out *runtime.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = &runtime.Outcome{Err: &fault.Error{Kind: fault.KindInternal, Message: "internal error", Cause: fmt.Errorf("engine panic: %v", p)}}
+		}
+	}()
+	out, err := me.RunHash(ctx, hash, job)
+	if err != nil {
+		return &runtime.Outcome{Err: &fault.Error{Kind: fault.KindInternal,
+			Message: "the module was evicted from the server's cache before it ran; send the module bytes again", Cause: err}}
+	}
+	return out
 }
 
 // safeRun runs an engine, turning a panic into an INTERNAL failure.

@@ -82,7 +82,6 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"empty source", ptc.Request{}, ptc.InvalidArgument, "source is empty"},
 		{"unknown language", ptc.Request{Language: 9, Source: "return 1"}, ptc.InvalidArgument, "unknown language"},
-		{"wasm without engine", ptc.Request{Language: ptc.LanguageWASM, Module: []byte{0}}, ptc.Unimplemented, "wasm"},
 		{"bad input", ptc.Request{Source: "return 1", Input: json.RawMessage(`{`)}, ptc.InvalidArgument, "input_json"},
 		{"bad result schema", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"type": 5}`)}, ptc.InvalidArgument, "result_schema_json"},
 		{"external ref", ptc.Request{Source: "return 1", ResultSchema: json.RawMessage(`{"$ref": "http://example.com/s.json"}`)}, ptc.InvalidArgument, "result_schema_json"},
@@ -101,6 +100,25 @@ func TestRequestErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+func TestWithLanguages(t *testing.T) {
+	r, err := ptc.NewRunner(ptc.WithLanguages(ptc.LanguageJavaScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []ptc.Language{ptc.LanguageTypeScript, ptc.LanguageWASM} {
+		_, err := r.Execute(context.Background(), ptc.Request{Language: lang, Source: "return 1", Module: []byte{0}})
+		if ptc.CodeOf(err) != ptc.Unimplemented {
+			t.Fatalf("%v: %v", lang, err)
+		}
+	}
+	if res, err := r.Execute(context.Background(), ptc.Request{Source: "return 1"}); err != nil || string(res.Result) != "1" {
+		t.Fatal(err, res)
+	}
+	if _, err := ptc.NewRunner(ptc.WithLanguages(7)); err == nil {
+		t.Fatal("unknown language accepted")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -148,7 +149,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "ptc:", err)
 		return exitUsage
 	}
-	req := ptc.Request{Source: string(src), Limits: f.limits, Language: languageOf(path)}
+	req := ptc.Request{Source: string(src), Limits: f.limits, Language: languageOf(path, src)}
 	if req.Language == ptc.LanguageWASM {
 		req.Source, req.Module = "", src
 	}
@@ -186,7 +187,12 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return report(res, f.jsonOut, stdout, stderr)
 }
 
-func languageOf(path string) ptc.Language {
+// languageOf picks the engine from the file: WebAssembly by its magic
+// bytes, TypeScript by extension, else JavaScript.
+func languageOf(path string, content []byte) ptc.Language {
+	if bytes.HasPrefix(content, []byte("\x00asm")) {
+		return ptc.LanguageWASM
+	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".ts", ".mts":
 		return ptc.LanguageTypeScript

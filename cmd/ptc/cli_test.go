@@ -104,3 +104,27 @@ func TestToolsAndJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 }
+
+func TestLanguageOf(t *testing.T) {
+	cases := []struct {
+		path    string
+		content string
+		want    string
+	}{
+		{"a.js", "return 1", "javascript"},
+		{"a.ts", "return 1", "typescript"},
+		{"a.wasm", "\x00asm\x01\x00\x00\x00", "wasm"},
+		{"guest.bin", "\x00asm\x01\x00\x00\x00", "wasm"},
+		{"script", "return 1", "javascript"},
+	}
+	for _, tc := range cases {
+		if got := languageOf(tc.path, []byte(tc.content)).String(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	// A file that is not a module is rejected as a request error.
+	p := writeScript(t, "bad.wasm", "\x00asm garbage")
+	if code, _, stderr := runCLI(t, "", "run", p); code != 2 || !strings.Contains(stderr, "wasm_module") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

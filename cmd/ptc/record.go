@@ -177,7 +177,7 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
 		}
-		req.Language, req.Source, req.Module = languageOf(scriptPath), string(src), nil
+		req.Language, req.Source, req.Module = languageOf(scriptPath, src), string(src), nil
 		if req.Language == ptc.LanguageWASM {
 			req.Source, req.Module = "", src
 		}

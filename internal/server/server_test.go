@@ -136,7 +136,8 @@ func TestExecuteStatusCodes(t *testing.T) {
 			r.Limits = &ptcv1.Limits{Timeout: durationpb.New(-time.Second)}
 			return r
 		}(), codes.InvalidArgument},
-		{"wasm", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_WASM, WasmModule: []byte{0}}}, codes.Unimplemented},
+		{"invalid wasm", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_WASM, WasmModule: []byte{0}}}, codes.InvalidArgument},
+		{"unknown module hash", &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_WASM, ModuleSha256: strings.Repeat("0", 64)}}, codes.FailedPrecondition},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
