@@ -114,3 +114,51 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTightLoop runs 50 million iterations of a compute loop in a Go
+// guest with and without the per-loop termination checks that
+// WithCloseOnContextDone compiles in (see WithoutLoopChecks).
+func BenchmarkTightLoop(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"with-loop-checks", nil},
+		{"without-loop-checks", []Option{WithoutLoopChecks()}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := newEngine(b, tc.opts...)
+			mod := guest(b, "loop")
+			if _, err := e.Compile(context.Background(), mod); err != nil {
+				b.Fatal(err)
+			}
+			ts := testTools(b)
+			for b.Loop() {
+				j, _ := job(mod, `{"n":50000000}`, limits.Limits{Timeout: time.Minute, CPUTime: time.Minute}, ts)
+				if out := e.Run(context.Background(), j); out.Err != nil {
+					b.Fatal(out.Err)
+				}
+			}
+		})
+	}
+}
+
+// TestWithoutLoopChecksStillLimited: without loop checks a guest that calls
+// the host still sees limits, and a bounded loop finishes with the same
+// result as with the checks.
+func TestWithoutLoopChecksSameResult(t *testing.T) {
+	mod := guest(t, "loop")
+	var results []string
+	for _, opts := range [][]Option{nil, {WithoutLoopChecks()}} {
+		e := newEngine(t, opts...)
+		j, _ := job(mod, `{"n":1000}`, limits.Limits{}, testTools(t))
+		out := e.Run(context.Background(), j)
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		results = append(results, string(out.Result))
+	}
+	if results[0] != results[1] {
+		t.Fatalf("results differ: %v", results)
+	}
+}

@@ -47,6 +47,7 @@ type options struct {
 	realClock      bool
 	realRandom     bool
 	interpreter    bool
+	noLoopChecks   bool
 }
 
 // WithMaxModules bounds the compiled modules kept in the cache (default
@@ -107,6 +108,16 @@ func WithInterpreter() Option {
 	return func(o *options) { o.interpreter = true }
 }
 
+// WithoutLoopChecks compiles modules without the per-loop checks that let
+// a cancelled context stop a guest that never calls the host. Tight loops
+// run several times faster, but a spinning guest can then only be stopped by
+// ending the process — and in-process it can freeze the whole process at
+// the next garbage collection. Use it only in an engine that runs inside a
+// worker process the supervisor kills at the deadline.
+func WithoutLoopChecks() Option {
+	return func(o *options) { o.noLoopChecks = true }
+}
+
 // Engine runs WebAssembly jobs. It is safe for concurrent use; Close
 // releases it.
 type Engine struct {
@@ -149,7 +160,7 @@ func New(opts ...Option) (*Engine, error) {
 	// execution is applied by its memory allocator (see allocator), so that
 	// one runtime and its compiled modules serve executions with different
 	// limits, and so that a refused grow is known to be a limit.
-	cfg = cfg.WithCloseOnContextDone(true)
+	cfg = cfg.WithCloseOnContextDone(!o.noLoopChecks)
 	if o.cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(o.cacheDir)
 		if err != nil {

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // guestNames are the example guests under examples/wasm.
-var guestNames = []string{"expenses", "minimal", "spinner", "memgrow", "outflood", "callflood", "batch"}
+var guestNames = []string{"expenses", "minimal", "spinner", "memgrow", "outflood", "callflood", "batch", "loop"}
 
 // guest returns the bytes of examples/wasm/<name>, building all example
 // guests with GOOS=wasip1 the first time.
