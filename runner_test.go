@@ -290,7 +290,9 @@ func TestDeterministic(t *testing.T) {
 // panicEngine stands in for an engine with a bug.
 type panicEngine struct{}
 
-func (panicEngine) Run(context.Context, *runtime.Job) *runtime.Outcome { panic("engine bug at /src/x.go:12") }
+func (panicEngine) Run(context.Context, *runtime.Job) *runtime.Outcome {
+	panic("engine bug at /src/x.go:12")
+}
 
 func TestInternalError(t *testing.T) {
 	r, err := ptc.NewRunner(ptc.WithEngine(ptc.LanguageWASM, panicEngine{}))

@@ -94,4 +94,3 @@ func BenchmarkParallelClientTools(b *testing.B) {
 		}
 	}
 }
-

@@ -15,10 +15,10 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/wire"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools/prompt"
 	"github.com/ptcrun/ptc/tools/rank"
 	"github.com/ptcrun/ptc/tools/tsdecl"
-	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
 // Server serves RunnerService. Create it with New.
