@@ -1,0 +1,324 @@
+// Command ptc-peerbench runs ptc on the workloads of the shared sandbox
+// comparison (new sandbox → run script → JSON result → sandbox disposed),
+// and prints one JSON line in the comparison's format, so that ptc can be
+// measured side by side with other sandboxes in the same run:
+//
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30]
+//
+// The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
+// tool; 20 awaited calls returning 100 expense items each, summed in the
+// script; and the limit probes (100 ms time limit, 64 MB memory limit).
+// Tools resolve immediately, so the figures are sandbox and marshalling
+// overhead, schema validation of the arguments included.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ptcrun/ptc"
+)
+
+const limit = 11000
+
+var cats = []string{"travel", "meals", "lodging", "software", "hardware", "training", "office", "other"}
+
+type item struct {
+	ID       string  `json:"id"`
+	Date     string  `json:"date"`
+	Category string  `json:"category"`
+	Merchant string  `json:"merchant"`
+	Amount   float64 `json:"amount"`
+	Approved bool    `json:"approved"`
+}
+
+// workload holds the comparison's data and scripts, generated exactly as
+// the other drivers generate them.
+type workload struct {
+	members  []string
+	expenses map[string]json.RawMessage
+	scripts  map[string]string
+	expected map[string]string
+}
+
+func newWorkload() *workload {
+	w := &workload{expenses: map[string]json.RawMessage{}, scripts: map[string]string{}, expected: map[string]string{}}
+	type over struct {
+		Member string  `json:"member"`
+		Total  float64 `json:"total"`
+	}
+	res := []over{}
+	for idx := 0; idx < 20; idx++ {
+		m := fmt.Sprintf("member%02d", idx)
+		w.members = append(w.members, m)
+		s := uint32(idx + 1)
+		r := func() uint32 { s = s*1664525 + 1013904223; return s }
+		items := make([]item, 0, 100)
+		total := 0.0
+		for k := 0; k < 100; k++ {
+			a, b, c := r(), r(), r()
+			it := item{
+				ID:       fmt.Sprintf("%s-%03d", m, k),
+				Date:     fmt.Sprintf("2026-%02d-%02d", 1+a%12, 1+b%28),
+				Category: cats[c%uint32(len(cats))],
+				Merchant: fmt.Sprintf("Merchant %d", a%1000),
+				Amount:   float64(b%20000)/100 + float64(idx),
+				Approved: c&1 == 1,
+			}
+			total += it.Amount
+			items = append(items, it)
+		}
+		w.expenses[m], _ = json.Marshal(items)
+		if total > limit {
+			res = append(res, over{m, math.Round(total*100) / 100})
+		}
+	}
+	b, _ := json.Marshal(res)
+	w.expected["expense"] = string(b)
+	w.expected["trivial"] = `{"ok":1}`
+	w.expected["chain"] = `{"sum":4950}`
+	mb, _ := json.Marshal(w.members)
+	w.scripts["trivial"] = `return {ok:1}`
+	w.scripts["chain"] = "let s = 0;\nfor (let i = 0; i < 100; i++) { const r = await tools.echo({i}); s += r.i; }\nreturn {sum: s};"
+	w.scripts["expense"] = `const members = ` + string(mb) + `;
+const over = [];
+for (const m of members) {
+  const items = await tools.get_expenses({member: m});
+  let t = 0;
+  for (const it of items) t += it.amount;
+  if (t > ` + strconv.Itoa(limit) + `) over.push({member: m, total: Math.round(t * 100) / 100});
+}
+return over;`
+	w.scripts["spin"] = `while (true) {}`
+	w.scripts["spinAfterAwait"] = `await tools.echo({i: 0}); while (true) {}`
+	w.scripts["membomb"] = `const a = []; for (;;) { const b = []; for (let i = 0; i < 65536; i++) b.push(i); a.push(b); }`
+	return w
+}
+
+func (w *workload) tools() []ptc.Tool {
+	return []ptc.Tool{
+		{
+			Definition: ptc.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Handler:    func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil },
+		},
+		{
+			Definition: ptc.Definition{Name: "get_expenses", InputSchema: json.RawMessage(
+				`{"type":"object","properties":{"member":{"type":"string"}},"required":["member"],"additionalProperties":false}`)},
+			Handler: func(_ context.Context, c ptc.Call) (json.RawMessage, error) {
+				var in struct{ Member string }
+				if err := json.Unmarshal(c.Arguments, &in); err != nil {
+					return nil, err
+				}
+				if b, ok := w.expenses[in.Member]; ok {
+					return b, nil
+				}
+				return json.RawMessage(`[]`), nil
+			},
+			TrustOutput: true,
+		},
+	}
+}
+
+func procMem() (rss, pss int64) {
+	b, _ := os.ReadFile("/proc/self/status")
+	if m := regexp.MustCompile(`VmRSS:\s+(\d+)`).FindSubmatch(b); m != nil {
+		rss, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	}
+	b, _ = os.ReadFile("/proc/self/smaps_rollup")
+	if m := regexp.MustCompile(`Pss:\s+(\d+)`).FindSubmatch(b); m != nil {
+		pss, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	}
+	return
+}
+
+func quantile(s []float64, q float64) float64 {
+	pos := float64(len(s)-1) * q
+	lo, hi := int(math.Floor(pos)), int(math.Ceil(pos))
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+func r4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+func emit(m map[string]any) {
+	b, _ := json.Marshal(m)
+	fmt.Println(string(b))
+}
+
+func main() {
+	mode := flag.String("mode", "trivial", "trivial|chain|expense|alive|spin|spinAfterAwait|membomb")
+	n := flag.Int("n", 50, "measured executions (alive: executions parked at once)")
+	warm := flag.Int("warm", 30, "warm-up executions")
+	name := flag.String("peer", "ptc (in-process)", "the name reported")
+	flag.Parse()
+
+	w := newWorkload()
+	base := map[string]any{"peer": *name, "mode": *mode, "go": runtime.Version()}
+	fail := func(err error) {
+		base["fatal"] = err.Error()
+		emit(base)
+		os.Exit(1)
+	}
+	t0 := time.Now()
+	r, err := ptc.NewRunner(ptc.WithTools(w.tools()...))
+	if err != nil {
+		fail(err)
+	}
+	defer r.Close()
+	base["init_ms"] = r4(float64(time.Since(t0).Nanoseconds()) / 1e6)
+	ctx := context.Background()
+	exec := func(src string, lim ptc.Limits) (*ptc.Result, error) {
+		return r.Execute(ctx, ptc.Request{Source: src, Limits: lim})
+	}
+
+	switch *mode {
+	case "trivial", "chain", "expense":
+		var samples []float64
+		first := -1.0
+		for i := 0; i < *warm+*n; i++ {
+			t := time.Now()
+			res, err := exec(w.scripts[*mode], ptc.Limits{Timeout: 10 * time.Second})
+			dt := float64(time.Since(t).Nanoseconds()) / 1e6
+			if err != nil {
+				fail(err)
+			}
+			if res.Error != nil {
+				fail(res.Error)
+			}
+			if string(res.Result) != w.expected[*mode] {
+				fail(fmt.Errorf("wrong output: %.200s", res.Result))
+			}
+			if first < 0 {
+				first = dt
+			}
+			if i >= *warm {
+				samples = append(samples, dt)
+			}
+		}
+		sorted := append([]float64(nil), samples...)
+		sort.Float64s(sorted)
+		sum := 0.0
+		rs := make([]float64, len(samples))
+		for i, s := range samples {
+			sum += s
+			rs[i] = r4(s)
+		}
+		base["first_exec_ms"] = r4(first)
+		base["n"] = len(samples)
+		base["median_ms"] = r4(quantile(sorted, 0.5))
+		base["p99_ms"] = r4(quantile(sorted, 0.99))
+		base["min_ms"] = r4(sorted[0])
+		base["mean_ms"] = r4(sum / float64(len(samples)))
+		base["samples"] = rs
+		emit(base)
+	case "alive":
+		// n executions parked at once on a tool call that has not answered.
+		park := func(k int) (func(), error) {
+			hold := make(chan struct{})
+			started := make(chan struct{}, k)
+			rr, err := ptc.NewRunner(ptc.WithTools(ptc.Tool{Definition: ptc.Definition{Name: "hold"},
+				Handler: func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
+					started <- struct{}{}
+					select {
+					case <-hold:
+					case <-ctx.Done():
+					}
+					return json.RawMessage(`1`), nil
+				}}))
+			if err != nil {
+				return nil, err
+			}
+			done := make(chan error, k)
+			for i := 0; i < k; i++ {
+				go func() {
+					_, err := rr.Execute(ctx, ptc.Request{Source: `await tools.hold(); return {ok:1}`})
+					done <- err
+				}()
+			}
+			for i := 0; i < k; i++ {
+				<-started
+			}
+			return func() {
+				close(hold)
+				for i := 0; i < k; i++ {
+					<-done
+				}
+			}, nil
+		}
+		rel, err := park(1)
+		if err != nil {
+			fail(err)
+		}
+		runtime.GC()
+		runtime.GC()
+		rssB, pssB := procMem()
+		var msB runtime.MemStats
+		runtime.ReadMemStats(&msB)
+		rel2, err := park(*n)
+		if err != nil {
+			fail(err)
+		}
+		runtime.GC()
+		runtime.GC()
+		rssA, pssA := procMem()
+		var msA runtime.MemStats
+		runtime.ReadMemStats(&msA)
+		base["alive"] = *n
+		base["per_sandbox_rss_kb"] = (rssA - rssB) / int64(*n)
+		base["per_sandbox_pss_kb"] = (pssA - pssB) / int64(*n)
+		base["per_sandbox_go_heap_inuse_kb"] = int64(msA.HeapInuse-msB.HeapInuse) / 1024 / int64(*n)
+		base["host_rss_before_kb"] = rssB
+		base["host_rss_after_kb"] = rssA
+		rel2()
+		rel()
+		emit(base)
+	case "spin", "spinAfterAwait", "membomb":
+		lim := ptc.Limits{Timeout: 100 * time.Millisecond}
+		base["limit"] = "100 ms"
+		if *mode == "membomb" {
+			lim = ptc.Limits{Timeout: 10 * time.Second, CPUTime: 10 * time.Second, MemoryBytes: 64 << 20}
+			base["limit"] = "64 MB"
+		}
+		rssB, _ := procMem()
+		t := time.Now()
+		done := make(chan *ptc.Result, 1)
+		go func() {
+			res, err := exec(w.scripts[*mode], lim)
+			if err != nil {
+				res = &ptc.Result{Error: &ptc.Error{Kind: ptc.KindInternal, Message: err.Error()}}
+			}
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if res.Error != nil {
+				base["outcome"] = "stopped"
+				base["error"] = res.Error.Kind.String() + ": " + strings.SplitN(res.Error.Message, "\n", 2)[0]
+			} else {
+				base["outcome"] = "completed?!"
+			}
+		case <-time.After(20 * time.Second):
+			base["outcome"] = "NOT enforced (still running at watchdog)"
+		}
+		base["elapsed_ms"] = math.Round(float64(time.Since(t).Nanoseconds())/1e5) / 10
+		rssA, _ := procMem()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base["host_rss_before_kb"] = rssB
+		base["host_rss_after_kb"] = rssA
+		base["go_heap_sys_mb"] = ms.HeapSys >> 20
+		emit(base)
+	default:
+		fail(errors.New("unknown mode"))
+	}
+}
