@@ -44,7 +44,7 @@ func startPtcd(t *testing.T, args ...string) (addr string, stop func() int, logs
 	logs = &syncBuffer{}
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), io.Discard, logs, ready)
+		code <- run(ctx, append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...), io.Discard, logs, ready)
 	}()
 	select {
 	case addr = <-ready:

@@ -9,8 +9,13 @@
 // (headers_from_env: {Authorization: GITHUB_AUTH}), resolved only when the
 // sources start, so a printout shows the variable's name, never its value.
 //
-// Package config is wiring for cmd/ptcd: it may import tool sources and
-// internal/limits, and nothing imports it but commands.
+// Besides limits and tool sources it holds the serving sections: logging,
+// auth and tenants, admission, metrics, tls and grpc (see
+// docs/operations.md). The workers section is reserved.
+//
+// Package config is wiring for cmd/ptcd: it may import tool sources,
+// internal/limits, internal/auth, internal/admission and the root package
+// (for its request bounds), and nothing imports it but commands.
 package config
 
 import (
@@ -62,12 +67,23 @@ type Config struct {
 	// ShutdownGrace is how long a shutdown waits for running executions.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 
-	// Sections reserved for later versions; see Reserved.
-	Auth      *Reserved `yaml:"auth,omitempty"`
-	Tenants   *Reserved `yaml:"tenants,omitempty"`
-	Admission *Reserved `yaml:"admission,omitempty"`
-	Metrics   *Reserved `yaml:"metrics,omitempty"`
-	Workers   *Reserved `yaml:"workers,omitempty"`
+	// Logging sets the level and format of ptcd's logs.
+	Logging Logging `yaml:"logging"`
+	// Auth says whether callers must authenticate.
+	Auth Auth `yaml:"auth"`
+	// Tenants are the callers, their credentials and what they may do.
+	Tenants []Tenant `yaml:"tenants,omitempty"`
+	// Admission bounds concurrent and queued executions.
+	Admission Admission `yaml:"admission"`
+	// Metrics is the HTTP listener of /metrics, /healthz and /readyz.
+	Metrics Metrics `yaml:"metrics"`
+	// TLS secures the gRPC listener.
+	TLS TLS `yaml:"tls,omitempty"`
+	// GRPC holds transport settings: message sizes and keepalive.
+	GRPC GRPC `yaml:"grpc"`
+
+	// Workers is reserved for the worker process pool; see Reserved.
+	Workers *Reserved `yaml:"workers,omitempty"`
 }
 
 // Limits holds the limits section.
@@ -211,11 +227,13 @@ type HTTPTool struct {
 
 // Default returns the configuration used when nothing is set.
 func Default() *Config {
-	return &Config{
+	c := &Config{
 		Listen:        DefaultListen,
 		Limits:        Limits{Defaults: limitValues(limits.Defaults()), Ceilings: limitValues(limits.Ceilings())},
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
+	defaultServing(c)
+	return c
 }
 
 // Parse decodes a YAML document over Default and validates the result.
@@ -270,10 +288,8 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate reports the first problem of c, naming the key.
 func (c *Config) Validate() error {
-	for key, r := range map[string]*Reserved{"auth": c.Auth, "tenants": c.Tenants, "admission": c.Admission, "metrics": c.Metrics, "workers": c.Workers} {
-		if r != nil {
-			return fmt.Errorf("config: section %s %w", key, errReserved)
-		}
+	if c.Workers != nil {
+		return fmt.Errorf("config: section workers %w", errReserved)
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("config: listen %q is not host:port (e.g. \"127.0.0.1:7878\" or \":7878\")", c.Listen)
@@ -283,6 +299,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Policy().Validate(); err != nil {
 		return fmt.Errorf("config: limits: %w", err)
+	}
+	if err := c.validateServing(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i := range c.ToolSources {

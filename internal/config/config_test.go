@@ -125,7 +125,7 @@ func TestErrors(t *testing.T) {
 		{"unknown key named", "listen: \":1\"\nlimits:\n  defaults:\n    timeot: 1s\n", nil, "timeot", ""},
 		{"unknown top-level key", "listn: \":1\"\n", nil, "listn", ""},
 		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    command: x\n    comand: y\n", nil, "comand", ""},
-		{"reserved section", "metrics:\n  listen: \":9090\"\n", nil, "metrics", "reserved"},
+		{"reserved section", "workers:\n  size: 4\n", nil, "workers", "reserved"},
 		{"bad duration", "shutdown_grace: 10\n", nil, "unit", ""},
 		{"bad size", "limits:\n  defaults:\n    memory_bytes: 12 parsecs\n", nil, "size", ""},
 		{"default above ceiling", "limits:\n  defaults:\n    timeout: 10m\n", nil, "ceiling", ""},
@@ -275,7 +275,7 @@ func TestSetUnknownKey(t *testing.T) {
 	if err := Default().Set("tool_sources", "x"); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("err = %v", err)
 	}
-	if len(Keys()) != 17 {
+	if len(Keys()) != 17+21 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

@@ -71,4 +71,26 @@ tool_sources:
 	//       Authorization: GITHUB_AUTH
 	// demo_tools: false
 	// shutdown_grace: 15s
+	// logging:
+	//   level: info
+	//   format: json
+	// auth:
+	//   insecure_no_auth: false
+	// admission:
+	//   max_concurrent: 64
+	//   max_queue: 256
+	//   max_wait: 10s
+	// metrics:
+	//   listen: 127.0.0.1:9090
+	// grpc:
+	//   max_recv_bytes: 25MiB
+	//   max_send_bytes: 64MiB
+	//   keepalive:
+	//     min_time: 10s
+	//     permit_without_stream: true
+	//     time: 1m0s
+	//     timeout: 20s
+	//     max_connection_idle: 0s
+	//     max_connection_age: 0s
+	//     max_connection_age_grace: 0s
 }

@@ -19,6 +19,7 @@ type setting struct {
 // intValue adapts an int32 field to flag.Value.
 type int32Value struct{ p *int32 }
 
+// Set parses s into the field; it implements flag.Value.
 func (v int32Value) Set(s string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 	if err != nil {
@@ -27,6 +28,8 @@ func (v int32Value) Set(s string) error {
 	*v.p = int32(n)
 	return nil
 }
+
+// String formats the field; it implements flag.Value.
 func (v int32Value) String() string {
 	if v.p == nil {
 		return "0"
@@ -36,7 +39,10 @@ func (v int32Value) String() string {
 
 type stringValue struct{ p *string }
 
+// Set parses s into the field; it implements flag.Value.
 func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+// String formats the field; it implements flag.Value.
 func (v stringValue) String() string {
 	if v.p == nil {
 		return ""
@@ -46,6 +52,7 @@ func (v stringValue) String() string {
 
 type boolValue struct{ p *bool }
 
+// Set parses s into the field; it implements flag.Value.
 func (v boolValue) Set(s string) error {
 	b, err := strconv.ParseBool(strings.TrimSpace(s))
 	if err != nil {
@@ -54,13 +61,88 @@ func (v boolValue) Set(s string) error {
 	*v.p = b
 	return nil
 }
+
+// String formats the field; it implements flag.Value.
 func (v boolValue) String() string {
 	if v.p == nil {
 		return "false"
 	}
 	return strconv.FormatBool(*v.p)
 }
+
+// IsBoolFlag lets the flag be given without a value.
 func (v boolValue) IsBoolFlag() bool { return true }
+
+// intValue adapts an int field to flag.Value.
+type intValue struct{ p *int }
+
+// Set parses s into the field; it implements flag.Value.
+func (v intValue) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	*v.p = int(n)
+	return nil
+}
+
+// String formats the field; it implements flag.Value.
+func (v intValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+// optBoolValue adapts a *bool field (unset, true or false) to flag.Value.
+type optBoolValue struct{ p **bool }
+
+// Set parses s into the field; it implements flag.Value.
+func (v optBoolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a boolean: use true or false", s)
+	}
+	*v.p = &b
+	return nil
+}
+
+// String formats the field; it implements flag.Value.
+func (v optBoolValue) String() string {
+	if v.p == nil || *v.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**v.p)
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (v optBoolValue) IsBoolFlag() bool { return true }
+
+func servingSettings() []setting {
+	return []setting{
+		{"logging.level", "log level: debug, info, warn or error (debug also logs request payloads)", func(c *Config) flag.Value { return stringValue{&c.Logging.Level} }},
+		{"logging.format", "log format: json or text", func(c *Config) flag.Value { return stringValue{&c.Logging.Format} }},
+		{"auth.enabled", "require tenant credentials (default: on unless listening on loopback)", func(c *Config) flag.Value { return optBoolValue{&c.Auth.Enabled} }},
+		{"auth.insecure_no_auth", "serve without authentication even on a non-loopback address", func(c *Config) flag.Value { return boolValue{&c.Auth.InsecureNoAuth} }},
+		{"admission.max_concurrent", "executions running at once", func(c *Config) flag.Value { return intValue{&c.Admission.MaxConcurrent} }},
+		{"admission.max_queue", "requests that may wait for a slot", func(c *Config) flag.Value { return intValue{&c.Admission.MaxQueue} }},
+		{"admission.max_wait", "longest wait for a slot", func(c *Config) flag.Value { return &c.Admission.MaxWait }},
+		{"metrics.listen", "HTTP address of /metrics, /healthz, /readyz (\"\" = off)", func(c *Config) flag.Value { return stringValue{&c.Metrics.Listen} }},
+		{"tls.cert_file", "TLS certificate (PEM)", func(c *Config) flag.Value { return stringValue{&c.TLS.CertFile} }},
+		{"tls.key_file", "TLS private key (PEM)", func(c *Config) flag.Value { return stringValue{&c.TLS.KeyFile} }},
+		{"tls.client_ca_file", "CA bundle that verifies client certificates (mTLS)", func(c *Config) flag.Value { return stringValue{&c.TLS.ClientCAFile} }},
+		{"tls.require_client_cert", "refuse connections without a client certificate", func(c *Config) flag.Value { return boolValue{&c.TLS.RequireClientCert} }},
+		{"grpc.max_recv_bytes", "largest request message", func(c *Config) flag.Value { return &c.GRPC.MaxRecvBytes }},
+		{"grpc.max_send_bytes", "largest response message", func(c *Config) flag.Value { return &c.GRPC.MaxSendBytes }},
+		{"grpc.keepalive.min_time", "shortest client ping interval allowed", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MinTime }},
+		{"grpc.keepalive.permit_without_stream", "allow client pings without active RPCs", func(c *Config) flag.Value { return boolValue{&c.GRPC.Keepalive.PermitWithoutStream} }},
+		{"grpc.keepalive.time", "idle time before the server pings a client", func(c *Config) flag.Value { return &c.GRPC.Keepalive.Time }},
+		{"grpc.keepalive.timeout", "how long the server waits for a ping answer", func(c *Config) flag.Value { return &c.GRPC.Keepalive.Timeout }},
+		{"grpc.keepalive.max_connection_idle", "close connections idle this long (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionIdle }},
+		{"grpc.keepalive.max_connection_age", "close connections this old so clients rebalance (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAge }},
+		{"grpc.keepalive.max_connection_age_grace", "time RPCs get to finish after max_connection_age", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAgeGrace }},
+	}
+}
 
 func limitSettings(which string, pick func(c *Config) *LimitValues) []setting {
 	p := "limits." + which + "."
@@ -81,6 +163,7 @@ func settings() []setting {
 		{"demo_tools", "register the built-in demo tools", func(c *Config) flag.Value { return boolValue{&c.DemoTools} }},
 		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
 	}
+	s = append(s, servingSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *LimitValues { return &c.Limits.Defaults })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *LimitValues { return &c.Limits.Ceilings })...)
 	return s

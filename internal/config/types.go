@@ -132,8 +132,7 @@ func (b ByteSize) String() string {
 	return strconv.FormatInt(n, 10)
 }
 
-// Reserved marks a section kept for a later version of ptcd (auth and
-// tenants, admission, metrics, workers). Absent, it is ignored; present, it
+// Reserved marks a section kept for a later version of ptcd (workers). Absent, it is ignored; present, it
 // is an error, so a file never silently relies on a feature this ptcd
 // lacks.
 type Reserved struct{}

@@ -94,3 +94,28 @@ func BenchmarkParallelClientTools(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecuteChain compares a trivial Execute on a bare server with
+// one through the production chain: recovery, metrics, logging (JSON to
+// io.Discard), bearer-token auth, rate limiter, admission and execution
+// metrics.
+func BenchmarkExecuteChain(b *testing.B) {
+	req := jsReq(`return {ok: 1}`)
+	b.Run("bare", func(b *testing.B) {
+		f := start(b)
+		for b.Loop() {
+			if _, err := f.rpc.Execute(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("chain", func(b *testing.B) {
+		p := startProd(b, prodConfig{authOn: true, quiet: true, tenants: tenantsAB})
+		ctx := bearer("token-b")
+		for b.Loop() {
+			if _, err := p.rpc.Execute(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

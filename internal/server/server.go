@@ -1,6 +1,12 @@
 // Package server implements the ptc.v1 RunnerService on top of a
 // ptc.Runner: unary Execute, ListTools, and the Session stream through
 // which a harness serves its own tools.
+//
+// With the options it also enforces what production serving needs: the
+// caller's tenant (tool set and limit ceilings, see internal/auth),
+// admission control (internal/admission), execution metrics
+// (internal/metrics); Interceptors builds the gRPC interceptor chain
+// (recovery, metrics, logging, auth, rate limiting).
 package server
 
 import (
@@ -14,6 +20,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/admission"
+	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools/prompt"
@@ -32,6 +41,9 @@ type Server struct {
 	base   context.Context
 	cancel context.CancelFunc
 
+	adm     *admission.Controller
+	metrics *metrics.Metrics
+
 	mu       sync.Mutex
 	inflight int
 }
@@ -41,6 +53,13 @@ type Option func(*Server)
 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithAdmission makes every execution wait for a slot of c (and of its
+// tenant's quota) before it runs.
+func WithAdmission(c *admission.Controller) Option { return func(s *Server) { s.adm = c } }
+
+// WithMetrics records every execution in m.
+func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
 
 // New returns a Server that runs executions on r.
 func New(r *ptc.Runner, opts ...Option) *Server {
@@ -56,7 +75,8 @@ func New(r *ptc.Runner, opts ...Option) *Server {
 // it is the last step of a graceful shutdown.
 func (s *Server) CancelAll() { s.cancel() }
 
-// InFlight returns the number of executions running.
+// InFlight returns the number of executions running or waiting for
+// admission.
 func (s *Server) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,13 +106,23 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	if err != nil {
 		return nil, err
 	}
+	tenant, err := s.applyTenant(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
 	p, err := s.runner.Prepare(req)
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	ectx, done := s.execContext(ctx)
 	defer done()
+	release, err := s.admit(ectx, p, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res := s.runner.Run(ectx, p)
+	s.observe(ctx, req, res)
 	return ResultPB(res), nil
 }
 
@@ -101,6 +131,15 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 // asked, the model-facing prompt, and an approximate token count.
 func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*ptcv1.ListToolsResponse, error) {
 	defs := s.runner.Tools()
+	if t, ok := auth.FromContext(ctx); ok && t.RestrictsTools() {
+		mine := defs[:0:0]
+		for _, d := range defs {
+			if t.AllowsTool(d.Name) {
+				mine = append(mine, d)
+			}
+		}
+		defs = mine
+	}
 	if names := in.GetNames(); len(names) > 0 {
 		byName := make(map[string]ptc.Definition, len(defs))
 		for _, d := range defs {
@@ -141,7 +180,11 @@ func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*pt
 	for _, d := range defs {
 		out.Tools = append(out.Tools, wire.DefinitionPB(d))
 	}
-	lim := s.runner.Policy().Resolve(ptc.Limits{})
+	pol := s.runner.Policy()
+	if t, ok := auth.FromContext(ctx); ok {
+		pol = t.Policy(pol)
+	}
+	lim := pol.Resolve(ptc.Limits{})
 	out.Prompt = prompt.Prompt(prompt.Options{TypeScript: in.GetIncludeTypescript(), Timeout: lim.Timeout,
 		MaxToolCalls: int(lim.MaxToolCalls), MaxOutputBytes: lim.MaxOutputBytes})
 	modelText := out.Prompt

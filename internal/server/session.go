@@ -68,6 +68,10 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	if err != nil {
 		return err
 	}
+	tenant, err := s.applyTenant(stream.Context(), &req)
+	if err != nil {
+		return err
+	}
 	ss := &session{
 		stream:   stream,
 		out:      make(chan *ptcv1.SessionResponse, sendQueue),
@@ -100,6 +104,11 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 
 	ectx, done := s.execContext(stream.Context())
 	defer done()
+	release, err := s.admit(ectx, p, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithCancelCause(ectx)
 	defer cancel(nil)
 
@@ -107,6 +116,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	go ss.receive(ctx, cancel)
 
 	res := s.runner.Run(ctx, p)
+	s.observe(stream.Context(), req, res)
 
 	// A protocol violation ends the RPC with its status instead of a result.
 	if err := context.Cause(ctx); err != nil {

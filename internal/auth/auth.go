@@ -1,0 +1,339 @@
+// Package auth authenticates ptcd's callers and maps them to tenants.
+//
+// A caller proves who it is with a bearer token (gRPC metadata
+// "authorization: Bearer <token>") or, on a TLS listener with a client CA,
+// a client certificate whose subject common name or URI SAN names a tenant
+// identity. Tokens are stored only as hashes ("sha256:<hex>", see
+// HashToken) and compared in constant time.
+//
+// A Tenant carries what its callers may do: which server tools they may
+// use, the ceilings of their limits, how many executions they may run at
+// once and how many requests per second they may send.
+//
+// Package auth imports no engine and no server: internal/server reads the
+// tenant from the context that Authenticator.Authenticate returns.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/ptcrun/ptc/internal/limits"
+)
+
+// HashPrefix starts every stored token hash.
+const HashPrefix = "sha256:"
+
+// MaxTokenBytes bounds a bearer token; longer ones are refused unread.
+const MaxTokenBytes = 4096
+
+// HealthService is the gRPC health service, which needs no credentials so
+// that load balancers can probe it.
+const HealthService = "/grpc.health.v1.Health/"
+
+// Tenant is one set of callers and what they may do.
+type Tenant struct {
+	// Name identifies the tenant in logs and metrics.
+	Name string
+	// TokenHashes are the hashes (HashToken) of the tenant's bearer tokens.
+	TokenHashes []string
+	// ClientIdentities are client-certificate identities (a subject common
+	// name or a URI SAN such as spiffe://example.org/harness).
+	ClientIdentities []string
+	// Tools are the server tools the tenant may use: names or path.Match
+	// globs ("crm.*"; * matches any characters but "/", dots included);
+	// empty means every server tool.
+	Tools []string
+	// Ceilings cap the tenant's limits below the server's; a zero field
+	// adds no cap.
+	Ceilings limits.Limits
+	// MaxConcurrent bounds the tenant's executions at once; 0 means only
+	// the server-wide cap applies.
+	MaxConcurrent int
+	// Rate is the tenant's sustained requests per second; 0 means no rate
+	// limit.
+	Rate float64
+	// Burst is how many requests may arrive at once above Rate; 0 means
+	// max(1, Rate).
+	Burst int
+
+	hashes [][sha256.Size]byte
+}
+
+// Anonymous returns the tenant of every caller when authentication is
+// off: no tool, limit or rate restrictions beyond the server's own.
+func Anonymous() *Tenant { return &Tenant{Name: "anonymous"} }
+
+// AllowsTool reports whether the tenant may use the server tool name.
+func (t *Tenant) AllowsTool(name string) bool {
+	if len(t.Tools) == 0 {
+		return true
+	}
+	for _, p := range t.Tools {
+		if p == name {
+			return true
+		}
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RestrictsTools reports whether the tenant's tool set is narrower than
+// every server tool.
+func (t *Tenant) RestrictsTools() bool { return len(t.Tools) > 0 }
+
+// Policy returns the server policy p narrowed by the tenant's ceilings:
+// defaults and ceilings are both capped, so a request that leaves a limit
+// unset gets at most the tenant's ceiling.
+func (t *Tenant) Policy(p limits.Policy) limits.Policy {
+	return limits.Policy{Defaults: capLimits(p.Defaults, t.Ceilings), Ceilings: capLimits(p.Ceilings, t.Ceilings)}
+}
+
+// capLimits returns l with every field no larger than the matching
+// non-zero field of c; a zero field of l (no limit) takes c's.
+func capLimits(l, c limits.Limits) limits.Limits {
+	i64 := func(v, cv int64) int64 {
+		if cv > 0 && (v <= 0 || v > cv) {
+			return cv
+		}
+		return v
+	}
+	return limits.Limits{
+		Timeout:                time.Duration(i64(int64(l.Timeout), int64(c.Timeout))),
+		CPUTime:                time.Duration(i64(int64(l.CPUTime), int64(c.CPUTime))),
+		MemoryBytes:            i64(l.MemoryBytes, c.MemoryBytes),
+		MaxToolCalls:           int32(i64(int64(l.MaxToolCalls), int64(c.MaxToolCalls))),
+		MaxConcurrentToolCalls: int32(i64(int64(l.MaxConcurrentToolCalls), int64(c.MaxConcurrentToolCalls))),
+		MaxOutputBytes:         i64(l.MaxOutputBytes, c.MaxOutputBytes),
+		MaxLogBytes:            i64(l.MaxLogBytes, c.MaxLogBytes),
+	}
+}
+
+// HashToken returns the stored form of a bearer token: "sha256:" and the
+// hex SHA-256 of the token with surrounding white space removed.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return HashPrefix + hex.EncodeToString(sum[:])
+}
+
+// ParseHash parses a stored token hash ("sha256:<64 hex digits>").
+func ParseHash(s string) ([sha256.Size]byte, error) {
+	var out [sha256.Size]byte
+	hexPart, ok := strings.CutPrefix(s, HashPrefix)
+	if !ok {
+		return out, fmt.Errorf("token hash %.20q must start with %q: store HashToken's output (ptcd hash-token), never the token", s, HashPrefix)
+	}
+	if len(hexPart) != 2*sha256.Size {
+		return out, fmt.Errorf("token hash must have %d hex digits after %q, not %d", 2*sha256.Size, HashPrefix, len(hexPart))
+	}
+	if _, err := hex.Decode(out[:], []byte(hexPart)); err != nil {
+		return out, fmt.Errorf("token hash has a character that is not a hex digit: %w", err)
+	}
+	return out, nil
+}
+
+// Authenticator maps credentials to tenants. Create it with New; it is
+// safe for concurrent use and never changes after New.
+type Authenticator struct {
+	enabled    bool
+	tenants    []*Tenant
+	byIdentity map[string]*Tenant
+	anonymous  *Tenant
+}
+
+// New returns an Authenticator over tenants. With enabled false every
+// caller is the anonymous tenant and tenants are ignored. Tenant names,
+// tokens and identities must be unique; hashes must parse.
+func New(enabled bool, tenants []Tenant) (*Authenticator, error) {
+	a := &Authenticator{enabled: enabled, byIdentity: map[string]*Tenant{}, anonymous: Anonymous()}
+	names := map[string]bool{}
+	seenHash := map[[sha256.Size]byte]string{}
+	for i := range tenants {
+		t := tenants[i] // a copy: the caller's slice is never kept
+		if t.Name == "" {
+			return nil, fmt.Errorf("tenants[%d]: name is required", i)
+		}
+		if names[t.Name] {
+			return nil, fmt.Errorf("tenants[%d]: name %q is used twice", i, t.Name)
+		}
+		names[t.Name] = true
+		if t.MaxConcurrent < 0 || t.Rate < 0 || t.Burst < 0 {
+			return nil, fmt.Errorf("tenant %s: max_concurrent, rate and burst must not be negative", t.Name)
+		}
+		if err := t.Ceilings.CheckRequest(); err != nil {
+			return nil, fmt.Errorf("tenant %s: ceilings: %w", t.Name, err)
+		}
+		for _, p := range t.Tools {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				return nil, fmt.Errorf("tenant %s: tools pattern %q is malformed: use names or globs such as \"crm.*\"", t.Name, p)
+			}
+		}
+		t.hashes = nil
+		for _, h := range t.TokenHashes {
+			sum, err := ParseHash(h)
+			if err != nil {
+				return nil, fmt.Errorf("tenant %s: %w", t.Name, err)
+			}
+			if other, dup := seenHash[sum]; dup {
+				return nil, fmt.Errorf("tenant %s: a token hash is also a token of tenant %s: give each tenant its own tokens", t.Name, other)
+			}
+			seenHash[sum] = t.Name
+			t.hashes = append(t.hashes, sum)
+		}
+		tp := &t
+		for _, id := range t.ClientIdentities {
+			if id == "" {
+				return nil, fmt.Errorf("tenant %s: client_identities has an empty entry", t.Name)
+			}
+			if other, dup := a.byIdentity[id]; dup {
+				return nil, fmt.Errorf("tenant %s: client identity %q is also one of tenant %s", t.Name, id, other.Name)
+			}
+			a.byIdentity[id] = tp
+		}
+		a.tenants = append(a.tenants, tp)
+	}
+	return a, nil
+}
+
+// Enabled reports whether callers must authenticate.
+func (a *Authenticator) Enabled() bool { return a.enabled }
+
+// Tenants returns the configured tenants.
+func (a *Authenticator) Tenants() []*Tenant { return append([]*Tenant(nil), a.tenants...) }
+
+type tenantKey struct{}
+
+// WithTenant returns ctx carrying t.
+func WithTenant(ctx context.Context, t *Tenant) context.Context {
+	return context.WithValue(ctx, tenantKey{}, t)
+}
+
+// FromContext returns the tenant that Authenticate put in ctx.
+func FromContext(ctx context.Context) (*Tenant, bool) {
+	t, ok := ctx.Value(tenantKey{}).(*Tenant)
+	return t, ok && t != nil
+}
+
+// Authenticate is a go-grpc-middleware auth.AuthFunc: it finds the
+// caller's tenant from a bearer token or a verified client certificate and
+// returns ctx carrying it. A missing or unknown credential is
+// UNAUTHENTICATED. Health checks need no credentials.
+func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
+	if !a.enabled {
+		return WithTenant(ctx, a.anonymous), nil
+	}
+	if m, ok := grpc.Method(ctx); ok && strings.HasPrefix(m, HealthService) {
+		return ctx, nil
+	}
+	if token, found, err := bearer(ctx); err != nil {
+		return nil, err
+	} else if found {
+		t := a.byToken(token)
+		if t == nil {
+			return nil, status.Error(codes.Unauthenticated, "the bearer token is not valid: check the token the operator issued")
+		}
+		return WithTenant(ctx, t), nil
+	}
+	if ids := peerIdentities(ctx); len(ids) > 0 {
+		for _, id := range ids {
+			if t, ok := a.byIdentity[id]; ok {
+				return WithTenant(ctx, t), nil
+			}
+		}
+		return nil, status.Errorf(codes.Unauthenticated, "the client certificate's identity %q belongs to no tenant: ask the operator to add it to a tenant's client_identities", ids[0])
+	}
+	return nil, status.Error(codes.Unauthenticated, "credentials are missing: send metadata \"authorization: Bearer <token>\" or a client certificate")
+}
+
+// byToken compares the token's hash with every stored hash in constant
+// time, so the time taken says nothing about which tenant nearly matched.
+func (a *Authenticator) byToken(token string) *Tenant {
+	sum := sha256.Sum256([]byte(token))
+	var found *Tenant
+	for _, t := range a.tenants {
+		for i := range t.hashes {
+			if subtle.ConstantTimeCompare(sum[:], t.hashes[i][:]) == 1 && found == nil {
+				found = t
+			}
+		}
+	}
+	return found
+}
+
+// bearer reads the bearer token from the incoming metadata.
+func bearer(ctx context.Context) (token string, found bool, err error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return "", false, nil
+	}
+	if len(vals) > 1 {
+		return "", false, status.Error(codes.Unauthenticated, "send one authorization header, not several")
+	}
+	token, err = ParseBearer(vals[0])
+	if err != nil {
+		return "", false, status.Error(codes.Unauthenticated, err.Error())
+	}
+	return token, true, nil
+}
+
+// ParseBearer extracts the token of an authorization header value
+// ("Bearer <token>", scheme case-insensitive).
+func ParseBearer(v string) (string, error) {
+	if len(v) > MaxTokenBytes+len("Bearer ") {
+		return "", fmt.Errorf("the authorization header is longer than %d bytes", MaxTokenBytes)
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", errors.New("the authorization header must be \"Bearer <token>\"")
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", errors.New("the bearer token is empty")
+	}
+	return token, nil
+}
+
+// peerIdentities returns the identities of a verified client certificate:
+// its URI SANs, then its subject common name.
+func peerIdentities(ctx context.Context) []string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return nil
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return CertIdentities(ti.State.VerifiedChains[0][0])
+}
+
+// CertIdentities returns the identities a certificate proves: its URI
+// SANs and its subject common name.
+func CertIdentities(c *x509.Certificate) []string {
+	var out []string
+	for _, u := range c.URIs {
+		out = append(out, u.String())
+	}
+	if c.Subject.CommonName != "" {
+		out = append(out, c.Subject.CommonName)
+	}
+	return out
+}

@@ -1,0 +1,254 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/admission"
+	"github.com/ptcrun/ptc/internal/auth"
+)
+
+// Defaults of the serving sections.
+const (
+	DefaultMetricsListen = "127.0.0.1:9090"
+	// DefaultMaxRecvBytes fits the largest request the runner accepts: a
+	// WASM module (16 × the source bound), the input, and 1 MiB for the
+	// rest of the message.
+	DefaultMaxRecvBytes = 16*ptc.DefaultMaxSourceBytes + ptc.DefaultMaxInputBytes + 1<<20
+	// DefaultMaxSendBytes fits the largest result ceiling (16 MiB), the
+	// largest log ceiling (4 MiB) and a trace.
+	DefaultMaxSendBytes = 64 << 20
+)
+
+// Logging is the logging section.
+type Logging struct {
+	// Level is debug, info, warn or error. At debug, request and response
+	// messages (scripts, inputs, tool payloads) are logged too.
+	Level string `yaml:"level"`
+	// Format is json or text.
+	Format string `yaml:"format"`
+}
+
+// Auth is the auth section.
+type Auth struct {
+	// Enabled requires every call to carry a tenant's credentials. Unset,
+	// it is true unless ptcd listens on a loopback address.
+	Enabled *bool `yaml:"enabled,omitempty"`
+	// InsecureNoAuth turns authentication off even on a non-loopback
+	// address (for a trusted network only).
+	InsecureNoAuth bool `yaml:"insecure_no_auth"`
+}
+
+// Tenant is one entry of tenants.
+type Tenant struct {
+	Name string `yaml:"name"`
+	// TokenHashes are "sha256:<hex>" hashes of the tenant's bearer tokens
+	// (`ptcd hash-token` prints one); never the tokens.
+	TokenHashes []string `yaml:"token_hashes,omitempty"`
+	// ClientIdentities are client-certificate identities: a subject CN or
+	// a URI SAN. They need tls.client_ca_file.
+	ClientIdentities []string `yaml:"client_identities,omitempty"`
+	// Tools are the server tools the tenant may use (names or globs);
+	// empty means all.
+	Tools []string `yaml:"tools,omitempty"`
+	// Ceilings cap the tenant's limits below limits.ceilings; 0 adds no cap.
+	Ceilings LimitValues `yaml:"ceilings,omitempty"`
+	// MaxConcurrent bounds the tenant's executions at once; 0 = no quota.
+	MaxConcurrent int `yaml:"max_concurrent,omitempty"`
+	// Rate is requests per second; 0 = unlimited. Burst defaults to Rate.
+	Rate  float64 `yaml:"rate,omitempty"`
+	Burst int     `yaml:"burst,omitempty"`
+}
+
+// Admission is the admission section.
+type Admission struct {
+	// MaxConcurrent is the number of executions running at once.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxQueue is how many requests may wait; more are refused.
+	MaxQueue int `yaml:"max_queue"`
+	// MaxWait bounds one request's wait.
+	MaxWait Duration `yaml:"max_wait"`
+}
+
+// Metrics is the metrics section.
+type Metrics struct {
+	// Listen is the HTTP address of /metrics, /healthz and /readyz; ""
+	// turns the listener off.
+	Listen string `yaml:"listen"`
+}
+
+// TLS is the tls section; empty means plaintext.
+type TLS struct {
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+	// ClientCAFile verifies client certificates (mTLS).
+	ClientCAFile string `yaml:"client_ca_file,omitempty"`
+	// RequireClientCert refuses connections without a client certificate;
+	// otherwise one is verified when given (tokens still work).
+	RequireClientCert bool `yaml:"require_client_cert,omitempty"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// GRPC is the grpc section: transport settings.
+type GRPC struct {
+	// MaxRecvBytes bounds a request message.
+	MaxRecvBytes ByteSize `yaml:"max_recv_bytes"`
+	// MaxSendBytes bounds a response message.
+	MaxSendBytes ByteSize  `yaml:"max_send_bytes"`
+	Keepalive    Keepalive `yaml:"keepalive"`
+}
+
+// Keepalive holds keepalive enforcement and server parameters.
+type Keepalive struct {
+	// MinTime is the shortest client ping interval allowed; clients that
+	// ping more often are disconnected.
+	MinTime Duration `yaml:"min_time"`
+	// PermitWithoutStream allows client pings with no active RPC.
+	PermitWithoutStream bool `yaml:"permit_without_stream"`
+	// Time is how long a quiet connection waits before the server pings.
+	Time Duration `yaml:"time"`
+	// Timeout is how long the server waits for a ping's answer.
+	Timeout Duration `yaml:"timeout"`
+	// MaxConnectionIdle closes connections idle this long; 0 = never.
+	MaxConnectionIdle Duration `yaml:"max_connection_idle"`
+	// MaxConnectionAge closes connections this old (so clients rebalance
+	// across replicas); 0 = never.
+	MaxConnectionAge Duration `yaml:"max_connection_age"`
+	// MaxConnectionAgeGrace lets RPCs finish after MaxConnectionAge.
+	MaxConnectionAgeGrace Duration `yaml:"max_connection_age_grace"`
+}
+
+func defaultServing(c *Config) {
+	c.Logging = Logging{Level: "info", Format: "json"}
+	c.Admission = Admission{MaxConcurrent: admission.DefaultMaxConcurrent, MaxQueue: admission.DefaultMaxQueue,
+		MaxWait: Duration(admission.DefaultMaxWait)}
+	c.Metrics = Metrics{Listen: DefaultMetricsListen}
+	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes, Keepalive: Keepalive{
+		MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
+		Time: Duration(time.Minute), Timeout: Duration(20 * time.Second)}}
+}
+
+// IsLoopback reports whether a listen address binds only loopback
+// interfaces ("localhost", 127.0.0.0/8, ::1). ":7878" and "0.0.0.0:7878"
+// bind every interface.
+func IsLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// AuthEnabled reports whether callers must authenticate: auth.enabled,
+// or when unset, whether the listener is not loopback; insecure_no_auth
+// turns it off.
+func (c *Config) AuthEnabled() bool {
+	if c.Auth.InsecureNoAuth {
+		return false
+	}
+	if c.Auth.Enabled != nil {
+		return *c.Auth.Enabled
+	}
+	return !IsLoopback(c.Listen)
+}
+
+// AuthTenants converts the tenants section.
+func (c *Config) AuthTenants() []auth.Tenant {
+	out := make([]auth.Tenant, 0, len(c.Tenants))
+	for _, t := range c.Tenants {
+		out = append(out, auth.Tenant{Name: t.Name, TokenHashes: t.TokenHashes, ClientIdentities: t.ClientIdentities,
+			Tools: t.Tools, Ceilings: t.Ceilings.Limits(), MaxConcurrent: t.MaxConcurrent, Rate: t.Rate, Burst: t.Burst})
+	}
+	return out
+}
+
+// AdmissionConfig converts the admission section.
+func (c *Config) AdmissionConfig() admission.Config {
+	return admission.Config{MaxConcurrent: c.Admission.MaxConcurrent, MaxQueue: c.Admission.MaxQueue, MaxWait: time.Duration(c.Admission.MaxWait)}
+}
+
+// validateServing checks the serving sections.
+func (c *Config) validateServing() error {
+	switch c.Logging.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: logging.level %q is unknown: use debug, info, warn or error", c.Logging.Level)
+	}
+	switch c.Logging.Format {
+	case "json", "text":
+	default:
+		return fmt.Errorf("config: logging.format %q is unknown: use json or text", c.Logging.Format)
+	}
+	if err := c.AdmissionConfig().Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			return fmt.Errorf("config: metrics.listen %q is not host:port (e.g. \"127.0.0.1:9090\"); use \"\" to turn metrics off", c.Metrics.Listen)
+		}
+	}
+	if c.GRPC.MaxRecvBytes <= 0 || c.GRPC.MaxSendBytes <= 0 || c.GRPC.MaxRecvBytes > 1<<31-1 || c.GRPC.MaxSendBytes > 1<<31-1 {
+		return errors.New("config: grpc.max_recv_bytes and grpc.max_send_bytes must be positive and below 2GiB")
+	}
+	k := c.GRPC.Keepalive
+	if k.MinTime < 0 || k.Time < 0 || k.Timeout < 0 || k.MaxConnectionIdle < 0 || k.MaxConnectionAge < 0 || k.MaxConnectionAgeGrace < 0 {
+		return errors.New("config: grpc.keepalive durations must not be negative")
+	}
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
+	return c.validateTenants()
+}
+
+func (c *Config) validateTLS() error {
+	t := c.TLS
+	switch {
+	case (t.CertFile == "") != (t.KeyFile == ""):
+		return errors.New("config: tls.cert_file and tls.key_file go together: set both or neither")
+	case t.ClientCAFile != "" && t.CertFile == "":
+		return errors.New("config: tls.client_ca_file needs tls.cert_file and tls.key_file (mTLS runs over TLS)")
+	case t.RequireClientCert && t.ClientCAFile == "":
+		return errors.New("config: tls.require_client_cert needs tls.client_ca_file to verify the certificates")
+	}
+	return nil
+}
+
+func (c *Config) validateTenants() error {
+	if _, err := auth.New(true, c.AuthTenants()); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	for _, t := range c.Tenants {
+		if len(t.ClientIdentities) > 0 && c.TLS.ClientCAFile == "" {
+			return fmt.Errorf("config: tenant %s has client_identities but tls.client_ca_file is not set: client certificates cannot be verified", t.Name)
+		}
+	}
+	return nil
+}
+
+// CheckServe reports a configuration that must not serve: auth on with no
+// credentials to accept, or auth off on a non-loopback listener without
+// insecure_no_auth. ptcd calls it before listening (--print-config does
+// not, so any configuration can be printed).
+func (c *Config) CheckServe() error {
+	creds := false
+	for _, t := range c.Tenants {
+		creds = creds || len(t.TokenHashes) > 0 || len(t.ClientIdentities) > 0
+	}
+	switch {
+	case c.AuthEnabled() && !creds:
+		return fmt.Errorf("config: auth is on (listen %s is not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.Listen)
+	case !c.AuthEnabled() && !IsLoopback(c.Listen) && !c.Auth.InsecureNoAuth:
+		return fmt.Errorf("config: listen %s is not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.Listen)
+	}
+	return nil
+}
