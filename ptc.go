@@ -114,8 +114,11 @@ type Request struct {
 	// Limits requested; zero fields take the defaults.
 	Limits Limits
 	// AllowedTools restricts the server tools the script may call; empty
-	// means all of them.
+	// means all of them (unless NoServerTools is set).
 	AllowedTools []string
+	// NoServerTools gives the script no server tools at all (only its
+	// client tools), whatever AllowedTools says.
+	NoServerTools bool
 	// ClientTools are tools served by the caller for this execution only
 	// (their names must not collide with allowed server tools).
 	ClientTools []Tool

@@ -365,7 +365,9 @@ func newID() string {
 func (r *Runner) selectTools(req Request) ([]*tools.Compiled, error) {
 	var out []*tools.Compiled
 	seen := map[string]bool{}
-	if len(req.AllowedTools) == 0 {
+	if req.NoServerTools {
+		// no server tools
+	} else if len(req.AllowedTools) == 0 {
 		for _, n := range r.reg.Names() {
 			if c, ok := r.reg.Lookup(n); ok {
 				out = append(out, c)

@@ -366,3 +366,12 @@ func TestTypeScriptErrorPositions(t *testing.T) {
 		})
 	}
 }
+
+func TestNoServerTools(t *testing.T) {
+	r := newDemoRunner(t)
+	res, err := r.Execute(context.Background(), ptc.Request{NoServerTools: true, AllowedTools: []string{"get_expenses"},
+		Source: `try { await tools.get_expenses({member_id: "eng-01", quarter: "Q1"}) } catch (e) { return e.code }`})
+	if err != nil || res.Error != nil || string(res.Result) != `"unknown_tool"` {
+		t.Fatal(err, res)
+	}
+}

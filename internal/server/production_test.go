@@ -239,7 +239,8 @@ func TestTenantTools(t *testing.T) {
 		{"allowed tool outside set", ctxA, []string{"get_expenses"}, `return 1`, codes.PermissionDenied, ""},
 		{"empty allowed is the tenant's set", ctxA, nil, `try { await tools.get_expenses({employee_id: "x", quarter: 1}) } catch (e) { return e.code }`, codes.OK, `"unknown_tool"`},
 		{"unrestricted tenant", bearer("token-b"), nil, `try { await tools.get_expenses({}) } catch (e) { return e.code }`, codes.OK, `"invalid_arguments"`},
-		{"tenant with no tools", bearer("token-none"), nil, `return 1`, codes.PermissionDenied, ""},
+		{"tenant with no tools runs without server tools", bearer("token-none"), nil,
+			`try { await tools.get_team_members({department: "sales"}) } catch (e) { return e.code }`, codes.OK, `"unknown_tool"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

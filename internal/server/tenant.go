@@ -48,10 +48,10 @@ func (s *Server) applyTenant(ctx context.Context, req *ptc.Request) (*auth.Tenan
 			req.AllowedTools = append(req.AllowedTools, d.Name)
 		}
 	}
-	if len(req.AllowedTools) == 0 && len(all) > 0 {
-		// An empty allowed_tools means every server tool to the runner, so
-		// a tenant with none cannot be expressed: refuse rather than widen.
-		return nil, status.Errorf(codes.PermissionDenied, "tenant %s may use none of this server's tools: ask the operator to extend its tools", t.Name)
+	if len(req.AllowedTools) == 0 {
+		// The tenant may use none of the server's tools: its script may
+		// still call its own client tools.
+		req.NoServerTools = true
 	}
 	return t, nil
 }
