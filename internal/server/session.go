@@ -22,9 +22,10 @@ import (
 )
 
 const (
-	// sendQueue bounds the messages waiting for the client to read; past
-	// it, producers (tool calls) wait, so a client that never reads cannot
-	// make the server buffer without bound.
+	// sendQueue bounds the live log lines waiting for the client to read;
+	// past it they are dropped. Tool calls wait for the stream instead (one
+	// message in flight at a time), so a client that never reads cannot make
+	// the server buffer without bound.
 	sendQueue = 64
 	// resultGrace bounds how long the final result waits for a client
 	// that does not read.
@@ -35,13 +36,16 @@ const (
 )
 
 // session is one Session stream. The handler goroutine runs the
-// execution; one sender goroutine owns stream.Send; one receiver goroutine
-// owns stream.Recv. Both end when the handler returns.
+// execution; whoever has a message sends it under sendLock (tool calls go
+// out straight from the call's goroutine); live log lines queue on logs for
+// a log goroutine; one receiver goroutine owns stream.Recv. The receiver and
+// the log goroutine end when the handler returns.
 type session struct {
 	stream ptcv1.RunnerService_SessionServer
-	out    chan *ptcv1.SessionResponse
-	// sendDone is closed when the sender goroutine stops.
-	sendDone chan struct{}
+	// sendLock serialises stream.Send (a channel, so waiting honours ctx).
+	sendLock chan struct{}
+	// logs queues live log lines (best effort).
+	logs chan *ptcv1.SessionResponse
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -74,8 +78,8 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	}
 	ss := &session{
 		stream:   stream,
-		out:      make(chan *ptcv1.SessionResponse, sendQueue),
-		sendDone: make(chan struct{}),
+		sendLock: make(chan struct{}, 1),
+		logs:     make(chan *ptcv1.SessionResponse, sendQueue),
 		pending:  map[string]chan *ptcv1.ToolResult{},
 		answered: map[string]bool{},
 	}
@@ -92,7 +96,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			// Live logs are best effort (they are also in the result):
 			// dropped rather than blocking the script when the client lags.
 			select {
-			case ss.out <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
+			case ss.logs <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
 			default:
 			}
 		}
@@ -112,7 +116,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ctx, cancel := context.WithCancelCause(ectx)
 	defer cancel(nil)
 
-	go ss.sender()
+	if streamLogs {
+		go ss.sendLogs()
+	}
 	go ss.receive(ctx, cancel)
 
 	res := s.runner.Run(ctx, p)
@@ -124,37 +130,48 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			return err
 		}
 	}
-	// Hand the result to the sender and wait, bounded, for it to go out.
+	// Send the result, waiting at most resultGrace for a client that does
+	// not read: returning ends the stream, which unblocks the send, and the
+	// receiver's Recv then fails and it exits.
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: ResultPB(res)}}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		_ = ss.send(stream.Context(), final)
+	}()
 	t := time.NewTimer(resultGrace)
 	defer t.Stop()
 	select {
-	case ss.out <- final:
-		select {
-		case <-ss.sendDone:
-		case <-t.C:
-		}
-	case <-ss.sendDone:
+	case <-sent:
 	case <-t.C:
 	}
-	// Returning ends the stream; the receiver's Recv then fails and it exits.
 	return nil
 }
 
-// sender owns stream.Send. It stops after sending the result, when a send
-// fails, or when the stream ends.
-func (ss *session) sender() {
-	defer close(ss.sendDone)
+// send sends one message; it waits for the stream (never longer than ctx)
+// while another message is being sent.
+func (ss *session) send(ctx context.Context, m *ptcv1.SessionResponse) error {
+	select {
+	case ss.sendLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ss.stream.Context().Done():
+		return ss.stream.Context().Err()
+	}
+	defer func() { <-ss.sendLock }()
+	return ss.stream.Send(m)
+}
+
+// sendLogs sends queued live log lines until the stream ends.
+func (ss *session) sendLogs() {
+	ctx := ss.stream.Context()
 	for {
 		select {
-		case m := <-ss.out:
-			if err := ss.stream.Send(m); err != nil {
+		case m := <-ss.logs:
+			if ss.send(ctx, m) != nil {
 				return
 			}
-			if _, isResult := m.GetMsg().(*ptcv1.SessionResponse_Result); isResult {
-				return
-			}
-		case <-ss.stream.Context().Done():
+		case <-ctx.Done():
 			return
 		}
 	}
@@ -222,10 +239,7 @@ func (ss *session) deliver(ctx context.Context, r *ptcv1.ToolResult) {
 
 func (ss *session) protocolError(ctx context.Context, id, msg string) {
 	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ProtocolError{ProtocolError: &ptcv1.ProtocolError{CallId: id, Message: msg}}}
-	select {
-	case ss.out <- m:
-	case <-ctx.Done():
-	}
+	_ = ss.send(ctx, m)
 }
 
 // forward is the handler of every client tool: it sends a ToolCall and
@@ -251,10 +265,11 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 	if dl, ok := ctx.Deadline(); ok {
 		tc.Deadline = timestamppb.New(dl)
 	}
-	select {
-	case ss.out <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := ss.send(ctx, &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &tools.Error{Code: CodeClientGone, Message: "the stream to the client failed; the call was not sent"}
 	}
 	select {
 	case r := <-ch:
