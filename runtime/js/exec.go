@@ -210,20 +210,16 @@ func (x *exec) setup() *fault.Error {
 }
 
 // lazyGlobal defines a global that is built on first use (most scripts
-// touch only some of them) and is then an ordinary writable property.
+// touch only some of them). It is read-only: a script that wants another
+// `tools` declares its own binding.
 func (x *exec) lazyGlobal(g *goja.Object, name string, build func() goja.Value) {
 	vm := x.vm
-	var getter goja.Value
-	getter = vm.ToValue(func(goja.FunctionCall) goja.Value {
+	getter := vm.ToValue(func(goja.FunctionCall) goja.Value {
 		v := build()
-		_ = g.DefineDataProperty(name, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		_ = g.DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 		return v
 	})
-	setter := vm.ToValue(func(call goja.FunctionCall) goja.Value {
-		_ = g.DefineDataProperty(name, call.Argument(0), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-		return goja.Undefined()
-	})
-	_ = g.DefineAccessorProperty(name, getter, setter, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = g.DefineAccessorProperty(name, getter, nil, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // watch interrupts the VM when the execution's context ends. It returns
