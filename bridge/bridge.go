@@ -32,6 +32,12 @@ type Caller interface {
 	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
+// InlineCaller is implemented by callers that know which tools may run on
+// the script's own goroutine (see tools.Tool.Inline).
+type InlineCaller interface {
+	Inline(name string) bool
+}
+
 // Invocation performs a started call and returns its JSON result or a
 // *CallError.
 type Invocation func() (json.RawMessage, error)
@@ -172,6 +178,12 @@ func New(cfg Config) *Dispatcher {
 
 // Names returns the callable tool names, sorted.
 func (d *Dispatcher) Names() []string { return d.names }
+
+// Inline reports whether the named tool may run on the script's goroutine.
+func (d *Dispatcher) Inline(name string) bool {
+	t, ok := d.tools[name]
+	return ok && t.Inline
+}
 
 // Call runs one tool call through every check of the bridge.
 func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {

@@ -29,6 +29,7 @@ func Compile(t Tool) (*Compiled, error) {
 		return nil, err
 	}
 	c.TrustOutput = t.TrustOutput
+	c.Inline = t.Inline
 	return c, nil
 }
 

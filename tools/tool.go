@@ -52,6 +52,12 @@ type Tool struct {
 	// handlers whose tests show every result matches the schema; tools
 	// from untrusted sources (client-served, MCP, HTTP) never set it.
 	TrustOutput bool
+	// Inline lets an engine run the handler on the script's own goroutine
+	// when the script waits for nothing else (saving the hand-off to and
+	// from a goroutine, most of the cost of a fast call). Set it only for
+	// in-process handlers that return quickly and honour ctx: while one
+	// runs, the script's timeout is seen only through ctx.
+	Inline bool
 }
 
 // Error is a tool failure with a stable code that scripts can branch on

@@ -111,6 +111,7 @@ func (w *workload) tools() []ptc.Tool {
 		{
 			Definition: ptc.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Handler:    func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil },
+			Inline:     true,
 		},
 		{
 			Definition: ptc.Definition{Name: "get_expenses", InputSchema: json.RawMessage(
@@ -126,6 +127,7 @@ func (w *workload) tools() []ptc.Tool {
 				return json.RawMessage(`[]`), nil
 			},
 			TrustOutput: true,
+			Inline:      true,
 		},
 	}
 }

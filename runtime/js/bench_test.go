@@ -38,9 +38,20 @@ func BenchmarkTrivial(b *testing.B) {
 // BenchmarkAwaitedCall measures ptc's cost per awaited tool call, schema
 // validation included: 100 sequential calls per execution to a tool whose
 // handler returns its (validated) arguments, so the tool itself costs
-// nothing.
+// nothing. The tool is Inline: it runs on the script's goroutine when the
+// script waits for nothing else.
 func BenchmarkAwaitedCall(b *testing.B) {
-	run := benchJob(b, `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.ident({a: i, b: 1})).a; } return s`)
+	benchCalls(b, "ident")
+}
+
+// BenchmarkAwaitedCallGoroutine is BenchmarkAwaitedCall with a tool that is
+// not Inline: each call runs on its own goroutine.
+func BenchmarkAwaitedCallGoroutine(b *testing.B) {
+	benchCalls(b, "identGo")
+}
+
+func benchCalls(b *testing.B, tool string) {
+	run := benchJob(b, `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.`+tool+`({a: i, b: 1})).a; } return s`)
 	b.ReportAllocs()
 	for b.Loop() {
 		if out := run(); out.Err != nil {

@@ -152,21 +152,57 @@ func (x *exec) toolFunc(name string) goja.Value {
 			}
 		}
 		inv := x.job.Tools.Start(x.ctx, name, args)
-		x.pending++
-		x.wg.Add(1)
-		// The goroutine ends when the invocation returns (the execution's
-		// context bounds it) and its result is handed over, or dropped
-		// once the execution has finished.
-		go func() {
-			defer x.wg.Done()
-			out, err := inv()
-			select {
-			case x.done <- completion{resolve: resolve, reject: reject, out: out, err: err}:
-			case <-x.finished:
-			}
-		}()
+		c := queuedCall{inv: inv, resolve: resolve, reject: reject}
+		if il, ok := x.job.Tools.(bridge.InlineCaller); ok && il.Inline(name) {
+			// Deferred: if it is the only thing the script waits for when
+			// the VM goes idle, it runs right there (see flush).
+			x.queued = append(x.queued, c)
+		} else {
+			x.spawn(c)
+		}
 		return vm.ToValue(p)
 	})
+}
+
+// queuedCall is a started call not yet handed to a goroutine.
+type queuedCall struct {
+	inv             bridge.Invocation
+	resolve, reject func(any) error
+}
+
+// spawn runs a call on its own goroutine. The goroutine ends when the
+// invocation returns (the execution's context bounds it) and its result
+// is handed over, or dropped once the execution has finished.
+func (x *exec) spawn(c queuedCall) {
+	x.pending++
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		out, err := c.inv()
+		select {
+		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err}:
+		case <-x.finished:
+		}
+	}()
+}
+
+// flush is called when the VM has gone idle. A single inline-capable call
+// that nothing else runs beside runs here, on the VM goroutine, and its
+// completion is returned for delivery — saving two goroutine hand-offs per
+// awaited call; otherwise every queued call gets its goroutine, so calls
+// made together still run concurrently.
+func (x *exec) flush() (completion, bool) {
+	if len(x.queued) == 1 && x.pending == 0 {
+		c := x.queued[0]
+		x.queued = x.queued[:0]
+		out, err := c.inv()
+		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, true
+	}
+	for _, c := range x.queued {
+		x.spawn(c)
+	}
+	x.queued = x.queued[:0]
+	return completion{}, false
 }
 
 // callError makes the JS error object for a failed call: an Error with

@@ -40,6 +40,9 @@ func testTools(t testing.TB) []*tools.Compiled {
 			}},
 		{Definition: tools.Definition{Name: "ident", InputSchema: json.RawMessage(
 			`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false}`)},
+			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }, TrustOutput: true, Inline: true},
+		{Definition: tools.Definition{Name: "identGo", InputSchema: json.RawMessage(
+			`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false}`)},
 			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }, TrustOutput: true},
 		{Definition: tools.Definition{Name: "fail"},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
@@ -378,5 +381,35 @@ func TestSourceMapCommentIgnored(t *testing.T) {
 	out, _, _ = run(t, js.New(), "return 1\n//# sourceMappingURL=/proc/self/environ\n", runOpts{})
 	if out.Err != nil || string(out.Result) != "1" {
 		t.Fatalf("%v %s", out.Err, out.Result)
+	}
+}
+
+// TestInlineCalls: inline-capable calls give the same results and trace
+// as goroutine calls, run concurrently when made together, and a call the
+// script never waits for is still recorded (cancelled at the end).
+func TestInlineCalls(t *testing.T) {
+	out, d, _ := run(t, js.New(), `
+let s = 0;
+for (let i = 0; i < 10; i++) s += (await tools.ident({a: i, b: 0})).a;
+const both = await Promise.all([tools.ident({a: 1, b: 1}), tools.ident({a: 2, b: 2}), tools.add({a: 1, b: 2})]);
+tools.ident({a: 99, b: 0});
+return [s, both.map(x => typeof x === "number" ? x : x.a)];`, runOpts{})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if string(out.Result) != `[45,[1,2,3]]` {
+		t.Fatalf("result %s", out.Result)
+	}
+	tr := d.Trace()
+	if len(tr) != 14 {
+		t.Fatalf("trace has %d calls", len(tr))
+	}
+	for i, r := range tr[:13] {
+		if !r.OK || r.Seq != int32(i+1) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	if last := tr[13]; last.OK || last.ErrorCode != bridge.CodeCancelled {
+		t.Fatalf("unawaited call: %+v", last)
 	}
 }

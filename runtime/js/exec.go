@@ -59,7 +59,9 @@ type exec struct {
 	done     chan completion
 	finished chan struct{}
 	pending  int
-	wg       sync.WaitGroup
+	// queued holds inline-capable calls started in the current VM segment.
+	queued []queuedCall
+	wg     sync.WaitGroup
 
 	// keys interns property names across the tool results of the execution.
 	keys map[string]string
@@ -95,8 +97,15 @@ func (x *exec) run() (out *runtime.Outcome) {
 				Cause: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
 		}
 		x.stopCPU()
-		close(x.finished)
+		// Calls the script started but never waited for run like any
+		// other call at the end of an execution: on a goroutine, with the
+		// context cancelled.
 		x.cancel()
+		for _, c := range x.queued {
+			x.spawn(c)
+		}
+		x.queued = nil
+		close(x.finished)
 		x.drain()
 		out.CPUTime = x.busy
 	}()
@@ -143,6 +152,16 @@ func (x *exec) run() (out *runtime.Outcome) {
 			}
 			out.Err = x.uncaught(p.Result())
 			return out
+		}
+		if c, ok := x.flush(); ok {
+			if err := x.deliver(c); err != nil {
+				out.Err = x.classify(err)
+				if x.expired() && out.Err.Kind == fault.KindScript {
+					out.Err = x.ctxError()
+				}
+				return out
+			}
+			continue
 		}
 		if x.pending == 0 {
 			out.Err = fault.New(fault.KindScript, "the script is waiting for a promise that can never settle "+

@@ -30,7 +30,8 @@ const (
 //
 // The tools are marked TrustOutput: the package's tests check every result
 // they can produce against its output schema, so the bridge does not
-// re-check each call.
+// re-check each call. They are also Inline: they compute in memory, return
+// at once and honour ctx.
 func Tools() []tools.Tool {
 	c := newCompany()
 	return []tools.Tool{
@@ -44,6 +45,7 @@ func Tools() []tools.Tool {
 			},
 			Handler:     c.getTeamMembers,
 			TrustOutput: true,
+			Inline:      true,
 		},
 		{
 			Definition: tools.Definition{
@@ -56,6 +58,7 @@ func Tools() []tools.Tool {
 			},
 			Handler:     c.getExpenses,
 			TrustOutput: true,
+			Inline:      true,
 		},
 		{
 			Definition: tools.Definition{
@@ -67,6 +70,7 @@ func Tools() []tools.Tool {
 			},
 			Handler:     c.getBudgetByLevel,
 			TrustOutput: true,
+			Inline:      true,
 		},
 	}
 }
