@@ -77,12 +77,15 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 
 // Run runs a script over a Session stream, serving clientTools (and any in
 // req.ClientTools) from this process: the server sends each call of the
-// script to a client tool back here, the handler runs on its own goroutine,
-// and its result goes back into the running script. A panicking handler
-// becomes a tool error. Log lines stream to req.OnLog when it is set.
+// script to a client tool back here, the handler runs on its own goroutine
+// (or, for a Tool marked Inline, on the stream's goroutine, so calls to it
+// are served one at a time), and its result goes back into the running
+// script. A panicking handler becomes a tool error. Log lines stream to
+// req.OnLog when it is set.
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Result, error) {
 	all := append(append([]Tool(nil), req.ClientTools...), clientTools...)
 	handlers := make(map[string]Handler, len(all))
+	inline := map[string]bool{}
 	start := &ptcv1.SessionStart{Execute: requestPB(req)}
 	start.Execute.StreamLogs = req.OnLog != nil
 	for _, t := range all {
@@ -90,6 +93,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 			return nil, fmt.Errorf("ptc: client tool %q has no handler", t.Name)
 		}
 		handlers[t.Name] = t.Handler
+		inline[t.Name] = t.Inline
 		start.ClientTools = append(start.ClientTools, wire.DefinitionPB(t.Definition))
 	}
 
@@ -134,6 +138,12 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 		case *ptcv1.SessionResponse_ToolCall:
 			tc := msg.ToolCall
 			h := handlers[tc.GetTool()]
+			if inline[tc.GetTool()] {
+				// Inline tools run right here: no goroutine hand-off, but
+				// the next message waits until they return.
+				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ToolResult{ToolResult: serveCall(ctx, h, tc)}})
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -52,6 +52,7 @@ func BenchmarkClientToolRoundTrip(b *testing.B) {
 	}
 	defer stream.CloseSend()
 	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil })
+	tool.Inline = true // served on the stream's goroutine, as the ping-pong is
 	const calls = 100
 	src := `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.inc({i})).i } return s`
 	ping := &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte(`{"i":1}`)}}
