@@ -95,6 +95,16 @@ func WithEngine(lang Language, e runtime.Engine) Option {
 	return func(r *Runner) error { r.engines[lang] = e; return nil }
 }
 
+// WithWorkers runs JavaScript and TypeScript executions on e, typically a
+// runtime/worker Pool of isolated worker processes.
+func WithWorkers(e runtime.Engine) Option {
+	return func(r *Runner) error {
+		r.engines[LanguageJavaScript] = e
+		r.engines[LanguageTypeScript] = e
+		return nil
+	}
+}
+
 // WithLanguages enables only the given languages; requests in any other
 // language are refused as Unimplemented (an operator may, say, disable
 // WebAssembly).
@@ -218,6 +228,7 @@ type Prepared struct {
 	tools   []*tools.Compiled
 	result  *tools.Schema
 	modHash string
+	lang    Language
 	modEng  moduleEngine
 	queued  time.Duration
 	started time.Time
@@ -290,7 +301,7 @@ func (r *Runner) Prepare(req Request) (*Prepared, error) {
 	} else if err := checkID(id); err != nil {
 		return nil, err
 	}
-	p := &Prepared{req: req, id: id, engine: eng, limits: r.policy.Resolve(req.Limits)}
+	p := &Prepared{req: req, id: id, engine: eng, lang: lang, limits: r.policy.Resolve(req.Limits)}
 	if lang == LanguageWASM {
 		if err := r.prepareModule(p); err != nil {
 			return nil, err
@@ -433,6 +444,7 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) *Result {
 	})
 	logs := runtime.NewLogBuffer(start, p.limits.MaxLogBytes, p.req.OnLog)
 	job := &runtime.Job{
+		Language:    p.lang.String(),
 		ExecutionID: p.id,
 		Source:      p.req.Source,
 		Module:      p.req.Module,

@@ -19,6 +19,9 @@ import (
 type Job struct {
 	// ExecutionID identifies the execution.
 	ExecutionID string
+	// Language names the script's language for engines that run several
+	// ("javascript", "typescript"; empty means JavaScript).
+	Language string
 	// Source is the script text (JavaScript engines).
 	Source string
 	// Module is the WebAssembly module (WASM engine).

@@ -4,6 +4,7 @@
 //	ptcd --config ptcd.yaml            # see docs/config.md and docs/operations.md
 //	ptcd --print-config                # the effective configuration
 //	ptcd hash-token < token.txt        # the hash to put in a tenant's token_hashes
+//	ptcd check                         # the isolation worker processes get here
 //
 // Besides RunnerService, ptcd serves the gRPC health service (NOT_SERVING
 // while draining) and server reflection (for grpcurl), and an HTTP
@@ -52,6 +53,7 @@ import (
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
@@ -62,6 +64,13 @@ import (
 const maxForceStopAfter = 5 * time.Second
 
 func main() {
+	// The same binary runs the worker processes of the pool.
+	if worker.IsWorker() {
+		os.Exit(worker.Main())
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "hash-token" {
 		os.Exit(hashToken(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -152,6 +161,43 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 // run starts the server and blocks until ctx is done and the server has
 // shut down. ready, when not nil, receives the bound gRPC address (the
 // metrics address is logged as "metrics listening").
+// workerConfig maps the workers section onto the pool's configuration.
+func workerConfig(c *config.Config) worker.Config {
+	w := c.Workers
+	mode := worker.ModeWorker
+	if w.Mode == "inprocess" {
+		mode = worker.ModeInProcess
+	}
+	idle := w.Idle
+	if idle == 0 {
+		idle = -1 // the pool's "none"
+	}
+	return worker.Config{
+		Mode:                    mode,
+		Workers:                 idle,
+		MaxWorkers:              w.Max,
+		ExecutionsPerWorker:     w.ExecutionsPerWorker,
+		RecycleAfter:            w.RecycleAfter,
+		MaxExecutionMemoryBytes: c.Policy().Ceilings.MemoryBytes,
+	}
+}
+
+// check prints what isolation the worker processes get on this host.
+func check(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd check:", err)
+		return 2
+	}
+	rep, err := worker.Check(workerConfig(o.cfg))
+	fmt.Fprintln(stdout, rep.String())
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd check:", err)
+		return 1
+	}
+	return 0
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	o, err := parseFlags(args, stderr, os.LookupEnv)
 	if err != nil {
@@ -223,17 +269,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		})
 	}
 	policy := c.Policy()
-	runner, err := ptc.NewRunner(ptc.WithRegistry(reg), ptc.WithDefaults(policy.Defaults), ptc.WithCeilings(policy.Ceilings))
+	pool, err := worker.NewPool(workerConfig(c))
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd: workers:", err)
+		return 2
+	}
+	defer pool.Close()
+	log.Info("execution isolation", "mode", c.Workers.Mode, "report", pool.Report().String())
+	runner, err := ptc.NewRunner(ptc.WithRegistry(reg), ptc.WithDefaults(policy.Defaults), ptc.WithCeilings(policy.Ceilings),
+		ptc.WithWorkers(pool))
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
+	defer runner.Close()
 	adm, err := admission.New(c.AdmissionConfig())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
 	met := metrics.New(metrics.Gauges{Running: adm.Running, Queued: adm.Queued})
+	met.SetWorkerStats(func() metrics.WorkerStats {
+		st := pool.Stats()
+		return metrics.WorkerStats{Alive: st.Alive, Started: st.Started, Died: st.Died, Recycled: st.Recycled, Killed: st.Killed}
+	})
 
 	grace := time.Duration(c.ShutdownGrace)
 	lis, err := net.Listen("tcp", c.Listen)

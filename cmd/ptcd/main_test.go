@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,17 @@ import (
 
 	"github.com/ptcrun/ptc"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/runtime/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// ptcd runs executions in worker processes: this test binary is
+	// re-executed as one.
+	if worker.IsWorker() {
+		os.Exit(worker.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // syncBuffer is a bytes.Buffer safe for the server's logger and the test.
 type syncBuffer struct {

@@ -238,7 +238,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`ptc_tool_calls_total{outcome="ok",tool="get_team_members"} 1`,
 		`grpc_server_handled_total{grpc_code="OK",grpc_method="Execute",grpc_service="ptc.v1.RunnerService",grpc_type="unary"} 3`,
 		`ptc_admission_wait_seconds_count 3`,
-		"ptc_worker_pool_size 0",
+		"ptc_worker_pool_size ",
+		"ptc_worker_restarts_total",
 		"go_goroutines",
 	} {
 		if !strings.Contains(body, want) {

@@ -82,8 +82,9 @@ type Config struct {
 	// GRPC holds transport settings: message sizes and keepalive.
 	GRPC GRPC `yaml:"grpc"`
 
-	// Workers is reserved for the worker process pool; see Reserved.
-	Workers *Reserved `yaml:"workers,omitempty"`
+	// Workers configures the worker processes that run JavaScript and
+	// TypeScript executions.
+	Workers Workers `yaml:"workers"`
 }
 
 // Limits holds the limits section.
@@ -233,7 +234,35 @@ func Default() *Config {
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
+	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
 	return c
+}
+
+// Workers configures the execution isolation (see docs/workers.md).
+type Workers struct {
+	// Mode is "worker" (executions run in a pool of worker processes with
+	// OS memory and CPU limits; the default) or "inprocess" (in the server
+	// process: faster to start, memory limits best effort).
+	Mode string `yaml:"mode"`
+	// Idle is the number of started workers kept waiting.
+	Idle int `yaml:"idle"`
+	// Max bounds the worker processes alive at once.
+	Max int `yaml:"max"`
+	// ExecutionsPerWorker is the density knob: 1 is the strongest
+	// isolation; more parks more executions per process, sharing its fate.
+	ExecutionsPerWorker int `yaml:"executions_per_worker"`
+	// RecycleAfter replaces a worker after this many executions.
+	RecycleAfter int `yaml:"recycle_after"`
+}
+
+func (w Workers) validate() error {
+	switch {
+	case w.Mode != "worker" && w.Mode != "inprocess":
+		return fmt.Errorf("config: workers.mode is %q: use worker or inprocess", w.Mode)
+	case w.Idle < 0, w.Max < 1, w.ExecutionsPerWorker < 1, w.RecycleAfter < 1:
+		return errors.New("config: workers: idle must be ≥ 0 and max, executions_per_worker and recycle_after ≥ 1")
+	}
+	return nil
 }
 
 // Parse decodes a YAML document over Default and validates the result.
@@ -288,8 +317,8 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate reports the first problem of c, naming the key.
 func (c *Config) Validate() error {
-	if c.Workers != nil {
-		return fmt.Errorf("config: section workers %w", errReserved)
+	if err := c.Workers.validate(); err != nil {
+		return err
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("config: listen %q is not host:port (e.g. \"127.0.0.1:7878\" or \":7878\")", c.Listen)

@@ -275,7 +275,7 @@ func TestSetUnknownKey(t *testing.T) {
 	if err := Default().Set("tool_sources", "x"); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("err = %v", err)
 	}
-	if len(Keys()) != 17+21 {
+	if len(Keys()) != 17+21+5 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

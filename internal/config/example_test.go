@@ -93,4 +93,10 @@ tool_sources:
 	//     max_connection_idle: 0s
 	//     max_connection_age: 0s
 	//     max_connection_age_grace: 0s
+	// workers:
+	//   mode: worker
+	//   idle: 2
+	//   max: 64
+	//   executions_per_worker: 1
+	//   recycle_after: 1000
 }

@@ -164,6 +164,13 @@ func settings() []setting {
 		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
 	}
 	s = append(s, servingSettings()...)
+	s = append(s,
+		setting{"workers.mode", "worker (isolated processes) or inprocess", func(c *Config) flag.Value { return stringValue{&c.Workers.Mode} }},
+		setting{"workers.idle", "started workers kept waiting", func(c *Config) flag.Value { return intValue{&c.Workers.Idle} }},
+		setting{"workers.max", "worker processes alive at once", func(c *Config) flag.Value { return intValue{&c.Workers.Max} }},
+		setting{"workers.executions_per_worker", "executions one worker runs at once", func(c *Config) flag.Value { return intValue{&c.Workers.ExecutionsPerWorker} }},
+		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},
+	)
 	s = append(s, limitSettings("defaults", func(c *Config) *LimitValues { return &c.Limits.Defaults })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *LimitValues { return &c.Limits.Ceilings })...)
 	return s

@@ -115,7 +115,9 @@ func TestServingErrors(t *testing.T) {
 		{"plain token", "tenants:\n  - name: a\n    token_hashes: [hunter2]\n", "never the token"},
 		{"identity without ca", "tenants:\n  - name: a\n    client_identities: [x]\n", "client_ca_file is not set"},
 		{"unknown tenant key", "tenants:\n  - name: a\n    tokens: [x]\n", "tokens"},
-		{"workers reserved", "workers: {}\n", "reserved"},
+		{"workers mode", "workers: {mode: fast}\n", "workers.mode"},
+		{"workers max", "workers: {max: 0}\n", "executions_per_worker"},
+		{"workers unknown key", "workers: {count: 3}\n", "count"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

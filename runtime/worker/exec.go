@@ -1,0 +1,79 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/fault"
+
+	ptcruntime "github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/js"
+	"github.com/ptcrun/ptc/runtime/ts"
+)
+
+// executor runs one JavaScript job with the guards, the OS CPU clock and
+// the heap watchdog. Worker processes and the in-process mode share it, so
+// both give the same results and errors.
+type executor struct {
+	js *js.Engine
+	ts *ts.Engine
+}
+
+func newExecutor(programCache int) *executor {
+	if programCache <= 0 {
+		programCache = defaultProgramCache
+	}
+	e := &executor{js: js.New(js.WithProgramCache(programCache))}
+	e.ts = ts.NewEngine(e.js, programCache)
+	return e
+}
+
+// defaultProgramCache is the number of compiled programs an executor keeps.
+const defaultProgramCache = 64
+
+// run executes job. baseLive is the live heap that does not belong to the
+// execution (the worker's idle heap, or the current heap in-process);
+// shared means other executions may use the same heap; onBreach, if set,
+// is told of a breach as soon as the watchdog detects it. The
+// calling goroutine is locked to its OS thread for the run so that the
+// thread's CPU clock measures the script alone.
+func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64)) *ptcruntime.Outcome {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wd := newWatchdog(job.Limits.CPUTime, job.Limits.MemoryBytes, baseLive, shared, cancel)
+	wd.onBreach = onBreach
+	wd.start()
+
+	inner := *job
+	// CPU time is enforced from the OS clock by the watchdog, not from the
+	// VM's running time.
+	inner.Limits.CPUTime = 0
+	var out *ptcruntime.Outcome
+	if job.Language == "typescript" {
+		// TypeScript runs without the array size guards (its program is
+		// not a function body); the watchdog and the OS limit still apply.
+		out = e.ts.Run(ctx, &inner)
+	} else {
+		out = e.js.RunSource(ctx, &inner, guardedSource(job.Source, job.Limits.MemoryBytes))
+	}
+
+	cpu, peak, fe := wd.stop()
+	if fe == nil {
+		var b *breach
+		if errors.As(context.Cause(ctx), &b) {
+			fe = b.fe
+		}
+	}
+	if fe != nil {
+		// A breach wins over whatever the interrupted script produced.
+		out.Result, out.Err = nil, fe
+	}
+	out.CPUTime = cpu
+	out.PeakMemoryBytes = peak
+	return out
+}

@@ -1,0 +1,417 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+	ptcruntime "github.com/ptcrun/ptc/runtime"
+)
+
+// TestOSMemoryLimit makes one native call (JSON.parse) allocate past the
+// worker's RLIMIT_DATA: the watchdog cannot interrupt it, the Go runtime
+// in the worker runs out of memory and dies, and the death is classified
+// as MEMORY_LIMIT.
+func TestOSMemoryLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("RLIMIT_DATA is not tightened per execution under the race detector")
+	}
+	p := newPool(t, Config{Workers: 1})
+	l := testLimits()
+	l.MemoryBytes = 64 << 20
+	l.Timeout = 60 * time.Second
+	job, _ := newJob(t, `const s = "[" + "[],".repeat(3e6) + "[]]"; return JSON.parse(s).length`, l)
+	out := p.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Kind != fault.KindMemoryLimit {
+		t.Fatalf("error %v (%v), want MEMORY_LIMIT", out.Err, out.Err.Cause)
+	}
+	if out.Err.Limit != l.MemoryBytes {
+		t.Errorf("Limit %d, want %d", out.Err.Limit, l.MemoryBytes)
+	}
+	t.Logf("%v (observed %d MiB)", out.Err, out.Err.Observed>>20)
+	next, _ := newJob(t, `return 6`, testLimits())
+	if out := p.Run(context.Background(), next); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+}
+
+func TestReport(t *testing.T) {
+	rep, err := Check(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep)
+	for _, name := range []string{"process_isolation", "rlimit_data", "heap_watchdog", "cpu_clock",
+		"empty_environment", "no_inherited_fds", "own_process_group", "no_new_privs"} {
+		it, ok := rep.Get(name)
+		if !ok || !it.InForce {
+			t.Errorf("%s: %+v, want in force", name, it)
+		}
+	}
+	if it, ok := rep.Get("private_network"); !ok {
+		t.Error("private_network missing")
+	} else if os.Geteuid() == 0 && !it.InForce {
+		t.Logf("private network not in force as root: %s", it.Detail)
+	}
+	if _, ok := rep.Get("cgroup_v2_memory"); !ok {
+		t.Error("cgroup_v2_memory missing")
+	}
+
+	off, err := Check(Config{NoNetworkNamespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := off.Get("private_network"); it.InForce || !strings.Contains(it.Detail, "disabled") {
+		t.Errorf("private_network with NoNetworkNamespace: %+v", it)
+	}
+	in, err := Check(Config{Mode: ModeInProcess})
+	if err != nil || in.Mode != "inprocess" {
+		t.Errorf("in-process report %+v %v", in, err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	if _, err := NewPool(Config{Mode: Mode(7)}); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	_, err := NewPool(Config{Executable: "/bin/true"})
+	if err == nil || !strings.Contains(err.Error(), "handshake") {
+		t.Errorf("a binary that is not a worker: %v", err)
+	}
+	_, err = NewPool(Config{Executable: "/nonexistent/ptcd"})
+	if err == nil {
+		t.Error("missing executable accepted")
+	}
+}
+
+func TestFrameBounds(t *testing.T) {
+	var buf bytes.Buffer
+	big := &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{ResultJson: bytes.Repeat([]byte("1"), 4096)}}}
+	if _, err := protodelim.MarshalTo(&buf, big); err != nil {
+		t.Fatal(err)
+	}
+	var f workerv1.WorkerFrame
+	err := newFrameReader(bytes.NewReader(buf.Bytes()), 1024).read(&f)
+	if err == nil || !strings.Contains(err.Error(), "larger than the 1024 allowed") {
+		t.Fatalf("oversized frame: %v", err)
+	}
+	// A frame that claims a huge size is refused before any allocation.
+	claim := []byte{0xff, 0xff, 0xff, 0xff, 0x0f}
+	if err := newFrameReader(bytes.NewReader(claim), 1<<20).read(&f); err == nil {
+		t.Fatal("huge size claim accepted")
+	}
+	// Round trip through the writer.
+	var out bytes.Buffer
+	w := newFrameWriter(&out)
+	if err := w.write(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := newFrameReader(&out, 1<<20).read(&f); err != nil || len(f.GetDone().GetResultJson()) != 4096 {
+		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// TestWorkerFramesChecked feeds a supervisor-side worker connection frames
+// a compromised worker could send.
+func TestWorkerFramesChecked(t *testing.T) {
+	newProc := func() (*proc, *execState) {
+		l := limits.Defaults()
+		l.MaxOutputBytes = 10
+		job := &ptcruntime.Job{Limits: l, Tools: nil}
+		es := newExecState(context.Background(), job, time.Second)
+		w := &proc{execs: map[uint64]*execState{1: es}}
+		es.slot = 1
+		return w, es
+	}
+	cases := []struct {
+		name    string
+		frame   *workerv1.WorkerFrame
+		wantErr string
+		want    func(*testing.T, *ptcruntime.Outcome)
+	}{
+		{name: "tool call out of order", wantErr: "out of order",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_ToolStart{ToolStart: &workerv1.ToolStart{Slot: 1, Call: 7, Tool: "x"}}}},
+		{name: "done for unknown slot", wantErr: "unknown execution",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 9}}}},
+		{name: "ready after start", wantErr: "unexpected frame",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Ready{Ready: &workerv1.Ready{}}}},
+		{name: "empty frame", wantErr: "unexpected frame", frame: &workerv1.WorkerFrame{}},
+		{name: "breach that is not a limit", wantErr: "without a limit breach",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1,
+				Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_SCRIPT_ERROR}}}}},
+		{name: "breach without error", wantErr: "without a limit breach",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1}}}},
+		{name: "invalid result JSON",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte("{"), Clean: true}}},
+			want: func(t *testing.T, o *ptcruntime.Outcome) {
+				if o.Err == nil || o.Err.Kind != fault.KindInternal {
+					t.Errorf("got %v", o.Err)
+				}
+			}},
+		{name: "result over the output limit",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`"0123456789"`)}}},
+			want: func(t *testing.T, o *ptcruntime.Outcome) {
+				if o.Err == nil || o.Err.Kind != fault.KindInternal {
+					t.Errorf("got %v", o.Err)
+				}
+			}},
+		{name: "unknown error kind",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, Error: &ptcv1.ExecutionError{Kind: 99}}}},
+			want: func(t *testing.T, o *ptcruntime.Outcome) {
+				if o.Err == nil || o.Err.Kind != fault.KindInternal {
+					t.Errorf("got %v", o.Err)
+				}
+			}},
+		{name: "negative numbers",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, PeakMemoryBytes: -5,
+				Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_SCRIPT_ERROR, Line: -3, Column: -1}}}},
+			want: func(t *testing.T, o *ptcruntime.Outcome) {
+				if o.PeakMemoryBytes != 0 || o.Err.Line != 0 || o.Err.Column != 0 {
+					t.Errorf("got %+v %+v", o, o.Err)
+				}
+			}},
+		{name: "valid result",
+			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`[1]`), Clean: true}}},
+			want: func(t *testing.T, o *ptcruntime.Outcome) {
+				if o.Err != nil || string(o.Result) != "[1]" {
+					t.Errorf("got %s %v", o.Result, o.Err)
+				}
+			}},
+	}
+	t.Run("log level outside the set", func(t *testing.T) {
+		w, es := newProc()
+		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), 100, nil)
+		if err := w.handle(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Log{Log: &workerv1.Log{Slot: 1,
+			Entry: &ptcv1.LogEntry{Level: "\x00evil", Message: "m"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := es.job.Logs.Entries(); len(e) != 1 || e[0].Level != "log" {
+			t.Errorf("entries %+v", e)
+		}
+	})
+	t.Run("breach recorded", func(t *testing.T) {
+		w, es := newProc()
+		if err := w.handle(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1, PeakMemoryBytes: 9,
+			Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_MEMORY_LIMIT, Limit: 5, Observed: 7}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if es.breach == nil || es.breach.Kind != fault.KindMemoryLimit || es.breachPeak != 9 {
+			t.Errorf("breach %+v peak %d", es.breach, es.breachPeak)
+		}
+	})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, es := newProc()
+			err := w.handle(c.frame)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.want(t, <-es.done)
+		})
+	}
+}
+
+func TestOutOfMemoryMessage(t *testing.T) {
+	cases := []struct {
+		name     string
+		stderr   string
+		oom      bool
+		observed int64
+	}{
+		{"go runtime with sizes", "runtime: out of memory: cannot allocate 134217728-byte block (402653184 in use)\nfatal error: out of memory\n", true, 536870912},
+		{"go runtime without sizes", "fatal error: runtime: out of memory\n", true, 0},
+		{"mmap refused", "fatal error: runtime: cannot allocate memory\n\nruntime stack:\n", true, 0},
+		{"panic", "panic: boom\n", false, 0},
+		{"empty", "", false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			oom, obs := outOfMemory(c.stderr)
+			if oom != c.oom || obs != c.observed {
+				t.Errorf("got %v %d, want %v %d", oom, obs, c.oom, c.observed)
+			}
+		})
+	}
+}
+
+// TestSupervisorRSS runs 10,000 sequential executions and checks that the
+// supervisor's resident memory does not grow.
+func TestSupervisorRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 executions; skipped with -short")
+	}
+	if raceEnabled {
+		t.Skip("the race detector's own memory growth hides the supervisor's")
+	}
+	p := newPool(t, Config{Workers: 2})
+	compiled := testTools(t)
+	l := testLimits()
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			job := &ptcruntime.Job{ExecutionID: "rss", Source: `const r = await tools.echo({i: input.n}); console.log("x"); return r.i`,
+				Input: json.RawMessage(`{"n":3}`), Limits: l, Logs: ptcruntime.NewLogBuffer(time.Now(), l.MaxLogBytes, nil),
+				Tools: bridge.New(bridge.Config{ExecutionID: "rss", Tools: compiled, MaxCalls: 10, MaxConcurrent: 4})}
+			if out := p.Run(context.Background(), job); out.Err != nil {
+				t.Fatal(out.Err)
+			}
+		}
+	}
+	run(1000)
+	runtime.GC()
+	before := procRSS(os.Getpid())
+	start := time.Now()
+	run(10000)
+	runtime.GC()
+	after := procRSS(os.Getpid())
+	t.Logf("supervisor RSS %d KiB before, %d KiB after 10,000 executions (%+d KiB) in %s; %+v",
+		before>>10, after>>10, (after-before)>>10, time.Since(start), p.Stats())
+	if after-before > 16<<20 {
+		t.Errorf("supervisor RSS grew by %d KiB over 10,000 executions", (after-before)>>10)
+	}
+}
+
+// FuzzWorkerFrame feeds arbitrary bytes to the supervisor's frame reader
+// and the checks applied to what a worker sends.
+func FuzzWorkerFrame(f *testing.F) {
+	seed := func(m *workerv1.WorkerFrame) {
+		var buf bytes.Buffer
+		_, _ = protodelim.MarshalTo(&buf, m)
+		f.Add(buf.Bytes())
+	}
+	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`{"a":1}`)}}})
+	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_ToolStart{ToolStart: &workerv1.ToolStart{Slot: 1, Call: 1, Tool: "echo", ArgumentsJson: []byte(`{}`)}}})
+	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Log{Log: &workerv1.Log{Slot: 1, Entry: &ptcv1.LogEntry{Level: "warn", Message: "m"}}}})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := newFrameReader(bytes.NewReader(b), 1<<16)
+		job := &ptcruntime.Job{Limits: limits.Defaults(), Logs: ptcruntime.NewLogBuffer(time.Now(), 1024, nil)}
+		es := newExecState(context.Background(), job, time.Second)
+		defer es.tctx.end(context.Canceled)
+		es.slot = 1
+		w := &proc{execs: map[uint64]*execState{1: es}}
+		for i := 0; i < 16; i++ {
+			var fr workerv1.WorkerFrame
+			if err := r.read(&fr); err != nil {
+				return
+			}
+			if fr.GetToolStart() != nil {
+				// Tool calls need a bridge; their ordering rule is tested elsewhere.
+				continue
+			}
+			if err := w.handle(&fr); err != nil {
+				return
+			}
+			select {
+			case o := <-es.done:
+				if o.Err == nil && !json.Valid(o.Result) {
+					t.Fatalf("invalid result accepted: %q", o.Result)
+				}
+				return
+			default:
+			}
+		}
+	})
+}
+
+// FuzzLimitsFromPB checks that limits from a frame are either valid or
+// refused.
+func FuzzLimitsFromPB(f *testing.F) {
+	f.Add(int64(1), int64(2), int64(3), int32(4), int32(5), int64(6), int64(7))
+	f.Add(int64(-1), int64(-2), int64(-3), int32(-4), int32(0), int64(0), int64(-7))
+	f.Fuzz(func(t *testing.T, timeout, cpu, mem int64, calls, conc int32, out, logs int64) {
+		l, err := limitsFromPB(&ptcv1.Limits{Timeout: durationPB(time.Duration(timeout)), CpuTime: durationPB(time.Duration(cpu)),
+			MemoryBytes: mem, MaxToolCalls: calls, MaxConcurrentToolCalls: conc, MaxOutputBytes: out, MaxLogBytes: logs})
+		if err == nil && (l.Timeout < 0 || l.CPUTime < 0 || l.MemoryBytes < 0 || l.MaxToolCalls < 0 || l.MaxOutputBytes < 0) {
+			t.Fatalf("negative limits accepted: %+v", l)
+		}
+		if err != nil && !errors.Is(err, err) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestWorkerRefusesBadExecute sends a worker executions it must refuse.
+func TestWorkerRefusesBadExecute(t *testing.T) {
+	p := newPool(t, Config{Workers: -1})
+	w, err := p.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release(w, false)
+	cases := []struct {
+		name string
+		edit func(*workerv1.Execute)
+		want string
+	}{
+		{"negative limits", func(e *workerv1.Execute) { e.Limits.MemoryBytes = -1 }, "memory_bytes is negative"},
+		{"worker is full", func(e *workerv1.Execute) { e.Slot = 99 }, "worker is full"},
+		{"slot already in use", func(e *workerv1.Execute) { e.Slot = 1 }, "slot already in use"},
+	}
+	// Occupy slot 1 with an execution parked on a tool call.
+	entered := make(chan struct{}, 1)
+	parked, _ := newJob(t, `await tools.block({})`, testLimits(), blockingTool(entered))
+	es1 := newExecState(context.Background(), parked, time.Second)
+	if !w.register(es1) {
+		t.Fatal("worker gone")
+	}
+	if err := w.send(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Execute{Execute: &workerv1.Execute{
+		Slot: es1.slot, Source: parked.Source, Limits: limitsPB(parked.Limits), ToolNames: parked.Tools.Names()}}}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job, _ := newJob(t, `return 1`, testLimits())
+			es := newExecState(context.Background(), job, time.Second)
+			if !w.register(es) {
+				t.Fatal("worker gone")
+			}
+			m := &workerv1.Execute{Slot: es.slot, Source: job.Source, Limits: limitsPB(job.Limits)}
+			c.edit(m)
+			if m.Slot != es.slot {
+				// The worker answers for the slot it was sent.
+				w.mu.Lock()
+				delete(w.execs, es.slot)
+				es.slot = m.Slot
+				if m.Slot != 1 {
+					w.execs[m.Slot] = es
+				}
+				w.mu.Unlock()
+			}
+			if err := w.send(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Execute{Execute: m}}); err != nil {
+				t.Fatal(err)
+			}
+			if m.Slot != 1 {
+				out := <-es.done
+				if out.Err == nil || out.Err.Kind != fault.KindInternal || !strings.Contains(out.Err.Message, c.want) {
+					t.Fatalf("got %v, want INTERNAL with %q", out.Err, c.want)
+				}
+				return
+			}
+			out := <-es1.done
+			if out.Err == nil || !strings.Contains(out.Err.Message, c.want) {
+				t.Fatalf("got %v, want INTERNAL with %q", out.Err, c.want)
+			}
+		})
+	}
+	es1.finish(&ptcruntime.Outcome{})
+}

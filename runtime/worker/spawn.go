@@ -1,0 +1,193 @@
+package worker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+)
+
+// spawn starts one worker process and completes its handshake.
+func (p *Pool) spawn() (*proc, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("worker: creating a socket pair: %w", err)
+	}
+	parent := os.NewFile(uintptr(fds[0]), "ptc-worker-supervisor")
+	child := os.NewFile(uintptr(fds[1]), "ptc-worker")
+	defer parent.Close()
+
+	p.mu.Lock()
+	netns := !p.cfg.NoNetworkNamespace && p.netnsErr == nil
+	p.mu.Unlock()
+	cmd, stderr, err := p.start(child, netns)
+	if err != nil && netns {
+		// Creating a network namespace needs CAP_SYS_ADMIN; without it,
+		// run without one and report that.
+		p.mu.Lock()
+		p.netnsErr = err
+		p.mu.Unlock()
+		cmd, stderr, err = p.start(child, false)
+	}
+	// The child holds its own copy now; without ours, its exit is an EOF.
+	_ = child.Close()
+	if err != nil {
+		return nil, fmt.Errorf("worker: starting %s: %w", p.cfg.Executable, err)
+	}
+	p.stats.started.Add(1)
+	conn, err := net.FileConn(parent)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("worker: socket: %w", err)
+	}
+	w := &proc{pool: p, cmd: cmd, pid: cmd.Process.Pid, conn: conn, stderr: stderr,
+		r: newFrameReader(conn, p.cfg.MaxFrameBytes), w: newFrameWriter(conn),
+		execs: map[uint64]*execState{}}
+	w.w.before = func() { _ = conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout)) }
+	if err := w.handshake(p.cfg); err != nil {
+		w.kill()
+		_ = cmd.Wait()
+		_ = conn.Close()
+		msg := strings.TrimSpace(stderr.String())
+		if msg != "" {
+			return nil, fmt.Errorf("worker: start-up handshake failed: %w (worker said: %s)", err, msg)
+		}
+		return nil, fmt.Errorf("worker: start-up handshake failed: %w; the executable must call worker.IsWorker and worker.Main at the top of main", err)
+	}
+	w.startRSS = procRSS(w.pid)
+	p.mu.Lock()
+	if p.report == nil {
+		r := p.buildReport(w.ready, netns && p.netnsErr == nil)
+		p.report = &r
+	}
+	p.mu.Unlock()
+	return w, nil
+}
+
+// start starts the worker process with an empty environment, only the
+// socket as an extra descriptor, its own process group and, if netns, a
+// private network namespace.
+func (p *Pool) start(child *os.File, netns bool) (*exec.Cmd, *head, error) {
+	cmd := exec.Command(p.cfg.Executable, workerArg)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{child}
+	stderr := &head{max: stderrHead}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if netns {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return cmd, stderr, nil
+}
+
+// handshake sends Init and waits for Ready.
+func (w *proc) handshake(cfg Config) error {
+	init := &workerv1.Init{
+		MemoryLimitBytes:    cfg.WorkerMemoryBytes,
+		ExecutionsPerWorker: int32(cfg.ExecutionsPerWorker),
+		ProgramCache:        int32(cfg.ProgramCache),
+	}
+	if err := w.w.write(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Init{Init: init}}); err != nil {
+		return err
+	}
+	_ = w.conn.SetReadDeadline(time.Now().Add(cfg.StartTimeout))
+	var f workerv1.WorkerFrame
+	if err := w.r.read(&f); err != nil {
+		return err
+	}
+	_ = w.conn.SetReadDeadline(time.Time{})
+	r := f.GetReady()
+	if r == nil {
+		return errors.New("the first frame is not ready")
+	}
+	if int(r.GetPid()) != w.pid {
+		return fmt.Errorf("the worker reports pid %d, expected %d", r.GetPid(), w.pid)
+	}
+	w.ready = r
+	return nil
+}
+
+// stderrHead is how much of a worker's stderr is kept for diagnosis: the
+// start, where the Go runtime writes a fatal error before the stacks.
+const stderrHead = 8 << 10
+
+// head keeps the first max bytes written to it and discards the rest. It
+// is safe for concurrent use.
+type head struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+// Write implements io.Writer.
+func (t *head) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(b)
+	if room := t.max - len(t.b); room < len(b) {
+		b = b[:max(room, 0)]
+	}
+	t.b = append(t.b, b...)
+	return n, nil
+}
+
+// String returns the kept bytes.
+func (t *head) String() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+var oomInUse = regexp.MustCompile(`out of memory: cannot allocate (\d+)-byte block \((\d+) in use\)`)
+
+// outOfMemory reports whether a worker's stderr shows that the Go runtime
+// ran out of memory ("out of memory" when the heap cannot grow, "cannot
+// allocate memory" when a stack or thread cannot be mapped), and the bytes
+// it held plus the refused allocation when the message gives them.
+func outOfMemory(stderr string) (bool, int64) {
+	if !strings.Contains(stderr, "out of memory") && !strings.Contains(stderr, "cannot allocate memory") {
+		return false, 0
+	}
+	if m := oomInUse.FindStringSubmatch(stderr); m != nil {
+		a, _ := strconv.ParseInt(m[1], 10, 64)
+		u, _ := strconv.ParseInt(m[2], 10, 64)
+		return true, a + u
+	}
+	return true, 0
+}
+
+// procRSS returns the resident memory of a process in bytes, 0 if unknown.
+func procRSS(pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if line := s.Bytes(); len(line) > 6 && string(line[:6]) == "VmRSS:" {
+			return statusField(line, "VmRSS:")
+		}
+	}
+	return 0
+}
