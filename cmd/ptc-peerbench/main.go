@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 const limit = 11000
@@ -158,10 +159,14 @@ func emit(m map[string]any) {
 }
 
 func main() {
+	if worker.IsWorker() {
+		os.Exit(worker.Main())
+	}
 	mode := flag.String("mode", "trivial", "trivial|chain|expense|alive|spin|spinAfterAwait|membomb")
 	n := flag.Int("n", 50, "measured executions (alive: executions parked at once)")
 	warm := flag.Int("warm", 30, "warm-up executions")
 	name := flag.String("peer", "ptc (in-process)", "the name reported")
+	workers := flag.Bool("workers", false, "run executions in isolated worker processes (as ptcd does)")
 	flag.Parse()
 
 	w := newWorkload()
@@ -172,7 +177,16 @@ func main() {
 		os.Exit(1)
 	}
 	t0 := time.Now()
-	r, err := ptc.NewRunner(ptc.WithTools(w.tools()...))
+	opts := []ptc.Option{ptc.WithTools(w.tools()...)}
+	if *workers {
+		pool, err := worker.NewPool(worker.Config{Mode: worker.ModeWorker})
+		if err != nil {
+			fail(err)
+		}
+		defer pool.Close()
+		opts = append(opts, ptc.WithWorkers(pool))
+	}
+	r, err := ptc.NewRunner(opts...)
 	if err != nil {
 		fail(err)
 	}
@@ -228,7 +242,17 @@ func main() {
 		park := func(k int) (func(), error) {
 			hold := make(chan struct{})
 			started := make(chan struct{}, k)
-			rr, err := ptc.NewRunner(ptc.WithTools(ptc.Tool{Definition: ptc.Definition{Name: "hold"},
+			ropts := []ptc.Option{}
+			closePool := func() {}
+			if *workers {
+				pool, err := worker.NewPool(worker.Config{Mode: worker.ModeWorker, MaxWorkers: 2 * k, ExecutionsPerWorker: 1})
+				if err != nil {
+					return nil, err
+				}
+				ropts = append(ropts, ptc.WithWorkers(pool))
+				closePool = func() { _ = pool.Close() }
+			}
+			rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(ptc.Tool{Definition: ptc.Definition{Name: "hold"},
 				Handler: func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
 					started <- struct{}{}
 					select {
@@ -236,7 +260,7 @@ func main() {
 					case <-ctx.Done():
 					}
 					return json.RawMessage(`1`), nil
-				}}))
+				}}))...)
 			if err != nil {
 				return nil, err
 			}
@@ -255,6 +279,7 @@ func main() {
 				for i := 0; i < k; i++ {
 					<-done
 				}
+				closePool()
 			}, nil
 		}
 		rel, err := park(1)
