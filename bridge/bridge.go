@@ -198,7 +198,7 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 	t, ok := d.tools[name]
 	if !ok {
 		return failed(&CallError{Name: NameToolError, Tool: name, Code: CodeUnknownTool,
-			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))})
+			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, ListNames(d.names))})
 	}
 
 	d.mu.Lock()
@@ -371,7 +371,9 @@ func traceArgs(args json.RawMessage) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(args), hex.EncodeToString(sum[:])))
 }
 
-func listNames(names []string) string {
+// ListNames renders tool names for an error message: comma-separated, at
+// most 20, then how many more.
+func ListNames(names []string) string {
 	if len(names) == 0 {
 		return "(none)"
 	}

@@ -180,87 +180,118 @@ func (d *decoder) array() (any, error) {
 }
 
 func (d *decoder) number() (any, error) {
-	start := d.pos
-	if d.data[d.pos] == '-' {
-		d.pos++
+	end, _, err := ScanNumber(d.data, d.pos)
+	if err != nil {
+		return nil, err
+	}
+	n := json.Number(d.data[d.pos:end])
+	d.pos = end
+	return n, nil
+}
+
+func (d *decoder) str() (string, error) {
+	s, end, err := ReadString(d.data, d.pos, false)
+	d.pos = end
+	return s, err
+}
+
+// ErrLoneSurrogate is returned by ReadString in strict mode for an
+// unpaired UTF-16 surrogate escape.
+var ErrLoneSurrogate = errors.New("lone surrogate escape")
+
+func syntaxAt(pos int, msg string) error {
+	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, pos, msg)
+}
+
+// ScanNumber scans the JSON number that starts at data[pos] and returns
+// the offset just after it and whether it is an integer literal (no
+// fraction, no exponent).
+func ScanNumber(data []byte, pos int) (end int, isInt bool, err error) {
+	i := pos
+	if i < len(data) && data[i] == '-' {
+		i++
 	}
 	digits := func() int {
 		n := 0
-		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-			d.pos++
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
 			n++
 		}
 		return n
 	}
-	intStart := d.pos
-	if n := digits(); n == 0 || (n > 1 && d.data[intStart] == '0') {
-		return nil, d.errorf("invalid number")
+	intStart := i
+	if n := digits(); n == 0 || (n > 1 && data[intStart] == '0') {
+		return i, false, syntaxAt(i, "invalid number")
 	}
-	if d.pos < len(d.data) && d.data[d.pos] == '.' {
-		d.pos++
+	isInt = true
+	if i < len(data) && data[i] == '.' {
+		isInt = false
+		i++
 		if digits() == 0 {
-			return nil, d.errorf("invalid number")
+			return i, false, syntaxAt(i, "invalid number")
 		}
 	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		d.pos++
-		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
-			d.pos++
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
 		}
 		if digits() == 0 {
-			return nil, d.errorf("invalid number")
+			return i, false, syntaxAt(i, "invalid number")
 		}
 	}
-	return json.Number(d.data[start:d.pos]), nil
+	return i, isInt, nil
 }
 
-// str decodes a string the way encoding/json does: invalid UTF-8 and
-// unpaired surrogate escapes become U+FFFD.
-func (d *decoder) str() (string, error) {
-	d.pos++
-	start := d.pos
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
+// ReadString decodes the JSON string whose opening quote is data[pos] and
+// returns it with the offset just after the closing quote. Invalid UTF-8
+// becomes U+FFFD, as encoding/json does; so does an unpaired surrogate
+// escape, unless strict is set, in which case it returns ErrLoneSurrogate
+// (for callers that can represent it some other way).
+func ReadString(data []byte, pos int, strict bool) (string, int, error) {
+	i := pos + 1
+	start := i
+	for i < len(data) {
+		c := data[i]
 		if c == '"' {
-			s := d.data[start:d.pos]
-			d.pos++
+			s := data[start:i]
 			if utf8.Valid(s) {
-				return string(s), nil
+				return string(s), i + 1, nil
 			}
-			return string([]rune(string(s))), nil
+			return string([]rune(string(s))), i + 1, nil
 		}
 		if c == '\\' {
 			break
 		}
 		if c < 0x20 {
-			return "", d.errorf("control character in string")
+			return "", i, syntaxAt(i, "control character in string")
 		}
-		d.pos++
+		i++
 	}
-	buf := make([]byte, 0, d.pos-start+16)
-	buf = append(buf, d.data[start:d.pos]...)
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
+	buf := make([]byte, 0, i-start+16)
+	buf = append(buf, data[start:i]...)
+	for i < len(data) {
+		c := data[i]
 		switch {
 		case c == '"':
-			d.pos++
 			if utf8.Valid(buf) {
-				return string(buf), nil
+				return string(buf), i + 1, nil
 			}
-			return string([]rune(string(buf))), nil
+			return string([]rune(string(buf))), i + 1, nil
 		case c < 0x20:
-			return "", d.errorf("control character in string")
+			return "", i, syntaxAt(i, "control character in string")
 		case c != '\\':
 			buf = append(buf, c)
-			d.pos++
+			i++
 			continue
 		}
-		d.pos++
-		if d.pos >= len(d.data) {
+		i++
+		if i >= len(data) {
 			break
 		}
-		e := d.data[d.pos]
-		d.pos++
+		e := data[i]
+		i++
 		switch e {
 		case '"', '\\', '/':
 			buf = append(buf, e)
@@ -275,41 +306,42 @@ func (d *decoder) str() (string, error) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
-			r, ok := d.hex4()
+			r, ok := hex4(data, i)
 			if !ok {
-				return "", d.errorf("invalid \\u escape")
+				return "", i, syntaxAt(i, "invalid \\u escape")
 			}
+			i += 4
 			if utf16.IsSurrogate(r) {
-				r2 := rune(utf8.RuneError)
-				if d.pos+6 <= len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
-					save := d.pos
-					d.pos += 2
-					if x, ok := d.hex4(); ok {
-						if dr := utf16.DecodeRune(r, x); dr != utf8.RuneError {
-							r2 = dr
-						} else {
-							d.pos = save
+				paired := false
+				if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
+					if r2, ok := hex4(data, i+2); ok {
+						if dr := utf16.DecodeRune(r, r2); dr != utf8.RuneError {
+							r, paired = dr, true
+							i += 6
 						}
-					} else {
-						d.pos = save
 					}
 				}
-				r = r2
+				if !paired {
+					if strict {
+						return "", i, ErrLoneSurrogate
+					}
+					r = utf8.RuneError
+				}
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", d.errorf("invalid escape")
+			return "", i, syntaxAt(i, "invalid escape")
 		}
 	}
-	return "", d.errorf("unterminated string")
+	return "", i, syntaxAt(i, "unterminated string")
 }
 
-func (d *decoder) hex4() (rune, bool) {
-	if d.pos+4 > len(d.data) {
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range d.data[d.pos : d.pos+4] {
+	for _, c := range data[i : i+4] {
 		r <<= 4
 		switch {
 		case c >= '0' && c <= '9':
@@ -322,6 +354,5 @@ func (d *decoder) hex4() (rune, bool) {
 			return 0, false
 		}
 	}
-	d.pos += 4
 	return r, true
 }

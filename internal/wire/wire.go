@@ -9,6 +9,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -94,8 +95,8 @@ func ErrorPB(e *fault.Error) *ptcv1.ExecutionError {
 	return &ptcv1.ExecutionError{
 		Kind:     ptcv1.ErrorKind(e.Kind),
 		Message:  e.Message,
-		Line:     int32(e.Line),
-		Column:   int32(e.Column),
+		Line:     clamp32(e.Line),
+		Column:   clamp32(e.Column),
 		Stack:    e.Stack,
 		Tool:     e.Tool,
 		Limit:    e.Limit,
@@ -187,4 +188,15 @@ func rawOrNil(s string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(s)
+}
+
+// clamp32 converts an int to int32, saturating instead of wrapping.
+func clamp32(v int) int32 {
+	switch {
+	case v > math.MaxInt32:
+		return math.MaxInt32
+	case v < math.MinInt32:
+		return math.MinInt32
+	}
+	return int32(v)
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/internal/jsonval"
 )
 
 // MaxJSONDepth bounds the nesting of JSON values converted into the VM.
@@ -20,7 +20,7 @@ var errJSON = errors.New("invalid JSON")
 
 // errLoneSurrogate asks the caller to use JSON.parse, which can represent
 // unpaired UTF-16 surrogates.
-var errLoneSurrogate = errors.New("lone surrogate escape")
+var errLoneSurrogate = jsonval.ErrLoneSurrogate
 
 // jsonDecoder converts JSON text straight into goja values: real JS
 // objects, arrays, strings and numbers (never lazy Go wrappers), in one
@@ -209,43 +209,12 @@ func (d *jsonDecoder) array() (goja.Value, error) {
 }
 
 func (d *jsonDecoder) number() (goja.Value, error) {
-	start := d.pos
-	isInt := true
-	if d.data[d.pos] == '-' {
-		d.pos++
+	end, isInt, err := jsonval.ScanNumber(d.data, d.pos)
+	if err != nil {
+		return nil, err
 	}
-	digits := func() int {
-		n := 0
-		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-			d.pos++
-			n++
-		}
-		return n
-	}
-	intStart := d.pos
-	if n := digits(); n == 0 {
-		return nil, d.errorf("invalid number")
-	} else if n > 1 && d.data[intStart] == '0' {
-		return nil, d.errorf("invalid number: leading zero")
-	}
-	if d.pos < len(d.data) && d.data[d.pos] == '.' {
-		isInt = false
-		d.pos++
-		if digits() == 0 {
-			return nil, d.errorf("invalid number")
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		isInt = false
-		d.pos++
-		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
-			d.pos++
-		}
-		if digits() == 0 {
-			return nil, d.errorf("invalid number")
-		}
-	}
-	lit := string(d.data[start:d.pos])
+	lit := string(d.data[d.pos:end])
+	d.pos = end
 	if isInt && len(lit) <= 16 {
 		if n, err := strconv.ParseInt(lit, 10, 64); err == nil && !(n == 0 && lit[0] == '-') {
 			return d.vm.ToValue(n), nil
@@ -270,111 +239,7 @@ func (d *jsonDecoder) number() (goja.Value, error) {
 // goja converts the text for JSON.parse; a lone surrogate escape returns
 // errLoneSurrogate.
 func (d *jsonDecoder) str() (string, error) {
-	d.pos++ // opening quote
-	start := d.pos
-	// Fast path: no escapes, plain ASCII or valid UTF-8.
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		if c == '"' {
-			s := d.data[start:d.pos]
-			d.pos++
-			if utf8.Valid(s) {
-				return string(s), nil
-			}
-			return string([]rune(string(s))), nil
-		}
-		if c == '\\' {
-			break
-		}
-		if c < 0x20 {
-			return "", d.errorf("control character in string")
-		}
-		d.pos++
-	}
-	buf := make([]byte, 0, d.pos-start+16)
-	buf = append(buf, d.data[start:d.pos]...)
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			if utf8.Valid(buf) {
-				return string(buf), nil
-			}
-			return string([]rune(string(buf))), nil
-		case c < 0x20:
-			return "", d.errorf("control character in string")
-		case c != '\\':
-			buf = append(buf, c)
-			d.pos++
-			continue
-		}
-		d.pos++
-		if d.pos >= len(d.data) {
-			break
-		}
-		e := d.data[d.pos]
-		d.pos++
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := d.hex4()
-			if !ok {
-				return "", d.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				// A pair makes one code point; a lone surrogate cannot be
-				// held in a Go string, so the caller falls back to JSON.parse.
-				if d.pos+6 <= len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
-					save := d.pos
-					d.pos += 2
-					if r2, ok := d.hex4(); ok {
-						if c := utf16.DecodeRune(r, r2); c != utf8.RuneError {
-							buf = utf8.AppendRune(buf, c)
-							continue
-						}
-					}
-					d.pos = save
-				}
-				return "", errLoneSurrogate
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			return "", d.errorf("invalid escape")
-		}
-	}
-	return "", d.errorf("unterminated string")
-}
-
-func (d *jsonDecoder) hex4() (rune, bool) {
-	if d.pos+4 > len(d.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range d.data[d.pos : d.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	d.pos += 4
-	return r, true
+	s, end, err := jsonval.ReadString(d.data, d.pos, true)
+	d.pos = end
+	return s, err
 }

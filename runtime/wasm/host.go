@@ -287,7 +287,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		status = abi.StatusError
 		payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeUnknownTool,
-			Message: fmt.Sprintf("tool name is %d bytes, longer than any tool name (%d bytes at most); available tools: %s", nameLen, abi.MaxNameBytes, listNames(st.tools.Names()))})
+			Message: fmt.Sprintf("tool name is %d bytes, longer than any tool name (%d bytes at most); available tools: %s", nameLen, abi.MaxNameBytes, bridge.ListNames(st.tools.Names()))})
 	} else {
 		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
 		args := readBytes(mem, argsPtr, argsLen, "arguments")
@@ -384,22 +384,4 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) (api.Module, error)
 		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
 	}
 	return b.Instantiate(ctx)
-}
-
-func listNames(names []string) string {
-	if len(names) == 0 {
-		return "(none)"
-	}
-	const max = 20
-	s := ""
-	for i, n := range names {
-		if i == max {
-			return s + fmt.Sprintf(", … (%d more)", len(names)-max)
-		}
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -133,21 +134,7 @@ func durationFromPB(d *durationpb.Duration) time.Duration {
 }
 
 // errorPB converts a classified failure for a Done frame.
-func errorPB(fe *fault.Error) *ptcv1.ExecutionError {
-	if fe == nil {
-		return nil
-	}
-	return &ptcv1.ExecutionError{
-		Kind:     ptcv1.ErrorKind(fe.Kind),
-		Message:  fe.Message,
-		Line:     clampInt32(fe.Line),
-		Column:   clampInt32(fe.Column),
-		Stack:    fe.Stack,
-		Tool:     fe.Tool,
-		Limit:    fe.Limit,
-		Observed: fe.Observed,
-	}
-}
+func errorPB(fe *fault.Error) *ptcv1.ExecutionError { return wire.ErrorPB(fe) }
 
 // errorFromPB converts the failure of a Done frame. A kind outside the
 // known set becomes INTERNAL: the worker is not trusted to invent kinds.
@@ -171,15 +158,6 @@ func errorFromPB(e *ptcv1.ExecutionError) *fault.Error {
 	}
 }
 
-func clampInt32(v int) int32 {
-	if v > 1<<31-1 {
-		return 1<<31 - 1
-	}
-	if v < 0 {
-		return 0
-	}
-	return int32(v)
-}
 
 func nonNegative(v int32) int {
 	if v < 0 {
