@@ -158,7 +158,6 @@ func errorFromPB(e *ptcv1.ExecutionError) *fault.Error {
 	}
 }
 
-
 func nonNegative(v int32) int {
 	if v < 0 {
 		return 0
