@@ -21,7 +21,11 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// regexp2's shared timeout clock is a package-level goroutine that stops
+// by itself a while after the last timed match.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/dlclark/regexp2.runClock"))
+}
 
 // testTools are small tools with strict schemas used across the tests.
 func testTools(t testing.TB) []*tools.Compiled {
@@ -411,5 +415,18 @@ return [s, both.map(x => typeof x === "number" ? x : x.a)];`, runOpts{})
 	}
 	if last := tr[13]; last.OK || last.ErrorCode != bridge.CodeCancelled {
 		t.Fatalf("unawaited call: %+v", last)
+	}
+}
+
+// TestBacktrackingRegexpBounded: a pattern that needs goja's backtracking
+// engine (a backreference) and backtracks catastrophically is cut off by
+// the match timeout instead of running for hours.
+func TestBacktrackingRegexpBounded(t *testing.T) {
+	out, _, _ := run(t, js.New(), `return /^(a+)+\1$/.test("a".repeat(40) + "b")`, runOpts{limits: limits.Limits{CPUTime: time.Minute, Timeout: time.Minute}})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if string(out.Result) != "false" {
+		t.Fatalf("result %s", out.Result)
 	}
 }
