@@ -24,7 +24,7 @@ import (
 // regexp2's shared timeout clock is a package-level goroutine that stops
 // by itself a while after the last timed match.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/dlclark/regexp2.runClock"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
 }
 
 // testTools are small tools with strict schemas used across the tests.
