@@ -67,12 +67,18 @@ func (e *Engine) acquire(ctx context.Context, bin []byte) (*entry, error) {
 	}
 	ent = &entry{hash: hash, done: make(chan struct{}), refs: 1}
 	e.entries[hash] = ent
+	// Close waits for compilations in flight: wazero must not compile on
+	// a closed runtime.
+	e.compiling.Add(1)
 	e.mu.Unlock()
 
 	// The compile goroutine ends when wazero returns; it owns a copy of the
 	// bytes so the caller may reuse its slice, and it closes ent.done.
 	own := append([]byte(nil), bin...)
-	go e.compile(ent, own)
+	go func() {
+		defer e.compiling.Done()
+		e.compile(ent, own)
+	}()
 
 	select {
 	case <-ent.done:

@@ -127,10 +127,11 @@ type Engine struct {
 
 	buffers bufferPool
 
-	mu      sync.Mutex
-	closed  bool
-	entries map[string]*entry
-	lru     *list.List // of *entry, most recently used first
+	mu        sync.Mutex
+	closed    bool
+	compiling sync.WaitGroup // compilations in flight
+	entries   map[string]*entry
+	lru       *list.List // of *entry, most recently used first
 
 	compiles  atomic.Int64
 	hits      atomic.Int64
@@ -204,6 +205,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.entries = map[string]*entry{}
 	e.lru.Init()
 	e.mu.Unlock()
+	// No compilation may run on a closed runtime (wazero panics): wait for
+	// those in flight; none starts once closed is set.
+	e.compiling.Wait()
 	return e.rt.Close(ctx)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -502,4 +503,38 @@ func TestCache(t *testing.T) {
 			t.Fatalf("outcome = %+v, want INTERNAL", out.Err)
 		}
 	})
+}
+
+// TestCloseDuringCompile: closing the engine while a module compiles must
+// neither panic (wazero cannot compile on a closed runtime) nor hang: Close
+// waits for the compilation, which then fails with ErrClosed or lands.
+func TestCloseDuringCompile(t *testing.T) {
+	mod := guest(t, "minimal")
+	for i := 0; i < 1; i++ {
+		e, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Compile(context.Background(), mod)
+			done <- err
+		}()
+		// Close once the compilation is registered (so it is in flight).
+		for {
+			e.mu.Lock()
+			n := len(e.entries)
+			e.mu.Unlock()
+			if n > 0 {
+				break
+			}
+			goruntime.Gosched()
+		}
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("compile after close: %v", err)
+		}
+	}
 }
