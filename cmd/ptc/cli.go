@@ -149,21 +149,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "ptc:", err)
 		return exitUsage
 	}
-	req := ptc.Request{Source: string(src), Limits: f.limits, Language: languageOf(path, src)}
-	if req.Language == ptc.LanguageWASM {
-		req.Source, req.Module = "", src
-	}
-	if f.input != "" {
-		if req.Input, err = valueArg(f.input, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --input:", err)
-			return exitUsage
-		}
-	}
-	if f.resultSchema != "" {
-		if req.ResultSchema, err = valueArg(f.resultSchema, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --result-schema:", err)
-			return exitUsage
-		}
+	req := ptc.Request{Limits: f.limits}
+	setScript(&req, path, src)
+	if !f.readValues(&req, stdin, stderr) {
+		return exitUsage
 	}
 	if f.allow != "" {
 		req.AllowedTools = strings.Split(f.allow, ",")
@@ -185,6 +174,34 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitRejected
 	}
 	return report(res, f.jsonOut, stdout, stderr)
+}
+
+// setScript puts a script file into req: its language, and its text or,
+// for a WebAssembly module, its bytes.
+func setScript(req *ptc.Request, path string, src []byte) {
+	req.Language, req.Source, req.Module = languageOf(path, src), string(src), nil
+	if req.Language == ptc.LanguageWASM {
+		req.Source, req.Module = "", src
+	}
+}
+
+// readValues reads --input and --result-schema (inline or @file) into req;
+// it reports a failure on stderr and returns false.
+func (f runFlags) readValues(req *ptc.Request, stdin io.Reader, stderr io.Writer) bool {
+	var err error
+	if f.input != "" {
+		if req.Input, err = valueArg(f.input, stdin); err != nil {
+			fmt.Fprintln(stderr, "ptc: --input:", err)
+			return false
+		}
+	}
+	if f.resultSchema != "" {
+		if req.ResultSchema, err = valueArg(f.resultSchema, stdin); err != nil {
+			fmt.Fprintln(stderr, "ptc: --result-schema:", err)
+			return false
+		}
+	}
+	return true
 }
 
 // languageOf picks the engine from the file: WebAssembly by its magic

@@ -177,25 +177,13 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
 		}
-		req.Language, req.Source, req.Module = languageOf(scriptPath, src), string(src), nil
-		if req.Language == ptc.LanguageWASM {
-			req.Source, req.Module = "", src
-		}
+		setScript(&req, scriptPath, src)
 		if sum := cassette.ScriptSHA256(req); sum != c.Request.ScriptSHA256 {
 			fmt.Fprintf(stderr, "ptc: %s differs from the recorded script (sha256 %.12s…, recorded %.12s…)\n", scriptPath, sum, c.Request.ScriptSHA256)
 		}
 	}
-	if f.input != "" {
-		if req.Input, err = valueArg(f.input, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --input:", err)
-			return exitUsage
-		}
-	}
-	if f.resultSchema != "" {
-		if req.ResultSchema, err = valueArg(f.resultSchema, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --result-schema:", err)
-			return exitUsage
-		}
+	if !f.readValues(&req, stdin, stderr) {
+		return exitUsage
 	}
 	if f.seed != 0 {
 		req.Seed = f.seed
