@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -103,27 +102,7 @@ func (t *Tenant) RestrictsTools() bool { return len(t.Tools) > 0 }
 // defaults and ceilings are both capped, so a request that leaves a limit
 // unset gets at most the tenant's ceiling.
 func (t *Tenant) Policy(p limits.Policy) limits.Policy {
-	return limits.Policy{Defaults: capLimits(p.Defaults, t.Ceilings), Ceilings: capLimits(p.Ceilings, t.Ceilings)}
-}
-
-// capLimits returns l with every field no larger than the matching
-// non-zero field of c; a zero field of l (no limit) takes c's.
-func capLimits(l, c limits.Limits) limits.Limits {
-	i64 := func(v, cv int64) int64 {
-		if cv > 0 && (v <= 0 || v > cv) {
-			return cv
-		}
-		return v
-	}
-	return limits.Limits{
-		Timeout:                time.Duration(i64(int64(l.Timeout), int64(c.Timeout))),
-		CPUTime:                time.Duration(i64(int64(l.CPUTime), int64(c.CPUTime))),
-		MemoryBytes:            i64(l.MemoryBytes, c.MemoryBytes),
-		MaxToolCalls:           int32(i64(int64(l.MaxToolCalls), int64(c.MaxToolCalls))),
-		MaxConcurrentToolCalls: int32(i64(int64(l.MaxConcurrentToolCalls), int64(c.MaxConcurrentToolCalls))),
-		MaxOutputBytes:         i64(l.MaxOutputBytes, c.MaxOutputBytes),
-		MaxLogBytes:            i64(l.MaxLogBytes, c.MaxLogBytes),
-	}
+	return limits.Policy{Defaults: p.Defaults.Cap(t.Ceilings), Ceilings: p.Ceilings.Cap(t.Ceilings)}
 }
 
 // HashToken returns the stored form of a bearer token: "sha256:" and the

@@ -84,6 +84,11 @@ func (p Policy) Resolve(req Limits) Limits {
 	return req.fill(d).min(p.Ceilings)
 }
 
+// Cap returns l with every field no larger than the matching non-zero
+// field of c; a zero field of l (not set) takes c's value. A tenant's
+// ceilings narrow a server policy this way.
+func (l Limits) Cap(c Limits) Limits { return l.fill(c).min(c) }
+
 // CheckRequest reports negative values in a request's limits.
 func (l Limits) CheckRequest() error { return l.checkNonNegative("requested") }
 

@@ -49,3 +49,12 @@ func TestValidateAndCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestCap(t *testing.T) {
+	l := Limits{Timeout: time.Minute, MaxToolCalls: 5, MaxLogBytes: 100}
+	c := Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 50}
+	want := Limits{Timeout: time.Second, MaxToolCalls: 5, MaxOutputBytes: 50, MaxLogBytes: 100}
+	if got := l.Cap(c); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
