@@ -376,16 +376,14 @@ func newID() string {
 func (r *Runner) selectTools(req Request) ([]*tools.Compiled, error) {
 	var out []*tools.Compiled
 	seen := map[string]bool{}
-	if req.NoServerTools {
-		// no server tools
-	} else if len(req.AllowedTools) == 0 {
-		for _, n := range r.reg.Names() {
-			if c, ok := r.reg.Lookup(n); ok {
-				out = append(out, c)
-				seen[n] = true
-			}
+	switch {
+	case req.NoServerTools:
+	case len(req.AllowedTools) == 0:
+		out = r.reg.All()
+		for _, c := range out {
+			seen[c.Name] = true
 		}
-	} else {
+	default:
 		for _, n := range req.AllowedTools {
 			if seen[n] {
 				continue

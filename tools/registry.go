@@ -167,16 +167,24 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// Definitions returns the definitions of all tools, sorted by name.
-func (r *Registry) Definitions() []Definition {
-	names := r.Names()
+// All returns every tool, sorted by name, in a new slice.
+func (r *Registry) All() []*Compiled {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]Definition, 0, len(names))
-	for _, n := range names {
-		if c, ok := r.tools[n]; ok {
-			out = append(out, c.Definition)
-		}
+	out := make([]*Compiled, 0, len(r.tools))
+	for _, c := range r.tools {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Definitions returns the definitions of all tools, sorted by name.
+func (r *Registry) Definitions() []Definition {
+	all := r.All()
+	out := make([]Definition, 0, len(all))
+	for _, c := range all {
+		out = append(out, c.Definition)
 	}
 	return out
 }
