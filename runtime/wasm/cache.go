@@ -45,27 +45,10 @@ func (e *Engine) acquire(ctx context.Context, bin []byte) (*entry, error) {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	ent, ok := e.entries[hash]
-	if ok {
-		ent.refs++
-		if ent.elem != nil {
-			e.lru.MoveToFront(ent.elem)
-		}
-		e.mu.Unlock()
-		select {
-		case <-ent.done:
-		case <-ctx.Done():
-			e.release(ent)
-			return nil, ctx.Err()
-		}
-		if ent.err != nil {
-			e.release(ent)
-			return nil, ent.err
-		}
-		e.hits.Add(1)
-		return ent, nil
+	if ent, ok := e.entries[hash]; ok {
+		return e.awaitHeld(ctx, ent)
 	}
-	ent = &entry{hash: hash, done: make(chan struct{}), refs: 1}
+	ent := &entry{hash: hash, done: make(chan struct{}), refs: 1}
 	e.entries[hash] = ent
 	// Close waits for compilations in flight: wazero must not compile on
 	// a closed runtime.
@@ -157,6 +140,14 @@ func (e *Engine) acquireHash(ctx context.Context, hash string) (*entry, bool, er
 		e.mu.Unlock()
 		return nil, false, nil
 	}
+	ent, err := e.awaitHeld(ctx, ent)
+	return ent, true, err
+}
+
+// awaitHeld takes a reference on a cached entry (e.mu held on entry,
+// released here), waits for its compilation and counts a hit; on failure
+// the reference is given back.
+func (e *Engine) awaitHeld(ctx context.Context, ent *entry) (*entry, error) {
 	ent.refs++
 	if ent.elem != nil {
 		e.lru.MoveToFront(ent.elem)
@@ -166,12 +157,12 @@ func (e *Engine) acquireHash(ctx context.Context, hash string) (*entry, bool, er
 	case <-ent.done:
 	case <-ctx.Done():
 		e.release(ent)
-		return nil, true, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if ent.err != nil {
 		e.release(ent)
-		return nil, true, ent.err
+		return nil, ent.err
 	}
 	e.hits.Add(1)
-	return ent, true, nil
+	return ent, nil
 }
