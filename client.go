@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ptcrun/ptc/internal/wire"
@@ -199,9 +197,6 @@ func recvStatus(stream ptcv1.RunnerService_SessionClient, sendErr error) error {
 	}
 	return sendErr
 }
-
-// StatusCode returns the gRPC code of an error returned by the Client.
-func StatusCode(err error) codes.Code { return status.Code(err) }
 
 func requestPB(r Request) *ptcv1.ExecuteRequest {
 	lang := r.Language

@@ -375,3 +375,19 @@ func TestNoServerTools(t *testing.T) {
 		t.Fatal(err, res)
 	}
 }
+
+func TestSizeAndStackOptions(t *testing.T) {
+	r, err := ptc.NewRunner(ptc.WithMaxSourceBytes(20), ptc.WithMaxInputBytes(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Execute(context.Background(), ptc.Request{Source: "return 'more than twenty bytes'"}); ptc.CodeOf(err) != ptc.InvalidArgument {
+		t.Fatalf("source over the bound: %v", err)
+	}
+	if _, err := r.Execute(context.Background(), ptc.Request{Source: "return input", Input: json.RawMessage(`"0123456789"`)}); ptc.CodeOf(err) != ptc.InvalidArgument {
+		t.Fatalf("input over the bound: %v", err)
+	}
+	if res, err := r.Execute(context.Background(), ptc.Request{Source: "return input", Input: json.RawMessage(`1`)}); err != nil || string(res.Result) != "1" {
+		t.Fatal(err, res)
+	}
+}

@@ -194,9 +194,6 @@ func New(enabled bool, tenants []Tenant) (*Authenticator, error) {
 // Enabled reports whether callers must authenticate.
 func (a *Authenticator) Enabled() bool { return a.enabled }
 
-// Tenants returns the configured tenants.
-func (a *Authenticator) Tenants() []*Tenant { return append([]*Tenant(nil), a.tenants...) }
-
 type tenantKey struct{}
 
 // WithTenant returns ctx carrying t.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -131,16 +130,3 @@ func (b ByteSize) String() string {
 	}
 	return strconv.FormatInt(n, 10)
 }
-
-// Reserved marks a section kept for a later version of ptcd (workers). Absent, it is ignored; present, it
-// is an error, so a file never silently relies on a feature this ptcd
-// lacks.
-type Reserved struct{}
-
-// UnmarshalYAML accepts any content; Validate reports it.
-func (r *Reserved) UnmarshalYAML(unmarshal func(any) error) error {
-	var v any
-	return unmarshal(&v)
-}
-
-var errReserved = errors.New("is reserved for a later version of ptcd and not supported yet: remove it")

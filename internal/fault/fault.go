@@ -6,7 +6,6 @@
 package fault
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -102,31 +101,4 @@ func (e *Error) Unwrap() error { return e.Cause }
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Message == "" && t.Kind == e.Kind
-}
-
-// KindOf returns the kind of err if it is or wraps an *Error, else KindInternal.
-// A nil error has KindUnspecified.
-func KindOf(err error) Kind {
-	if err == nil {
-		return KindUnspecified
-	}
-	var fe *Error
-	if errors.As(err, &fe) {
-		return fe.Kind
-	}
-	return KindInternal
-}
-
-// As returns err as an *Error; errors that are not classified become
-// KindInternal errors with a generic message (their text may hold internal
-// details, so it is kept only as the cause).
-func As(err error) *Error {
-	if err == nil {
-		return nil
-	}
-	var fe *Error
-	if errors.As(err, &fe) {
-		return fe
-	}
-	return &Error{Kind: KindInternal, Message: "internal error", Cause: err}
 }

@@ -430,3 +430,13 @@ func TestBacktrackingRegexpBounded(t *testing.T) {
 		t.Fatalf("result %s", out.Result)
 	}
 }
+
+func TestWithMaxCallStack(t *testing.T) {
+	// A stack overflow is uncatchable in goja: the execution fails, naming
+	// the configured depth.
+	src := `function depth(n) { return depth(n + 1) + 1 } return depth(0)`
+	out, _, _ := run(t, js.New(js.WithMaxCallStack(100)), src, runOpts{})
+	if out.Err == nil || out.Err.Kind != fault.KindScript || !strings.Contains(out.Err.Message, "(100 frames)") {
+		t.Fatalf("error %v", out.Err)
+	}
+}
