@@ -2,23 +2,22 @@ package ptc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Client talks to a ptcd server. It is safe for concurrent use.
+// Client talks to a ptcd server. It is safe for concurrent use. Its
+// request errors are *Error values with the server's status code (and
+// RetryAfter from its RetryInfo), as the Runner's are.
 type Client struct {
 	conn *grpc.ClientConn
 	rpc  ptcv1.RunnerServiceClient
@@ -33,7 +32,7 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 	}
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("ptc: dial %s: %w", target, err)
+		return nil, &Error{Code: InvalidArgument, Message: fmt.Sprintf("dial %s: %v", target, err), cause: err}
 	}
 	return &Client{conn: conn, rpc: ptcv1.NewRunnerServiceClient(conn)}, nil
 }
@@ -46,31 +45,53 @@ func NewClient(conn *grpc.ClientConn) *Client {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Tools lists the server's tools.
-func (c *Client) Tools(ctx context.Context) ([]Definition, error) {
-	res, err := c.rpc.ListTools(ctx, &ptcv1.ListToolsRequest{})
-	if err != nil {
-		return nil, err
+// remoteError converts an RPC's error into an *Error. When the caller's
+// context ended, its error is in the chain too, so errors.Is(err,
+// context.Canceled) holds.
+func remoteError(ctx context.Context, err error) error {
+	e := errorOf(wire.ErrorFromStatus(err))
+	if ctx.Err() != nil {
+		e.cause = errors.Join(ctx.Err(), e.cause)
 	}
-	out := make([]Definition, 0, len(res.GetTools()))
-	for _, d := range res.GetTools() {
-		out = append(out, wire.DefinitionFromPB(d))
-	}
-	return out, nil
+	return e
 }
 
-// Execute runs a script against the server's tools (unary RPC). Request
-// errors come back as gRPC status errors; script failures as Result.Error.
-// Request.ClientTools and OnLog need Run.
-func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
-	if len(req.ClientTools) > 0 {
-		return nil, errors.New("ptc: client tools need Client.Run (a Session stream)")
-	}
-	res, err := c.rpc.Execute(ctx, requestPB(req))
+// Tools lists the server's tools (those the caller's tenant may use).
+func (c *Client) Tools(ctx context.Context) ([]tools.Definition, error) {
+	l, err := c.ListTools(ctx, ToolQuery{})
 	if err != nil {
 		return nil, err
 	}
-	return resultFromPB(res), nil
+	return l.Tools, nil
+}
+
+// ListTools describes the server's tools: all, the named ones or the most
+// relevant to a query, with TypeScript declarations when asked, the
+// model-facing prompt, a token estimate and the relevance scores.
+func (c *Client) ListTools(ctx context.Context, q ToolQuery) (*ToolList, error) {
+	in, ferr := wire.ToolQueryPB(toolQueryCore(q))
+	if ferr != nil {
+		return nil, errorOf(ferr)
+	}
+	res, err := c.rpc.ListTools(ctx, in)
+	if err != nil {
+		return nil, remoteError(ctx, err)
+	}
+	return toolListOf(wire.ToolListFromPB(res)), nil
+}
+
+// Execute runs a script against the server's tools (unary RPC). Script
+// failures come back as Result.Error. Request.ClientTools and OnLog need
+// Run.
+func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
+	if len(req.ClientTools) > 0 {
+		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream)"}
+	}
+	res, err := c.rpc.Execute(ctx, wire.RequestPB(requestCore(req)))
+	if err != nil {
+		return nil, remoteError(ctx, err)
+	}
+	return resultOf(wire.ResultFromPB(res)), nil
 }
 
 // Run runs a script over a Session stream, serving clientTools (and any in
@@ -80,15 +101,14 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // are served one at a time), and its result goes back into the running
 // script. A panicking handler becomes a tool error. Log lines stream to
 // req.OnLog when it is set.
-func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Result, error) {
-	all := append(append([]Tool(nil), req.ClientTools...), clientTools...)
-	handlers := make(map[string]Handler, len(all))
+func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
+	all := append(append([]tools.Tool(nil), req.ClientTools...), clientTools...)
+	handlers := make(map[string]tools.Handler, len(all))
 	inline := map[string]bool{}
-	start := &ptcv1.SessionStart{Execute: requestPB(req)}
-	start.Execute.StreamLogs = req.OnLog != nil
+	start := &ptcv1.SessionStart{Execute: wire.RequestPB(requestCore(req))}
 	for _, t := range all {
 		if t.Handler == nil {
-			return nil, fmt.Errorf("ptc: client tool %q has no handler", t.Name)
+			return nil, &Error{Code: InvalidArgument, Message: fmt.Sprintf("client tool %q has no handler", t.Name)}
 		}
 		handlers[t.Name] = t.Handler
 		inline[t.Name] = t.Inline
@@ -99,7 +119,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 	defer cancel()
 	stream, err := c.rpc.Session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, remoteError(ctx, err)
 	}
 	var sendMu sync.Mutex
 	send := func(m *ptcv1.SessionRequest) error {
@@ -108,7 +128,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 		return stream.Send(m)
 	}
 	if err := send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: start}}); err != nil {
-		return nil, recvStatus(stream, err)
+		return nil, remoteError(ctx, recvStatus(stream, err))
 	}
 
 	// Handler goroutines end when they return; ctx (cancelled when Run
@@ -120,16 +140,16 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 		m, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, errors.New("ptc: the server closed the session without a result")
+				return nil, &Error{Code: Unavailable, Message: "the server closed the session without a result"}
 			}
-			return nil, err
+			return nil, remoteError(ctx, err)
 		}
 		switch msg := m.GetMsg().(type) {
 		case *ptcv1.SessionResponse_Result:
-			return resultFromPB(msg.Result), nil
+			return resultOf(wire.ResultFromPB(msg.Result)), nil
 		case *ptcv1.SessionResponse_Log:
 			if req.OnLog != nil {
-				req.OnLog(wire.LogFromPB(msg.Log))
+				req.OnLog(LogEntry(wire.LogFromPB(msg.Log)))
 			}
 		case *ptcv1.SessionResponse_ProtocolError:
 			// Only a client that broke the protocol gets one; ignore.
@@ -154,40 +174,23 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...Tool) (*Re
 
 // serveCall runs one client tool handler, turning errors and panics into
 // a ToolResult.
-func serveCall(ctx context.Context, h Handler, tc *ptcv1.ToolCall) (res *ptcv1.ToolResult) {
-	res = &ptcv1.ToolResult{CallId: tc.GetCallId()}
-	fail := func(code, msg string) {
-		res.Outcome = &ptcv1.ToolResult_Error{Error: &ptcv1.ToolError{Code: code, Message: msg}}
-	}
+func serveCall(ctx context.Context, h tools.Handler, tc *ptcv1.ToolCall) (res *ptcv1.ToolResult) {
 	if h == nil {
-		fail("unknown_tool", fmt.Sprintf("this client does not serve tool %q", tc.GetTool()))
-		return res
+		return wire.ToolResultPB(tc.GetCallId(), nil, tools.Errorf(tools.CodeUnknownTool, "this client does not serve tool %q", tc.GetTool()))
 	}
-	if dl := tc.GetDeadline(); dl != nil {
+	call, deadline := wire.CallFromPB(tc)
+	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.AsTime())
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			fail("tool_panic", fmt.Sprintf("the tool failed unexpectedly: %v", p))
+			res = wire.ToolResultPB(tc.GetCallId(), nil, tools.Errorf(tools.CodePanic, "the tool failed unexpectedly: %v", p))
 		}
 	}()
-	out, err := h(ctx, tools.Call{Tool: tc.GetTool(), Arguments: json.RawMessage(tc.GetArgumentsJson()), IdempotencyKey: tc.GetIdempotencyKey()})
-	if err != nil {
-		var te *tools.Error
-		if errors.As(err, &te) {
-			fail(te.Code, te.Message)
-		} else {
-			fail("tool_failed", err.Error())
-		}
-		return res
-	}
-	if len(out) == 0 {
-		out = json.RawMessage("null")
-	}
-	res.Outcome = &ptcv1.ToolResult_OutputJson{OutputJson: string(out)}
-	return res
+	out, err := h(ctx, call)
+	return wire.ToolResultPB(tc.GetCallId(), out, err)
 }
 
 // recvStatus returns the stream's final status after a failed send.
@@ -196,68 +199,4 @@ func recvStatus(stream ptcv1.RunnerService_SessionClient, sendErr error) error {
 		return err
 	}
 	return sendErr
-}
-
-func requestPB(r Request) *ptcv1.ExecuteRequest {
-	lang := r.Language
-	if lang == LanguageUnspecified {
-		lang = LanguageJavaScript
-	}
-	return &ptcv1.ExecuteRequest{
-		Script: &ptcv1.Script{
-			Language:     ptcv1.Language(lang),
-			Source:       r.Source,
-			WasmModule:   r.Module,
-			ModuleSha256: r.ModuleSHA256,
-		},
-		InputJson:          string(r.Input),
-		Limits:             wire.LimitsPB(r.Limits),
-		AllowedTools:       r.AllowedTools,
-		ResultSchemaJson:   string(r.ResultSchema),
-		ExecutionId:        r.ExecutionID,
-		IncludeToolResults: r.IncludeToolResults,
-		Deterministic:      r.Deterministic,
-		Seed:               r.Seed,
-		ClockStart:         clockPB(r.ClockStart),
-	}
-}
-
-func clockPB(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return timestamppb.New(t)
-}
-
-func resultFromPB(r *ptcv1.ExecuteResponse) *Result {
-	out := &Result{
-		ExecutionID:   r.GetExecutionId(),
-		Error:         wire.ErrorFromPB(r.GetError()),
-		ModelMessage:  r.GetModelMessage(),
-		LogsTruncated: r.GetLogsTruncated(),
-	}
-	if r.GetError() == nil {
-		out.Result = json.RawMessage(r.GetResultJson())
-	}
-	if l, err := wire.LimitsFromPB(r.GetEffectiveLimits()); err == nil {
-		out.EffectiveLimits = l
-	}
-	st := r.GetStats()
-	out.Stats = Stats{
-		Duration:        st.GetDuration().AsDuration(),
-		CPUTime:         st.GetCpuTime().AsDuration(),
-		QueueTime:       st.GetQueueTime().AsDuration(),
-		PeakMemoryBytes: st.GetPeakMemoryBytes(),
-		ToolCalls:       st.GetToolCalls(),
-		ToolResultBytes: st.GetToolResultBytes(),
-		OutputBytes:     st.GetOutputBytes(),
-		LogBytes:        st.GetLogBytes(),
-	}
-	for _, l := range r.GetLogs() {
-		out.Logs = append(out.Logs, wire.LogFromPB(l))
-	}
-	for _, t := range r.GetTrace() {
-		out.Trace = append(out.Trace, wire.RecordFromPB(t))
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/executor"
 	"net"
 
 	"google.golang.org/grpc"
@@ -11,13 +12,18 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
 // serve starts a ptc server with the demo tools on a loopback port, as
 // ptcd --demo-tools does, and returns its address and a stop function.
 func serve() (string, func()) {
-	r, err := ptc.NewRunner(ptc.WithTools(demo.Tools()...))
+	reg := tools.NewRegistry()
+	if err := demo.Register(reg); err != nil {
+		panic(err)
+	}
+	r, err := executor.New(executor.Config{Registry: reg})
 	if err != nil {
 		panic(err)
 	}
@@ -62,13 +68,13 @@ func ExampleClient_Run() {
 		panic(err)
 	}
 	defer c.Close()
-	approve := ptc.Tool{
-		Definition: ptc.Definition{
+	approve := tools.Tool{
+		Definition: tools.Definition{
 			Name:        "crm.approve",
 			Description: "Approve an overspend.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
 		},
-		Handler: func(ctx context.Context, call ptc.Call) (json.RawMessage, error) {
+		Handler: func(ctx context.Context, call tools.Call) (json.RawMessage, error) {
 			var in struct{ ID string }
 			if err := json.Unmarshal(call.Arguments, &in); err != nil {
 				return nil, err

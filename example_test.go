@@ -6,18 +6,19 @@ import (
 	"fmt"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // A runner with one Go tool; the script calls it three times concurrently
 // and returns only the sum.
 func ExampleRunner_Execute() {
-	add := ptc.Tool{
-		Definition: ptc.Definition{
+	add := tools.Tool{
+		Definition: tools.Definition{
 			Name:        "add",
 			Description: "Add two numbers.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
 		},
-		Handler: func(ctx context.Context, call ptc.Call) (json.RawMessage, error) {
+		Handler: func(ctx context.Context, call tools.Call) (json.RawMessage, error) {
 			var in struct{ A, B float64 }
 			if err := json.Unmarshal(call.Arguments, &in); err != nil {
 				return nil, err

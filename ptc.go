@@ -9,19 +9,20 @@
 //	r, _ := ptc.NewRunner(ptc.WithTools(myTools...))
 //	res, err := r.Execute(ctx, ptc.Request{Source: `return await tools.add({a: 1, b: 2})`})
 //
-// or run the ptcd server and talk to it over gRPC (package proto/ptc/v1).
+// or dial a ptcd server with a Client (or speak its gRPC contract, package
+// proto/ptc/v1). Runner and Client take the same Request, return the same
+// Result and report a request that did not run as the same *Error. Tools
+// are defined with package tools.
+//
+// The package's types are its own: internally ptc has one request model
+// (internal/core), converted to and from these types in one file.
 package ptc
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
-	"github.com/ptcrun/ptc/internal/fault"
-	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -36,70 +37,45 @@ const (
 	LanguageWASM        Language = 3
 )
 
-// String returns the language's name.
-func (l Language) String() string {
-	switch l {
-	case LanguageUnspecified:
-		return "unspecified"
-	case LanguageJavaScript:
-		return "javascript"
-	case LanguageTypeScript:
-		return "typescript"
-	case LanguageWASM:
-		return "wasm"
-	}
-	return fmt.Sprintf("language(%d)", int32(l))
+// String returns the language's name: "javascript", "typescript", "wasm"
+// ("unspecified" for the zero value).
+func (l Language) String() string { return core.Language(l).String() }
+
+// Limits bounds one execution. A zero field takes the default of the
+// runner (or server); a field above its ceiling is clamped to it.
+// Result.EffectiveLimits reports the limits that applied.
+type Limits struct {
+	// Timeout is the wall-clock budget of the execution, tool waits
+	// included. Breach: KindTimeout.
+	Timeout time.Duration
+	// CPUTime is the time the sandbox itself may compute. Breach:
+	// KindCPULimit.
+	CPUTime time.Duration
+	// MemoryBytes is the memory the sandbox may hold. Breach:
+	// KindMemoryLimit.
+	MemoryBytes int64
+	// MaxToolCalls is the number of tool calls an execution may make,
+	// refused ones included; a call beyond it is rejected with a
+	// ToolCallLimitError the script may catch (uncaught:
+	// KindToolCallLimit).
+	MaxToolCalls int32
+	// MaxConcurrentToolCalls bounds the calls in flight at once; more
+	// wait, they never fail for it.
+	MaxConcurrentToolCalls int32
+	// MaxOutputBytes bounds the size of the result JSON. Breach:
+	// KindOutputLimit.
+	MaxOutputBytes int64
+	// MaxLogBytes bounds the captured console output; every entry costs
+	// 16 bytes besides its text. Output beyond it is dropped and
+	// Result.LogsTruncated set.
+	MaxLogBytes int64
 }
-
-// Limits bounds one execution; see the fields of limits.Limits. A zero field
-// takes the runner's default; a field above the runner's ceiling is clamped.
-type Limits = limits.Limits
-
-// Tool is a tool definition bound to its Go handler.
-type Tool = tools.Tool
-
-// Definition describes a tool: name, description, input and output schemas.
-type Definition = tools.Definition
-
-// Call is one tool invocation as a handler sees it.
-type Call = tools.Call
-
-// Handler runs a tool call.
-type Handler = tools.Handler
-
-// ToolError is a tool failure with a stable code; return it from a Handler.
-type ToolError = tools.Error
-
-// ErrorKind classifies a failed execution. The values match ptc.v1.ErrorKind.
-type ErrorKind = fault.Kind
-
-// The error kinds.
-const (
-	KindSyntax        = fault.KindSyntax
-	KindScript        = fault.KindScript
-	KindTimeout       = fault.KindTimeout
-	KindCPULimit      = fault.KindCPULimit
-	KindMemoryLimit   = fault.KindMemoryLimit
-	KindToolCallLimit = fault.KindToolCallLimit
-	KindOutputLimit   = fault.KindOutputLimit
-	KindResultSchema  = fault.KindResultSchema
-	KindCancelled     = fault.KindCancelled
-	KindInternal      = fault.KindInternal
-)
-
-// Error is why an execution failed. Line and Column are 1-based positions
-// in the caller's source, zero when unknown.
-type Error = fault.Error
-
-// LogEntry is one line of console output.
-type LogEntry = runtime.LogEntry
-
-// ToolCallRecord is one entry of the audit trace.
-type ToolCallRecord = bridge.Record
 
 // Request is one execution request.
 type Request struct {
-	// ExecutionID identifies the execution; one is generated when empty.
+	// ExecutionID identifies the execution in logs, traces and tool-call
+	// idempotency keys; one is generated when empty. At most 128 bytes of
+	// ASCII letters, digits and "._:-".
 	ExecutionID string
 	// Language of Source (or LanguageWASM for Module).
 	Language Language
@@ -121,7 +97,7 @@ type Request struct {
 	NoServerTools bool
 	// ClientTools are tools served by the caller for this execution only
 	// (their names must not collide with allowed server tools).
-	ClientTools []Tool
+	ClientTools []tools.Tool
 	// ResultSchema, when set, is a JSON Schema the result must match.
 	ResultSchema json.RawMessage
 	// IncludeToolResults keeps each call's result in the trace.
@@ -133,8 +109,33 @@ type Request struct {
 	// reads a virtual clock that starts at ClockStart (the Unix epoch when
 	// zero) and advances 1 ms per reading.
 	Deterministic bool
-	Seed          uint64
-	ClockStart    time.Time
+	// Seed seeds Math.random when Deterministic is set.
+	Seed uint64
+	// ClockStart is where the virtual clock starts when Deterministic is set.
+	ClockStart time.Time
+}
+
+// Result is the outcome of an execution that ran, successfully or not.
+type Result struct {
+	// ExecutionID identifies the execution.
+	ExecutionID string
+	// Result is the JSON result on success.
+	Result json.RawMessage
+	// Error is the classified failure (Kind set), nil on success.
+	Error *Error
+	// ModelMessage is what a harness should show the model: the result
+	// JSON, or one short paragraph saying what failed and what to change.
+	ModelMessage string
+	// Logs is the console output, in order, within the log limits.
+	Logs []LogEntry
+	// LogsTruncated reports that console output was dropped at the cap.
+	LogsTruncated bool
+	// Stats measure the execution.
+	Stats Stats
+	// Trace records every tool call the script made, in order.
+	Trace []ToolCallRecord
+	// EffectiveLimits are the limits that applied, every field set.
+	EffectiveLimits Limits
 }
 
 // Stats measure one execution.
@@ -147,7 +148,8 @@ type Stats struct {
 	QueueTime time.Duration
 	// PeakMemoryBytes is the sandbox's peak memory, 0 when not measured.
 	PeakMemoryBytes int64
-	// ToolCalls is the number of tool calls started.
+	// ToolCalls is the number of tool calls the script made, rejected
+	// ones included.
 	ToolCalls int32
 	// ToolResultBytes is the JSON bytes the tools delivered into the sandbox.
 	ToolResultBytes int64
@@ -157,75 +159,70 @@ type Stats struct {
 	LogBytes int64
 }
 
-// Result is the outcome of an execution that ran (successfully or not).
-type Result struct {
-	ExecutionID string
-	// Result is the JSON result on success.
-	Result json.RawMessage
-	// Error is the classified failure, nil on success.
-	Error *Error
-	// ModelMessage is what a harness should show the model: the result
-	// JSON, or one short paragraph saying what failed and what to change.
-	ModelMessage string
-	Logs         []LogEntry
-	// LogsTruncated reports that console output was dropped at the cap.
-	LogsTruncated   bool
-	Stats           Stats
-	Trace           []ToolCallRecord
-	EffectiveLimits Limits
-}
-
-// RequestCode classifies a request that could not be run at all. The names
-// follow gRPC status codes.
-type RequestCode int
-
-// The request codes.
-const (
-	InvalidArgument RequestCode = iota + 1
-	Unimplemented
-	ResourceExhausted
-	FailedPrecondition
-	PermissionDenied
-	Unavailable
-)
-
-// String returns the code's name.
-func (c RequestCode) String() string {
-	switch c {
-	case InvalidArgument:
-		return "INVALID_ARGUMENT"
-	case Unimplemented:
-		return "UNIMPLEMENTED"
-	case ResourceExhausted:
-		return "RESOURCE_EXHAUSTED"
-	case FailedPrecondition:
-		return "FAILED_PRECONDITION"
-	case PermissionDenied:
-		return "PERMISSION_DENIED"
-	case Unavailable:
-		return "UNAVAILABLE"
-	}
-	return fmt.Sprintf("CODE_%d", int(c))
-}
-
-// RequestError is returned by Execute for a request that was not run.
-type RequestError struct {
-	Code    RequestCode
+// LogEntry is one line of console output (for WebAssembly, one line of
+// stderr).
+type LogEntry struct {
+	// Level is "log", "info", "warn", "error" or "debug".
+	Level string
+	// Message is the formatted text.
 	Message string
+	// At is the time since the execution started.
+	At time.Duration
 }
 
-// Error implements the error interface.
-func (e *RequestError) Error() string { return e.Code.String() + ": " + e.Message }
-
-func requestErr(code RequestCode, format string, args ...any) *RequestError {
-	return &RequestError{Code: code, Message: fmt.Sprintf(format, args...)}
+// ToolCallRecord is one entry of the audit trace: one tool call.
+type ToolCallRecord struct {
+	// Seq is the 1-based position of the call among the execution's calls.
+	Seq int32
+	// Tool is the name the script called.
+	Tool string
+	// Arguments is the JSON arguments, or for arguments larger than 16 KiB
+	// a summary {"$truncated":true,"bytes":N,"sha256":"…"}.
+	Arguments json.RawMessage
+	// OK is set when the tool returned a result that passed validation.
+	OK bool
+	// ErrorCode and ErrorMessage describe a failed call: the tool's own
+	// code or one of the tools.Code constants.
+	ErrorCode    string
+	ErrorMessage string
+	// StartedAfter is the time from the start of the execution to the call.
+	StartedAfter time.Duration
+	// Duration covers queueing for a concurrency slot and the handler.
+	Duration time.Duration
+	// ResultBytes is the size of the result delivered into the sandbox.
+	ResultBytes int64
+	// Result holds the result JSON when Request.IncludeToolResults is set.
+	Result json.RawMessage
 }
 
-// CodeOf returns the RequestCode of err, or 0 if err is not a *RequestError.
-func CodeOf(err error) RequestCode {
-	var re *RequestError
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return 0
+// ToolQuery selects the tools ListTools describes.
+type ToolQuery struct {
+	// Query ranks the tools by relevance to this text, most relevant
+	// first; empty keeps the order by name.
+	Query string
+	// Limit is the most tools to return; 0 means no limit.
+	Limit int
+	// Names restricts the answer to these tools; an unknown name is
+	// refused with InvalidArgument.
+	Names []string
+	// TypeScript asks for TypeScript declarations of the selected tools.
+	TypeScript bool
+}
+
+// ToolList describes the tools a ToolQuery selected.
+type ToolList struct {
+	// Tools are the selected tools, most relevant first with a query.
+	Tools []tools.Definition
+	// Scores gives each tool's relevance to the query, in the order of
+	// Tools (higher is more relevant; comparable within one answer only);
+	// empty without a query.
+	Scores []float64
+	// TypeScript holds declarations of `input` and the tools, when asked.
+	TypeScript string
+	// Prompt is a model-facing description of how to write a ptc program
+	// with these tools.
+	Prompt string
+	// ApproxTokens approximates the model tokens of the model-facing text
+	// (the prompt, and the TypeScript or the tool descriptions).
+	ApproxTokens int
 }

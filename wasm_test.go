@@ -65,7 +65,7 @@ func TestWASMRequestErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		req  ptc.Request
-		code ptc.RequestCode
+		code ptc.Code
 		msg  string
 	}{
 		{"no module", ptc.Request{Language: ptc.LanguageWASM}, ptc.InvalidArgument, "wasm_module is empty"},

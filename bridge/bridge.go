@@ -7,22 +7,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Caller is what an engine needs from the bridge: the names of the tools a
-// script may call and a way to call them. Call may be invoked from many
-// goroutines at once.
+// Caller is everything a script can reach of its tools, declared: the tool
+// manifest (the names, and which tools may run on the script's goroutine),
+// the calls, and discovery (tools.$search and tools.$describe). Every
+// implementation provides all of it — the Dispatcher in-process, the call
+// proxy in a worker process — so no capability depends on where a script
+// runs. Methods may be invoked from many goroutines at once.
 type Caller interface {
 	// Names returns the callable tool names, sorted.
 	Names() []string
+	// Inline reports whether the named tool may run on the script's own
+	// goroutine when the script waits for nothing else (tools.Tool.Inline).
+	Inline(name string) bool
 	// Start checks and registers one call synchronously — so calls are
 	// numbered in the order the script makes them — and returns the
 	// Invocation that performs it. The Invocation may block and may run
@@ -30,12 +38,12 @@ type Caller interface {
 	Start(ctx context.Context, name string, args json.RawMessage) Invocation
 	// Call is Start followed by its Invocation.
 	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
-}
-
-// InlineCaller is implemented by callers that know which tools may run on
-// the script's own goroutine (see tools.Tool.Inline).
-type InlineCaller interface {
-	Inline(name string) bool
+	// Search ranks the callable tools by relevance to query (at most
+	// limit, at most MaxSearchResults).
+	Search(query string, limit int) []SearchHit
+	// Describe returns one callable tool's definition and TypeScript
+	// declaration.
+	Describe(name string) (Description, bool)
 }
 
 // Invocation performs a started call and returns its JSON result or a
@@ -56,20 +64,9 @@ const (
 	NameCallLimitError = "ToolCallLimitError"
 )
 
-// Error codes set by the bridge itself (handlers may use their own).
-const (
-	CodeUnknownTool      = "unknown_tool"
-	CodeInvalidArguments = "invalid_arguments"
-	CodeCallLimit        = "tool_call_limit"
-	CodeToolFailed       = "tool_failed"
-	CodeInvalidOutput    = "invalid_output"
-	CodeCancelled        = "cancelled"
-	CodeTimeout          = "timeout"
-	CodePanic            = "tool_panic"
-)
-
 // CallError is a failed tool call as scripts see it: a rejected promise
-// holding {name, tool, code, message, errors}.
+// holding {name, tool, code, message, errors}. Its codes are the tools.Code
+// constants or a handler's own.
 type CallError struct {
 	// Name is NameArgumentError, NameToolError or NameCallLimitError.
 	Name    string
@@ -78,6 +75,9 @@ type CallError struct {
 	Message string
 	// Errors lists schema violations for argument and output errors.
 	Errors []tools.Violation
+	// Limit and Observed are set for a call refused for the call budget:
+	// the budget, and the number of the refused call.
+	Limit, Observed int64
 }
 
 // Error implements the error interface.
@@ -87,29 +87,10 @@ func (e *CallError) Error() string {
 
 // Kind returns the execution failure kind an uncaught e should produce.
 func (e *CallError) Kind() fault.Kind {
-	if e.Code == CodeCallLimit {
+	if e.Code == tools.CodeCallLimit && e.Name == NameCallLimitError {
 		return fault.KindToolCallLimit
 	}
 	return fault.KindScript
-}
-
-// Record is one entry of the audit trace.
-type Record struct {
-	Seq  int32
-	Tool string
-	// Arguments is the JSON arguments, or for arguments larger than
-	// MaxTracedArgumentBytes a JSON stub {"$truncated":true,"bytes":N,"sha256":"…"}.
-	Arguments    json.RawMessage
-	OK           bool
-	ErrorCode    string
-	ErrorMessage string
-	// StartedAfter is the time from the start of the execution to the call.
-	StartedAfter time.Duration
-	// Duration covers queueing for a concurrency slot and the handler.
-	Duration    time.Duration
-	ResultBytes int64
-	// Result holds the result JSON when the dispatcher keeps results.
-	Result json.RawMessage
 }
 
 // Bounds that protect the service from one execution's calls.
@@ -118,8 +99,14 @@ const (
 	MaxArgumentBytes = 4 << 20
 	// MaxResultBytes bounds one call's JSON result.
 	MaxResultBytes = 64 << 20
-	// MaxTracedArgumentBytes bounds the arguments kept in one trace record.
+	// MaxTracedArgumentBytes bounds the arguments kept in one trace record;
+	// larger ones are recorded as {"$truncated":true,"bytes":N,"sha256":"…"}.
 	MaxTracedArgumentBytes = 16 << 10
+	// MaxRefusedRecords bounds the trace records of calls refused after
+	// the call budget is used up: further refused calls are counted in
+	// Calls but not recorded, so a script that catches ToolCallLimitError
+	// in a loop cannot grow the trace without bound.
+	MaxRefusedRecords = 64
 )
 
 // Config configures a Dispatcher.
@@ -128,7 +115,8 @@ type Config struct {
 	ExecutionID string
 	// Tools are the tools the execution may call.
 	Tools []*tools.Compiled
-	// MaxCalls is the call budget; 0 means no budget.
+	// MaxCalls is the call budget: every call counts, refused ones
+	// included; 0 means no budget.
 	MaxCalls int32
 	// MaxConcurrent bounds calls in flight; 0 means 1.
 	MaxConcurrent int32
@@ -148,11 +136,13 @@ type Dispatcher struct {
 
 	desc describer
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// calls numbers every call the script made; refused counts those
+	// refused for the budget.
 	calls       int32
-	limitHit    bool
+	refused     int32
 	resultBytes int64
-	trace       []Record
+	trace       []core.Record
 }
 
 // New returns a Dispatcher for one execution.
@@ -190,29 +180,46 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 	return d.Start(ctx, name, args)()
 }
 
-// Start checks the name, the call budget and the arguments, numbers the
-// call and records it in the trace; the returned Invocation waits for a
-// concurrency slot, runs the handler and checks the output.
+// Start numbers the call, records it in the trace and checks the call
+// budget, the name and the arguments — every call the script makes is
+// counted and traced, refused ones included (past the budget, at most
+// MaxRefusedRecords of them are recorded); the returned Invocation waits
+// for a concurrency slot, runs the handler and checks the output.
 func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessage) Invocation {
 	start := time.Now()
-	t, ok := d.tools[name]
-	if !ok {
-		return failed(&CallError{Name: NameToolError, Tool: name, Code: CodeUnknownTool,
-			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, ListNames(d.names))})
-	}
-
 	d.mu.Lock()
-	if d.cfg.MaxCalls > 0 && d.calls >= d.cfg.MaxCalls {
-		d.limitHit = true
+	if d.calls == math.MaxInt32 {
 		d.mu.Unlock()
-		return failed(&CallError{Name: NameCallLimitError, Tool: name, Code: CodeCallLimit,
-			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls)})
+		return failed(&CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
+			Message: "the execution made more tool calls than can be counted"})
 	}
 	d.calls++
 	seq := d.calls
-	idx := len(d.trace)
-	d.trace = append(d.trace, Record{Seq: seq, Tool: name, Arguments: traceArgs(args), StartedAfter: start.Sub(d.cfg.Start)})
+	over := d.cfg.MaxCalls > 0 && seq > d.cfg.MaxCalls
+	idx := -1
+	if !over || d.refused < MaxRefusedRecords {
+		idx = len(d.trace)
+		d.trace = append(d.trace, core.Record{Seq: seq, Tool: name, Arguments: traceArgs(args), StartedAfter: start.Sub(d.cfg.Start)})
+	}
+	if over {
+		d.refused++
+	}
 	d.mu.Unlock()
+
+	if over {
+		err := &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
+			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
+			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
+		d.finish(idx, start, nil, err)
+		return failed(err)
+	}
+	t, ok := d.tools[name]
+	if !ok {
+		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
+			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, ListNames(d.names))}
+		d.finish(idx, start, nil, err)
+		return failed(err)
+	}
 
 	args, err := checkArgs(t, args)
 	if err != nil {
@@ -229,6 +236,12 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err == nil {
+		d.resultBytes += int64(len(out))
+	}
+	if idx < 0 {
+		return
+	}
 	rec := &d.trace[idx]
 	rec.Duration = time.Since(start)
 	if err != nil {
@@ -240,7 +253,6 @@ func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err e
 	}
 	rec.OK = true
 	rec.ResultBytes = int64(len(out))
-	d.resultBytes += int64(len(out))
 	if d.cfg.KeepResults {
 		rec.Result = out
 	}
@@ -250,7 +262,7 @@ func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err e
 func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, error) {
 	name := t.Name
 	if len(args) > MaxArgumentBytes {
-		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: CodeInvalidArguments,
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: fmt.Sprintf("arguments are %d bytes, more than the %d allowed", len(args), MaxArgumentBytes)}
 	}
 	if len(args) == 0 {
@@ -258,11 +270,11 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, error)
 	}
 	vs, err := t.Input.Validate(args)
 	if err != nil {
-		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: CodeInvalidArguments,
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: "arguments are not valid JSON"}
 	}
 	if len(vs) > 0 {
-		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: CodeInvalidArguments,
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: fmt.Sprintf("arguments do not match the input schema of %s: %s", name, tools.FormatViolations(vs)), Errors: vs}
 	}
 	return args, nil
@@ -278,7 +290,7 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 	defer func() { <-d.sem }()
 
 	if t.Handler == nil {
-		return nil, &CallError{Name: NameToolError, Tool: name, Code: CodeToolFailed, Message: "tool has no handler"}
+		return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeToolFailed, Message: "tool has no handler"}
 	}
 	call := tools.Call{
 		ExecutionID:    d.cfg.ExecutionID,
@@ -295,7 +307,7 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 		return nil, ctxError(name, ctx)
 	}
 	if len(out) > MaxResultBytes {
-		return nil, &CallError{Name: NameToolError, Tool: name, Code: CodeInvalidOutput,
+		return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput,
 			Message: fmt.Sprintf("tool result is %d bytes, more than the %d allowed", len(out), MaxResultBytes)}
 	}
 	if len(out) == 0 {
@@ -307,14 +319,14 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 	if t.Output != nil {
 		vs, err := t.Output.Validate(out)
 		if err != nil {
-			return nil, &CallError{Name: NameToolError, Tool: name, Code: CodeInvalidOutput, Message: "tool returned invalid JSON"}
+			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 		}
 		if len(vs) > 0 {
-			return nil, &CallError{Name: NameToolError, Tool: name, Code: CodeInvalidOutput,
+			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput,
 				Message: fmt.Sprintf("tool result does not match the output schema of %s: %s", name, tools.FormatViolations(vs)), Errors: vs}
 		}
 	} else if !json.Valid(out) {
-		return nil, &CallError{Name: NameToolError, Tool: name, Code: CodeInvalidOutput, Message: "tool returned invalid JSON"}
+		return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 	}
 	return out, nil
 }
@@ -348,19 +360,19 @@ func handlerError(ctx context.Context, name string, err error) *CallError {
 	case errors.As(err, &te):
 		return &CallError{Name: NameToolError, Tool: name, Code: te.Code, Message: te.Message}
 	case errors.As(err, &pe):
-		return &CallError{Name: NameToolError, Tool: name, Code: CodePanic, Message: "the tool failed unexpectedly"}
+		return &CallError{Name: NameToolError, Tool: name, Code: tools.CodePanic, Message: "the tool failed unexpectedly"}
 	case ctx.Err() != nil:
 		return ctxError(name, ctx)
 	default:
-		return &CallError{Name: NameToolError, Tool: name, Code: CodeToolFailed, Message: err.Error()}
+		return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeToolFailed, Message: err.Error()}
 	}
 }
 
 func ctxError(name string, ctx context.Context) *CallError {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &CallError{Name: NameToolError, Tool: name, Code: CodeTimeout, Message: "the execution's time ran out during the call"}
+		return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeTimeout, Message: "the execution's time ran out during the call"}
 	}
-	return &CallError{Name: NameToolError, Tool: name, Code: CodeCancelled, Message: "the call was cancelled"}
+	return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"}
 }
 
 func traceArgs(args json.RawMessage) json.RawMessage {
@@ -391,19 +403,12 @@ func ListNames(names []string) string {
 	return s
 }
 
-// Calls returns the number of calls started (those refused for the budget
-// excluded).
+// Calls returns the number of calls the script made, refused ones
+// included.
 func (d *Dispatcher) Calls() int32 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls
-}
-
-// LimitHit reports whether a call was refused for the call budget.
-func (d *Dispatcher) LimitHit() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.limitHit
 }
 
 // ResultBytes returns the JSON bytes the tools delivered.
@@ -414,8 +419,8 @@ func (d *Dispatcher) ResultBytes() int64 {
 }
 
 // Trace returns a copy of the audit trace, in call order.
-func (d *Dispatcher) Trace() []Record {
+func (d *Dispatcher) Trace() []core.Record {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]Record(nil), d.trace...)
+	return append([]core.Record(nil), d.trace...)
 }

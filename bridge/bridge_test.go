@@ -46,17 +46,17 @@ func TestCallOutcomes(t *testing.T) {
 		name, tool, args, out, code, errName string
 	}{
 		{"ok", "ok", `{"n":1}`, `{"x":1}`, "", ""},
-		{"invalid args", "ok", `{"n":"1"}`, "", bridge.CodeInvalidArguments, bridge.NameArgumentError},
-		{"args not json", "ok", `{`, "", bridge.CodeInvalidArguments, bridge.NameArgumentError},
-		{"args too large", "ok", `{"s":"` + strings.Repeat("x", bridge.MaxArgumentBytes) + `"}`, "", bridge.CodeInvalidArguments, bridge.NameArgumentError},
-		{"unknown", "nope", `{}`, "", bridge.CodeUnknownTool, bridge.NameToolError},
-		{"output schema", "typed", `{}`, "", bridge.CodeInvalidOutput, bridge.NameToolError},
+		{"invalid args", "ok", `{"n":"1"}`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"args not json", "ok", `{`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"args too large", "ok", `{"s":"` + strings.Repeat("x", bridge.MaxArgumentBytes) + `"}`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"unknown", "nope", `{}`, "", tools.CodeUnknownTool, bridge.NameToolError},
+		{"output schema", "typed", `{}`, "", tools.CodeInvalidOutput, bridge.NameToolError},
 		{"trusted output", "trusted", `{}`, `1`, "", ""},
-		{"output not json", "badjson", `{}`, "", bridge.CodeInvalidOutput, bridge.NameToolError},
+		{"output not json", "badjson", `{}`, "", tools.CodeInvalidOutput, bridge.NameToolError},
 		{"empty output is null", "empty", ``, `null`, "", ""},
-		{"plain error", "fails", `{}`, "", bridge.CodeToolFailed, bridge.NameToolError},
+		{"plain error", "fails", `{}`, "", tools.CodeToolFailed, bridge.NameToolError},
 		{"coded error", "coded", `{}`, "", "rate_limited", bridge.NameToolError},
-		{"panic", "panics", `{}`, "", bridge.CodePanic, bridge.NameToolError},
+		{"panic", "panics", `{}`, "", tools.CodePanic, bridge.NameToolError},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,8 +109,40 @@ func TestCallBudget(t *testing.T) {
 	}
 	_, err := d.Call(context.Background(), "t", nil)
 	var ce *bridge.CallError
-	if !errors.As(err, &ce) || ce.Code != bridge.CodeCallLimit || ce.Kind().String() != "TOOL_CALL_LIMIT" || !d.LimitHit() || d.Calls() != 2 {
-		t.Fatalf("err %v calls %d", err, d.Calls())
+	if !errors.As(err, &ce) || ce.Code != tools.CodeCallLimit || ce.Kind().String() != "TOOL_CALL_LIMIT" || ce.Limit != 2 || ce.Observed != 3 {
+		t.Fatalf("err %+v", err)
+	}
+	// The refused call is counted and traced, as the contract says.
+	if tr := d.Trace(); d.Calls() != 3 || len(tr) != 3 || tr[2].Seq != 3 || tr[2].ErrorCode != tools.CodeCallLimit || tr[2].OK {
+		t.Fatalf("calls %d trace %+v", d.Calls(), tr)
+	}
+}
+
+// TestRefusedCallsCountedAndBounded: every call counts against the budget
+// and in Calls, unknown tools included; the trace keeps at most
+// MaxRefusedRecords of the calls refused past the budget.
+func TestRefusedCallsCountedAndBounded(t *testing.T) {
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }})
+	d := bridge.New(bridge.Config{MaxCalls: 2, Tools: []*tools.Compiled{c}})
+	if _, err := d.Call(context.Background(), "nope", nil); err == nil {
+		t.Fatal("unknown tool called")
+	}
+	if _, err := d.Call(context.Background(), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	const flood = 1000
+	for i := 0; i < flood; i++ {
+		var ce *bridge.CallError
+		if _, err := d.Call(context.Background(), "t", nil); !errors.As(err, &ce) || ce.Code != tools.CodeCallLimit {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	tr := d.Trace()
+	if d.Calls() != 2+flood || len(tr) != 2+bridge.MaxRefusedRecords {
+		t.Fatalf("calls %d, trace %d records", d.Calls(), len(tr))
+	}
+	if tr[0].ErrorCode != tools.CodeUnknownTool || tr[0].Seq != 1 || !tr[1].OK || tr[2].Seq != 3 {
+		t.Fatalf("trace %+v", tr[:3])
 	}
 }
 
@@ -131,7 +163,7 @@ func TestCancelledWhileQueued(t *testing.T) {
 	cancel()
 	_, err := second()
 	var ce *bridge.CallError
-	if !errors.As(err, &ce) || ce.Code != bridge.CodeCancelled {
+	if !errors.As(err, &ce) || ce.Code != tools.CodeCancelled {
 		t.Fatalf("queued call: %v", err)
 	}
 	close(release)

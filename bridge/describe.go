@@ -8,24 +8,15 @@ import (
 	"github.com/ptcrun/ptc/tools/tsdecl"
 )
 
-// Describer lets a script discover its tools (tools.$search and
-// tools.$describe): useful when an execution may call many tools and the
-// model was shown only a few.
-type Describer interface {
-	// Search ranks the callable tools by relevance to query.
-	Search(query string, limit int) []SearchHit
-	// Describe returns one callable tool's definition and declaration.
-	Describe(name string) (Description, bool)
-}
-
-// SearchHit is one result of Search.
+// SearchHit is one result of Caller.Search (tools.$search in a script).
 type SearchHit struct {
 	Name        string  `json:"name"`
 	Description string  `json:"description"`
 	Score       float64 `json:"score"`
 }
 
-// Description is a tool's definition plus its TypeScript declaration.
+// Description is a tool's definition plus its TypeScript declaration: the
+// result of Caller.Describe (tools.$describe in a script).
 type Description struct {
 	Name         string `json:"name"`
 	Description  string `json:"description"`
@@ -51,7 +42,8 @@ func (d *Dispatcher) definitions() []tools.Definition {
 	return out
 }
 
-// Search implements Describer.
+// Search implements Caller: it ranks the callable tools by relevance to
+// query (tools.$search), at most limit of them.
 func (d *Dispatcher) Search(query string, limit int) []SearchHit {
 	d.desc.once.Do(func() {
 		d.desc.defs = d.definitions()
@@ -71,7 +63,7 @@ func (d *Dispatcher) Search(query string, limit int) []SearchHit {
 	return out
 }
 
-// Describe implements Describer.
+// Describe implements Caller (tools.$describe).
 func (d *Dispatcher) Describe(name string) (Description, bool) {
 	t, ok := d.tools[name]
 	if !ok {

@@ -33,6 +33,7 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/cassette/fixture"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -59,7 +60,7 @@ func Output(v any) Answer {
 // Fail returns an answer that fails the call with a tool error: the script
 // sees err.code == code and err.message == message.
 func Fail(code, message string) Answer {
-	return Answer{a: fixture.Answer{Error: &ptc.ToolError{Code: code, Message: message}}}
+	return Answer{a: fixture.Answer{Error: &tools.Error{Code: code, Message: message}}}
 }
 
 func answerOf(v any) Answer {
@@ -84,7 +85,7 @@ func toJSON(v any) (json.RawMessage, error) {
 // from the first.
 type Fake struct {
 	name     string
-	def      *ptc.Definition
+	def      *tools.Definition
 	rules    []fixture.Rule // When rules first, then the default
 	fallback *fixture.Rule
 	err      error
@@ -128,7 +129,7 @@ func (f *Fake) When(match any, answer any) *Fake {
 // Define sets the fake's definition (its Name is ignored). Without it a
 // fake named like a demo tool takes that tool's definition, and any other
 // fake accepts any JSON object and checks no output schema.
-func (f *Fake) Define(d ptc.Definition) *Fake {
+func (f *Fake) Define(d tools.Definition) *Fake {
 	d.Name = f.name
 	f.def = &d
 	return f
@@ -137,11 +138,11 @@ func (f *Fake) Define(d ptc.Definition) *Fake {
 // Name returns the tool name.
 func (f *Fake) Name() string { return f.name }
 
-// Tool returns the fake as a ptc.Tool with fresh answer counters, for use
+// Tool returns the fake as a tools.Tool with fresh answer counters, for use
 // with a ptc.Runner of your own.
-func (f *Fake) Tool() (ptc.Tool, error) {
+func (f *Fake) Tool() (tools.Tool, error) {
 	if f.err != nil {
-		return ptc.Tool{}, fmt.Errorf("fake %s: %w", f.name, f.err)
+		return tools.Tool{}, fmt.Errorf("fake %s: %w", f.name, f.err)
 	}
 	rules := append([]fixture.Rule(nil), f.rules...)
 	if f.fallback != nil {
@@ -149,9 +150,9 @@ func (f *Fake) Tool() (ptc.Tool, error) {
 	}
 	h, err := fixture.New(f.name, rules...)
 	if err != nil {
-		return ptc.Tool{}, err
+		return tools.Tool{}, err
 	}
-	def := ptc.Definition{Name: f.name}
+	def := tools.Definition{Name: f.name}
 	if f.def != nil {
 		def = *f.def
 	} else {
@@ -161,7 +162,7 @@ func (f *Fake) Tool() (ptc.Tool, error) {
 			}
 		}
 	}
-	return ptc.Tool{Definition: def, Handler: h.Handle}, nil
+	return tools.Tool{Definition: def, Handler: h.Handle}, nil
 }
 
 // Option configures Run and Replay.
@@ -171,7 +172,7 @@ type config struct {
 	input      any
 	hasInput   bool
 	fakes      []*Fake
-	tools      []ptc.Tool
+	tools      []tools.Tool
 	demo       bool
 	limits     ptc.Limits
 	seed       uint64
@@ -192,7 +193,7 @@ func WithFakes(fakes ...*Fake) Option {
 }
 
 // WithTools adds real tools.
-func WithTools(tools ...ptc.Tool) Option {
+func WithTools(tools ...tools.Tool) Option {
 	return func(c *config) { c.tools = append(c.tools, tools...) }
 }
 
@@ -252,7 +253,7 @@ func Run(t testing.TB, script string, opts ...Option) *ptc.Result {
 	}
 	res := execute(t, c, req, toolset)
 	if c.record != "" {
-		var defs []ptc.Definition
+		var defs []tools.Definition
 		for _, tl := range toolset {
 			defs = append(defs, tl.Definition)
 		}
@@ -263,10 +264,10 @@ func Run(t testing.TB, script string, opts ...Option) *ptc.Result {
 	return res
 }
 
-func (c *config) toolset() ([]ptc.Tool, error) {
-	var out []ptc.Tool
+func (c *config) toolset() ([]tools.Tool, error) {
+	var out []tools.Tool
 	idx := map[string]int{}
-	add := func(t ptc.Tool) {
+	add := func(t tools.Tool) {
 		if i, ok := idx[t.Name]; ok {
 			out[i] = t
 			return
@@ -313,7 +314,7 @@ func (c *config) apply(req *ptc.Request) error {
 	return nil
 }
 
-func execute(t testing.TB, c *config, req ptc.Request, toolset []ptc.Tool) *ptc.Result {
+func execute(t testing.TB, c *config, req ptc.Request, toolset []tools.Tool) *ptc.Result {
 	t.Helper()
 	r, err := ptc.NewRunner(append([]ptc.Option{ptc.WithTools(toolset...)}, c.runnerOpts...)...)
 	if err != nil {
@@ -326,7 +327,7 @@ func execute(t testing.TB, c *config, req ptc.Request, toolset []ptc.Tool) *ptc.
 	return res
 }
 
-func record(path string, req ptc.Request, defs []ptc.Definition, res *ptc.Result) error {
+func record(path string, req ptc.Request, defs []tools.Definition, res *ptc.Result) error {
 	c, err := cassette.New(req, defs, "", res)
 	if err != nil {
 		return err

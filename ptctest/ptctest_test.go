@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // recorder is a testing.TB that keeps failures instead of failing.
@@ -110,7 +111,7 @@ return [a.length, b.length]`,
 		{
 			name:   "own definition",
 			script: `return await tools.search.web({ q: "x" })`,
-			fakes: []*Fake{Static("search.web", []string{"a"}).Define(ptc.Definition{
+			fakes: []*Fake{Static("search.web", []string{"a"}).Define(tools.Definition{
 				InputSchema: json.RawMessage(`{"type":"object","required":["q"]}`)})},
 			want: `["a"]`,
 		},

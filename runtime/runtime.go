@@ -1,7 +1,12 @@
 // Package runtime defines what every engine implements: an Engine runs one
-// Job — a script, its input, its limits and a bridge.Caller for its tools —
-// and returns an Outcome. Engines live in sub-packages (runtime/js on goja,
-// runtime/wasm on wazero); none of them imports gRPC.
+// Job — a script, its input, its limits, its determinism and a
+// bridge.Caller for its tools — and returns an Outcome. Engines live in
+// sub-packages (runtime/js on goja, runtime/ts on it, runtime/wasm on
+// wazero, runtime/worker isolating runtime/js in worker processes).
+//
+// Package runtime and its sub-packages import bridge, tools and internal
+// packages; never gRPC (not even through ptc.v1), the root package ptc or
+// internal/server. A test over `go list -deps` enforces it.
 package runtime
 
 import (
@@ -11,40 +16,42 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 )
 
-// Job is one execution as an engine sees it.
+// Job is one execution as an engine sees it: everything a script can see
+// is an explicit field — the language, the program, the input, the
+// limits, the tool manifest with calls and discovery (Tools), the logs and
+// determinism. Its fields are those of the core.Request, resolved (the
+// language is set; a deterministic job has its seed and clock start).
 type Job struct {
 	// ExecutionID identifies the execution.
 	ExecutionID string
-	// Language names the script's language for engines that run several
-	// ("javascript", "typescript"; empty means JavaScript).
-	Language string
-	// Source is the script text (JavaScript engines).
+	// Language is the script's language; unspecified runs as JavaScript.
+	Language core.Language
+	// Source is the program text (JavaScript and TypeScript engines).
 	Source string
 	// Module is the WebAssembly module (WASM engine).
 	Module []byte
 	// Input is the JSON input value; empty means null.
 	Input json.RawMessage
-	// Limits are the effective limits (already resolved and clamped).
+	// Limits are the effective limits (already resolved and clamped); a
+	// zero field means no limit.
 	Limits limits.Limits
-	// Tools is the bridge to the execution's tools.
+	// Tools is the bridge to the execution's tools: the tool manifest,
+	// the calls and discovery.
 	Tools bridge.Caller
 	// Logs receives console output; nil discards it.
 	Logs *LogBuffer
-	// Deterministic makes randomness and time reproducible: Math.random
-	// (or the guest's random source) is seeded with Seed, and the clock is
-	// virtual, starting at ClockStart and advancing 1 ms per reading.
-	Deterministic bool
-	// Seed seeds the random source when Deterministic is set.
-	Seed uint64
-	// ClockStart is the virtual clock's start when Deterministic is set.
-	ClockStart time.Time
+	// Determinism, when Deterministic is set, seeds the random source and
+	// gives the script a virtual clock.
+	core.Determinism
 }
 
-// VirtualClockStep is how far the virtual clock advances per reading.
+// VirtualClockStep is how far the virtual clock of a deterministic job
+// advances per reading.
 const VirtualClockStep = time.Millisecond
 
 // Outcome is what an engine returns.
@@ -66,36 +73,32 @@ type Engine interface {
 	Run(ctx context.Context, job *Job) *Outcome
 }
 
-// LogEntry is one line of console output.
-type LogEntry struct {
-	// Level is "log", "info", "warn", "error" or "debug".
-	Level string
-	// Message is the formatted text.
-	Message string
-	// At is the time since the execution started.
-	At time.Duration
-}
-
-// LogBuffer collects an execution's logs up to a byte cap. It is safe for
-// concurrent use.
+// LogBuffer collects an execution's logs within its limits: every entry
+// costs limits.LogEntryOverhead bytes plus its text against MaxLogBytes, so
+// that empty entries are not free. Whatever is written to it, it holds at
+// most MaxLogBytes of accounted entries. It is safe for concurrent use.
 type LogBuffer struct {
 	mu        sync.Mutex
 	start     time.Time
-	max       int64
+	maxBytes  int64
 	used      int64
-	entries   []LogEntry
+	text      int64
+	entries   []core.LogEntry
 	truncated bool
-	live      func(LogEntry)
+	live      func(core.LogEntry)
 }
 
-// NewLogBuffer returns a buffer that keeps at most maxBytes of messages.
-// live, when not nil, is also called with each kept entry as it is written.
-func NewLogBuffer(start time.Time, maxBytes int64, live func(LogEntry)) *LogBuffer {
-	return &LogBuffer{start: start, max: maxBytes, live: live}
+// NewLogBuffer returns a buffer bounded by the log limits of l (a zero
+// limit means none). live, when not nil, is also called with each kept
+// entry as it is written.
+func NewLogBuffer(start time.Time, l limits.Limits, live func(core.LogEntry)) *LogBuffer {
+	return &LogBuffer{start: start, maxBytes: l.MaxLogBytes, live: live}
 }
 
-// Write adds a log line; a line that does not fit is cut at the cap and the
-// buffer is marked truncated. It reports whether anything was kept.
+// Write adds a log line; a line that does not fit is cut at the cap (or
+// dropped when not even its overhead fits) and the buffer is marked
+// truncated, after which every write is dropped. It reports whether
+// anything was kept.
 func (b *LogBuffer) Write(level, msg string) bool {
 	if b == nil {
 		return false
@@ -105,17 +108,20 @@ func (b *LogBuffer) Write(level, msg string) bool {
 		b.mu.Unlock()
 		return false
 	}
-	room := b.max - b.used
-	if int64(len(msg)) > room {
+	cost := int64(len(msg)) + limits.LogEntryOverhead
+	if b.maxBytes > 0 && cost > b.maxBytes-b.used {
 		b.truncated = true
+		room := b.maxBytes - b.used - limits.LogEntryOverhead
 		if room <= 0 {
 			b.mu.Unlock()
 			return false
 		}
 		msg = cutUTF8(msg, int(room))
+		cost = int64(len(msg)) + limits.LogEntryOverhead
 	}
-	e := LogEntry{Level: level, Message: msg, At: time.Since(b.start)}
-	b.used += int64(len(msg))
+	e := core.LogEntry{Level: level, Message: msg, At: time.Since(b.start)}
+	b.used += cost
+	b.text += int64(len(msg))
 	b.entries = append(b.entries, e)
 	live := b.live
 	b.mu.Unlock()
@@ -126,23 +132,35 @@ func (b *LogBuffer) Write(level, msg string) bool {
 }
 
 // Entries returns the kept entries and whether any output was dropped.
-func (b *LogBuffer) Entries() ([]LogEntry, bool) {
+func (b *LogBuffer) Entries() ([]core.LogEntry, bool) {
 	if b == nil {
 		return nil, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]LogEntry(nil), b.entries...), b.truncated
+	return append([]core.LogEntry(nil), b.entries...), b.truncated
 }
 
-// Bytes returns the message bytes kept so far.
+// Bytes returns the message bytes kept so far (the text, without the
+// per-entry overhead).
 func (b *LogBuffer) Bytes() int64 {
 	if b == nil {
 		return 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used
+	return b.text
+}
+
+// Truncate marks the buffer truncated: output was dropped elsewhere (in a
+// worker process) and nothing more is kept.
+func (b *LogBuffer) Truncate() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.truncated = true
+	b.mu.Unlock()
 }
 
 // cutUTF8 returns the longest prefix of s of at most n bytes that does not

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-proto.sh fails when ptc's gRPC contract does not pass `buf lint`, when
 # a .proto file is not formatted, or when the committed generated code
-# (proto/**/*.pb.go) differs from what the .proto files generate. It prints the
+# (proto/**/*.pb.go and internal/workerproto/*.pb.go) differs from what the
+# .proto files generate. It prints the
 # difference and never modifies the working tree: it generates into a
 # temporary directory.
 #
@@ -33,7 +34,7 @@ if ! buf lint; then
 fi
 
 # --output is prepended to every plugin's out directory, so the fresh code
-# lands in $tmp/generated/proto/... while the plugins still run from the
+# lands in $tmp/generated/... while the plugins still run from the
 # repository root (they need its go.mod files).
 mkdir -p "$tmp/generated" "$tmp/committed"
 buf generate --output "$tmp/generated"
@@ -42,7 +43,7 @@ buf generate --output "$tmp/generated"
 while IFS= read -r -d '' f; do
 	mkdir -p "$tmp/committed/$(dirname "$f")"
 	cp "$f" "$tmp/committed/$f"
-done < <(find proto -type f -name '*.pb.go' -print0)
+done < <(find proto internal/workerproto -type f -name '*.pb.go' -print0)
 
 if ! (cd "$tmp" && diff -ruN committed generated); then
 	echo "check-proto: committed generated code is out of date; run scripts/gen-proto.sh and commit the result" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# gen-proto.sh regenerates the committed Go code of ptc's gRPC contract
-# (proto/**/*.pb.go) from the .proto files, after checking that they are
-# formatted and pass `buf lint`.
+# gen-proto.sh regenerates the committed Go code of ptc's protobuf packages —
+# the gRPC contract (proto/ptc/v1/*.pb.go) and the internal worker protocol
+# (internal/workerproto/*.pb.go) — from the .proto files under proto/, after
+# checking that they are formatted and pass `buf lint`.
 #
 # Usage: scripts/gen-proto.sh   (from any directory)
 #
@@ -27,7 +28,7 @@ buf lint
 
 # Remove the previous output first so that a deleted or renamed .proto file
 # leaves no stale generated code behind. buf.gen.yaml cannot use `clean: true`:
-# its output directory also holds the .proto sources.
-find proto -type f -name '*.pb.go' -delete
+# its output directory is the repository root.
+find proto internal/workerproto -type f -name '*.pb.go' -delete 2>/dev/null || true
 buf generate
-echo "gen-proto: generated code is up to date in proto/"
+echo "gen-proto: generated code is up to date in proto/ and internal/workerproto/"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ptcrun/ptc/internal/executor"
 	"net"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/server"
@@ -26,10 +26,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // loopback.
 func serve(t *testing.T) string {
 	t.Helper()
-	r, err := ptc.NewRunner()
+	r, err := executor.New(executor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close() })
 	adm, err := admission.New(admission.Config{MaxConcurrent: 2, MaxQueue: 64, MaxWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)

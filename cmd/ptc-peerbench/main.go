@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/tools"
 )
 
 const limit = 11000
@@ -107,17 +107,17 @@ return over;`
 	return w
 }
 
-func (w *workload) tools() []ptc.Tool {
-	return []ptc.Tool{
+func (w *workload) tools() []tools.Tool {
+	return []tools.Tool{
 		{
-			Definition: ptc.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			Handler:    func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil },
+			Definition: tools.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Handler:    func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil },
 			Inline:     true,
 		},
 		{
-			Definition: ptc.Definition{Name: "get_expenses", InputSchema: json.RawMessage(
+			Definition: tools.Definition{Name: "get_expenses", InputSchema: json.RawMessage(
 				`{"type":"object","properties":{"member":{"type":"string"}},"required":["member"],"additionalProperties":false}`)},
-			Handler: func(_ context.Context, c ptc.Call) (json.RawMessage, error) {
+			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
 				var in struct{ Member string }
 				if err := json.Unmarshal(c.Arguments, &in); err != nil {
 					return nil, err
@@ -159,9 +159,7 @@ func emit(m map[string]any) {
 }
 
 func main() {
-	if worker.IsWorker() {
-		os.Exit(worker.Main())
-	}
+	ptc.RunWorker()
 	mode := flag.String("mode", "trivial", "trivial|chain|expense|alive|spin|spinAfterAwait|membomb")
 	n := flag.Int("n", 50, "measured executions (alive: executions parked at once)")
 	warm := flag.Int("warm", 30, "warm-up executions")
@@ -179,12 +177,7 @@ func main() {
 	t0 := time.Now()
 	opts := []ptc.Option{ptc.WithTools(w.tools()...)}
 	if *workers {
-		pool, err := worker.NewPool(worker.Config{Mode: worker.ModeWorker})
-		if err != nil {
-			fail(err)
-		}
-		defer pool.Close()
-		opts = append(opts, ptc.WithWorkers(pool))
+		opts = append(opts, ptc.WithIsolation(ptc.WorkerProcesses))
 	}
 	r, err := ptc.NewRunner(opts...)
 	if err != nil {
@@ -243,17 +236,11 @@ func main() {
 			hold := make(chan struct{})
 			started := make(chan struct{}, k)
 			ropts := []ptc.Option{}
-			closePool := func() {}
 			if *workers {
-				pool, err := worker.NewPool(worker.Config{Mode: worker.ModeWorker, MaxWorkers: 2 * k, ExecutionsPerWorker: 1})
-				if err != nil {
-					return nil, err
-				}
-				ropts = append(ropts, ptc.WithWorkers(pool))
-				closePool = func() { _ = pool.Close() }
+				ropts = append(ropts, ptc.WithWorkers(ptc.Workers{Max: 2 * k, ExecutionsPerWorker: 1}))
 			}
-			rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(ptc.Tool{Definition: ptc.Definition{Name: "hold"},
-				Handler: func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
+			rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(tools.Tool{Definition: tools.Definition{Name: "hold"},
+				Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
 					started <- struct{}{}
 					select {
 					case <-hold:
@@ -279,7 +266,7 @@ func main() {
 				for i := 0; i < k; i++ {
 					<-done
 				}
-				closePool()
+				_ = rr.Close()
 			}, nil
 		}
 		rel, err := park(1)

@@ -17,8 +17,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ptcrun/ptc"
-	ptcserver "github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -122,12 +124,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
 	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) as JSON on stdout")
-	fs.DurationVar(&f.limits.Timeout, "timeout", 0, "wall-clock timeout (0: server default)")
-	fs.DurationVar(&f.limits.CPUTime, "cpu-time", 0, "CPU time limit (0: server default)")
-	fs.Int64Var(&f.limits.MemoryBytes, "memory-bytes", 0, "memory limit in bytes (0: server default)")
-	fs.Int64Var(&f.limits.MaxOutputBytes, "max-output-bytes", 0, "result size limit in bytes (0: server default)")
-	var maxCalls int
-	fs.IntVar(&maxCalls, "max-tool-calls", 0, "tool call limit (0: server default)")
+	var lim limits.Limits
+	for _, lf := range limits.Fields() {
+		fs.Var(limits.Value{L: &lim, Field: lf}, strings.ReplaceAll(lf.Name, "_", "-"), lf.Doc+" (0: the default)")
+	}
 	fs.StringVar(&f.record, "record", "", "write a cassette of the execution to FILE (deterministic mode)")
 	fs.StringVar(&f.replay, "replay", "", "answer every tool call from the cassette FILE (the script FILE is then optional)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
@@ -135,7 +135,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true})); err != nil {
 		return exitUsage
 	}
-	f.limits.MaxToolCalls = int32(maxCalls)
+	f.limits = ptc.Limits(lim)
 	if f.replay != "" && fs.NArg() <= 1 {
 		return replayCmd(ctx, f, fs.Arg(0), stdin, stdout, stderr)
 	}
@@ -233,7 +233,7 @@ func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, e
 		return nil, err
 	}
 	defer c.Close()
-	var client []ptc.Tool
+	var client []tools.Tool
 	if f.clientDemo {
 		client = demo.Tools()
 	}
@@ -304,12 +304,18 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer conn.Close()
 		res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req)
 	} else {
-		r, rerr := newLocalRunner()
+		ex, rerr := newLocalExecutor()
 		if rerr != nil {
 			fmt.Fprintln(stderr, "ptc:", rerr)
 			return exitUsage
 		}
-		res, err = ptcserver.New(r).ListTools(ctx, req)
+		defer ex.Close()
+		l, ferr := ex.ListTools(wire.ToolQueryFromPB(req), nil, limits.Limits{})
+		if ferr != nil {
+			err = ferr
+		} else {
+			res = wire.ToolListPB(l)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc:", err)

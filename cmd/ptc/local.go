@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -9,4 +11,13 @@ import (
 // every engine this build has.
 func newLocalRunner() (*ptc.Runner, error) {
 	return ptc.NewRunner(ptc.WithTools(demo.Tools()...))
+}
+
+// newLocalExecutor is the executor `ptc tools` lists the demo tools with.
+func newLocalExecutor() (*executor.Executor, error) {
+	reg := tools.NewRegistry()
+	if err := demo.Register(reg); err != nil {
+		return nil, err
+	}
+	return executor.New(executor.Config{Registry: reg})
 }

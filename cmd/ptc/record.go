@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -48,7 +49,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 	}
 	var (
 		res  *ptc.Result
-		defs []ptc.Definition
+		defs []tools.Definition
 		err  error
 	)
 	if f.server != "" {
@@ -78,7 +79,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 	return code
 }
 
-func recordRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, []ptc.Definition, error) {
+func recordRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, []tools.Definition, error) {
 	c, err := ptc.Dial(f.server)
 	if err != nil {
 		return nil, nil, err
@@ -98,11 +99,11 @@ func recordRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result
 }
 
 // allowed keeps the definitions an allowlist names (all when it is empty).
-func allowed(defs []ptc.Definition, names []string) []ptc.Definition {
+func allowed(defs []tools.Definition, names []string) []tools.Definition {
 	if len(names) == 0 {
 		return defs
 	}
-	var out []ptc.Definition
+	var out []tools.Definition
 	for _, d := range defs {
 		if slices.Contains(names, d.Name) {
 			out = append(out, d)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ptcrun/ptc/internal/executor"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -212,12 +214,19 @@ func TestReplayUsageErrors(t *testing.T) {
 }
 
 // serve starts a ptcd-like server with the given server tools on loopback.
-func serve(t *testing.T, tools ...ptc.Tool) string {
+func serve(t *testing.T, ts ...tools.Tool) string {
 	t.Helper()
-	r, err := ptc.NewRunner(ptc.WithTools(tools...))
+	reg := tools.NewRegistry()
+	for _, tl := range ts {
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := executor.New(executor.Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close() })
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +245,7 @@ func serve(t *testing.T, tools ...ptc.Tool) string {
 func TestRecordOverServer(t *testing.T) {
 	cases := []struct {
 		name  string
-		tools []ptc.Tool
+		tools []tools.Tool
 		args  []string
 	}{
 		{"server tools", demo.Tools(), nil},

@@ -50,6 +50,7 @@ import (
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -65,9 +66,7 @@ const maxForceStopAfter = 5 * time.Second
 
 func main() {
 	// The same binary runs the worker processes of the pool.
-	if worker.IsWorker() {
-		os.Exit(worker.Main())
-	}
+	ptc.RunWorker()
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
 	}
@@ -158,9 +157,6 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// run starts the server and blocks until ctx is done and the server has
-// shut down. ready, when not nil, receives the bound gRPC address (the
-// metrics address is logged as "metrics listening").
 // workerConfig maps the workers section onto the pool's configuration.
 func workerConfig(c *config.Config) worker.Config {
 	w := c.Workers
@@ -189,8 +185,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ptcd check:", err)
 		return 2
 	}
-	rep, err := worker.Check(workerConfig(o.cfg))
-	fmt.Fprintln(stdout, rep.String())
+	cfg := workerConfig(o.cfg)
+	facts, err := worker.Check(cfg)
+	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd check:", err)
 		return 1
@@ -198,6 +195,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// run starts the server and blocks until ctx is done and the server has
+// shut down. ready, when not nil, receives the bound gRPC address (the
+// metrics address is logged as "metrics listening").
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	o, err := parseFlags(args, stderr, os.LookupEnv)
 	if err != nil {
@@ -268,21 +268,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			log.Info("tool source changed", "source", s.Name(), "tools", len(s.Tools()))
 		})
 	}
-	policy := c.Policy()
-	pool, err := worker.NewPool(workerConfig(c))
+	wcfg := workerConfig(c)
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2
 	}
-	defer pool.Close()
-	log.Info("execution isolation", "mode", c.Workers.Mode, "report", pool.Report().String())
-	runner, err := ptc.NewRunner(ptc.WithRegistry(reg), ptc.WithDefaults(policy.Defaults), ptc.WithCeilings(policy.Ceilings),
-		ptc.WithWorkers(pool))
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd:", err)
-		return 2
-	}
-	defer runner.Close()
+	defer ex.Close()
+	pool := ex.Workers()
+	log.Info("execution isolation", "mode", c.Workers.Mode, "report", reportOf(pool.Facts(), wcfg.NoNetworkNamespace).String())
 	adm, err := admission.New(c.AdmissionConfig())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
@@ -300,7 +294,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 1
 	}
-	srv := server.New(runner, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met))
+	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met))
 	ka := c.GRPC.Keepalive
 	opts := server.Interceptors(server.ChainConfig{Log: log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
 		Auth: authn.Authenticate, Limiter: auth.NewRateLimiter(authn)})
@@ -349,7 +343,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	log.Info("ptcd listening", "addr", lis.Addr().String(), "tls", c.TLS.Enabled(), "mtls", c.TLS.ClientCAFile != "",
-		"auth", authn.Enabled(), "tenants", len(c.Tenants), "demo_tools", c.DemoTools, "tools", len(runner.Tools()),
+		"auth", authn.Enabled(), "tenants", len(c.Tenants), "demo_tools", c.DemoTools, "tools", len(reg.Definitions()),
 		"tool_sources", len(sources), "max_concurrent", c.Admission.MaxConcurrent)
 	if ready != nil {
 		ready <- lis.Addr().String()

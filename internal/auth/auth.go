@@ -59,7 +59,9 @@ type Tenant struct {
 	// empty means every server tool.
 	Tools []string
 	// Ceilings cap the tenant's limits below the server's; a zero field
-	// adds no cap.
+	// adds no cap. They are an input of the executor's Prepare, which
+	// resolves a request's limits under the server's policy narrowed by
+	// them (limits.Policy.Resolve).
 	Ceilings limits.Limits
 	// MaxConcurrent bounds the tenant's executions at once; 0 means only
 	// the server-wide cap applies.
@@ -97,13 +99,6 @@ func (t *Tenant) AllowsTool(name string) bool {
 // RestrictsTools reports whether the tenant's tool set is narrower than
 // every server tool.
 func (t *Tenant) RestrictsTools() bool { return len(t.Tools) > 0 }
-
-// Policy returns the server policy p narrowed by the tenant's ceilings:
-// defaults and ceilings are both capped, so a request that leaves a limit
-// unset gets at most the tenant's ceiling.
-func (t *Tenant) Policy(p limits.Policy) limits.Policy {
-	return limits.Policy{Defaults: p.Defaults.Cap(t.Ceilings), Ceilings: p.Ceilings.Cap(t.Ceilings)}
-}
 
 // HashToken returns the stored form of a bearer token: "sha256:" and the
 // hex SHA-256 of the token with surrounding white space removed.
@@ -156,7 +151,7 @@ func New(enabled bool, tenants []Tenant) (*Authenticator, error) {
 		if t.MaxConcurrent < 0 || t.Rate < 0 || t.Burst < 0 {
 			return nil, fmt.Errorf("tenant %s: max_concurrent, rate and burst must not be negative", t.Name)
 		}
-		if err := t.Ceilings.CheckRequest(); err != nil {
+		if err := t.Ceilings.Check(); err != nil {
 			return nil, fmt.Errorf("tenant %s: ceilings: %w", t.Name, err)
 		}
 		for _, p := range t.Tools {

@@ -182,10 +182,7 @@ func TestAllowsTool(t *testing.T) {
 
 func TestPolicy(t *testing.T) {
 	tn := Tenant{Ceilings: limits.Limits{Timeout: time.Second, MaxToolCalls: 5}}
-	p := tn.Policy(limits.DefaultPolicy())
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	p := limits.DefaultPolicy()
 	cases := []struct {
 		name string
 		req  limits.Limits
@@ -197,7 +194,7 @@ func TestPolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := p.Resolve(tc.req)
+			got := p.Resolve(tc.req, tn.Ceilings)
 			if got.Timeout != tc.want.Timeout || got.MaxToolCalls != tc.want.MaxToolCalls {
 				t.Fatalf("got %+v", got)
 			}

@@ -14,7 +14,10 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // Version is the cassette format version this package reads and writes.
@@ -63,8 +66,9 @@ type Request struct {
 	ScriptPath string `json:"script_path,omitempty"`
 	// Input is the input JSON value.
 	Input json.RawMessage `json:"input"`
-	// Limits are the effective limits of the recorded execution.
-	Limits Limits `json:"limits"`
+	// Limits are the effective limits of the recorded execution, in the
+	// JSON form of limits.Limits (durations as strings such as "5s").
+	Limits limits.Limits `json:"limits"`
 	// Seed seeded Math.random; ClockStart started the virtual clock.
 	Seed       uint64    `json:"seed"`
 	ClockStart time.Time `json:"clock_start"`
@@ -73,57 +77,7 @@ type Request struct {
 	// ResultSchema is the request's result schema, if any.
 	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
 	// Tools are the definitions of every tool the script could call.
-	Tools []ptc.Definition `json:"tools"`
-}
-
-// Limits are ptc.Limits with durations written as Go duration strings.
-type Limits struct {
-	Timeout                string `json:"timeout,omitempty"`
-	CPUTime                string `json:"cpu_time,omitempty"`
-	MemoryBytes            int64  `json:"memory_bytes,omitempty"`
-	MaxToolCalls           int32  `json:"max_tool_calls,omitempty"`
-	MaxConcurrentToolCalls int32  `json:"max_concurrent_tool_calls,omitempty"`
-	MaxOutputBytes         int64  `json:"max_output_bytes,omitempty"`
-	MaxLogBytes            int64  `json:"max_log_bytes,omitempty"`
-}
-
-// LimitsOf converts ptc.Limits.
-func LimitsOf(l ptc.Limits) Limits {
-	d := func(x time.Duration) string {
-		if x == 0 {
-			return ""
-		}
-		return x.String()
-	}
-	return Limits{
-		Timeout: d(l.Timeout), CPUTime: d(l.CPUTime), MemoryBytes: l.MemoryBytes,
-		MaxToolCalls: l.MaxToolCalls, MaxConcurrentToolCalls: l.MaxConcurrentToolCalls,
-		MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxLogBytes,
-	}
-}
-
-// Limits converts back to ptc.Limits.
-func (l Limits) Limits() (ptc.Limits, error) {
-	d := func(name, s string) (time.Duration, error) {
-		if s == "" {
-			return 0, nil
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil || v < 0 {
-			return 0, fmt.Errorf("limits.%s %q is not a duration such as \"5s\"", name, s)
-		}
-		return v, nil
-	}
-	out := ptc.Limits{MemoryBytes: l.MemoryBytes, MaxToolCalls: l.MaxToolCalls,
-		MaxConcurrentToolCalls: l.MaxConcurrentToolCalls, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxLogBytes}
-	var err error
-	if out.Timeout, err = d("timeout", l.Timeout); err != nil {
-		return out, err
-	}
-	if out.CPUTime, err = d("cpu_time", l.CPUTime); err != nil {
-		return out, err
-	}
-	return out, out.CheckRequest()
+	Tools []tools.Definition `json:"tools"`
 }
 
 // Call is one tool call, in seq order.
@@ -170,27 +124,20 @@ type Failure struct {
 
 // LanguageName returns the cassette spelling of a language.
 func LanguageName(l ptc.Language) string {
-	if l == ptc.LanguageUnspecified {
-		return ptc.LanguageJavaScript.String()
-	}
-	return l.String()
+	return core.Language(l).Or(core.LanguageJavaScript).String()
 }
 
 // ParseLanguage parses a cassette language name.
 func ParseLanguage(s string) (ptc.Language, error) {
-	for _, l := range []ptc.Language{ptc.LanguageJavaScript, ptc.LanguageTypeScript, ptc.LanguageWASM} {
-		if s == l.String() {
-			return l, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown language %q: use javascript, typescript or wasm", s)
+	l, err := core.ParseLanguage(s)
+	return ptc.Language(l), err
 }
 
 // ParseKind parses an error kind name such as "SCRIPT_ERROR".
 func ParseKind(s string) (ptc.ErrorKind, bool) {
 	for _, k := range fault.Kinds() {
 		if k.String() == s {
-			return k, true
+			return ptc.ErrorKind(k), true
 		}
 	}
 	return 0, false
@@ -211,7 +158,7 @@ func ScriptSHA256(req ptc.Request) string {
 // New builds a cassette from a deterministic request, the definitions of
 // the tools it could call, and its result, whose trace must carry tool
 // results (Request.IncludeToolResults). scriptPath is informative.
-func New(req ptc.Request, defs []ptc.Definition, scriptPath string, res *ptc.Result) (*Cassette, error) {
+func New(req ptc.Request, defs []tools.Definition, scriptPath string, res *ptc.Result) (*Cassette, error) {
 	if !req.Deterministic {
 		return nil, errors.New("record a deterministic execution: set Request.Deterministic (and a Seed)")
 	}
@@ -233,7 +180,7 @@ func New(req ptc.Request, defs []ptc.Definition, scriptPath string, res *ptc.Res
 		ScriptSHA256: ScriptSHA256(req),
 		ScriptPath:   scriptPath,
 		Input:        compactRaw(input),
-		Limits:       LimitsOf(res.EffectiveLimits),
+		Limits:       limits.Limits(res.EffectiveLimits),
 		Seed:         req.Seed,
 		ClockStart:   clock.UTC(),
 		AllowedTools: req.AllowedTools,
@@ -292,8 +239,7 @@ func (c *Cassette) Replay() (ptc.Request, error) {
 	if err != nil {
 		return ptc.Request{}, err
 	}
-	l, err := r.Limits.Limits()
-	if err != nil {
+	if err := r.Limits.Check(); err != nil {
 		return ptc.Request{}, err
 	}
 	req := ptc.Request{
@@ -302,7 +248,7 @@ func (c *Cassette) Replay() (ptc.Request, error) {
 		Source:             r.Script,
 		Module:             r.Module,
 		Input:              r.Input,
-		Limits:             l,
+		Limits:             ptc.Limits(r.Limits),
 		ResultSchema:       r.ResultSchema,
 		IncludeToolResults: true,
 		Deterministic:      true,
@@ -320,7 +266,7 @@ func (c *Cassette) Write(w io.Writer) error {
 	req := c.Request
 	req.V, req.Type = Version, TypeRequest
 	if req.Tools == nil {
-		req.Tools = []ptc.Definition{}
+		req.Tools = []tools.Definition{}
 	}
 	if err := enc.Encode(req); err != nil {
 		return fmt.Errorf("cassette request: %w", err)
@@ -456,7 +402,7 @@ func (r *Request) check() error {
 	if !json.Valid(r.Input) {
 		return errors.New("input is not valid JSON")
 	}
-	if _, err := r.Limits.Limits(); err != nil {
+	if err := r.Limits.Check(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -71,7 +71,7 @@ func TestReadErrors(t *testing.T) {
 		{"no version", join(strings.Replace(head, `"v":1,`, ``, 1), final), "unsupported cassette version"},
 		{"unknown request field", join(strings.Replace(head, `"seed"`, `"sed"`, 1), final), `line 1: unknown field "sed"`},
 		{"unknown language", join(strings.Replace(head, `"javascript"`, `"cobol"`, 1), final), `unknown language "cobol"`},
-		{"bad limit", join(strings.Replace(head, `"30s"`, `"soon"`, 1), final), `limits.timeout "soon"`},
+		{"bad limit", join(strings.Replace(head, `"30s"`, `"soon"`, 1), final), `limits.timeout: duration "soon" is invalid`},
 		{"duplicate tool", join(strings.Replace(head, `{"name":"get_expenses"}`, `{"name":"get_budget_by_level"}`, 1), final), "defined twice"},
 		{"out of order", join(head, call2, call1, final), "line 2: call has seq 2, want 1"},
 		{"unknown call field", join(head, strings.Replace(call1, `"tool"`, `"tol"`, 1), final), `line 2: unknown field "tol"`},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // CodeDivergence is the tool error code a replayed call gets when it does
@@ -30,15 +31,15 @@ func NewReplayer(c *Cassette) *Replayer { return &Replayer{c: c} }
 // recording: call #n gets the recorded result (or error) of call #n if it
 // has the same tool and the same arguments (as JSON values), and a
 // replay_divergence error otherwise.
-func (r *Replayer) Tools() []ptc.Tool {
-	out := make([]ptc.Tool, 0, len(r.c.Request.Tools))
+func (r *Replayer) Tools() []tools.Tool {
+	out := make([]tools.Tool, 0, len(r.c.Request.Tools))
 	for _, d := range r.c.Request.Tools {
-		out = append(out, ptc.Tool{Definition: d, Handler: r.handle})
+		out = append(out, tools.Tool{Definition: d, Handler: r.handle})
 	}
 	return out
 }
 
-func (r *Replayer) handle(_ context.Context, call ptc.Call) (json.RawMessage, error) {
+func (r *Replayer) handle(_ context.Context, call tools.Call) (json.RawMessage, error) {
 	seq := call.Seq
 	if seq == 0 {
 		seq = seqOf(call.IdempotencyKey)
@@ -46,14 +47,14 @@ func (r *Replayer) handle(_ context.Context, call ptc.Call) (json.RawMessage, er
 	calls := r.c.Calls
 	if seq < 1 || int(seq) > len(calls) {
 		d := &Divergence{Seq: seq, Reason: ReasonExtra, ActualTool: call.Tool, Actual: call.Arguments, Recorded: nil, RecordedCalls: len(calls)}
-		return nil, &ptc.ToolError{Code: CodeDivergence, Message: d.Summary()}
+		return nil, &tools.Error{Code: CodeDivergence, Message: d.Summary()}
 	}
 	rec := calls[seq-1]
 	if d := compareCall(rec, call.Tool, call.Arguments, true); d != nil {
-		return nil, &ptc.ToolError{Code: CodeDivergence, Message: d.Summary()}
+		return nil, &tools.Error{Code: CodeDivergence, Message: d.Summary()}
 	}
 	if rec.Error != nil {
-		return nil, &ptc.ToolError{Code: rec.Error.Code, Message: rec.Error.Message}
+		return nil, &tools.Error{Code: rec.Error.Code, Message: rec.Error.Message}
 	}
 	return append(json.RawMessage(nil), rec.Result...), nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -230,7 +231,7 @@ func TestReplayHandlerFailsDivergentCall(t *testing.T) {
 }
 
 func TestReplayLargeArguments(t *testing.T) {
-	echo := ptc.Tool{Definition: ptc.Definition{Name: "echo"}, Handler: func(_ context.Context, c ptc.Call) (json.RawMessage, error) {
+	echo := tools.Tool{Definition: tools.Definition{Name: "echo"}, Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
 		return json.RawMessage(`{"n":` + jsonLen(c.Arguments) + `}`), nil
 	}}
 	r, err := ptc.NewRunner(ptc.WithTools(echo))
@@ -284,19 +285,19 @@ func TestReplayClientToolCall(t *testing.T) {
 	// Tools served over a Session see the idempotency key, not the seq.
 	c := readFile(t, "testdata/tiny.jsonl")
 	h := NewReplayer(c).Tools()[0].Handler
-	out, err := h(context.Background(), ptc.Call{Tool: "get_budget_by_level", IdempotencyKey: "ex-tiny/1", Arguments: json.RawMessage(`{"level":"mid"}`)})
+	out, err := h(context.Background(), tools.Call{Tool: "get_budget_by_level", IdempotencyKey: "ex-tiny/1", Arguments: json.RawMessage(`{"level":"mid"}`)})
 	if err != nil || !Equal(out, []byte(`{"level":"mid","travel_limit":2000}`)) {
 		t.Fatalf("got %s, %v", out, err)
 	}
-	_, err = h(context.Background(), ptc.Call{Tool: "get_budget_by_level", IdempotencyKey: "ex-tiny/9", Arguments: json.RawMessage(`{}`)})
-	var te *ptc.ToolError
+	_, err = h(context.Background(), tools.Call{Tool: "get_budget_by_level", IdempotencyKey: "ex-tiny/9", Arguments: json.RawMessage(`{}`)})
+	var te *tools.Error
 	if !asToolError(err, &te) || te.Code != CodeDivergence || !strings.Contains(te.Message, "call #9") {
 		t.Fatalf("extra call: %v", err)
 	}
 }
 
-func asToolError(err error, te **ptc.ToolError) bool {
-	e, ok := err.(*ptc.ToolError)
+func asToolError(err error, te **tools.Error) bool {
+	e, ok := err.(*tools.Error)
 	*te = e
 	return ok
 }

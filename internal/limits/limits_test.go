@@ -1,6 +1,8 @@
 package limits
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,18 +13,23 @@ func TestResolve(t *testing.T) {
 		Ceilings: Limits{Timeout: 5 * time.Second, MaxToolCalls: 100, MaxOutputBytes: 1000},
 	}
 	cases := []struct {
-		name string
-		req  Limits
-		want Limits
+		name   string
+		req    Limits
+		tenant Limits
+		want   Limits
 	}{
-		{"zero takes defaults, missing defaults take ceilings", Limits{}, Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
-		{"below ceiling kept", Limits{Timeout: 3 * time.Second, MaxToolCalls: 50}, Limits{Timeout: 3 * time.Second, MaxToolCalls: 50, MaxOutputBytes: 1000}},
-		{"above ceiling clamped", Limits{Timeout: time.Hour, MaxToolCalls: 1e6, MaxOutputBytes: 1 << 30}, Limits{Timeout: 5 * time.Second, MaxToolCalls: 100, MaxOutputBytes: 1000}},
-		{"negative treated as unset", Limits{Timeout: -1}, Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
+		{"zero takes defaults, missing defaults take ceilings", Limits{}, Limits{}, Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
+		{"below ceiling kept", Limits{Timeout: 3 * time.Second, MaxToolCalls: 50}, Limits{}, Limits{Timeout: 3 * time.Second, MaxToolCalls: 50, MaxOutputBytes: 1000}},
+		{"above ceiling clamped", Limits{Timeout: time.Hour, MaxToolCalls: 1e6, MaxOutputBytes: 1 << 30}, Limits{}, Limits{Timeout: 5 * time.Second, MaxToolCalls: 100, MaxOutputBytes: 1000}},
+		{"negative treated as unset", Limits{Timeout: -1}, Limits{}, Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
+		{"tenant ceiling narrows the ceiling", Limits{Timeout: time.Hour}, Limits{Timeout: 2 * time.Second}, Limits{Timeout: 2 * time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
+		{"tenant ceiling narrows the default", Limits{}, Limits{Timeout: 500 * time.Millisecond, MaxToolCalls: 3}, Limits{Timeout: 500 * time.Millisecond, MaxToolCalls: 3, MaxOutputBytes: 1000}},
+		{"tenant ceiling above the server's adds nothing", Limits{Timeout: time.Hour}, Limits{Timeout: time.Hour}, Limits{Timeout: 5 * time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000}},
+		{"tenant ceiling where the server has none", Limits{}, Limits{MaxLogBytes: 10}, Limits{Timeout: time.Second, MaxToolCalls: 10, MaxOutputBytes: 1000, MaxLogBytes: 10}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := p.Resolve(tc.req); got != tc.want {
+			if got := p.Resolve(tc.req, tc.tenant); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -33,19 +40,27 @@ func TestValidateAndCheck(t *testing.T) {
 	if err := DefaultPolicy().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	bad := []Policy{
-		{Defaults: Limits{Timeout: time.Hour}, Ceilings: Limits{Timeout: time.Minute}},
-		{Defaults: Limits{MaxLogBytes: -1}},
-		{Ceilings: Limits{CPUTime: -1}},
+	bad := []struct {
+		p    Policy
+		want string
+	}{
+		{Policy{Defaults: Limits{Timeout: 10 * time.Minute}, Ceilings: Limits{Timeout: 5 * time.Minute}},
+			"limits.defaults.timeout: 10m0s is above its ceiling 5m0s; lower the default or raise the ceiling"},
+		{Policy{Defaults: Limits{MaxLogBytes: -1}}, "limits.defaults.max_log_bytes is negative"},
+		{Policy{Ceilings: Limits{CPUTime: -1}}, "limits.ceilings.cpu_time is negative"},
+		{Policy{Defaults: Limits{MemoryBytes: 2 << 20}, Ceilings: Limits{MemoryBytes: 1 << 20}}, "2MiB is above its ceiling 1MiB"},
 	}
-	for i, p := range bad {
-		if err := p.Validate(); err == nil {
-			t.Errorf("policy %d accepted", i)
+	for _, tc := range bad {
+		err := tc.p.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.p, err, tc.want)
 		}
 	}
-	for _, l := range []Limits{{Timeout: -1}, {CPUTime: -1}, {MemoryBytes: -1}, {MaxToolCalls: -1}, {MaxConcurrentToolCalls: -1}, {MaxOutputBytes: -1}, {MaxLogBytes: -1}} {
-		if err := l.CheckRequest(); err == nil {
-			t.Errorf("%+v accepted", l)
+	for _, f := range Fields() {
+		var l Limits
+		f.Set(&l, -1)
+		if err := l.Check(); err == nil || !strings.Contains(err.Error(), "limits."+f.Name+" is negative") {
+			t.Errorf("%s: %v", f.Name, err)
 		}
 	}
 }
@@ -56,5 +71,117 @@ func TestCap(t *testing.T) {
 	want := Limits{Timeout: time.Second, MaxToolCalls: 5, MaxOutputBytes: 50, MaxLogBytes: 100}
 	if got := l.Cap(c); got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestTableCoversEveryField fails when a field of Limits has no row: each
+// row must own a distinct field.
+func TestTableCoversEveryField(t *testing.T) {
+	var l Limits
+	for i, f := range Fields() {
+		f.Set(&l, int64(i+1))
+	}
+	for i, f := range Fields() {
+		if got := f.Get(l); got != int64(i+1) {
+			t.Errorf("%s reads %d, want %d: two rows share a field", f.Name, got, i+1)
+		}
+	}
+	if got := len(Values(l)); got != len(Fields()) {
+		t.Fatalf("%d values for %d fields", got, len(Fields()))
+	}
+	// Every field of the struct is set now: a field without a row stays 0.
+	b, _ := json.Marshal(l)
+	var back Limits
+	if err := json.Unmarshal(b, &back); err != nil || back != l {
+		t.Fatalf("round trip %s: %+v, %v", b, back, err)
+	}
+	if Defaults().Check() != nil || Ceilings().Check() != nil {
+		t.Fatal("built-in defaults or ceilings are negative")
+	}
+	for _, f := range Fields() {
+		if f.Default <= 0 || f.Ceiling < f.Default {
+			t.Errorf("%s: default %d, ceiling %d", f.Name, f.Default, f.Ceiling)
+		}
+	}
+}
+
+func Values(l Limits) map[string]int64 { return l.Values() }
+
+func TestText(t *testing.T) {
+	cases := []struct {
+		field, in string
+		want      int64
+		format    string
+	}{
+		{"timeout", "1.5s", int64(1500 * time.Millisecond), "1.5s"},
+		{"timeout", "0", 0, "0s"},
+		{"memory_bytes", "64MiB", 64 << 20, "64MiB"},
+		{"memory_bytes", "1000", 1000, "1000"},
+		{"memory_bytes", "1GB", 1e9, "1000000000"},
+		{"max_tool_calls", "42", 42, "42"},
+	}
+	for _, tc := range cases {
+		f, _ := FieldByName(tc.field)
+		v, err := f.Parse(tc.in)
+		if err != nil || v != tc.want {
+			t.Errorf("%s %q: %d, %v", tc.field, tc.in, v, err)
+		}
+		if got := f.Format(v); got != tc.format {
+			t.Errorf("%s %d: %q, want %q", tc.field, v, got, tc.format)
+		}
+	}
+	for _, bad := range []struct{ field, in string }{
+		{"timeout", "5"}, {"timeout", "soon"}, {"memory_bytes", "12 parsecs"}, {"max_tool_calls", "3000000000"}, {"max_tool_calls", "1.5"},
+	} {
+		f, _ := FieldByName(bad.field)
+		if _, err := f.Parse(bad.in); err == nil {
+			t.Errorf("%s %q accepted", bad.field, bad.in)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	l := Limits{Timeout: 5 * time.Second, MemoryBytes: 64 << 20, MaxToolCalls: 3}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"timeout":"5s","memory_bytes":67108864,"max_tool_calls":3}` {
+		t.Fatalf("%s", b)
+	}
+	var back Limits
+	for _, in := range []string{string(b), `{"timeout":"5s","memory_bytes":"64MiB","max_tool_calls":3}`} {
+		back = Limits{}
+		if err := json.Unmarshal([]byte(in), &back); err != nil || back != l {
+			t.Fatalf("%s: %+v, %v", in, back, err)
+		}
+	}
+	for _, bad := range []string{`{"timeot":"5s"}`, `{"timeout":5}`, `{"max_tool_calls":"x"}`, `[]`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func TestValue(t *testing.T) {
+	var l Limits
+	f, _ := FieldByName("cpu_time")
+	v := Value{L: &l, Field: f}
+	if err := v.Set("250ms"); err != nil || l.CPUTime != 250*time.Millisecond || v.String() != "250ms" {
+		t.Fatalf("%+v %v %q", l, err, v.String())
+	}
+	if err := v.Set("fast"); err == nil {
+		t.Fatal("accepted")
+	}
+	m := Limits{Timeout: time.Second, MaxLogBytes: 7}.Values()
+	back, err := FromValues(m)
+	if err != nil || back != (Limits{Timeout: time.Second, MaxLogBytes: 7}) {
+		t.Fatalf("%+v %v", back, err)
+	}
+	if _, err := FromValues(map[string]int64{"nope": 1}); err == nil {
+		t.Fatal("unknown name accepted")
+	}
+	if _, err := FromValues(map[string]int64{"max_tool_calls": 1 << 40}); err == nil {
+		t.Fatal("out of range accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // BenchmarkExecuteVsEcho alternates a trivial Execute and a bare unary echo
@@ -51,7 +52,7 @@ func BenchmarkClientToolRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stream.CloseSend()
-	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil })
+	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil })
 	tool.Inline = true // served on the stream's goroutine, as the ping-pong is
 	const calls = 100
 	src := `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.inc({i})).i } return s`
@@ -86,7 +87,7 @@ func BenchmarkClientToolRoundTrip(b *testing.B) {
 func BenchmarkParallelClientTools(b *testing.B) {
 	f := start(b)
 	ctx := context.Background()
-	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c ptc.Call) (json.RawMessage, error) { return c.Arguments, nil })
+	tool := clientTool("inc", `{"type":"object"}`, func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil })
 	src := `const r = await Promise.all(Array.from({length: 100}, (_, i) => tools.inc({i}))); return r.length`
 	for b.Loop() {
 		res, err := f.client.Run(ctx, ptc.Request{Source: src, Limits: ptc.Limits{MaxConcurrentToolCalls: 100}}, tool)

@@ -2,13 +2,13 @@ package server_test
 
 import (
 	"fmt"
+	"github.com/ptcrun/ptc/internal/executor"
 	"log/slog"
 	"os"
 	"slices"
 
 	"google.golang.org/grpc"
 
-	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/metrics"
@@ -19,7 +19,7 @@ import (
 // ExampleInterceptors assembles a production gRPC server the way ptcd
 // does: tenants, admission control, metrics and the interceptor chain.
 func ExampleInterceptors() {
-	runner, err := ptc.NewRunner()
+	runner, err := executor.New(executor.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

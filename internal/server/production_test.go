@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ptcrun/ptc/internal/limits"
 	"io"
 	"log/slog"
 	"net"
@@ -23,12 +24,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -70,7 +71,7 @@ type prodConfig struct {
 	admission admission.Config
 	// authHook wraps the authenticator (to inject a panic).
 	authHook func(next func(context.Context) (context.Context, error)) func(context.Context) (context.Context, error)
-	tools    []ptc.Tool
+	tools    []tools.Tool
 	// quiet discards the logs (benchmarks).
 	quiet bool
 }
@@ -87,10 +88,7 @@ type prod struct {
 // interceptor chain, admission control and metrics.
 func startProd(t testing.TB, pc prodConfig) *prod {
 	t.Helper()
-	r, err := ptc.NewRunner(ptc.WithTools(append(demo.Tools(), pc.tools...)...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newExecutor(t, append(demo.Tools(), pc.tools...)...)
 	if pc.admission.MaxConcurrent == 0 {
 		pc.admission = admission.Config{MaxConcurrent: 8, MaxQueue: 8, MaxWait: time.Minute}
 	}
@@ -156,10 +154,10 @@ func waitAdm(t *testing.T, c *admission.Controller, cond func() bool) {
 
 // blockTool is a server tool that signals when entered and returns when
 // release is closed.
-func blockTool(entered chan<- struct{}, release <-chan struct{}) ptc.Tool {
-	return ptc.Tool{
-		Definition: ptc.Definition{Name: "block", Description: "Blocks until the test releases it.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
+func blockTool(entered chan<- struct{}, release <-chan struct{}) tools.Tool {
+	return tools.Tool{
+		Definition: tools.Definition{Name: "block", Description: "Blocks until the test releases it.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
 			entered <- struct{}{}
 			select {
 			case <-release:
@@ -173,7 +171,7 @@ func blockTool(entered chan<- struct{}, release <-chan struct{}) ptc.Tool {
 
 var tenantsAB = []auth.Tenant{
 	{Name: "a", TokenHashes: []string{auth.HashToken("token-a")}, Tools: []string{"get_team_members", "block"},
-		Ceilings: ptc.Limits{Timeout: 2 * time.Second}},
+		Ceilings: limits.Limits{Timeout: 2 * time.Second}},
 	{Name: "b", TokenHashes: []string{auth.HashToken("token-b")}},
 	{Name: "none", TokenHashes: []string{auth.HashToken("token-none")}, Tools: []string{"nothing.*"}},
 }
@@ -313,7 +311,7 @@ func TestAdmissionQueue(t *testing.T) {
 	entered := make(chan struct{}, 2)
 	release := make(chan struct{})
 	p := startProd(t, prodConfig{admission: admission.Config{MaxConcurrent: 1, MaxQueue: 1, MaxWait: time.Minute},
-		tools: []ptc.Tool{blockTool(entered, release)}})
+		tools: []tools.Tool{blockTool(entered, release)}})
 
 	type out struct {
 		res *ptcv1.ExecuteResponse
@@ -378,7 +376,7 @@ func TestTenantQuota(t *testing.T) {
 		{Name: "a", TokenHashes: []string{auth.HashToken("token-a")}, MaxConcurrent: 1},
 		{Name: "b", TokenHashes: []string{auth.HashToken("token-b")}},
 	}
-	p := startProd(t, prodConfig{authOn: true, tenants: ts, tools: []ptc.Tool{blockTool(entered, release)},
+	p := startProd(t, prodConfig{authOn: true, tenants: ts, tools: []tools.Tool{blockTool(entered, release)},
 		admission: admission.Config{MaxConcurrent: 4, MaxQueue: 4, MaxWait: 50 * time.Millisecond}})
 	first := make(chan error, 1)
 	go func() {
@@ -419,8 +417,8 @@ func TestRateLimit(t *testing.T) {
 // and stream) and a panicking interceptor all leave the server serving;
 // the gRPC ones become INTERNAL and are logged with their stack.
 func TestPanics(t *testing.T) {
-	boom := ptc.Tool{Definition: ptc.Definition{Name: "boom", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Handler: func(context.Context, ptc.Call) (json.RawMessage, error) { panic("tool bug") }}
+	boom := tools.Tool{Definition: tools.Definition{Name: "boom", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(context.Context, tools.Call) (json.RawMessage, error) { panic("tool bug") }}
 	hook := func(next func(context.Context) (context.Context, error)) func(context.Context) (context.Context, error) {
 		return func(ctx context.Context) (context.Context, error) {
 			md, _ := metadata.FromIncomingContext(ctx)
@@ -430,7 +428,7 @@ func TestPanics(t *testing.T) {
 			return next(ctx)
 		}
 	}
-	p := startProd(t, prodConfig{tools: []ptc.Tool{boom}, authHook: hook})
+	p := startProd(t, prodConfig{tools: []tools.Tool{boom}, authHook: hook})
 	alive := func() {
 		t.Helper()
 		res, err := p.rpc.Execute(context.Background(), jsReq("return 42"))

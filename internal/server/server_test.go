@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/executor"
 	"io"
 	"net"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -50,6 +52,23 @@ func (echoService) FullDuplexCall(s testgrpc.TestService_FullDuplexCallServer) e
 	}
 }
 
+// newExecutor returns an executor with tools, closed at the end of the test.
+func newExecutor(tb testing.TB, ts ...tools.Tool) *executor.Executor {
+	tb.Helper()
+	reg := tools.NewRegistry()
+	for _, t := range ts {
+		if err := reg.Register(t); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	ex, err := executor.New(executor.Config{Registry: reg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = ex.Close() })
+	return ex
+}
+
 type fixture struct {
 	addr   string
 	conn   *grpc.ClientConn
@@ -59,13 +78,9 @@ type fixture struct {
 }
 
 // start serves a runner with the demo tools on a real loopback listener.
-func start(tb testing.TB, opts ...ptc.Option) *fixture {
+func start(tb testing.TB) *fixture {
 	tb.Helper()
-	opts = append([]ptc.Option{ptc.WithTools(demo.Tools()...)}, opts...)
-	r, err := ptc.NewRunner(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	r := newExecutor(tb, demo.Tools()...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -173,15 +188,15 @@ func TestListTools(t *testing.T) {
 }
 
 // clientTool is a client-served tool definition with a handler.
-func clientTool(name, schema string, h ptc.Handler) ptc.Tool {
-	return ptc.Tool{Definition: ptc.Definition{Name: name, InputSchema: json.RawMessage(schema)}, Handler: h}
+func clientTool(name, schema string, h tools.Handler) tools.Tool {
+	return tools.Tool{Definition: tools.Definition{Name: name, InputSchema: json.RawMessage(schema)}, Handler: h}
 }
 
 func TestSessionMixedTools(t *testing.T) {
 	f := start(t)
 	var calls atomic.Int32
 	double := clientTool("crm.double", `{"type":"object","properties":{"n":{"type":"number"}},"required":["n"],"additionalProperties":false}`,
-		func(_ context.Context, c ptc.Call) (json.RawMessage, error) {
+		func(_ context.Context, c tools.Call) (json.RawMessage, error) {
 			calls.Add(1)
 			var in struct{ N float64 }
 			_ = json.Unmarshal(c.Arguments, &in)
@@ -225,7 +240,7 @@ func TestSessionManyOutOfOrder(t *testing.T) {
 		gates[i] = make(chan struct{})
 	}
 	close(gates[n])
-	h := func(ctx context.Context, c ptc.Call) (json.RawMessage, error) {
+	h := func(ctx context.Context, c tools.Call) (json.RawMessage, error) {
 		var in struct{ I int }
 		_ = json.Unmarshal(c.Arguments, &in)
 		select {
@@ -255,10 +270,10 @@ func TestSessionClientError(t *testing.T) {
 	f := start(t)
 	res, err := f.client.Run(context.Background(), ptc.Request{Source: `
 try { await tools.pay({}) } catch (e) { return [e.name, e.code, e.message] }`},
-		clientTool("pay", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) {
-			return nil, &ptc.ToolError{Code: "card_declined", Message: "the card was declined"}
+		clientTool("pay", `{"type":"object"}`, func(context.Context, tools.Call) (json.RawMessage, error) {
+			return nil, &tools.Error{Code: "card_declined", Message: "the card was declined"}
 		}),
-		clientTool("unused", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) { panic("never") }))
+		clientTool("unused", `{"type":"object"}`, func(context.Context, tools.Call) (json.RawMessage, error) { panic("never") }))
 	if err != nil || res.Error != nil {
 		t.Fatal(err, res.Error)
 	}
@@ -267,7 +282,7 @@ try { await tools.pay({}) } catch (e) { return [e.name, e.code, e.message] }`},
 	}
 	// A panicking client handler becomes a tool error.
 	res, err = f.client.Run(context.Background(), ptc.Request{Source: `try { await tools.p({}) } catch (e) { return e.code }`},
-		clientTool("p", `{"type":"object"}`, func(context.Context, ptc.Call) (json.RawMessage, error) { panic("boom") }))
+		clientTool("p", `{"type":"object"}`, func(context.Context, tools.Call) (json.RawMessage, error) { panic("boom") }))
 	if err != nil || res.Error != nil || string(res.Result) != `"tool_panic"` {
 		t.Fatal(err, res)
 	}
@@ -276,7 +291,7 @@ try { await tools.pay({}) } catch (e) { return [e.name, e.code, e.message] }`},
 func TestSessionTimeoutWaitingOnClient(t *testing.T) {
 	f := start(t)
 	res, err := f.client.Run(context.Background(), ptc.Request{Source: `await tools.hang({})`, Limits: ptc.Limits{Timeout: 100 * time.Millisecond}},
-		clientTool("hang", `{"type":"object"}`, func(ctx context.Context, _ ptc.Call) (json.RawMessage, error) {
+		clientTool("hang", `{"type":"object"}`, func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}))
@@ -291,12 +306,12 @@ func TestSessionTimeoutWaitingOnClient(t *testing.T) {
 func TestSessionInvalidSchema(t *testing.T) {
 	f := start(t)
 	_, err := f.client.Run(context.Background(), ptc.Request{Source: `return 1`},
-		clientTool("bad", `{"type": 12}`, func(context.Context, ptc.Call) (json.RawMessage, error) { return nil, nil }))
+		clientTool("bad", `{"type": 12}`, func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "bad") {
 		t.Fatalf("err %v", err)
 	}
 	_, err = f.client.Run(context.Background(), ptc.Request{Source: `return 1`},
-		clientTool("get_expenses", `{}`, func(context.Context, ptc.Call) (json.RawMessage, error) { return nil, nil }))
+		clientTool("get_expenses", `{}`, func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "collides") {
 		t.Fatalf("err %v", err)
 	}

@@ -12,12 +12,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -30,9 +28,6 @@ const (
 	// resultGrace bounds how long the final result waits for a client
 	// that does not read.
 	resultGrace = 10 * time.Second
-	// CodeClientGone is the tool error code of client tool calls that can
-	// no longer be answered (the client half-closed its stream).
-	CodeClientGone = "cancelled"
 )
 
 // session is one Session stream. The handler goroutine runs the
@@ -68,9 +63,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "the first message of a Session must be start")
 	}
-	req, err := RequestFromPB(start.GetExecute())
-	if err != nil {
-		return err
+	req, ferr := wire.RequestFromPB(start.GetExecute())
+	if ferr != nil {
+		return wire.Status(ferr)
 	}
 	tenant, err := s.applyTenant(stream.Context(), &req)
 	if err != nil {
@@ -88,11 +83,11 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		if _, err := tools.CompileDefinition(def, nil); err != nil {
 			return status.Errorf(codes.InvalidArgument, "client_tools: %v", err)
 		}
-		req.ClientTools = append(req.ClientTools, ptc.Tool{Definition: def, Handler: ss.forward})
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def, Handler: ss.forward})
 	}
 	streamLogs := start.GetExecute().GetStreamLogs()
 	if streamLogs {
-		req.OnLog = func(e runtime.LogEntry) {
+		req.OnLog = func(e core.LogEntry) {
 			// Live logs are best effort (they are also in the result):
 			// dropped rather than blocking the script when the client lags.
 			select {
@@ -101,9 +96,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			}
 		}
 	}
-	p, err := s.runner.Prepare(req)
-	if err != nil {
-		return statusOf(err)
+	p, ferr := s.exec.Prepare(req, tenant.ceilings())
+	if ferr != nil {
+		return wire.Status(ferr)
 	}
 
 	ectx, done := s.execContext(stream.Context())
@@ -121,8 +116,8 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	}
 	go ss.receive(ctx, cancel)
 
-	res := s.runner.Run(ctx, p)
-	s.observe(stream.Context(), req, res)
+	res := s.exec.Run(ctx, p)
+	s.observe(stream.Context(), req, p, res)
 
 	// A protocol violation ends the RPC with its status instead of a result.
 	if err := context.Cause(ctx); err != nil {
@@ -133,7 +128,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	// Send the result, waiting at most resultGrace for a client that does
 	// not read: returning ends the stream, which unblocks the send, and the
 	// receiver's Recv then fails and it exits.
-	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: ResultPB(res)}}
+	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
@@ -211,8 +206,7 @@ func (ss *session) halfClose() {
 	defer ss.mu.Unlock()
 	ss.closed = true
 	for id, ch := range ss.pending {
-		ch <- &ptcv1.ToolResult{CallId: id, Outcome: &ptcv1.ToolResult_Error{Error: &ptcv1.ToolError{
-			Code: CodeClientGone, Message: "the client closed its stream before answering"}}}
+		ch <- wire.ToolResultPB(id, nil, tools.Errorf(tools.CodeClientGone, "the client closed its stream before answering"))
 		delete(ss.pending, id)
 	}
 }
@@ -249,7 +243,7 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
-		return nil, &tools.Error{Code: CodeClientGone, Message: "the client closed its stream; client tools can no longer be called"}
+		return nil, tools.Errorf(tools.CodeClientGone, "the client closed its stream; client tools can no longer be called")
 	}
 	ss.nextID++
 	id := "c" + strconv.FormatInt(ss.nextID, 10)
@@ -261,29 +255,17 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 		ss.mu.Unlock()
 	}()
 
-	tc := &ptcv1.ToolCall{CallId: id, Tool: call.Tool, ArgumentsJson: string(call.Arguments), IdempotencyKey: call.IdempotencyKey}
-	if dl, ok := ctx.Deadline(); ok {
-		tc.Deadline = timestamppb.New(dl)
-	}
+	dl, _ := ctx.Deadline()
+	tc := wire.ToolCallPB(id, call, dl)
 	if err := ss.send(ctx, &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &tools.Error{Code: CodeClientGone, Message: "the stream to the client failed; the call was not sent"}
+		return nil, tools.Errorf(tools.CodeClientGone, "the stream to the client failed; the call was not sent")
 	}
 	select {
 	case r := <-ch:
-		if e := r.GetError(); e != nil {
-			code := e.GetCode()
-			if code == "" {
-				code = "tool_failed"
-			}
-			return nil, &tools.Error{Code: code, Message: e.GetMessage()}
-		}
-		if _, ok := r.GetOutcome().(*ptcv1.ToolResult_OutputJson); !ok {
-			return nil, &tools.Error{Code: "invalid_output", Message: "the client's result has neither output_json nor error"}
-		}
-		return json.RawMessage(r.GetOutputJson()), nil
+		return wire.ToolResultFromPB(r)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -5,45 +5,53 @@ import (
 	"errors"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
+	"github.com/ptcrun/ptc/internal/wire"
+	"github.com/ptcrun/ptc/tools"
 )
 
-// applyTenant narrows req to the caller's tenant (when the context carries
-// one): every allowed tool must be in the tenant's set, an empty
-// allowed_tools becomes the tenant's set, and the limits are resolved
-// under the tenant's ceilings.
-func (s *Server) applyTenant(ctx context.Context, req *ptc.Request) (*auth.Tenant, error) {
+// tenantOf is the caller's tenant, nil without one.
+type tenantOf struct{ *auth.Tenant }
+
+// ceilings are the tenant's limit ceilings, an input of Prepare (zero
+// without a tenant: the server's policy alone applies).
+func (t tenantOf) ceilings() limits.Limits {
+	if t.Tenant == nil {
+		return limits.Limits{}
+	}
+	return t.Ceilings
+}
+
+// applyTenant narrows req's tools to the caller's tenant (when the context
+// carries one): every allowed tool must be in the tenant's set, and an
+// empty allowed_tools becomes the tenant's set. The tenant's limit
+// ceilings are applied by Prepare.
+func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, error) {
 	t, ok := auth.FromContext(ctx)
 	if !ok {
-		return nil, nil
-	}
-	if t.Ceilings != (limits.Limits{}) && req.Limits.CheckRequest() == nil {
-		// Negative limits are left for Prepare to refuse.
-		req.Limits = t.Policy(s.runner.Policy()).Resolve(req.Limits)
+		return tenantOf{}, nil
 	}
 	if !t.RestrictsTools() {
-		return t, nil
+		return tenantOf{t}, nil
 	}
 	if len(req.AllowedTools) > 0 {
 		for _, n := range req.AllowedTools {
 			if !t.AllowsTool(n) {
-				return nil, status.Errorf(codes.PermissionDenied, "allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", n, t.Name)
+				return tenantOf{}, wire.Status(fault.Reject(fault.CodePermissionDenied,
+					"allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", n, t.Name))
 			}
 		}
-		return t, nil
+		return tenantOf{t}, nil
 	}
-	all := s.runner.Tools()
-	for _, d := range all {
+	for _, d := range s.exec.Registry().Definitions() {
 		if t.AllowsTool(d.Name) {
 			req.AllowedTools = append(req.AllowedTools, d.Name)
 		}
@@ -53,17 +61,17 @@ func (s *Server) applyTenant(ctx context.Context, req *ptc.Request) (*auth.Tenan
 		// still call its own client tools.
 		req.NoServerTools = true
 	}
-	return t, nil
+	return tenantOf{t}, nil
 }
 
 // admit waits for an admission slot for p. The release func must be
 // called when the execution ends.
-func (s *Server) admit(ctx context.Context, p *ptc.Prepared, t *auth.Tenant) (func(), error) {
+func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (func(), error) {
 	if s.adm == nil {
 		return func() {}, nil
 	}
 	name, quota := "", 0
-	if t != nil {
+	if t.Tenant != nil {
 		name, quota = t.Name, t.MaxConcurrent
 	}
 	release, waited, err := s.adm.Acquire(ctx, name, quota)
@@ -87,16 +95,12 @@ func (s *Server) admit(ctx context.Context, p *ptc.Prepared, t *auth.Tenant) (fu
 // RejectedStatus is the RESOURCE_EXHAUSTED status of a request refused by
 // admission control, with a google.rpc.RetryInfo detail.
 func RejectedStatus(r *admission.Rejected) error {
-	st := status.New(codes.ResourceExhausted, r.Error())
-	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.RetryAfter)}); err == nil {
-		st = d
-	}
-	return st.Err()
+	return wire.Status(&fault.Error{Code: fault.CodeResourceExhausted, Message: r.Error(), RetryAfter: r.RetryAfter})
 }
 
 // observe records a finished execution in the metrics and its id and
 // outcome in the call's log record.
-func (s *Server) observe(ctx context.Context, req ptc.Request, res *ptc.Result) {
+func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prepared, res *core.Result) {
 	outcome := metrics.OutcomeOK
 	if res.Error != nil {
 		outcome = res.Error.Kind.String()
@@ -105,16 +109,12 @@ func (s *Server) observe(ctx context.Context, req ptc.Request, res *ptc.Result) 
 	if s.metrics == nil {
 		return
 	}
-	lang := req.Language
-	if lang == ptc.LanguageUnspecified {
-		lang = ptc.LanguageJavaScript
-	}
 	client := make(map[string]bool, len(req.ClientTools))
 	for _, t := range req.ClientTools {
 		client[t.Name] = true
 	}
 	e := metrics.Execution{
-		Language:        lang.String(),
+		Language:        p.Language().String(),
 		Outcome:         outcome,
 		Duration:        res.Stats.Duration,
 		CPUTime:         res.Stats.CPUTime,
@@ -128,7 +128,7 @@ func (s *Server) observe(ctx context.Context, req ptc.Request, res *ptc.Result) 
 		tool := c.Tool
 		if client[tool] {
 			tool = metrics.ClientTool
-		} else if _, ok := s.runner.Registry().Lookup(tool); !ok {
+		} else if _, ok := s.exec.Registry().Lookup(tool); !ok {
 			tool = metrics.UnknownTool
 		}
 		o := metrics.OutcomeOK
@@ -140,17 +140,19 @@ func (s *Server) observe(ctx context.Context, req ptc.Request, res *ptc.Result) 
 	s.metrics.ObserveExecution(e)
 }
 
-// bridgeCodes are the tool error codes ptc itself produces; other codes
-// come from tools (any string) and count as tool_failed.
-var bridgeCodes = map[string]bool{
-	bridge.CodeUnknownTool: true, bridge.CodeInvalidArguments: true, bridge.CodeCallLimit: true,
-	bridge.CodeToolFailed: true, bridge.CodeInvalidOutput: true, bridge.CodeCancelled: true,
-	bridge.CodeTimeout: true, bridge.CodePanic: true,
-}
+// ptcCodes are the tool error codes ptc itself produces; other codes come
+// from tools (any string) and count as tool_failed.
+var ptcCodes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range tools.Codes() {
+		m[c] = true
+	}
+	return m
+}()
 
 func callOutcome(code string) string {
-	if bridgeCodes[code] {
+	if ptcCodes[code] {
 		return code
 	}
-	return bridge.CodeToolFailed
+	return tools.CodeToolFailed
 }

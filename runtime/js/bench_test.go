@@ -15,11 +15,11 @@ import (
 func benchJob(b *testing.B, src string) func() *runtime.Outcome {
 	e := js.New()
 	ts := testTools(b)
-	lim := limits.DefaultPolicy().Resolve(limits.Limits{})
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
 	return func() *runtime.Outcome {
 		d := bridge.New(bridge.Config{ExecutionID: "b", Tools: ts, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
 		return e.Run(context.Background(), &runtime.Job{Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: d,
-			Logs: runtime.NewLogBuffer(time.Now(), lim.MaxLogBytes, nil)})
+			Logs: runtime.NewLogBuffer(time.Now(), lim, nil)})
 	}
 }
 

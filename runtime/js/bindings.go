@@ -10,6 +10,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // toolsObject builds the `tools` object: one function per tool, dotted
@@ -50,9 +51,7 @@ func (x *exec) namespace(n *nsNode, prefix string, top bool) goja.Value {
 		_ = obj.Set(name, x.namespace(c, prefix+name+".", false))
 	}
 	if top {
-		if d, ok := x.job.Tools.(bridge.Describer); ok {
-			x.defineHelpers(obj, d)
-		}
+		x.defineHelpers(obj, x.job.Tools)
 	}
 	proxy := vm.NewProxy(obj, &goja.ProxyTrapConfig{
 		Get: func(target *goja.Object, property string, receiver goja.Value) goja.Value {
@@ -73,7 +72,7 @@ func (x *exec) namespace(n *nsNode, prefix string, top bool) goja.Value {
 // defineHelpers adds tools.$search(query, limit) and tools.$describe(name),
 // which resolve to plain JSON values (not enumerable, so they do not show
 // up as tools).
-func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
+func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 	vm := x.vm
 	settle := func(v any, err error) goja.Value {
 		p, resolve, reject := vm.NewPromise()
@@ -93,7 +92,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
 	search := vm.ToValue(func(call goja.FunctionCall) goja.Value {
 		q := call.Argument(0)
 		if goja.IsUndefined(q) || goja.IsNull(q) {
-			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: bridge.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
+			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: tools.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
 		}
 		limit := 10
 		if l := call.Argument(1); !goja.IsUndefined(l) {
@@ -109,7 +108,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
 		name := call.Argument(0).String()
 		desc, ok := d.Describe(name)
 		if !ok {
-			return settle(nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeUnknownTool,
+			return settle(nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeUnknownTool,
 				Message: fmt.Sprintf("unknown tool %q; use tools.$search(query) to find tools", name)})
 		}
 		return settle(desc, nil)
@@ -142,7 +141,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 					msg = x.describe(ex.Value())
 				}
 				_ = reject(x.callError(&bridge.CallError{Name: bridge.NameArgumentError, Tool: name,
-					Code: bridge.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}))
+					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}))
 				return vm.ToValue(p)
 			}
 			if s == nil || goja.IsUndefined(s) {
@@ -153,7 +152,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 		}
 		inv := x.job.Tools.Start(x.ctx, name, args)
 		c := queuedCall{inv: inv, resolve: resolve, reject: reject}
-		if il, ok := x.job.Tools.(bridge.InlineCaller); ok && il.Inline(name) {
+		if x.job.Tools.Inline(name) {
 			// Deferred: if it is the only thing the script waits for when
 			// the VM goes idle, it runs right there (see flush).
 			x.queued = append(x.queued, c)
@@ -211,7 +210,7 @@ func (x *exec) callError(err error) goja.Value {
 	vm := x.vm
 	var ce *bridge.CallError
 	if !errors.As(err, &ce) {
-		ce = &bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeToolFailed, Message: err.Error()}
+		ce = &bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeToolFailed, Message: err.Error()}
 	}
 	obj, e := vm.New(vm.Get("Error"), vm.ToValue(ce.Message))
 	if e != nil {

@@ -83,12 +83,12 @@ type runOpts struct {
 
 func run(t testing.TB, e *js.Engine, src string, o runOpts) (*runtime.Outcome, *bridge.Dispatcher, *runtime.LogBuffer) {
 	t.Helper()
-	lim := limits.DefaultPolicy().Resolve(o.limits)
+	lim := limits.DefaultPolicy().Resolve(o.limits, limits.Limits{})
 	if o.tools == nil {
 		o.tools = testTools(t)
 	}
 	d := bridge.New(bridge.Config{ExecutionID: "x1", Tools: o.tools, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
-	logs := runtime.NewLogBuffer(time.Now(), lim.MaxLogBytes, nil)
+	logs := runtime.NewLogBuffer(time.Now(), lim, nil)
 	job := &runtime.Job{ExecutionID: "x1", Source: src, Input: json.RawMessage(o.input), Limits: lim, Tools: d, Logs: logs}
 	return e.Run(context.Background(), job), d, logs
 }
@@ -200,8 +200,9 @@ func TestToolCallLimitCatchable(t *testing.T) {
 	if string(out.Result) != `[5,"ToolCallLimitError","tool_call_limit"]` {
 		t.Fatalf("result %s", out.Result)
 	}
-	if d.Calls() != 5 || !d.LimitHit() {
-		t.Fatalf("calls %d limit hit %v", d.Calls(), d.LimitHit())
+	// The refused call is counted and traced too.
+	if tr := d.Trace(); d.Calls() != 6 || len(tr) != 6 || tr[5].ErrorCode != tools.CodeCallLimit {
+		t.Fatalf("calls %d trace %+v", d.Calls(), tr)
 	}
 }
 
@@ -250,7 +251,7 @@ func TestConcurrency(t *testing.T) {
 	peak.Store(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lim := limits.DefaultPolicy().Resolve(limits.Limits{MaxConcurrentToolCalls: 2, Timeout: time.Minute})
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{MaxConcurrentToolCalls: 2, Timeout: time.Minute}, limits.Limits{})
 	d := bridge.New(bridge.Config{ExecutionID: "x2", Tools: []*tools.Compiled{gc}, MaxConcurrent: 2, MaxCalls: 100})
 	done := make(chan *runtime.Outcome)
 	go func() {
@@ -308,7 +309,7 @@ func TestLogs(t *testing.T) {
 
 func TestCancelWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	lim := limits.DefaultPolicy().Resolve(limits.Limits{})
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
 	var started sync.WaitGroup
 	started.Add(1)
 	blk := tools.Tool{Definition: tools.Definition{Name: "blk"}, Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
@@ -326,7 +327,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	if out.Err == nil || out.Err.Kind != fault.KindCancelled {
 		t.Fatalf("got %v", out.Err)
 	}
-	if tr := d.Trace(); len(tr) != 1 || tr[0].ErrorCode != bridge.CodeCancelled {
+	if tr := d.Trace(); len(tr) != 1 || tr[0].ErrorCode != tools.CodeCancelled {
 		t.Fatalf("trace %+v", tr)
 	}
 }
@@ -413,7 +414,7 @@ return [s, both.map(x => typeof x === "number" ? x : x.a)];`, runOpts{})
 			t.Fatalf("record %d: %+v", i, r)
 		}
 	}
-	if last := tr[13]; last.OK || last.ErrorCode != bridge.CodeCancelled {
+	if last := tr[13]; last.OK || last.ErrorCode != tools.CodeCancelled {
 		t.Fatalf("unawaited call: %+v", last)
 	}
 }

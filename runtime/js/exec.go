@@ -19,6 +19,7 @@ import (
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // interruptReason is the value passed to goja's Interrupt.
@@ -75,10 +76,13 @@ type exec struct {
 	busy     time.Duration
 	segStart time.Time
 	cpuTimer *time.Timer
+	// began is when the execution started, for the observed time of a
+	// timeout.
+	began time.Time
 }
 
 func newExec(ctx context.Context, e *Engine, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) *exec {
-	x := &exec{e: e, job: job, c: c, mapPos: mapPos,
+	x := &exec{e: e, job: job, c: c, mapPos: mapPos, began: time.Now(),
 		done: make(chan completion, 16), finished: make(chan struct{})}
 	if job.Limits.Timeout > 0 {
 		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
@@ -319,9 +323,8 @@ func (x *exec) ctxError() *fault.Error {
 }
 
 func (x *exec) timeoutError() *fault.Error {
-	fe := fault.New(fault.KindTimeout, "the script did not finish within its %s time limit", x.job.Limits.Timeout)
-	fe.Limit = x.job.Limits.Timeout.Nanoseconds()
-	return fe
+	return fault.Breach(fault.KindTimeout, x.job.Limits.Timeout.Nanoseconds(), time.Since(x.began).Nanoseconds(),
+		"the script did not finish within its %s time limit", x.job.Limits.Timeout)
 }
 
 // deliver settles the promise of a finished tool call; the promise job
@@ -334,7 +337,7 @@ func (x *exec) deliver(c completion) error {
 	}
 	v, err := x.fromJSON(c.out)
 	if err != nil {
-		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeInvalidOutput,
+		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput,
 			Message: "tool returned invalid JSON"}))
 	}
 	return c.resolve(v)
@@ -375,10 +378,8 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 	}
 	str := s.String()
 	if max := x.job.Limits.MaxOutputBytes; max > 0 && int64(len(str)) > max {
-		fe := fault.New(fault.KindOutputLimit,
+		return nil, fault.Breach(fault.KindOutputLimit, max, int64(len(str)),
 			"the result is %d bytes of JSON, more than the %d allowed; return less (aggregate, filter or summarise)", len(str), max)
-		fe.Limit, fe.Observed = max, int64(len(str))
-		return nil, fe
 	}
 	return json.RawMessage(str), nil
 }
@@ -388,6 +389,9 @@ func (x *exec) uncaught(v goja.Value) *fault.Error {
 	if obj, ok := v.(*goja.Object); ok {
 		if ce, ok := x.callErrs[obj]; ok {
 			fe := fault.New(ce.Kind(), "uncaught %s from tool %s (code %s): %s", ce.Name, ce.Tool, ce.Code, ce.Message)
+			if fe.Kind.IsBreach() {
+				fe = fault.Breach(fe.Kind, ce.Limit, ce.Observed, "%s", fe.Message)
+			}
 			fe.Tool = ce.Tool
 			fe.Line, fe.Column = x.position(v)
 			fe.Stack = x.stack(v)
@@ -409,9 +413,8 @@ func (x *exec) classify(err error) *fault.Error {
 	if errors.As(err, &ie) {
 		switch ie.Value() {
 		case reasonCPU:
-			fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", x.job.Limits.CPUTime)
-			fe.Limit, fe.Observed = x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds()
-			return fe
+			return fault.Breach(fault.KindCPULimit, x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds(),
+				"the script used more than its %s of CPU time", x.job.Limits.CPUTime)
 		case reasonTimeout:
 			return x.timeoutError()
 		default:

@@ -18,7 +18,7 @@ func BenchmarkCompile(b *testing.B) {
 	mod := guest(b, "minimal")
 	b.Run("go-guest/cold", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			e, err := New()
+			e, err := New(Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -30,7 +30,7 @@ func BenchmarkCompile(b *testing.B) {
 	})
 	b.Run("go-guest/dir-cache", func(b *testing.B) {
 		dir := b.TempDir()
-		warm, err := New(WithCacheDir(dir))
+		warm, err := New(Config{CacheDir: dir})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func BenchmarkCompile(b *testing.B) {
 		_ = warm.Close(context.Background())
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			e, err := New(WithCacheDir(dir))
+			e, err := New(Config{CacheDir: dir})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -117,17 +117,17 @@ func BenchmarkRun(b *testing.B) {
 
 // BenchmarkTightLoop runs 50 million iterations of a compute loop in a Go
 // guest with and without the per-loop termination checks that
-// WithCloseOnContextDone compiles in (see WithoutLoopChecks).
+// WithCloseOnContextDone compiles in (see Config.NoLoopChecks).
 func BenchmarkTightLoop(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		cfg  Config
 	}{
-		{"with-loop-checks", nil},
-		{"without-loop-checks", []Option{WithoutLoopChecks()}},
+		{"with-loop-checks", Config{}},
+		{"without-loop-checks", Config{NoLoopChecks: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := newEngine(b, tc.opts...)
+			e := newEngine(b, tc.cfg)
 			mod := guest(b, "loop")
 			if _, err := e.Compile(context.Background(), mod); err != nil {
 				b.Fatal(err)
@@ -149,8 +149,8 @@ func BenchmarkTightLoop(b *testing.B) {
 func TestWithoutLoopChecksSameResult(t *testing.T) {
 	mod := guest(t, "loop")
 	var results []string
-	for _, opts := range [][]Option{nil, {WithoutLoopChecks()}} {
-		e := newEngine(t, opts...)
+	for _, cfg := range []Config{{}, {NoLoopChecks: true}} {
+		e := newEngine(t, cfg)
 		j, _ := job(mod, `{"n":1000}`, limits.Limits{}, testTools(t))
 		out := e.Run(context.Background(), j)
 		if out.Err != nil {

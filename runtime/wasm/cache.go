@@ -36,8 +36,8 @@ func Hash(module []byte) string {
 // release gives back. Only the waiting is bounded by ctx: the compilation
 // itself runs to its end in its own goroutine and lands in the cache.
 func (e *Engine) acquire(ctx context.Context, bin []byte) (*entry, error) {
-	if len(bin) > e.opts.maxModuleBytes {
-		return nil, fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(bin), e.opts.maxModuleBytes)
+	if len(bin) > e.opts.MaxModuleBytes {
+		return nil, fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(bin), e.opts.MaxModuleBytes)
 	}
 	hash := Hash(bin)
 	e.mu.Lock()
@@ -92,7 +92,7 @@ func (e *Engine) compile(ent *entry, bin []byte) {
 		}
 	} else {
 		ent.elem = e.lru.PushFront(ent)
-		for e.lru.Len() > e.opts.maxModules {
+		for e.lru.Len() > e.opts.MaxModules {
 			old := e.lru.Back().Value.(*entry)
 			e.evictLocked(old)
 		}

@@ -10,7 +10,7 @@
 //   - there is no filesystem, no network, and by default a fixed virtual
 //     clock (starting at 2022-01-01T00:00:00Z, advancing 1ms per reading,
 //     sleeps return at once) and a deterministic random source (the same
-//     bytes in every execution). WithRealClock and WithRealRandom change
+//     bytes in every execution). Config.RealClock and RealRandom change
 //     that.
 //
 // Compiled modules are cached by the SHA-256 of their bytes in a bounded LRU
@@ -30,7 +30,7 @@
 //   - One wazero runtime per Engine, with per-execution memory limits from
 //     experimental.WithMemoryAllocator, rather than one runtime per distinct
 //     limit: compiled code is per runtime, and a Go guest takes about 2 s to
-//     compile cold (about 0.1 s from a WithCacheDir cache), so splitting the
+//     compile cold (about 0.1 s from a Config.CacheDir cache), so splitting the
 //     cache by limit would multiply compilations. The allocator also tells
 //     a refused grow (a limit) from any other failure.
 //   - WithCloseOnContextDone is required for timeouts to stop a guest that

@@ -36,92 +36,48 @@ var (
 	ErrClosed = errors.New("wasm engine is closed")
 )
 
-// Option configures an Engine.
-type Option func(*options)
-
-type options struct {
-	maxModules     int
-	maxModuleBytes int
-	maxMemory      int64
-	cacheDir       string
-	realClock      bool
-	realRandom     bool
-	interpreter    bool
-	noLoopChecks   bool
-}
-
-// WithMaxModules bounds the compiled modules kept in the cache (default
-// 64); the least recently used one is evicted first. Values below 1 mean 1.
-func WithMaxModules(n int) Option {
-	return func(o *options) {
-		if n < 1 {
-			n = 1
-		}
-		o.maxModules = n
-	}
-}
-
-// WithMaxModuleBytes bounds the size of a module (default 64 MiB).
-func WithMaxModuleBytes(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.maxModuleBytes = n
-		}
-	}
-}
-
-// WithMaxMemory sets the most memory any execution may use (default the
-// ceiling of limits.Ceilings, 2 GiB): a job's MemoryBytes above it is
-// clamped to it.
-func WithMaxMemory(bytes int64) Option {
-	return func(o *options) {
-		if bytes > 0 {
-			o.maxMemory = bytes
-		}
-	}
-}
-
-// WithCacheDir keeps wazero's compiled code in dir as well, so that a
-// restarted engine loads a module it compiled before instead of compiling
-// it again.
-func WithCacheDir(dir string) Option {
-	return func(o *options) { o.cacheDir = dir }
-}
-
-// WithRealClock gives guests the host's wall clock and monotonic clock, and
-// makes their sleeps real (a sleep still ends when the execution does). By
-// default guests see a virtual clock that starts at 2022-01-01T00:00:00Z
-// and advances 1ms per reading, and sleeps return at once.
-func WithRealClock() Option {
-	return func(o *options) { o.realClock = true }
-}
-
-// WithRealRandom gives guests random bytes from crypto/rand. By default
-// random_get returns the same deterministic sequence in every execution.
-func WithRealRandom() Option {
-	return func(o *options) { o.realRandom = true }
-}
-
-// WithInterpreter runs modules in wazero's interpreter instead of compiling
-// them to machine code: slower, but available on every platform.
-func WithInterpreter() Option {
-	return func(o *options) { o.interpreter = true }
-}
-
-// WithoutLoopChecks compiles modules without the per-loop checks that let
-// a cancelled context stop a guest that never calls the host. Tight loops
-// run several times faster, but a spinning guest can then only be stopped by
-// ending the process — and in-process it can freeze the whole process at
-// the next garbage collection. Use it only in an engine that runs inside a
-// worker process the supervisor kills at the deadline.
-func WithoutLoopChecks() Option {
-	return func(o *options) { o.noLoopChecks = true }
+// Config configures an Engine. The zero value is a useful default.
+type Config struct {
+	// MaxModules bounds the compiled modules kept in the cache (default
+	// 64); the least recently used one is evicted first.
+	MaxModules int
+	// MaxModuleBytes bounds the size of a module (default 64 MiB).
+	MaxModuleBytes int
+	// MaxMemory is the most memory any execution may use (default the
+	// memory ceiling of limits.Ceilings, 2 GiB): a job's MemoryBytes above
+	// it (or zero) is clamped to it.
+	MaxMemory int64
+	// CacheDir keeps wazero's compiled code in a directory as well, so that
+	// a restarted engine loads a module it compiled before instead of
+	// compiling it again.
+	CacheDir string
+	// RealClock gives guests the host's wall clock and monotonic clock, and
+	// makes their sleeps real (a sleep still ends when the execution does).
+	// By default guests see a virtual clock that starts at
+	// 2022-01-01T00:00:00Z and advances 1ms per reading, and sleeps return
+	// at once.
+	RealClock bool
+	// RealRandom gives guests random bytes from crypto/rand. By default
+	// random_get returns the same deterministic sequence in every
+	// execution.
+	RealRandom bool
+	// Interpreter runs modules in wazero's interpreter instead of compiling
+	// them to machine code: slower, but available on every platform.
+	Interpreter bool
+	// NoLoopChecks compiles modules without the per-loop checks that let a
+	// cancelled context stop a guest that never calls the host. Tight loops
+	// run several times faster, but a spinning guest can then only be
+	// stopped by ending the process — and in-process it can freeze the
+	// whole process at the next garbage collection. Use it only in an engine
+	// that runs inside a worker process the supervisor kills at the
+	// deadline.
+	NoLoopChecks bool
 }
 
 // Engine runs WebAssembly jobs. It is safe for concurrent use; Close
 // releases it.
 type Engine struct {
-	opts    options
+	opts    Config
 	rt      wazero.Runtime
 	allowed map[string]map[string]api.FunctionDefinition
 
@@ -142,17 +98,18 @@ var _ runtime.Engine = (*Engine)(nil)
 
 // New returns an Engine with a wazero runtime, the WASI preview1 and ptc_v1
 // host modules, and an empty module cache.
-func New(opts ...Option) (*Engine, error) {
-	o := options{
-		maxModules:     64,
-		maxModuleBytes: 64 << 20,
-		maxMemory:      limits.Ceilings().MemoryBytes,
+func New(o Config) (*Engine, error) {
+	if o.MaxModules < 1 {
+		o.MaxModules = 64
 	}
-	for _, opt := range opts {
-		opt(&o)
+	if o.MaxModuleBytes <= 0 {
+		o.MaxModuleBytes = 64 << 20
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = limits.Ceilings().MemoryBytes
 	}
 	var cfg wazero.RuntimeConfig
-	if o.interpreter {
+	if o.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
 	} else {
 		cfg = wazero.NewRuntimeConfig()
@@ -161,11 +118,11 @@ func New(opts ...Option) (*Engine, error) {
 	// execution is applied by its memory allocator (see allocator), so that
 	// one runtime and its compiled modules serve executions with different
 	// limits, and so that a refused grow is known to be a limit.
-	cfg = cfg.WithCloseOnContextDone(!o.noLoopChecks)
-	if o.cacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(o.cacheDir)
+	cfg = cfg.WithCloseOnContextDone(!o.NoLoopChecks)
+	if o.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
 		if err != nil {
-			return nil, fmt.Errorf("wasm: compilation cache directory %q: %w", o.cacheDir, err)
+			return nil, fmt.Errorf("wasm: compilation cache directory %q: %w", o.CacheDir, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
 	}

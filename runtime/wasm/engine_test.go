@@ -260,7 +260,7 @@ func bigMemoryModule(minPages uint32) []byte {
 
 func TestLogsAreCapped(t *testing.T) {
 	e := newEngine(t)
-	j, _ := job(exitModule("123456789", 0), "", limits.Limits{MaxLogBytes: 4}, testTools(t))
+	j, _ := job(exitModule("123456789", 0), "", limits.Limits{MaxLogBytes: 4 + limits.LogEntryOverhead}, testTools(t))
 	out := e.Run(context.Background(), j)
 	if out.Err != nil {
 		t.Fatal(out.Err)
@@ -354,7 +354,7 @@ func TestInvalidModules(t *testing.T) {
 		})
 	}
 
-	small := newEngine(t, WithMaxModuleBytes(16))
+	small := newEngine(t, Config{MaxModuleBytes: 16})
 	if _, err := small.Compile(context.Background(), writeModule("1")); !errors.Is(err, ErrInvalidModule) || !strings.Contains(err.Error(), "more than the 16 allowed") {
 		t.Fatalf("oversized module error = %v", err)
 	}
@@ -391,7 +391,7 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("least recently used module is evicted", func(t *testing.T) {
-		e := newEngine(t, WithMaxModules(2))
+		e := newEngine(t, Config{MaxModules: 2})
 		a, b, c := writeModule("1"), writeModule("2"), writeModule("3")
 		for _, m := range [][]byte{a, b, a, c} { // a used after b, so b goes
 			if _, err := e.Compile(context.Background(), m); err != nil {
@@ -410,7 +410,7 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("evicted module in use keeps running", func(t *testing.T) {
-		e := newEngine(t, WithMaxModules(1))
+		e := newEngine(t, Config{MaxModules: 1})
 		ctx := context.Background()
 		started := make(chan struct{})
 		proceed := make(chan struct{})
@@ -511,7 +511,7 @@ func TestCache(t *testing.T) {
 func TestCloseDuringCompile(t *testing.T) {
 	mod := guest(t, "minimal")
 	for i := 0; i < 1; i++ {
-		e, err := New()
+		e, err := New(Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

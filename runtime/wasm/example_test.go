@@ -28,13 +28,13 @@ var answerModule = []byte{
 
 func ExampleEngine_Run() {
 	ctx := context.Background()
-	engine, err := wasm.New(wasm.WithMaxModules(16))
+	engine, err := wasm.New(wasm.Config{MaxModules: 16})
 	if err != nil {
 		panic(err)
 	}
 	defer engine.Close(ctx)
 
-	lim := limits.DefaultPolicy().Resolve(limits.Limits{})
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
 	out := engine.Run(ctx, &runtime.Job{
 		ExecutionID: "example",
 		Module:      answerModule,
@@ -51,13 +51,13 @@ func ExampleEngine_Run() {
 
 func ExampleEngine_RunHash() {
 	ctx := context.Background()
-	engine, err := wasm.New()
+	engine, err := wasm.New(wasm.Config{})
 	if err != nil {
 		panic(err)
 	}
 	defer engine.Close(ctx)
 
-	lim := limits.DefaultPolicy().Resolve(limits.Limits{})
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
 	job := &runtime.Job{ExecutionID: "example", Limits: lim, Tools: bridge.New(bridge.Config{})}
 
 	// A client first sends only the hash; the server asks for the bytes

@@ -31,7 +31,7 @@ func FuzzCompile(f *testing.F) {
 	f.Add(writeModule("", opUnreachable))
 	f.Add(exitModule("x", 2))
 	f.Add([]byte("\x00asm"))
-	e := newEngine(f, WithMaxModules(4))
+	e := newEngine(f, Config{MaxModules: 4})
 	f.Fuzz(func(t *testing.T, bin []byte) {
 		_, err := e.Compile(context.Background(), bin)
 		if err != nil {
@@ -55,7 +55,7 @@ func FuzzHostABI(f *testing.F) {
 	f.Add(int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), true)
 	f.Add(int32(140), int32(48), int32(0), int32(0), int32(65528), int32(65000), int32(536), true)
 	f.Add(int32(0), int32(65536), int32(0), int32(0), int32(0), int32(0), int32(0), false)
-	e := newEngine(f, WithMaxModules(4))
+	e := newEngine(f, Config{MaxModules: 4})
 	f.Fuzz(func(t *testing.T, namePtr, nameLen, argsPtr, argsLen, outPtr, bufPtr, bufLen int32, batch bool) {
 		mod := abiModule(true, abiData, func(fs abiFuncs) [][]byte {
 			var body [][]byte

@@ -81,12 +81,18 @@ func guest(tb testing.TB, name string) []byte {
 	return b
 }
 
-func newEngine(tb testing.TB, opts ...Option) *Engine {
+func newEngine(tb testing.TB, cfgs ...Config) *Engine {
 	tb.Helper()
+	var cfg Config
+	if len(cfgs) > 0 {
+		cfg = cfgs[0]
+	}
 	// A compilation cache directory shared by the tests' engines keeps
 	// each Go guest to one cold compilation per test binary run.
-	opts = append([]Option{WithCacheDir(filepath.Join(guestTmp, "cache"))}, opts...)
-	e, err := New(opts...)
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(guestTmp, "cache")
+	}
+	e, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -147,7 +153,7 @@ func barrierTool(n int) tools.Tool {
 // job returns a job over module with the given tools and limits (zero
 // fields take the defaults).
 func job(module []byte, input string, lim limits.Limits, ts []*tools.Compiled) (*runtime.Job, *bridge.Dispatcher) {
-	lim = limits.Policy{Defaults: limits.Defaults()}.Resolve(lim)
+	lim = limits.Policy{Defaults: limits.Defaults()}.Resolve(lim, limits.Limits{})
 	d := bridge.New(bridge.Config{ExecutionID: "x1", Tools: ts, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
 	return &runtime.Job{
 		ExecutionID: "x1",
@@ -155,6 +161,6 @@ func job(module []byte, input string, lim limits.Limits, ts []*tools.Compiled) (
 		Input:       json.RawMessage(input),
 		Limits:      lim,
 		Tools:       d,
-		Logs:        runtime.NewLogBuffer(time.Now(), lim.MaxLogBytes, nil),
+		Logs:        runtime.NewLogBuffer(time.Now(), lim, nil),
 	}, d
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/bridge/abi"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // trap is the panic value of a host function that stops the guest because
@@ -42,9 +43,9 @@ type execState struct {
 	mu           sync.Mutex
 	handles      map[uint32][]byte
 	next         uint32
-	callLimitHit bool
-	blocked      time.Duration // time the guest spent waiting on tools
-	blockedSince time.Time     // zero unless the guest is waiting now
+	callLimit    *bridge.CallError // the first call refused for the call budget
+	blocked      time.Duration     // time the guest spent waiting on tools
+	blockedSince time.Time         // zero unless the guest is waiting now
 }
 
 func newExecState(tools bridge.Caller, maxConcurrent int, hasMemory bool) *execState {
@@ -88,10 +89,11 @@ func (s *execState) blockedTime() time.Duration {
 	return d
 }
 
-func (s *execState) limitHit() bool {
+// limitError returns the first call refused for the call budget, or nil.
+func (s *execState) limitError() *bridge.CallError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.callLimitHit
+	return s.callLimit
 }
 
 // checkPending traps when the guest holds as many unread results as the
@@ -148,7 +150,7 @@ func (s *execState) call(ctx context.Context, name string, args json.RawMessage)
 // outcome turns a call's result or error into a status and payload.
 func (s *execState) outcome(name string, out json.RawMessage, err error) (int32, []byte) {
 	if err == nil && len(out) > 0 && !json.Valid(out) {
-		err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeInvalidOutput, Message: "tool returned invalid JSON"}
+		err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 	}
 	if err != nil {
 		e := s.abiError(name, err)
@@ -165,11 +167,13 @@ func (s *execState) outcome(name string, out json.RawMessage, err error) (int32,
 func (s *execState) abiError(name string, err error) *abi.Error {
 	var ce *bridge.CallError
 	if !errors.As(err, &ce) {
-		return &abi.Error{Name: abi.NameToolError, Tool: name, Code: abi.CodeToolFailed, Message: "the tool call failed"}
+		return &abi.Error{Name: abi.NameToolError, Tool: name, Code: tools.CodeToolFailed, Message: "the tool call failed"}
 	}
 	if ce.Kind() == fault.KindToolCallLimit {
 		s.mu.Lock()
-		s.callLimitHit = true
+		if s.callLimit == nil {
+			s.callLimit = ce
+		}
 		s.mu.Unlock()
 	}
 	e := &abi.Error{Name: ce.Name, Tool: ce.Tool, Code: ce.Code, Message: ce.Message}
@@ -211,7 +215,7 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 				}
 				var e abi.Error
 				if json.Unmarshal(payload, &e) != nil {
-					e = abi.Error{Name: abi.NameToolError, Tool: calls[i].Tool, Code: abi.CodeToolFailed, Message: "the tool call failed"}
+					e = abi.Error{Name: abi.NameToolError, Tool: calls[i].Tool, Code: tools.CodeToolFailed, Message: "the tool call failed"}
 				}
 				results[i] = abi.BatchResult{Error: &e}
 			}
@@ -259,7 +263,7 @@ func checkOut(mem api.Memory, ptr uint32) {
 // deliver stores payload under a new handle and writes the out record.
 func deliver(st *execState, mem api.Memory, outPtr uint32, payload []byte) {
 	if len(payload) > math.MaxInt32 {
-		b, _ := json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeToolFailed,
+		b, _ := json.Marshal(&abi.Error{Name: abi.NameToolError, Code: tools.CodeToolFailed,
 			Message: fmt.Sprintf("the result is %d bytes, more than the ABI can deliver; ask for less data", len(payload))})
 		payload = b
 	}
@@ -286,7 +290,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 			trapf("tool name (offset %d, length %d) is outside the module's memory of %d bytes", namePtr, nameLen, mem.Size())
 		}
 		status = abi.StatusError
-		payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeUnknownTool,
+		payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: tools.CodeUnknownTool,
 			Message: fmt.Sprintf("tool name is %d bytes, longer than any tool name (%d bytes at most); available tools: %s", nameLen, abi.MaxNameBytes, bridge.ListNames(st.tools.Names()))})
 	} else {
 		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
@@ -328,7 +332,7 @@ func hostCallBatch(ctx context.Context, mod api.Module, stack []uint64) {
 			payload, merr = json.Marshal(results)
 			if merr != nil {
 				status = abi.StatusError
-				payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: abi.CodeToolFailed, Message: "the batch results could not be encoded"})
+				payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: tools.CodeToolFailed, Message: "the batch results could not be encoded"})
 			}
 		}
 	}

@@ -20,6 +20,8 @@ type allocator struct {
 	mu   sync.Mutex
 	hit  bool
 	peak uint64
+	// refused is the largest memory size a grow asked for and was refused.
+	refused uint64
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -35,6 +37,14 @@ func (a *allocator) limitHit() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.hit
+}
+
+// refusedBytes returns the largest size a refused grow asked for: the
+// observed value of a MEMORY_LIMIT breach.
+func (a *allocator) refusedBytes() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused
 }
 
 func (a *allocator) peakBytes() uint64 {
@@ -59,6 +69,7 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	defer m.a.mu.Unlock()
 	if size > m.a.limit {
 		m.a.hit = true
+		m.a.refused = max(m.a.refused, size)
 		return nil
 	}
 	if size > m.a.peak {

@@ -69,7 +69,7 @@ func TestOptions(t *testing.T) {
 		}
 	})
 	t.Run("real clock and random", func(t *testing.T) {
-		e := newEngine(t, WithRealClock(), WithRealRandom())
+		e := newEngine(t, Config{RealClock: true, RealRandom: true})
 		before := time.Now()
 		t1, r1 := clockAndRandom(t, e)
 		_, r2 := clockAndRandom(t, e)
@@ -81,14 +81,14 @@ func TestOptions(t *testing.T) {
 		}
 	})
 	t.Run("interpreter", func(t *testing.T) {
-		e := newEngine(t, WithInterpreter())
+		e := newEngine(t, Config{Interpreter: true})
 		j, _ := job(writeModule(`"interpreted"`), "", limits.Limits{}, testTools(t))
 		if out := e.Run(context.Background(), j); out.Err != nil || string(out.Result) != `"interpreted"` {
 			t.Fatalf("outcome = %s, %v", out.Result, out.Err)
 		}
 	})
 	t.Run("max memory clamps the job", func(t *testing.T) {
-		e := newEngine(t, WithMaxMemory(2*pageSize))
+		e := newEngine(t, Config{MaxMemory: 2 * pageSize})
 		// memory.grow(2) from 1 page; trap if it fails.
 		grow := [][]byte{i32c(2), {0x40, 0x00}, i32c(-1), {0x46, 0x04, 0x40, 0x00, 0x0b}}
 		var b modBuilder
@@ -104,7 +104,7 @@ func TestOptions(t *testing.T) {
 		}
 	})
 	t.Run("bad cache dir", func(t *testing.T) {
-		if _, err := New(WithCacheDir("/dev/null/x")); err == nil {
+		if _, err := New(Config{CacheDir: "/dev/null/x"}); err == nil {
 			t.Fatal("New succeeded with an unusable cache directory")
 		}
 	})

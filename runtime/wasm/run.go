@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -92,24 +93,31 @@ const pageSize = 65536
 
 // execute instantiates ent for one job and runs it under the job's limits.
 func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *runtime.Outcome {
-	lim := limits.Policy{Defaults: limits.Defaults()}.Resolve(job.Limits)
-	memLimit := uint64(lim.MemoryBytes)
-	if memLimit > uint64(e.opts.maxMemory) {
-		memLimit = uint64(e.opts.maxMemory)
+	// The job's limits are the effective ones (resolved once, in the
+	// executor); a zero field means no limit, and memory is bounded by the
+	// engine's maximum whatever the job says.
+	lim := job.Limits
+	memLimit := uint64(e.opts.MaxMemory)
+	if lim.MemoryBytes > 0 && uint64(lim.MemoryBytes) < memLimit {
+		memLimit = uint64(lim.MemoryBytes)
 	}
 	if need := ent.shape.memoryMinPage * pageSize; need > memLimit {
-		return &runtime.Outcome{Err: fault.New(fault.KindMemoryLimit,
+		return &runtime.Outcome{Err: fault.Breach(fault.KindMemoryLimit, int64(memLimit), int64(need),
 			"the module needs %d bytes of memory at start, more than the limit of %d bytes; raise memory_bytes or shrink the module's initial memory", need, memLimit)}
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var caller bridge.Caller = noTools{}
-	if job.Tools != nil {
-		caller = job.Tools
+	caller := job.Tools
+	if caller == nil {
+		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
 	st := newExecState(caller, int(lim.MaxConcurrentToolCalls), ent.shape.hasMemory)
 	alloc := &allocator{limit: memLimit, pool: &e.buffers}
-	stdout := &outputWriter{max: int(lim.MaxOutputBytes) + outputSlack, onFull: func() { cancel(errOutputLimit) }}
+	maxOut := math.MaxInt - outputSlack
+	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
+		maxOut = int(lim.MaxOutputBytes)
+	}
+	stdout := &outputWriter{max: maxOut + outputSlack, onFull: func() { cancel(errOutputLimit) }}
 	stderr := &logWriter{logs: job.Logs}
 
 	input := []byte(job.Input)
@@ -122,10 +130,10 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		WithStdin(bytes.NewReader(input)).
 		WithStdout(stdout).
 		WithStderr(stderr)
-	if e.opts.realClock {
+	if e.opts.RealClock {
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(runCtx))
 	}
-	if e.opts.realRandom {
+	if e.opts.RealRandom {
 		cfg = cfg.WithRandSource(cryptoReader{})
 	}
 
@@ -133,8 +141,10 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	// The wall timer and the CPU watchdog end with the execution: both are
 	// stopped by the deferred calls below, and their callbacks only cancel
 	// runCtx.
-	wall := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
-	defer wall.Stop()
+	if lim.Timeout > 0 {
+		wall := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
+		defer wall.Stop()
+	}
 	cpu := startCPUWatch(start, lim.CPUTime, st, func() { cancel(errCPULimit) })
 	defer cpu.stop()
 
@@ -155,10 +165,11 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		out.CPUTime = 0
 	}
 	result, full := stdout.result()
-	if ferr := e.classify(runCtx, runErr, full, alloc, st, stderr, lim); ferr != nil {
+	if ferr := e.classify(runCtx, runErr, usage{elapsed: elapsed, cpu: out.CPUTime, output: stdout.written()}, alloc, st, stderr, lim); ferr != nil {
 		out.Err = ferr
 		return out
 	}
+	_ = full
 	res, ferr := resultJSON(result, lim.MaxOutputBytes)
 	if ferr != nil {
 		out.Err = ferr
@@ -172,13 +183,21 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 // (a trailing newline) through; the trimmed result is checked exactly.
 const outputSlack = 64
 
+// usage is what an execution used, for the observed value of a breach.
+type usage struct {
+	elapsed, cpu time.Duration
+	// output is the bytes the guest wrote or tried to write to stdout.
+	output int64
+}
+
 // classify turns how the run ended into a fault, or nil for success.
 // Order matters: a limit the host enforced explains the failure that
 // followed it (a guest refused memory usually exits with an error).
-func (e *Engine) classify(ctx context.Context, runErr error, outputFull bool, alloc *allocator,
+func (e *Engine) classify(ctx context.Context, runErr error, used usage, alloc *allocator,
 	st *execState, stderr *logWriter, lim limits.Limits) *fault.Error {
-	if outputFull {
-		return fault.New(fault.KindOutputLimit, "the module wrote more than %d bytes of result to stdout; return a smaller result (summarise, page, or filter)", lim.MaxOutputBytes)
+	if lim.MaxOutputBytes > 0 && used.output > lim.MaxOutputBytes+outputSlack {
+		return fault.Breach(fault.KindOutputLimit, lim.MaxOutputBytes, used.output,
+			"the module wrote more than %d bytes of result to stdout; return a smaller result (summarise, page, or filter)", lim.MaxOutputBytes)
 	}
 	if e.isClosed() {
 		// Closing the runtime stops a guest with exit code 0, which would
@@ -191,20 +210,29 @@ func (e *Engine) classify(ctx context.Context, runErr error, outputFull bool, al
 	if ctx.Err() != nil {
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errTimeout):
-			return fault.New(fault.KindTimeout, "the execution did not finish within %s; do less work per execution or raise the timeout", lim.Timeout)
+			return fault.Breach(fault.KindTimeout, int64(lim.Timeout), int64(used.elapsed),
+				"the execution did not finish within %s; do less work per execution or raise the timeout", lim.Timeout)
 		case errors.Is(cause, errCPULimit):
-			return fault.New(fault.KindCPULimit, "the module computed for more than %s of CPU time; do less work per execution or raise the CPU limit", lim.CPUTime)
+			return fault.Breach(fault.KindCPULimit, int64(lim.CPUTime), int64(used.cpu),
+				"the module computed for more than %s of CPU time; do less work per execution or raise the CPU limit", lim.CPUTime)
 		case errors.Is(cause, errOutputLimit):
-			return fault.New(fault.KindOutputLimit, "the module wrote more than %d bytes of result to stdout; return a smaller result", lim.MaxOutputBytes)
+			return fault.Breach(fault.KindOutputLimit, lim.MaxOutputBytes, used.output,
+				"the module wrote more than %d bytes of result to stdout; return a smaller result", lim.MaxOutputBytes)
 		default:
 			return contextFault(cause)
 		}
 	}
 	if alloc.limitHit() {
-		return fault.Wrap(fault.KindMemoryLimit, runErr, fmt.Sprintf("the module tried to grow its memory past the limit of %d bytes; use less memory or raise memory_bytes", alloc.limit))
+		fe := fault.Breach(fault.KindMemoryLimit, int64(alloc.limit), int64(alloc.refusedBytes()),
+			"the module tried to grow its memory past the limit of %d bytes; use less memory or raise memory_bytes", alloc.limit)
+		fe.Cause = runErr
+		return fe
 	}
-	if st.limitHit() {
-		return fault.Wrap(fault.KindToolCallLimit, runErr, fmt.Sprintf("the module failed after a tool call was refused for the tool call limit%s; make fewer tool calls", tailSuffix(stderr)))
+	if ce := st.limitError(); ce != nil {
+		fe := fault.Breach(fault.KindToolCallLimit, ce.Limit, ce.Observed,
+			"the module failed after a tool call was refused for the tool call limit%s; make fewer tool calls", tailSuffix(stderr))
+		fe.Cause = runErr
+		return fe
 	}
 	var exit *sys.ExitError
 	if errors.As(runErr, &exit) {
@@ -242,8 +270,9 @@ func resultJSON(stdout []byte, max int64) (json.RawMessage, *fault.Error) {
 	if len(trimmed) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if int64(len(trimmed)) > max {
-		return nil, fault.New(fault.KindOutputLimit, "the result is %d bytes, more than the limit of %d bytes; return a smaller result", len(trimmed), max)
+	if max > 0 && int64(len(trimmed)) > max {
+		return nil, fault.Breach(fault.KindOutputLimit, max, int64(len(trimmed)),
+			"the result is %d bytes, more than the limit of %d bytes; return a smaller result", len(trimmed), max)
 	}
 	if !json.Valid(trimmed) {
 		return nil, fault.New(fault.KindScript, "the module wrote invalid JSON to stdout (%s); write exactly one JSON value to stdout and logs to stderr", preview(trimmed))
@@ -315,19 +344,4 @@ func (w *cpuWatch) stop() {
 		w.timer.Stop()
 	}
 	w.mu.Unlock()
-}
-
-// noTools is the tool bridge of a job without one: every call is an
-// unknown tool.
-type noTools struct{}
-
-func (noTools) Names() []string { return nil }
-
-func (n noTools) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
-	return func() (json.RawMessage, error) { return n.Call(ctx, name, args) }
-}
-
-func (noTools) Call(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeUnknownTool,
-		Message: fmt.Sprintf("unknown tool %q; this execution has no tools", name)}
 }

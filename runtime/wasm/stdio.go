@@ -21,12 +21,15 @@ type outputWriter struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	full bool
+	// attempted counts every byte the guest wrote or tried to write.
+	attempted int64
 }
 
 // Write implements io.Writer.
 func (w *outputWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.attempted += int64(len(p))
 	if w.full {
 		return 0, errOutputFull
 	}
@@ -39,6 +42,13 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 	}
 	w.buf.Write(p)
 	return len(p), nil
+}
+
+// written returns the bytes the guest wrote or tried to write to stdout.
+func (w *outputWriter) written() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.attempted
 }
 
 func (w *outputWriter) result() ([]byte, bool) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
 )
@@ -203,8 +203,7 @@ func BenchmarkFrameRoundTrip(b *testing.B) {
 			b.Fatal("worker gone")
 		}
 		start := time.Now()
-		if err := w.send(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Execute{Execute: &workerv1.Execute{
-			Slot: es.slot, Source: job.Source, Limits: limitsPB(bad)}}}); err != nil {
+		if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}); err != nil {
 			b.Fatal(err)
 		}
 		<-es.done

@@ -2,30 +2,27 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
-	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
+
+// The worker process's side: its main, the frames it reads, and each
+// execution it runs. Its hardening is in harden.go, its tool bridge in
+// proxy.go.
 
 // workerArg is the argument that starts the binary in worker mode.
 const workerArg = "ptc-worker-v1"
@@ -34,7 +31,8 @@ const workerArg = "ptc-worker-v1"
 const socketFD = 3
 
 // IsWorker reports whether this process was started as a ptc worker. A
-// binary that hosts a Pool calls it first thing in main:
+// binary that hosts a Pool calls it first thing in main (ptc.RunWorker
+// does):
 //
 //	if worker.IsWorker() { os.Exit(worker.Main()) }
 func IsWorker() bool {
@@ -94,18 +92,8 @@ type child struct {
 	wg    sync.WaitGroup
 }
 
-// childExec is one running execution in the worker.
-type childExec struct {
-	slot   uint64
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	next    uint32
-	replies map[uint32]chan *workerv1.ToolReply
-}
-
 func (c *child) serve() error {
-	var in workerv1.SupervisorFrame
+	var in wp.SupervisorFrame
 	if err := c.r.read(&in); err != nil {
 		return fmt.Errorf("reading init: %w", err)
 	}
@@ -114,7 +102,7 @@ func (c *child) serve() error {
 		return errors.New("the first frame is not init")
 	}
 	ready := c.setup(init)
-	if err := c.w.write(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Ready{Ready: ready}}); err != nil {
+	if err := c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: ready}}); err != nil {
 		return err
 	}
 	// Frames are read by one goroutine at a time: the reader that gets an
@@ -142,7 +130,7 @@ func (c *child) serve() error {
 // read error (nil for a clean end) goes to errc.
 func (c *child) readFrames(errc chan<- error) {
 	defer c.wg.Done()
-	var in workerv1.SupervisorFrame
+	var in wp.SupervisorFrame
 	for {
 		if err := c.r.read(&in); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -154,7 +142,7 @@ func (c *child) readFrames(errc chan<- error) {
 			return
 		}
 		switch m := in.Msg.(type) {
-		case *workerv1.SupervisorFrame_Execute:
+		case *wp.SupervisorFrame_Execute:
 			run := c.start(m.Execute)
 			if run == nil {
 				continue
@@ -163,14 +151,18 @@ func (c *child) readFrames(errc chan<- error) {
 			go c.readFrames(errc)
 			run()
 			return
-		case *workerv1.SupervisorFrame_ToolReply:
-			c.reply(m.ToolReply)
-		case *workerv1.SupervisorFrame_Cancel:
-			c.mu.Lock()
-			if x := c.execs[m.Cancel.GetSlot()]; x != nil {
+		case *wp.SupervisorFrame_ToolReply:
+			if x := c.lookup(m.ToolReply.GetSlot()); x != nil {
+				x.deliverReply(m.ToolReply)
+			}
+		case *wp.SupervisorFrame_DiscoverReply:
+			if x := c.lookup(m.DiscoverReply.GetSlot()); x != nil {
+				x.deliverDiscovery(m.DiscoverReply)
+			}
+		case *wp.SupervisorFrame_Cancel:
+			if x := c.lookup(m.Cancel.GetSlot()); x != nil {
 				x.cancel()
 			}
-			c.mu.Unlock()
 		default:
 			errc <- errors.New("unexpected frame from the supervisor")
 			return
@@ -178,112 +170,24 @@ func (c *child) readFrames(errc chan<- error) {
 	}
 }
 
-// setup applies the worker's limits and hardening and reports them.
-func (c *child) setup(init *workerv1.Init) *workerv1.Ready {
-	c.density = int(init.GetExecutionsPerWorker())
-	if c.density <= 0 {
-		c.density = 1
-	}
-	c.exec = newExecutor(int(init.GetProgramCache()))
-	r := &workerv1.Ready{Pid: int32(os.Getpid())}
-	if n := init.GetMemoryLimitBytes(); n > 0 {
-		lim := &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
-		if err := unix.Setrlimit(unix.RLIMIT_DATA, lim); err != nil {
-			r.RlimitError = err.Error()
-		} else {
-			c.rlimit = uint64(n)
-			r.RlimitDataBytes = n
-			// GC harder as the process nears its hard limit.
-			debug.SetMemoryLimit(n / 10 * 8)
-		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err == nil {
-		v, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
-		r.NoNewPrivs = v == 1
-	}
-	r.EnvironmentSize = int32(len(os.Environ()))
-	r.InheritedFds = c.inherited
-	r.OpenFds = openFDs()
-	if pg, err := unix.Getpgid(0); err == nil {
-		r.ProcessGroup = int32(pg)
-	}
-	r.NetNamespace, _ = os.Readlink("/proc/self/ns/net")
-	runtime.GC()
-	c.baseLive = liveHeap()
-	c.vmData.Store(vmData())
-	r.BaselineHeapBytes = c.baseLive
-	return r
-}
-
-// closeInherited closes every descriptor above socketFD that the Go
-// runtime did not open itself, and returns them. The runtime opens its
-// poller (an eventpoll and an eventfd) and keeps the cgroup CPU quota
-// files open before main runs; those are kept.
-func closeInherited() []int32 {
-	var closed []int32
-	for _, fd := range openFDs() {
-		if fd <= socketFD || runtimeFD(fd) {
-			continue
-		}
-		if unix.Close(int(fd)) == nil {
-			closed = append(closed, fd)
-		}
-	}
-	return closed
-}
-
-// runtimeFD reports whether descriptor fd is one the Go runtime opens.
-func runtimeFD(fd int32) bool {
-	var buf [256]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(int(fd)), buf[:])
-	if err != nil {
-		return false
-	}
-	target := string(buf[:n])
-	return target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]" ||
-		strings.HasPrefix(target, "/sys/fs/cgroup/")
-}
-
-// openFDs lists the open descriptors of this process (except the one it
-// uses to read the list). It uses raw system calls: an *os.File would start
-// the runtime's poller, whose descriptors closeInherited must not close.
-func openFDs() []int32 {
-	d, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(d)
-	var names []string
-	buf := make([]byte, 4096)
-	for {
-		n, err := unix.ReadDirent(d, buf)
-		if err != nil || n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-	var fds []int32
-	for _, name := range names {
-		if n, err := strconv.Atoi(name); err == nil && n != d {
-			fds = append(fds, int32(n))
-		}
-	}
-	sort.Slice(fds, func(i, j int) bool { return fds[i] < fds[j] })
-	return fds
+func (c *child) lookup(slot uint64) *childExec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.execs[slot]
 }
 
 // start registers one execution and returns the function that runs it,
 // or nil when the worker refused it (and answered with a Done frame).
-func (c *child) start(m *workerv1.Execute) func() {
+func (c *child) start(m *wp.Execute) func() {
 	slot := m.GetSlot()
-	lim, err := limitsFromPB(m.GetLimits())
+	job, err := jobOf(m)
 	c.mu.Lock()
 	_, dup := c.execs[slot]
 	full := len(c.execs) >= c.density
 	var x *childExec
 	ctx, cancel := context.WithCancel(context.Background())
 	if err == nil && !dup && !full {
-		x = &childExec{slot: slot, cancel: cancel, replies: map[uint32]chan *workerv1.ToolReply{}}
+		x = newChildExec(ctx, slot, cancel, c.w, m.GetTools())
 		c.execs[slot] = x
 	}
 	c.mu.Unlock()
@@ -301,35 +205,21 @@ func (c *child) start(m *workerv1.Execute) func() {
 		_ = c.w.write(doneFrame(slot, &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "%s", msg)}, false, false))
 		return nil
 	}
-	job := &ptcruntime.Job{
-		ExecutionID:   m.GetExecutionId(),
-		Language:      m.GetLanguage(),
-		Deterministic: m.GetDeterministic(),
-		Seed:          m.GetSeed(),
-		ClockStart:    time.Unix(0, m.GetClockStartUnixNanos()).UTC(),
-		Source:        m.GetSource(),
-		Input:         json.RawMessage(m.GetInputJson()),
-		Limits:        lim,
-		Tools:         &proxyCaller{names: m.GetToolNames(), x: x, w: c.w},
-	}
+	job.Tools = x
 	var logs *ptcruntime.LogBuffer
 	if m.GetLogs() {
-		max := lim.MaxLogBytes
-		if max <= 0 {
-			max = 1 << 62
-		}
-		logs = ptcruntime.NewLogBuffer(time.Now(), max, func(e ptcruntime.LogEntry) {
-			_ = c.w.write(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Log{Log: &workerv1.Log{
-				Slot: slot, Entry: &ptcv1.LogEntry{Level: e.Level, Message: e.Message, At: durationpb.New(e.At)}}}})
+		logs = ptcruntime.NewLogBuffer(time.Now(), job.Limits, func(e core.LogEntry) {
+			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{
+				Slot: slot, Level: e.Level, Message: e.Message, AtNanos: int64(e.At)}}})
 		})
 		job.Logs = logs
 	}
 	return func() {
 		defer cancel()
-		restore := c.tightenRlimit(lim.MemoryBytes)
+		restore := c.tightenRlimit(job.Limits.MemoryBytes)
 		out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
-			_ = c.w.write(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{
-				Slot: slot, Error: errorPB(fe), CpuTime: durationpb.New(cpu), PeakMemoryBytes: peak}}})
+			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
+				Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}})
 		})
 		restore()
 		c.mu.Lock()
@@ -412,90 +302,14 @@ func clean(out *ptcruntime.Outcome) bool {
 	return false
 }
 
-func doneFrame(slot uint64, out *ptcruntime.Outcome, logsTruncated, clean bool) *workerv1.WorkerFrame {
-	return &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{
+func doneFrame(slot uint64, out *ptcruntime.Outcome, logsTruncated, clean bool) *wp.WorkerFrame {
+	return &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{
 		Slot:            slot,
 		ResultJson:      out.Result,
 		Error:           errorPB(out.Err),
-		CpuTime:         durationpb.New(out.CPUTime),
+		CpuTimeNanos:    int64(out.CPUTime),
 		PeakMemoryBytes: out.PeakMemoryBytes,
 		LogsTruncated:   logsTruncated,
 		Clean:           clean,
 	}}}
-}
-
-// reply routes a tool result to the call waiting for it.
-func (c *child) reply(m *workerv1.ToolReply) {
-	c.mu.Lock()
-	x := c.execs[m.GetSlot()]
-	c.mu.Unlock()
-	if x == nil {
-		return
-	}
-	x.mu.Lock()
-	ch := x.replies[m.GetCall()]
-	delete(x.replies, m.GetCall())
-	x.mu.Unlock()
-	if ch != nil {
-		ch <- m
-	}
-}
-
-// proxyCaller is the bridge.Caller of a script in a worker: Start sends a
-// ToolStart frame (in call order) and the Invocation waits for the
-// supervisor's ToolReply.
-type proxyCaller struct {
-	names []string
-	x     *childExec
-	w     *frameWriter
-}
-
-// Names returns the callable tool names.
-func (p *proxyCaller) Names() []string { return p.names }
-
-// Call is Start followed by its Invocation.
-func (p *proxyCaller) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	return p.Start(ctx, name, args)()
-}
-
-// Start sends the call to the supervisor.
-func (p *proxyCaller) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
-	if len(args) > bridge.MaxArgumentBytes {
-		// The frame would be refused; answer as the bridge does.
-		err := &bridge.CallError{Name: bridge.NameArgumentError, Tool: name, Code: bridge.CodeInvalidArguments,
-			Message: fmt.Sprintf("arguments are %d bytes, more than the %d allowed", len(args), bridge.MaxArgumentBytes)}
-		return func() (json.RawMessage, error) { return nil, err }
-	}
-	ch := make(chan *workerv1.ToolReply, 1)
-	p.x.mu.Lock()
-	p.x.next++
-	id := p.x.next
-	p.x.replies[id] = ch
-	p.x.mu.Unlock()
-	err := p.w.write(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_ToolStart{ToolStart: &workerv1.ToolStart{
-		Slot: p.x.slot, Call: id, Tool: name, ArgumentsJson: args}}})
-	if err != nil {
-		p.x.mu.Lock()
-		delete(p.x.replies, id)
-		p.x.mu.Unlock()
-		ce := &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeToolFailed, Message: "the tool call could not be sent"}
-		return func() (json.RawMessage, error) { return nil, ce }
-	}
-	return func() (json.RawMessage, error) {
-		select {
-		case r := <-ch:
-			if r.GetError() != nil {
-				return nil, callErrorFromPB(r.GetError())
-			}
-			return json.RawMessage(r.GetResultJson()), nil
-		case <-ctx.Done():
-			p.x.mu.Lock()
-			delete(p.x.replies, id)
-			p.x.mu.Unlock()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeTimeout, Message: "the execution's time ran out during the call"}
-			}
-			return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: bridge.CodeCancelled, Message: "the call was cancelled"}
-		}
-	}
 }

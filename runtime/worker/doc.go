@@ -1,6 +1,6 @@
-// Package worker isolates JavaScript executions in a pool of worker
-// processes with honest limits: a Pool is a runtime.Engine that runs each
-// execution in a pre-started process (the same binary, re-executed in
+// Package worker isolates JavaScript and TypeScript executions in a pool of
+// worker processes with honest limits: a Pool is a runtime.Engine that runs
+// each execution in a pre-started process (the same binary, re-executed in
 // worker mode) with a hard OS memory limit (RLIMIT_DATA), a heap watchdog
 // that reports MEMORY_LIMIT before the OS refuses memory, CPU time read
 // from the OS thread clock (CPU_LIMIT; tool waits do not count), and size
@@ -10,7 +10,7 @@
 // it.
 //
 // A binary that hosts a Pool must let its workers start, first thing in
-// main:
+// main (ptc.RunWorker does exactly this):
 //
 //	func main() {
 //		if worker.IsWorker() {
@@ -21,17 +21,30 @@
 //
 // The supervisor keeps the execution's bridge.Caller and log buffer: the
 // worker sends a frame for each tool call (in the order the script makes
-// them, so the trace is numbered as in-process) and each console line, and
-// the supervisor runs the calls and answers. Frames are length-delimited
-// protobuf messages (package ptc.worker.v1) over a Unix socket; a worker
-// is untrusted input to the supervisor, and every frame is bounded and
-// checked.
+// them, so the trace is numbered as in-process), each console line and each
+// tools.$search or tools.$describe, and the supervisor answers. The Execute
+// frame carries everything a script can see as explicit fields — the
+// language, the tool manifest with inline flags, the limits by name and
+// determinism — so no capability depends on the mode. Frames are
+// length-delimited protobuf messages (internal/workerproto, package
+// ptc.worker.v1) over a Unix socket; a worker is untrusted input to the
+// supervisor, and every frame is bounded and checked.
 //
 // ModeInProcess runs the same executor (guards, CPU clock, watchdog) in
 // the calling process, for embedding and trusted tests; its memory limit
 // is best effort. docs/workers.md describes the design, the limits and
 // their slack, and the hardening.
 //
-// Package worker imports runtime, runtime/js, bridge, internal packages
-// and its own frame protocol; never gRPC services or the root package ptc.
+// Files by job: config.go (Config, Mode), pool.go (the Pool), scheduling.go
+// (which worker runs what; starting, retiring, replacing), supervise.go
+// (one execution on a worker; deaths classified), receive.go (the
+// supervisor's side of a worker's frames), process.go (starting, talking
+// to and killing a worker process), child.go (the worker's main and its
+// executions), harden.go (what a worker puts in force), proxy.go (the call
+// proxy: a script's bridge.Caller inside a worker), exec.go, meter.go and
+// guards.go (the executor, its watchdog and size guards), convert.go and
+// transport.go (frames), facts.go (what `ptcd check` reports).
+//
+// Package worker imports runtime, runtime/js, runtime/ts, bridge, tools and
+// internal packages; never gRPC, ptc.v1 or the root package ptc.
 package worker

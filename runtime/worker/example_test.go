@@ -43,7 +43,7 @@ func ExampleNewPool() {
 		Input:       json.RawMessage(`{"x": 40}`),
 		Limits:      l,
 		Tools:       bridge.New(bridge.Config{ExecutionID: "example", Tools: []*tools.Compiled{add}, MaxCalls: 10, MaxConcurrent: 2}),
-		Logs:        runtime.NewLogBuffer(time.Now(), l.MaxLogBytes, nil),
+		Logs:        runtime.NewLogBuffer(time.Now(), l, nil),
 	}
 	out := pool.Run(context.Background(), job)
 	logs, _ := job.Logs.Entries()
@@ -66,17 +66,17 @@ func ExampleNewPool_memoryLimit() {
 	// Output: MEMORY_LIMIT true
 }
 
-// ExampleCheck prints which isolation measures a worker puts in force.
+// ExampleCheck prints some of the isolation measures a worker puts in
+// force.
 func ExampleCheck() {
-	rep, err := worker.Check(worker.Config{})
+	f, err := worker.Check(worker.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, name := range []string{"rlimit_data", "empty_environment", "no_new_privs"} {
-		it, _ := rep.Get(name)
-		fmt.Println(name, it.InForce)
-	}
+	fmt.Println("rlimit_data", f.RlimitDataBytes > 0)
+	fmt.Println("empty_environment", f.EnvironmentSize == 0)
+	fmt.Println("no_new_privs", f.NoNewPrivs)
 	// Output:
 	// rlimit_data true
 	// empty_environment true

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 
 	ptcruntime "github.com/ptcrun/ptc/runtime"
@@ -54,7 +55,7 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 	// VM's running time.
 	inner.Limits.CPUTime = 0
 	var out *ptcruntime.Outcome
-	if job.Language == "typescript" {
+	if job.Language == core.LanguageTypeScript {
 		// TypeScript runs without the array size guards (its program is
 		// not a function body); the watchdog and the OS limit still apply.
 		out = e.ts.Run(ctx, &inner)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -13,11 +13,12 @@ import (
 
 	"google.golang.org/protobuf/encoding/protodelim"
 
+	"github.com/ptcrun/ptc/internal/core"
+
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
 
@@ -48,38 +49,30 @@ func TestOSMemoryLimit(t *testing.T) {
 	}
 }
 
-func TestReport(t *testing.T) {
-	rep, err := Check(Config{})
+func TestFacts(t *testing.T) {
+	f, err := Check(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", rep)
-	for _, name := range []string{"process_isolation", "rlimit_data", "heap_watchdog", "cpu_clock",
-		"empty_environment", "no_inherited_fds", "own_process_group", "no_new_privs"} {
-		it, ok := rep.Get(name)
-		if !ok || !it.InForce {
-			t.Errorf("%s: %+v, want in force", name, it)
-		}
+	t.Logf("%+v", f)
+	if f.Mode != ModeWorker || f.ExecutionsPerWorker != 1 || f.RlimitDataBytes <= 0 || f.RlimitSlackBytes <= 0 ||
+		f.WatchdogBusy <= 0 || f.WatchdogIdle < f.WatchdogBusy || f.EnvironmentSize != 0 || f.Pid <= 0 ||
+		f.ProcessGroup != f.Pid || !f.NoNewPrivs || f.SupervisorNetNamespace == "" {
+		t.Errorf("facts %+v", f)
 	}
-	if it, ok := rep.Get("private_network"); !ok {
-		t.Error("private_network missing")
-	} else if os.Geteuid() == 0 && !it.InForce {
-		t.Logf("private network not in force as root: %s", it.Detail)
+	if os.Geteuid() == 0 && f.NetNamespace == f.SupervisorNetNamespace {
+		t.Logf("private network not in force as root: %s", f.NetNamespaceError)
 	}
-	if _, ok := rep.Get("cgroup_v2_memory"); !ok {
-		t.Error("cgroup_v2_memory missing")
-	}
-
 	off, err := Check(Config{NoNetworkNamespace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it, _ := off.Get("private_network"); it.InForce || !strings.Contains(it.Detail, "disabled") {
-		t.Errorf("private_network with NoNetworkNamespace: %+v", it)
+	if !off.NetNamespaceDisabled || off.NetNamespace != off.SupervisorNetNamespace {
+		t.Errorf("facts with NoNetworkNamespace: %+v", off)
 	}
 	in, err := Check(Config{Mode: ModeInProcess})
-	if err != nil || in.Mode != "inprocess" {
-		t.Errorf("in-process report %+v %v", in, err)
+	if err != nil || in.Mode != ModeInProcess {
+		t.Errorf("in-process facts %+v %v", in, err)
 	}
 }
 
@@ -99,11 +92,11 @@ func TestConfigErrors(t *testing.T) {
 
 func TestFrameBounds(t *testing.T) {
 	var buf bytes.Buffer
-	big := &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{ResultJson: bytes.Repeat([]byte("1"), 4096)}}}
+	big := &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{ResultJson: bytes.Repeat([]byte("1"), 4096)}}}
 	if _, err := protodelim.MarshalTo(&buf, big); err != nil {
 		t.Fatal(err)
 	}
-	var f workerv1.WorkerFrame
+	var f wp.WorkerFrame
 	err := newFrameReader(bytes.NewReader(buf.Bytes()), 1024).read(&f)
 	if err == nil || !strings.Contains(err.Error(), "larger than the 1024 allowed") {
 		t.Fatalf("oversized frame: %v", err)
@@ -138,53 +131,53 @@ func TestWorkerFramesChecked(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		frame   *workerv1.WorkerFrame
+		frame   *wp.WorkerFrame
 		wantErr string
 		want    func(*testing.T, *ptcruntime.Outcome)
 	}{
 		{name: "tool call out of order", wantErr: "out of order",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_ToolStart{ToolStart: &workerv1.ToolStart{Slot: 1, Call: 7, Tool: "x"}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{Slot: 1, Call: 7, Tool: "x"}}}},
 		{name: "done for unknown slot", wantErr: "unknown execution",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 9}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 9}}}},
 		{name: "ready after start", wantErr: "unexpected frame",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Ready{Ready: &workerv1.Ready{}}}},
-		{name: "empty frame", wantErr: "unexpected frame", frame: &workerv1.WorkerFrame{}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: &wp.Ready{}}}},
+		{name: "empty frame", wantErr: "unexpected frame", frame: &wp.WorkerFrame{}},
 		{name: "breach that is not a limit", wantErr: "without a limit breach",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1,
-				Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_SCRIPT_ERROR}}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1,
+				Error: &wp.ExecutionError{Kind: wp.ErrorKind_ERROR_KIND_SCRIPT_ERROR}}}}},
 		{name: "breach without error", wantErr: "without a limit breach",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1}}}},
 		{name: "invalid result JSON",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte("{"), Clean: true}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, ResultJson: []byte("{"), Clean: true}}},
 			want: func(t *testing.T, o *ptcruntime.Outcome) {
 				if o.Err == nil || o.Err.Kind != fault.KindInternal {
 					t.Errorf("got %v", o.Err)
 				}
 			}},
 		{name: "result over the output limit",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`"0123456789"`)}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, ResultJson: []byte(`"0123456789"`)}}},
 			want: func(t *testing.T, o *ptcruntime.Outcome) {
 				if o.Err == nil || o.Err.Kind != fault.KindInternal {
 					t.Errorf("got %v", o.Err)
 				}
 			}},
 		{name: "unknown error kind",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, Error: &ptcv1.ExecutionError{Kind: 99}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, Error: &wp.ExecutionError{Kind: 99}}}},
 			want: func(t *testing.T, o *ptcruntime.Outcome) {
 				if o.Err == nil || o.Err.Kind != fault.KindInternal {
 					t.Errorf("got %v", o.Err)
 				}
 			}},
 		{name: "negative numbers",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, PeakMemoryBytes: -5,
-				Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_SCRIPT_ERROR, Line: -3, Column: -1}}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, PeakMemoryBytes: -5,
+				Error: &wp.ExecutionError{Kind: wp.ErrorKind_ERROR_KIND_SCRIPT_ERROR, Line: -3, Column: -1}}}},
 			want: func(t *testing.T, o *ptcruntime.Outcome) {
 				if o.PeakMemoryBytes != 0 || o.Err.Line != 0 || o.Err.Column != 0 {
 					t.Errorf("got %+v %+v", o, o.Err)
 				}
 			}},
 		{name: "valid result",
-			frame: &workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`[1]`), Clean: true}}},
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, ResultJson: []byte(`[1]`), Clean: true}}},
 			want: func(t *testing.T, o *ptcruntime.Outcome) {
 				if o.Err != nil || string(o.Result) != "[1]" {
 					t.Errorf("got %s %v", o.Result, o.Err)
@@ -193,9 +186,9 @@ func TestWorkerFramesChecked(t *testing.T) {
 	}
 	t.Run("log level outside the set", func(t *testing.T) {
 		w, es := newProc()
-		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), 100, nil)
-		if err := w.handle(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Log{Log: &workerv1.Log{Slot: 1,
-			Entry: &ptcv1.LogEntry{Level: "\x00evil", Message: "m"}}}}); err != nil {
+		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), limits.Limits{MaxLogBytes: 100}, nil)
+		if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1,
+			Level: "\x00evil", Message: "m"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if e, _ := es.job.Logs.Entries(); len(e) != 1 || e[0].Level != "log" {
@@ -204,8 +197,8 @@ func TestWorkerFramesChecked(t *testing.T) {
 	})
 	t.Run("breach recorded", func(t *testing.T) {
 		w, es := newProc()
-		if err := w.handle(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Breach{Breach: &workerv1.Breach{Slot: 1, PeakMemoryBytes: 9,
-			Error: &ptcv1.ExecutionError{Kind: ptcv1.ErrorKind_ERROR_KIND_MEMORY_LIMIT, Limit: 5, Observed: 7}}}}); err != nil {
+		if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1, PeakMemoryBytes: 9,
+			Error: &wp.ExecutionError{Kind: wp.ErrorKind_ERROR_KIND_MEMORY_LIMIT, Limit: 5, Observed: 7}}}}); err != nil {
 			t.Fatal(err)
 		}
 		if es.breach == nil || es.breach.Kind != fault.KindMemoryLimit || es.breachPeak != 9 {
@@ -268,7 +261,7 @@ func TestSupervisorRSS(t *testing.T) {
 	run := func(n int) {
 		for i := 0; i < n; i++ {
 			job := &ptcruntime.Job{ExecutionID: "rss", Source: `const r = await tools.echo({i: input.n}); console.log("x"); return r.i`,
-				Input: json.RawMessage(`{"n":3}`), Limits: l, Logs: ptcruntime.NewLogBuffer(time.Now(), l.MaxLogBytes, nil),
+				Input: json.RawMessage(`{"n":3}`), Limits: l, Logs: ptcruntime.NewLogBuffer(time.Now(), l, nil),
 				Tools: bridge.New(bridge.Config{ExecutionID: "rss", Tools: compiled, MaxCalls: 10, MaxConcurrent: 4})}
 			if out := p.Run(context.Background(), job); out.Err != nil {
 				t.Fatal(out.Err)
@@ -292,24 +285,26 @@ func TestSupervisorRSS(t *testing.T) {
 // FuzzWorkerFrame feeds arbitrary bytes to the supervisor's frame reader
 // and the checks applied to what a worker sends.
 func FuzzWorkerFrame(f *testing.F) {
-	seed := func(m *workerv1.WorkerFrame) {
+	seed := func(m *wp.WorkerFrame) {
 		var buf bytes.Buffer
 		_, _ = protodelim.MarshalTo(&buf, m)
 		f.Add(buf.Bytes())
 	}
-	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Done{Done: &workerv1.Done{Slot: 1, ResultJson: []byte(`{"a":1}`)}}})
-	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_ToolStart{ToolStart: &workerv1.ToolStart{Slot: 1, Call: 1, Tool: "echo", ArgumentsJson: []byte(`{}`)}}})
-	seed(&workerv1.WorkerFrame{Msg: &workerv1.WorkerFrame_Log{Log: &workerv1.Log{Slot: 1, Entry: &ptcv1.LogEntry{Level: "warn", Message: "m"}}}})
+	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, ResultJson: []byte(`{"a":1}`)}}})
+	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{Slot: 1, Call: 1, Tool: "echo", ArgumentsJson: []byte(`{}`)}}})
+	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1, Level: "warn", Message: "m"}}})
+	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Discover{Discover: &wp.Discover{Slot: 1, Id: 1, Request: &wp.Discover_Search{Search: &wp.Search{Query: "echo"}}}}})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := newFrameReader(bytes.NewReader(b), 1<<16)
-		job := &ptcruntime.Job{Limits: limits.Defaults(), Logs: ptcruntime.NewLogBuffer(time.Now(), 1024, nil)}
+		job := &ptcruntime.Job{Limits: limits.Defaults(), Logs: ptcruntime.NewLogBuffer(time.Now(), limits.Limits{MaxLogBytes: 1024}, nil),
+			Tools: bridge.New(bridge.Config{})}
 		es := newExecState(context.Background(), job, time.Second)
 		defer es.tctx.end(context.Canceled)
 		es.slot = 1
-		w := &proc{execs: map[uint64]*execState{1: es}}
+		w := &proc{execs: map[uint64]*execState{1: es}, w: newFrameWriter(io.Discard)}
 		for i := 0; i < 16; i++ {
-			var fr workerv1.WorkerFrame
+			var fr wp.WorkerFrame
 			if err := r.read(&fr); err != nil {
 				return
 			}
@@ -332,19 +327,27 @@ func FuzzWorkerFrame(f *testing.F) {
 	})
 }
 
-// FuzzLimitsFromPB checks that limits from a frame are either valid or
-// refused.
-func FuzzLimitsFromPB(f *testing.F) {
-	f.Add(int64(1), int64(2), int64(3), int32(4), int32(5), int64(6), int64(7))
-	f.Add(int64(-1), int64(-2), int64(-3), int32(-4), int32(0), int64(0), int64(-7))
-	f.Fuzz(func(t *testing.T, timeout, cpu, mem int64, calls, conc int32, out, logs int64) {
-		l, err := limitsFromPB(&ptcv1.Limits{Timeout: durationPB(time.Duration(timeout)), CpuTime: durationPB(time.Duration(cpu)),
-			MemoryBytes: mem, MaxToolCalls: calls, MaxConcurrentToolCalls: conc, MaxOutputBytes: out, MaxLogBytes: logs})
-		if err == nil && (l.Timeout < 0 || l.CPUTime < 0 || l.MemoryBytes < 0 || l.MaxToolCalls < 0 || l.MaxOutputBytes < 0) {
-			t.Fatalf("negative limits accepted: %+v", l)
+// FuzzJobOf checks that the limits and determinism of an Execute frame are
+// either valid or refused.
+func FuzzJobOf(f *testing.F) {
+	f.Add(int64(1), int64(2), int64(3), int64(4), int64(5), int32(1), int64(0), int32(0))
+	f.Add(int64(-1), int64(-2), int64(-3), int64(-4), int64(0), int32(3), int64(-1<<62), int32(-7))
+	f.Fuzz(func(t *testing.T, timeout, cpu, mem, calls, logs int64, lang int32, clockS int64, clockN int32) {
+		m := &wp.Execute{Language: wp.Language(lang), Source: "return 1", Limits: map[string]int64{
+			"timeout": timeout, "cpu_time": cpu, "memory_bytes": mem, "max_tool_calls": calls, "max_log_bytes": logs},
+			Determinism: &wp.Determinism{ClockStartSeconds: clockS, ClockStartNanos: clockN}}
+		job, err := jobOf(m)
+		if err != nil {
+			return
 		}
-		if err != nil && !errors.Is(err, err) {
-			t.Fatal(err)
+		if job.Limits.Check() != nil {
+			t.Fatalf("negative limits accepted: %+v", job.Limits)
+		}
+		if job.Language != core.LanguageJavaScript && job.Language != core.LanguageTypeScript {
+			t.Fatalf("language %v accepted", job.Language)
+		}
+		if !job.Deterministic {
+			t.Fatal("determinism lost")
 		}
 	})
 }
@@ -359,12 +362,14 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 	defer p.release(w, false)
 	cases := []struct {
 		name string
-		edit func(*workerv1.Execute)
+		edit func(*wp.Execute)
 		want string
 	}{
-		{"negative limits", func(e *workerv1.Execute) { e.Limits.MemoryBytes = -1 }, "memory_bytes is negative"},
-		{"worker is full", func(e *workerv1.Execute) { e.Slot = 99 }, "worker is full"},
-		{"slot already in use", func(e *workerv1.Execute) { e.Slot = 1 }, "slot already in use"},
+		{"negative limits", func(e *wp.Execute) { e.Limits["memory_bytes"] = -1 }, "memory_bytes is out of range"},
+		{"unknown limit", func(e *wp.Execute) { e.Limits["max_fun"] = 1 }, "unknown limit"},
+		{"WebAssembly", func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, "JavaScript and TypeScript only"},
+		{"worker is full", func(e *wp.Execute) { e.Slot = 99 }, "worker is full"},
+		{"slot already in use", func(e *wp.Execute) { e.Slot = 1 }, "slot already in use"},
 	}
 	// Occupy slot 1 with an execution parked on a tool call.
 	entered := make(chan struct{}, 1)
@@ -373,8 +378,7 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 	if !w.register(es1) {
 		t.Fatal("worker gone")
 	}
-	if err := w.send(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Execute{Execute: &workerv1.Execute{
-		Slot: es1.slot, Source: parked.Source, Limits: limitsPB(parked.Limits), ToolNames: parked.Tools.Names()}}}); err != nil {
+	if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es1.slot, parked)}}); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
@@ -385,7 +389,7 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 			if !w.register(es) {
 				t.Fatal("worker gone")
 			}
-			m := &workerv1.Execute{Slot: es.slot, Source: job.Source, Limits: limitsPB(job.Limits)}
+			m := executeFrame(es.slot, job)
 			c.edit(m)
 			if m.Slot != es.slot {
 				// The worker answers for the slot it was sent.
@@ -397,7 +401,7 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 				}
 				w.mu.Unlock()
 			}
-			if err := w.send(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Execute{Execute: m}}); err != nil {
+			if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: m}}); err != nil {
 				t.Fatal(err)
 			}
 			if m.Slot != 1 {

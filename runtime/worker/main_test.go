@@ -78,7 +78,7 @@ func newJob(t testing.TB, src string, l limits.Limits, extra ...tools.Tool) (*pt
 	d := bridge.New(bridge.Config{ExecutionID: "exec-1", Tools: testTools(t, extra...),
 		MaxCalls: l.MaxToolCalls, MaxConcurrent: l.MaxConcurrentToolCalls, KeepResults: true})
 	job := &ptcruntime.Job{ExecutionID: "exec-1", Source: src, Input: json.RawMessage(`{"n":3}`), Limits: l, Tools: d,
-		Logs: ptcruntime.NewLogBuffer(time.Now(), l.MaxLogBytes, nil)}
+		Logs: ptcruntime.NewLogBuffer(time.Now(), l, nil)}
 	return job, d
 }
 

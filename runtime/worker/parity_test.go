@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
@@ -106,7 +106,7 @@ func runCase(t *testing.T, eng ptcruntime.Engine, c parityCase) parityRun {
 	return r
 }
 
-func traceLine(rec bridge.Record) string {
+func traceLine(rec core.Record) string {
 	b, _ := json.Marshal([]any{rec.Seq, rec.Tool, rec.Arguments, rec.OK, rec.ErrorCode, rec.ErrorMessage, string(rec.Result)})
 	return string(b)
 }

@@ -41,11 +41,10 @@ const (
 	MaxExcerptBytes = 512
 )
 
-// Error codes produced by HTTP tools, besides "http_<status>".
+// Error codes produced by HTTP tools, besides "http_<status>" and
+// tools.CodeInvalidArguments (an argument a URL template or body mapping
+// needs is missing or not a scalar).
 const (
-	// CodeInvalidArguments: an argument a URL template or body mapping needs
-	// is missing or not a scalar.
-	CodeInvalidArguments = "invalid_arguments"
 	// CodeResponseTooLarge: the response body is above the size cap.
 	CodeResponseTooLarge = "response_too_large"
 	// CodeUnreachable: the endpoint could not be reached.
@@ -248,7 +247,7 @@ func (e *endpoint) call(ctx context.Context, call tools.Call) (json.RawMessage, 
 		dec := json.NewDecoder(bytes.NewReader(call.Arguments))
 		dec.UseNumber()
 		if err := dec.Decode(&args); err != nil {
-			return nil, tools.Errorf(CodeInvalidArguments, "arguments of %s must be a JSON object", e.tool)
+			return nil, tools.Errorf(tools.CodeInvalidArguments, "arguments of %s must be a JSON object", e.tool)
 		}
 	}
 	req, err := e.request(ctx, args)
@@ -266,7 +265,7 @@ func (e *endpoint) call(ctx context.Context, call tools.Call) (json.RawMessage, 
 			return nil, ctx.Err()
 		}
 		if rctx.Err() != nil {
-			return nil, policy.MarkTransient(tools.Errorf(policy.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
+			return nil, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
 		}
 		return nil, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
 	}
@@ -274,7 +273,7 @@ func (e *endpoint) call(ctx context.Context, call tools.Call) (json.RawMessage, 
 	body, err := io.ReadAll(io.LimitReader(resp.Body, e.MaxResponseBytes+1))
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
-			return nil, policy.MarkTransient(tools.Errorf(policy.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
+			return nil, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
 		}
 		return nil, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
 	}
@@ -313,7 +312,7 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 			name := m[1 : len(m)-1]
 			v, err := scalar(args, name)
 			if err != nil && ferr == nil {
-				ferr = tools.Errorf(CodeInvalidArguments, "%s needs argument %q for its URL: %v", e.tool, name, err)
+				ferr = tools.Errorf(tools.CodeInvalidArguments, "%s needs argument %q for its URL: %v", e.tool, name, err)
 			}
 			used[name] = true
 			return escape(v)
@@ -334,7 +333,7 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, tools.Errorf(CodeInvalidArguments, "%s: the URL built from the arguments is invalid", e.tool)
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: the URL built from the arguments is invalid", e.tool)
 	}
 
 	var body io.Reader
@@ -349,7 +348,7 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 		}
 		b, err := json.Marshal(obj)
 		if err != nil {
-			return nil, tools.Errorf(CodeInvalidArguments, "%s: body is not JSON", e.tool)
+			return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: body is not JSON", e.tool)
 		}
 		body = bytes.NewReader(b)
 	case hasBody:
@@ -361,7 +360,7 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 		}
 		b, err := json.Marshal(rest)
 		if err != nil {
-			return nil, tools.Errorf(CodeInvalidArguments, "%s: body is not JSON", e.tool)
+			return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: body is not JSON", e.tool)
 		}
 		body = bytes.NewReader(b)
 	default:
@@ -379,14 +378,14 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 				for _, item := range v {
 					s, err := scalarValue(item)
 					if err != nil {
-						return nil, tools.Errorf(CodeInvalidArguments, "%s: query argument %q: %v", e.tool, k, err)
+						return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: query argument %q: %v", e.tool, k, err)
 					}
 					q.Add(k, s)
 				}
 			default:
 				s, err := scalarValue(v)
 				if err != nil {
-					return nil, tools.Errorf(CodeInvalidArguments, "%s: query argument %q: %v", e.tool, k, err)
+					return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: query argument %q: %v", e.tool, k, err)
 				}
 				q.Add(k, s)
 			}
@@ -397,7 +396,7 @@ func (e *endpoint) request(ctx context.Context, args map[string]any) (*http.Requ
 	}
 	req, err := http.NewRequestWithContext(ctx, e.method, u.String(), body)
 	if err != nil {
-		return nil, tools.Errorf(CodeInvalidArguments, "%s: cannot build the request: %v", e.tool, err)
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "%s: cannot build the request: %v", e.tool, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	for k, v := range e.headers {

@@ -277,8 +277,8 @@ func TestTimeout(t *testing.T) {
 	tool := testTool(t, srv, Endpoint{URL: "SERVER/x", Timeout: 20 * time.Millisecond}, nil)
 	_, err := call(t, tool, `{}`)
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != policy.CodeTimeout || !policy.IsTransient(err) {
-		t.Fatalf("err = %v, want transient %s", err, policy.CodeTimeout)
+	if !errors.As(err, &te) || te.Code != tools.CodeTimeout || !policy.IsTransient(err) {
+		t.Fatalf("err = %v, want transient %s", err, tools.CodeTimeout)
 	}
 }
 
@@ -355,8 +355,8 @@ func TestArgumentErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := call(t, testTool(t, srv, Endpoint{URL: tc.url}, nil), tc.args)
 			var te *tools.Error
-			if !errors.As(err, &te) || te.Code != CodeInvalidArguments {
-				t.Fatalf("err = %v, want %s", err, CodeInvalidArguments)
+			if !errors.As(err, &te) || te.Code != tools.CodeInvalidArguments {
+				t.Fatalf("err = %v, want %s", err, tools.CodeInvalidArguments)
 			}
 		})
 	}

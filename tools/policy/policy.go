@@ -25,14 +25,6 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Error codes produced by a policy wrapper.
-const (
-	// CodeTimeout is the code of a call whose attempts all ran out of time.
-	CodeTimeout = "timeout"
-	// CodeCallLimit is the code of a call over the per-execution budget.
-	CodeCallLimit = "tool_call_limit"
-)
-
 // Defaults of the backoff between retries.
 const (
 	DefaultBackoffBase = 100 * time.Millisecond
@@ -189,7 +181,7 @@ func newWrapper(name string, next tools.Handler, cfg Config) *wrapper {
 
 func (w *wrapper) handle(ctx context.Context, call tools.Call) (json.RawMessage, error) {
 	if w.calls != nil && w.calls.add(call.ExecutionID) > w.cfg.MaxCallsPerExecution {
-		return nil, tools.Errorf(CodeCallLimit,
+		return nil, tools.Errorf(tools.CodeCallLimit,
 			"tool %s allows %d calls per execution: make fewer calls, e.g. batch the work", w.name, w.cfg.MaxCallsPerExecution)
 	}
 	if w.sem != nil {
@@ -216,7 +208,7 @@ func (w *wrapper) handle(ctx context.Context, call tools.Call) (json.RawMessage,
 
 // attempt runs the handler once under the per-attempt timeout. A timeout of
 // the attempt (not of the caller's context) becomes a transient
-// *tools.Error with code CodeTimeout.
+// *tools.Error with code tools.CodeTimeout.
 func (w *wrapper) attempt(ctx context.Context, call tools.Call) (json.RawMessage, error) {
 	if w.cfg.Timeout <= 0 {
 		return w.next(ctx, call)
@@ -225,7 +217,7 @@ func (w *wrapper) attempt(ctx context.Context, call tools.Call) (json.RawMessage
 	defer cancel()
 	out, err := w.next(actx, call)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		return nil, &TransientError{Err: tools.Errorf(CodeTimeout,
+		return nil, &TransientError{Err: tools.Errorf(tools.CodeTimeout,
 			"tool %s did not answer within %s: try again later or ask for less", w.name, w.cfg.Timeout)}
 	}
 	return out, err

@@ -121,8 +121,8 @@ func TestTimeoutIsTransientAndRetried(t *testing.T) {
 	w.sleep = noSleep(&delays)
 	_, err := w.handle(context.Background(), tools.Call{})
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != CodeTimeout {
-		t.Fatalf("err = %v, want code %s", err, CodeTimeout)
+	if !errors.As(err, &te) || te.Code != tools.CodeTimeout {
+		t.Fatalf("err = %v, want code %s", err, tools.CodeTimeout)
 	}
 	if calls.Load() != 2 {
 		t.Fatalf("calls = %d, want 2", calls.Load())
@@ -156,8 +156,8 @@ func TestMaxCallsPerExecution(t *testing.T) {
 	}
 	_, err := tool.Handler(context.Background(), tools.Call{ExecutionID: "a"})
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != CodeCallLimit {
-		t.Fatalf("third call err = %v, want %s", err, CodeCallLimit)
+	if !errors.As(err, &te) || te.Code != tools.CodeCallLimit {
+		t.Fatalf("third call err = %v, want %s", err, tools.CodeCallLimit)
 	}
 	if _, err := tool.Handler(context.Background(), tools.Call{ExecutionID: "b"}); err != nil {
 		t.Fatalf("other execution: %v", err)

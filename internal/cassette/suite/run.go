@@ -137,10 +137,10 @@ func (c *Case) run(ctx context.Context, cfg Config) (failure string, updated boo
 }
 
 // prepare builds the request and the tools of the case.
-func (c *Case) prepare() (ptc.Request, []ptc.Tool, *cassette.Cassette, error) {
+func (c *Case) prepare() (ptc.Request, []tools.Tool, *cassette.Cassette, error) {
 	s := &c.spec
 	var req ptc.Request
-	var toolset []ptc.Tool
+	var toolset []tools.Tool
 	var tape *cassette.Cassette
 	if s.Cassette != "" {
 		f, err := os.Open(c.path(s.Cassette))
@@ -233,9 +233,9 @@ func (c *Case) script(req *ptc.Request) error {
 
 // tools builds the case's tools: the demo tools (unless demo_tools is
 // false), inline definitions, and fixtures replacing handlers.
-func (c *Case) tools() ([]ptc.Tool, error) {
+func (c *Case) tools() ([]tools.Tool, error) {
 	s := &c.spec
-	byName := map[string]*ptc.Tool{}
+	byName := map[string]*tools.Tool{}
 	var order []string
 	if s.DemoTools == nil || *s.DemoTools {
 		for _, t := range demo.Tools() {
@@ -256,12 +256,12 @@ func (c *Case) tools() ([]ptc.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		def := ptc.Definition{Name: d.Name, Description: d.Description, InputSchema: in, OutputSchema: out}
+		def := tools.Definition{Name: d.Name, Description: d.Description, InputSchema: in, OutputSchema: out}
 		if t, ok := byName[d.Name]; ok {
 			t.Definition, t.TrustOutput = def, false
 			continue
 		}
-		byName[d.Name] = &ptc.Tool{Definition: def, Handler: noFixture(d.Name)}
+		byName[d.Name] = &tools.Tool{Definition: def, Handler: noFixture(d.Name)}
 		order = append(order, d.Name)
 	}
 	for name, rs := range s.Fixtures {
@@ -279,14 +279,14 @@ func (c *Case) tools() ([]ptc.Tool, error) {
 		}
 		t.Handler, t.TrustOutput = f.Handle, false
 	}
-	out := make([]ptc.Tool, 0, len(order))
+	out := make([]tools.Tool, 0, len(order))
 	for _, n := range order {
 		out = append(out, *byName[n])
 	}
 	return out, nil
 }
 
-func noFixture(name string) ptc.Handler {
+func noFixture(name string) tools.Handler {
 	f, _ := fixture.New(name)
 	return f.Handle
 }
@@ -323,7 +323,7 @@ func (c *Case) rules(name string, rs rules) ([]fixture.Rule, error) {
 
 func (c *Case) answer(field string, output yaml.Node, e *toolError) (fixture.Answer, error) {
 	if e != nil {
-		return fixture.Answer{Error: &ptc.ToolError{Code: e.Code, Message: e.Message}}, nil
+		return fixture.Answer{Error: &tools.Error{Code: e.Code, Message: e.Message}}, nil
 	}
 	out, err := c.jsonOf(field+".output", &output)
 	return fixture.Answer{Output: out}, err

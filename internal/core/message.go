@@ -1,4 +1,4 @@
-package ptc
+package core
 
 import (
 	"fmt"

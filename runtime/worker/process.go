@@ -16,8 +16,95 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	workerv1 "github.com/ptcrun/ptc/proto/ptc/worker/v1"
+	"github.com/ptcrun/ptc/internal/fault"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
 )
+
+// The worker process as the supervisor sees it: starting it, the
+// handshake, sending to it, killing it, and what it says on stderr.
+
+// proc is one worker process, as the supervisor sees it.
+type proc struct {
+	pool     *Pool
+	cmd      *exec.Cmd
+	pid      int
+	conn     net.Conn
+	r        *frameReader
+	w        *frameWriter
+	stderr   *head
+	ready    *wp.Ready
+	startRSS int64
+
+	// active, runs, retired and dead are guarded by pool.mu.
+	active  int
+	runs    int
+	retired bool
+	dead    bool
+
+	mu       sync.Mutex
+	execs    map[uint64]*execState
+	nextSlot uint64
+	killOnce sync.Once
+	// poolKill holds the kind and message of a Close.
+	poolKillKind fault.Kind
+	poolKillMsg  string
+}
+
+func (w *proc) runsSnapshot() int {
+	w.pool.mu.Lock()
+	defer w.pool.mu.Unlock()
+	return w.runs
+}
+
+// register adds an execution; false if the worker is gone.
+func (w *proc) register(es *execState) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.execs == nil {
+		return false
+	}
+	w.nextSlot++
+	es.slot = w.nextSlot
+	w.execs[es.slot] = es
+	return true
+}
+
+// frameWriteTimeout bounds one frame write to a worker: a worker that
+// stops reading is killed rather than blocking the supervisor.
+const frameWriteTimeout = 10 * time.Second
+
+func (w *proc) send(m *wp.SupervisorFrame) error {
+	err := w.w.write(m)
+	if err != nil {
+		w.kill()
+	}
+	return err
+}
+
+// kill ends the worker process (its whole process group).
+func (w *proc) kill() {
+	w.killOnce.Do(func() {
+		_ = unix.Kill(-w.pid, unix.SIGKILL)
+		_ = w.cmd.Process.Kill()
+	})
+}
+
+// killFor kills the worker because execution es overran; es fails with
+// kind, the worker's other executions with INTERNAL.
+func (w *proc) killFor(es *execState, kind fault.Kind) {
+	w.mu.Lock()
+	es.killKind = kind
+	w.mu.Unlock()
+	w.kill()
+}
+
+// killAll kills the worker; all its executions fail with kind and msg.
+func (w *proc) killAll(kind fault.Kind, msg string) {
+	w.mu.Lock()
+	w.poolKillKind, w.poolKillMsg = kind, msg
+	w.mu.Unlock()
+	w.kill()
+}
 
 // spawn starts one worker process and completes its handshake.
 func (p *Pool) spawn() (*proc, error) {
@@ -65,13 +152,13 @@ func (p *Pool) spawn() (*proc, error) {
 		if msg != "" {
 			return nil, fmt.Errorf("worker: start-up handshake failed: %w (worker said: %s)", err, msg)
 		}
-		return nil, fmt.Errorf("worker: start-up handshake failed: %w; the executable must call worker.IsWorker and worker.Main at the top of main", err)
+		return nil, fmt.Errorf("worker: start-up handshake failed: %w; the executable must call worker.IsWorker and worker.Main (or ptc.RunWorker) at the top of main", err)
 	}
 	w.startRSS = procRSS(w.pid)
 	p.mu.Lock()
-	if p.report == nil {
-		r := p.buildReport(w.ready, netns && p.netnsErr == nil)
-		p.report = &r
+	if p.facts == nil {
+		f := p.workerFacts(w.ready)
+		p.facts = &f
 	}
 	p.mu.Unlock()
 	return w, nil
@@ -99,16 +186,16 @@ func (p *Pool) start(child *os.File, netns bool) (*exec.Cmd, *head, error) {
 
 // handshake sends Init and waits for Ready.
 func (w *proc) handshake(cfg Config) error {
-	init := &workerv1.Init{
+	init := &wp.Init{
 		MemoryLimitBytes:    cfg.WorkerMemoryBytes,
 		ExecutionsPerWorker: int32(cfg.ExecutionsPerWorker),
 		ProgramCache:        int32(cfg.ProgramCache),
 	}
-	if err := w.w.write(&workerv1.SupervisorFrame{Msg: &workerv1.SupervisorFrame_Init{Init: init}}); err != nil {
+	if err := w.w.write(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Init{Init: init}}); err != nil {
 		return err
 	}
 	_ = w.conn.SetReadDeadline(time.Now().Add(cfg.StartTimeout))
-	var f workerv1.WorkerFrame
+	var f wp.WorkerFrame
 	if err := w.r.read(&f); err != nil {
 		return err
 	}
@@ -190,4 +277,25 @@ func procRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// statusField returns a "kB" field of /proc/<pid>/status in bytes.
+func statusField(b []byte, key string) int64 {
+	i := strings.Index(string(b), key)
+	if i < 0 {
+		return 0
+	}
+	rest := b[i+len(key):]
+	if j := strings.IndexByte(string(rest), '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	f := strings.Fields(string(rest))
+	if len(f) == 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n << 10
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ptcrun/ptc/runtime/worker"
+)
+
+// TestCheckReport starts a worker as `ptcd check` does and checks the
+// report rendered from its facts.
+func TestCheckReport(t *testing.T) {
+	f, err := worker.Check(worker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := reportOf(f, false)
+	t.Logf("\n%s", rep)
+	for _, name := range []string{"process_isolation", "rlimit_data", "heap_watchdog", "cpu_clock",
+		"empty_environment", "no_inherited_fds", "own_process_group", "no_new_privs"} {
+		it, ok := rep.get(name)
+		if !ok || !it.inForce {
+			t.Errorf("%s: %+v, want in force", name, it)
+		}
+	}
+	if it, ok := rep.get("private_network"); !ok {
+		t.Error("private_network missing")
+	} else if os.Geteuid() == 0 && !it.inForce {
+		t.Logf("private network not in force as root: %s", it.detail)
+	}
+	if _, ok := rep.get("cgroup_v2_memory"); !ok {
+		t.Error("cgroup_v2_memory missing")
+	}
+
+	cfg := worker.Config{NoNetworkNamespace: true}
+	off, err := worker.Check(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := reportOf(off, cfg.NoNetworkNamespace).get("private_network"); it.inForce || !strings.Contains(it.detail, "disabled") {
+		t.Errorf("private_network with NoNetworkNamespace: %+v", it)
+	}
+	in, err := worker.Check(worker.Config{Mode: worker.ModeInProcess})
+	if r := reportOf(in, false); err != nil || r.mode != "inprocess" || len(r.items) == 0 {
+		t.Errorf("in-process report %+v %v", r, err)
+	}
+}

@@ -1,0 +1,128 @@
+package ptc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// Code classifies a request that did not run, as a gRPC status code does
+// (the values are equal). Runner and Client report it alike: a Client
+// converts the server's status back into an *Error with its Code.
+type Code uint32
+
+// The codes. A request error has one; an execution failure (Result.Error)
+// has none (0) and a Kind instead.
+const (
+	Canceled           Code = 1
+	Unknown            Code = 2
+	InvalidArgument    Code = 3
+	DeadlineExceeded   Code = 4
+	NotFound           Code = 5
+	AlreadyExists      Code = 6
+	PermissionDenied   Code = 7
+	ResourceExhausted  Code = 8
+	FailedPrecondition Code = 9
+	Aborted            Code = 10
+	OutOfRange         Code = 11
+	Unimplemented      Code = 12
+	Internal           Code = 13
+	Unavailable        Code = 14
+	DataLoss           Code = 15
+	Unauthenticated    Code = 16
+)
+
+// String returns the code's name as gRPC spells it, e.g. "INVALID_ARGUMENT".
+func (c Code) String() string { return fault.Code(c).String() }
+
+// CodeOf returns the Code of err: that of an *Error in its chain, Unknown
+// for any other error, 0 for nil (and for an execution failure, which has
+// a Kind instead).
+func CodeOf(err error) Code {
+	if err == nil {
+		return 0
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Unknown
+}
+
+// ErrorKind classifies a failed execution. The values match
+// ptc.v1.ErrorKind.
+type ErrorKind int32
+
+// The error kinds.
+const (
+	KindSyntax        ErrorKind = 1
+	KindScript        ErrorKind = 2
+	KindTimeout       ErrorKind = 3
+	KindCPULimit      ErrorKind = 4
+	KindMemoryLimit   ErrorKind = 5
+	KindToolCallLimit ErrorKind = 6
+	KindOutputLimit   ErrorKind = 7
+	KindResultSchema  ErrorKind = 8
+	KindCancelled     ErrorKind = 9
+	KindInternal      ErrorKind = 10
+)
+
+// String returns the kind's name, e.g. "TIMEOUT" or "SCRIPT_ERROR".
+func (k ErrorKind) String() string { return fault.Kind(k).String() }
+
+// Error is ptc's one error: a request that did not run (Code set), as
+// Runner.Execute, Client.Execute and Client.Run return it, or an execution
+// that ran and failed (Kind set), as Result.Error holds it. Compare with
+// errors.Is against an *Error holding only a Code or a Kind:
+//
+//	errors.Is(err, &ptc.Error{Code: ptc.ResourceExhausted})
+//	errors.Is(res.Error, &ptc.Error{Kind: ptc.KindTimeout})
+type Error struct {
+	// Code classifies a request error; 0 for an execution failure.
+	Code Code
+	// Kind classifies an execution failure; 0 for a request error.
+	Kind ErrorKind
+	// Message says what went wrong and what to change.
+	Message string
+	// Line and Column are 1-based positions in the caller's source, zero
+	// when unknown.
+	Line, Column int
+	// Stack is the script-level stack trace (never a Go stack).
+	Stack string
+	// Tool names the tool involved, if any.
+	Tool string
+	// Limit and Observed describe a limit breach in the limit's unit
+	// (bytes, calls, or nanoseconds for durations): the limit in force and
+	// the value measured; zero when not a breach.
+	Limit, Observed int64
+	// RetryAfter, for a request refused for load, is how long to wait
+	// before trying again (from the server's RetryInfo); zero when not
+	// given.
+	RetryAfter time.Duration
+
+	cause error
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.Kind == 0 {
+		return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: %s (line %d, column %d)", e.Kind, e.Message, e.Line, e.Column)
+	}
+	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
+}
+
+// Unwrap returns the underlying error, if any (for a Client, the gRPC
+// status error, or the context's error when the caller's context ended).
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is an *Error without a message whose Code and
+// Kind equal e's.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code && t.Kind == e.Kind
+}

@@ -1,0 +1,203 @@
+// Package executor prepares and runs executions: the one place where a
+// core.Request is validated (once) and its limits clamped (once, under the
+// operator's policy narrowed by the caller's tenant), where its tools are
+// selected and compiled, and where it runs on an engine and becomes a
+// core.Result.
+//
+// The root package's Runner wraps an Executor; internal/server and cmd/ptcd
+// use one directly (Prepare, then admission, then Run). It is the layer
+// between the public API and the engines: it imports runtime/..., bridge
+// and tools, never gRPC or the root package.
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/js"
+	"github.com/ptcrun/ptc/runtime/ts"
+	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// Request size bounds (defaults of Config.MaxSourceBytes and MaxInputBytes).
+const (
+	DefaultMaxSourceBytes = 1 << 20
+	DefaultMaxInputBytes  = 8 << 20
+	// MaxExecutionIDLength bounds a caller-chosen execution id.
+	MaxExecutionIDLength = 128
+	// wasmModuleFactor: a WebAssembly module may be this many times
+	// MaxSourceBytes.
+	wasmModuleFactor = 16
+)
+
+// Config configures an Executor. The zero value runs every language
+// in-process with the default policy and an empty registry.
+type Config struct {
+	// Registry holds the server tools; nil means an empty one.
+	Registry *tools.Registry
+	// Policy is the operator's defaults and ceilings; zero means
+	// limits.DefaultPolicy().
+	Policy limits.Policy
+	// Languages enables only these languages; empty enables all.
+	Languages []core.Language
+	// MaxSourceBytes bounds a script's source (a WebAssembly module may be
+	// 16 times larger); MaxInputBytes bounds its input JSON.
+	MaxSourceBytes, MaxInputBytes int
+	// Workers, when set, runs JavaScript and TypeScript in a pool of worker
+	// processes (or in-process with the pool's guards, Mode ModeInProcess).
+	Workers *worker.Config
+	// WASM configures the WebAssembly engine, created on the first WASM
+	// request.
+	WASM wasm.Config
+}
+
+// Executor validates, prepares and runs executions. It is safe for
+// concurrent use.
+type Executor struct {
+	reg       *tools.Registry
+	policy    limits.Policy
+	engines   map[core.Language]runtime.Engine
+	maxSource int
+	maxInput  int
+	schemas   *lru.Cache[[32]byte, *tools.Schema]
+	pool      *worker.Pool
+
+	wasmCfg  wasm.Config
+	wasmOnce sync.Once
+	wasm     *wasm.Engine
+	wasmErr  error
+}
+
+// New returns an Executor; with Config.Workers it starts the worker pool.
+// Call Close when done.
+func New(cfg Config) (*Executor, error) {
+	e := &Executor{
+		reg:       cfg.Registry,
+		policy:    cfg.Policy,
+		engines:   map[core.Language]runtime.Engine{},
+		maxSource: cfg.MaxSourceBytes,
+		maxInput:  cfg.MaxInputBytes,
+		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
+		wasmCfg:   cfg.WASM,
+	}
+	if e.reg == nil {
+		e.reg = tools.NewRegistry()
+	}
+	if e.policy == (limits.Policy{}) {
+		e.policy = limits.DefaultPolicy()
+	}
+	if err := e.policy.Validate(); err != nil {
+		return nil, err
+	}
+	if e.maxSource <= 0 {
+		e.maxSource = DefaultMaxSourceBytes
+	}
+	if e.maxInput <= 0 {
+		e.maxInput = DefaultMaxInputBytes
+	}
+	only := map[core.Language]bool{}
+	for _, l := range cfg.Languages {
+		if !l.Valid() {
+			return nil, fmt.Errorf("unknown language %d", int32(l))
+		}
+		only[l] = true
+	}
+	enabled := func(l core.Language) bool { return len(only) == 0 || only[l] }
+	if enabled(core.LanguageJavaScript) || enabled(core.LanguageTypeScript) {
+		if cfg.Workers != nil {
+			wc := *cfg.Workers
+			if wc.MaxExecutionMemoryBytes <= 0 {
+				wc.MaxExecutionMemoryBytes = e.policy.Ceilings.MemoryBytes
+			}
+			pool, err := worker.NewPool(wc)
+			if err != nil {
+				return nil, err
+			}
+			e.pool = pool
+			e.engines[core.LanguageJavaScript] = pool
+			e.engines[core.LanguageTypeScript] = pool
+		} else {
+			j := js.New()
+			e.engines[core.LanguageJavaScript] = j
+			e.engines[core.LanguageTypeScript] = ts.NewEngine(j, 0)
+		}
+	}
+	for _, l := range []core.Language{core.LanguageJavaScript, core.LanguageTypeScript} {
+		if !enabled(l) {
+			delete(e.engines, l)
+		}
+	}
+	if enabled(core.LanguageWASM) {
+		e.engines[core.LanguageWASM] = lazyWASM{e}
+	}
+	return e, nil
+}
+
+// Close releases the engines: the worker pool and the WebAssembly runtime.
+// Executions must have finished.
+func (e *Executor) Close() error {
+	var err error
+	if e.pool != nil {
+		err = e.pool.Close()
+	}
+	e.wasmOnce.Do(func() {}) // no engine is created after Close
+	if e.wasm != nil {
+		if werr := e.wasm.Close(context.Background()); err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// Registry returns the registry of server tools.
+func (e *Executor) Registry() *tools.Registry { return e.reg }
+
+// Policy returns the operator's defaults and ceilings.
+func (e *Executor) Policy() limits.Policy { return e.policy }
+
+// Workers returns the worker pool, nil when JavaScript runs in-process.
+func (e *Executor) Workers() *worker.Pool { return e.pool }
+
+// lazyWASM is the WASM engine: the wazero runtime is created on the first
+// WASM request, so JavaScript-only executors never pay for it.
+type lazyWASM struct{ e *Executor }
+
+func (l lazyWASM) engine() (*wasm.Engine, error) {
+	l.e.wasmOnce.Do(func() { l.e.wasm, l.e.wasmErr = wasm.New(l.e.wasmCfg) })
+	if l.e.wasm == nil && l.e.wasmErr == nil {
+		return nil, wasm.ErrClosed
+	}
+	return l.e.wasm, l.e.wasmErr
+}
+
+// Run implements runtime.Engine.
+func (l lazyWASM) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
+	w, err := l.engine()
+	if err != nil {
+		return &runtime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the WebAssembly engine is unavailable")}
+	}
+	return w.Run(ctx, job)
+}
+
+// compileResultSchema compiles a result schema, cached by its hash.
+func (e *Executor) compileResultSchema(raw []byte) (*tools.Schema, error) {
+	key := sha256.Sum256(raw)
+	if s, ok := e.schemas.Get(key); ok {
+		return s, nil
+	}
+	s, err := tools.CompileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	e.schemas.Add(key, s)
+	return s, nil
+}

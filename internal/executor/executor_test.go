@@ -1,0 +1,101 @@
+package executor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+)
+
+// panicEngine stands in for an engine with a bug.
+type panicEngine struct{}
+
+func (panicEngine) Run(context.Context, *runtime.Job) *runtime.Outcome {
+	panic("engine bug at /src/x.go:12")
+}
+
+func newExecutor(t *testing.T, cfg Config) *Executor {
+	t.Helper()
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func TestInternalError(t *testing.T) {
+	e := newExecutor(t, Config{})
+	e.engines[core.LanguageWASM] = panicEngine{}
+	res, err := e.Execute(context.Background(), core.Request{Script: core.Script{Language: core.LanguageWASM, Module: []byte("\x00asm")}}, limits.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != fault.KindInternal {
+		t.Fatalf("error %v", res.Error)
+	}
+	if strings.Contains(res.ModelMessage, "x.go") || strings.Contains(res.Error.Message, "x.go") {
+		t.Fatalf("internal details leak: %q / %q", res.ModelMessage, res.Error.Message)
+	}
+	// The executor keeps working.
+	if res, err := e.Execute(context.Background(), core.Request{Script: core.Script{Source: "return 2"}}, limits.Limits{}); err != nil || string(res.Result) != "2" {
+		t.Fatal(err, res)
+	}
+}
+
+// TestExecutionIDContract: a caller-chosen execution id is at most 128
+// bytes of ASCII letters, digits and "._:-"; anything else is refused.
+func TestExecutionIDContract(t *testing.T) {
+	e := newExecutor(t, Config{})
+	cases := []struct {
+		id string
+		ok bool
+	}{
+		{"run-1", true},
+		{"tenant.a:job_42-x", true},
+		{strings.Repeat("a", MaxExecutionIDLength), true},
+		{strings.Repeat("a", MaxExecutionIDLength+1), false},
+		{"../../x", false},
+		{"a/b", false},
+		{"a b", false},
+		{"naïve", false},
+		{"tab\there", false},
+		{"%2e%2e", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			res, err := e.Execute(context.Background(), core.Request{ExecutionID: tc.id, Script: core.Script{Source: "return 1"}}, limits.Limits{})
+			if tc.ok {
+				if err != nil || res.ExecutionID != tc.id {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || err.Code != fault.CodeInvalidArgument || !strings.Contains(err.Message, "execution_id") {
+				t.Fatalf("accepted or wrong error: %v", err)
+			}
+		})
+	}
+}
+
+// TestValidatedAndClampedOnce: Prepare validates and resolves limits under
+// the policy narrowed by the tenant's ceilings.
+func TestValidatedAndClampedOnce(t *testing.T) {
+	e := newExecutor(t, Config{})
+	p, err := e.Prepare(core.Request{Script: core.Script{Source: "return 1"}, Limits: limits.Limits{MaxToolCalls: 500}},
+		limits.Limits{MaxToolCalls: 10, MemoryBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Limits(); l.MaxToolCalls != 10 || l.MemoryBytes != 1<<20 || l.Timeout != limits.Defaults().Timeout {
+		t.Fatalf("limits %+v", l)
+	}
+	if _, err := e.Prepare(core.Request{Script: core.Script{Source: "return 1"}, Limits: limits.Limits{MaxLogBytes: -1}}, limits.Limits{}); err == nil ||
+		err.Code != fault.CodeInvalidArgument || !strings.Contains(err.Message, "limits.max_log_bytes is negative") {
+		t.Fatalf("negative limit: %v", err)
+	}
+}

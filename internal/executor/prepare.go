@@ -1,0 +1,238 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// Prepared is a request that passed every check and is ready to run.
+type Prepared struct {
+	req     core.Request
+	id      string
+	engine  runtime.Engine
+	limits  limits.Limits
+	tools   []*tools.Compiled
+	result  *tools.Schema
+	modHash string
+	modEng  *wasm.Engine
+	det     core.Determinism
+	queued  time.Duration
+}
+
+// ExecutionID returns the execution's id (generated if the request had none).
+func (p *Prepared) ExecutionID() string { return p.id }
+
+// Language returns the script's language (unspecified resolved).
+func (p *Prepared) Language() core.Language { return p.req.Language }
+
+// Limits returns the effective limits.
+func (p *Prepared) Limits() limits.Limits { return p.limits }
+
+// SetQueueTime records time spent waiting for admission, for the stats.
+func (p *Prepared) SetQueueTime(d time.Duration) { p.queued = d }
+
+// Prepare checks a request once — language, sizes, input JSON, execution
+// id, limits, tools, result schema, module — and resolves its limits once,
+// under the policy narrowed by tenant (the caller's ceilings; zero adds
+// none). A request that cannot run is a *fault.Error with a Code.
+func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *fault.Error) {
+	req.Language = req.Language.Or(core.LanguageJavaScript)
+	if !req.Language.Valid() {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "unknown language %d; use JAVASCRIPT, TYPESCRIPT or WASM", int32(req.Language))
+	}
+	eng, ok := e.engines[req.Language]
+	if !ok {
+		return nil, fault.Reject(fault.CodeUnimplemented, "%s scripts are not supported by this server", req.Language)
+	}
+	if err := e.checkScript(req.Script); err != nil {
+		return nil, err
+	}
+	if len(req.Input) > e.maxInput {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "input_json is %d bytes, more than the %d allowed", len(req.Input), e.maxInput)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "input_json is not valid JSON")
+	}
+	if err := req.Limits.Check(); err != nil {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "%v", err)
+	}
+	if err := tenant.Check(); err != nil {
+		return nil, &fault.Error{Code: fault.CodeInternal, Message: "the tenant's ceilings are invalid", Cause: err}
+	}
+	id := req.ExecutionID
+	if id == "" {
+		id = newID()
+	} else if err := CheckExecutionID(id); err != nil {
+		return nil, err
+	}
+	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id)}
+	if req.Language == core.LanguageWASM {
+		if err := e.prepareModule(p); err != nil {
+			return nil, err
+		}
+	}
+	var err *fault.Error
+	if p.tools, err = e.selectTools(req); err != nil {
+		return nil, err
+	}
+	if len(req.ResultSchema) > 0 {
+		s, serr := e.compileResultSchema(req.ResultSchema)
+		if serr != nil {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "result_schema_json: %v", serr)
+		}
+		p.result = s
+	}
+	return p, nil
+}
+
+// checkScript bounds the program.
+func (e *Executor) checkScript(s core.Script) *fault.Error {
+	if s.Language == core.LanguageWASM {
+		if len(s.Module) == 0 && s.ModuleSHA256 == "" {
+			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is empty: send the module bytes or module_sha256")
+		}
+		if max := e.maxSource * wasmModuleFactor; len(s.Module) > max {
+			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is %d bytes, more than the %d allowed", len(s.Module), max)
+		}
+		return nil
+	}
+	switch {
+	case len(s.Source) == 0:
+		return fault.Reject(fault.CodeInvalidArgument, "script.source is empty")
+	case len(s.Source) > e.maxSource:
+		return fault.Reject(fault.CodeInvalidArgument, "script.source is %d bytes, more than the %d allowed", len(s.Source), e.maxSource)
+	case !utf8.ValidString(s.Source):
+		return fault.Reject(fault.CodeInvalidArgument, "script.source is not valid UTF-8")
+	}
+	return nil
+}
+
+// CheckExecutionID enforces the contract of a caller-chosen execution id:
+// at most MaxExecutionIDLength bytes of ASCII letters, digits and "._:-".
+func CheckExecutionID(id string) *fault.Error {
+	if len(id) > MaxExecutionIDLength {
+		return fault.Reject(fault.CodeInvalidArgument, "execution_id is longer than %d bytes", MaxExecutionIDLength)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return fault.Reject(fault.CodeInvalidArgument, "execution_id may hold only ASCII letters, digits and \"._:-\" (found %q at byte %d)", rune(c), i)
+		}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "ex_" + hex.EncodeToString(b[:])
+}
+
+// determinism resolves a request's determinism: a zero seed is derived
+// from the execution id, a zero clock start is the Unix epoch.
+func determinism(d core.Determinism, id string) core.Determinism {
+	if !d.Deterministic {
+		return core.Determinism{}
+	}
+	if d.Seed == 0 {
+		sum := sha256.Sum256([]byte(id))
+		d.Seed = binary.BigEndian.Uint64(sum[:8])
+	}
+	if d.ClockStart.IsZero() {
+		d.ClockStart = time.Unix(0, 0).UTC()
+	}
+	return d
+}
+
+// prepareModule compiles (or finds in the cache) the request's module, so
+// that an invalid module is a request error and an unknown hash asks the
+// caller to send the bytes.
+func (e *Executor) prepareModule(p *Prepared) *fault.Error {
+	l, ok := p.engine.(lazyWASM)
+	if !ok {
+		return nil // an engine plugged in by a test: it gets the bytes
+	}
+	me, err := l.engine()
+	if err != nil {
+		return fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
+	}
+	p.modEng = me
+	if len(p.req.Module) == 0 {
+		h := strings.ToLower(p.req.ModuleSHA256)
+		if !me.Has(h) {
+			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256)
+		}
+		p.modHash = h
+		return nil
+	}
+	h, err := me.Compile(context.Background(), p.req.Module)
+	if err != nil {
+		if errors.Is(err, wasm.ErrInvalidModule) {
+			return fault.Reject(fault.CodeInvalidArgument, "wasm_module: %v", err)
+		}
+		return fault.Reject(fault.CodeUnavailable, "wasm_module: %v", err)
+	}
+	if p.req.ModuleSHA256 != "" && !strings.EqualFold(p.req.ModuleSHA256, h) {
+		return fault.Reject(fault.CodeInvalidArgument, "module_sha256 %q does not match the module's SHA-256 %s", p.req.ModuleSHA256, h)
+	}
+	p.modHash = h
+	return nil
+}
+
+// selectTools resolves the allowed server tools and compiles client tools.
+func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Error) {
+	var out []*tools.Compiled
+	seen := map[string]bool{}
+	switch {
+	case req.NoServerTools:
+	case len(req.AllowedTools) == 0:
+		out = e.reg.All()
+		for _, c := range out {
+			seen[c.Name] = true
+		}
+	default:
+		for _, n := range req.AllowedTools {
+			if seen[n] {
+				continue
+			}
+			c, ok := e.reg.Lookup(n)
+			if !ok {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "allowed_tools names unknown tool %q", n)
+			}
+			out = append(out, c)
+			seen[n] = true
+		}
+	}
+	for _, t := range req.ClientTools {
+		if seen[t.Name] {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q collides with a server tool of the same name", t.Name)
+		}
+		c, err := tools.Compile(t)
+		if err != nil {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
+		}
+		for _, o := range out {
+			if tools.NamespaceClash(o.Name, t.Name) {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, o.Name)
+			}
+		}
+		out = append(out, c)
+		seen[t.Name] = true
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// RequestFromPB converts an ExecuteRequest. It refuses only what the
+// contract forbids at the wire (a missing script or language, values that
+// cannot be converted); every other check happens once, in the executor's
+// Prepare. StreamLogs is the caller's to read from the message.
+func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
+	if in == nil {
+		return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "request is empty")
+	}
+	lim, err := LimitsFromPB(in.GetLimits())
+	if err != nil {
+		return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "%v", err)
+	}
+	sc := in.GetScript()
+	if sc == nil {
+		return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "script is missing")
+	}
+	if sc.GetLanguage() == ptcv1.Language_LANGUAGE_UNSPECIFIED {
+		// The Go API runs an unset language as JavaScript; on the wire the
+		// contract asks callers to say which language they send.
+		return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "script.language is required (LANGUAGE_JAVASCRIPT, LANGUAGE_TYPESCRIPT or LANGUAGE_WASM)")
+	}
+	req := core.Request{
+		ExecutionID: in.GetExecutionId(),
+		Script: core.Script{
+			Language:     core.Language(sc.GetLanguage()),
+			Source:       sc.GetSource(),
+			Module:       sc.GetWasmModule(),
+			ModuleSHA256: sc.GetModuleSha256(),
+		},
+		Limits:             lim,
+		AllowedTools:       in.GetAllowedTools(),
+		IncludeToolResults: in.GetIncludeToolResults(),
+		Determinism:        core.Determinism{Deterministic: in.GetDeterministic(), Seed: in.GetSeed()},
+	}
+	if cs := in.GetClockStart(); cs != nil {
+		if err := cs.CheckValid(); err != nil {
+			return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "clock_start: %v", err)
+		}
+		req.ClockStart = cs.AsTime()
+	}
+	if s := in.GetInputJson(); s != "" {
+		req.Input = json.RawMessage(s)
+	}
+	if s := in.GetResultSchemaJson(); s != "" {
+		req.ResultSchema = json.RawMessage(s)
+	}
+	return req, nil
+}
+
+// RequestPB converts a request; an unspecified language is sent as
+// JavaScript, and StreamLogs is set when the request has OnLog. Client
+// tools travel in SessionStart (see DefinitionPB).
+func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
+	return &ptcv1.ExecuteRequest{
+		Script: &ptcv1.Script{
+			Language:     ptcv1.Language(r.Language.Or(core.LanguageJavaScript)),
+			Source:       r.Source,
+			WasmModule:   r.Module,
+			ModuleSha256: r.ModuleSHA256,
+		},
+		InputJson:          string(r.Input),
+		Limits:             LimitsPB(r.Limits),
+		AllowedTools:       r.AllowedTools,
+		ResultSchemaJson:   string(r.ResultSchema),
+		ExecutionId:        r.ExecutionID,
+		IncludeToolResults: r.IncludeToolResults,
+		Deterministic:      r.Deterministic,
+		Seed:               r.Seed,
+		ClockStart:         timestampPB(r.ClockStart),
+		StreamLogs:         r.OnLog != nil,
+	}
+}
+
+func timestampPB(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}

@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
+	ptcruntime "github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// This file converts between the engine's Job and the worker frames, in
+// both directions: every field a script can see has its own frame field.
+
+// executeFrame is the Execute frame of job in slot.
+func executeFrame(slot uint64, job *ptcruntime.Job) *wp.Execute {
+	x := &wp.Execute{
+		Slot:        slot,
+		ExecutionId: job.ExecutionID,
+		Language:    wp.Language(job.Language.Or(core.LanguageJavaScript)),
+		Source:      job.Source,
+		InputJson:   job.Input,
+		Limits:      job.Limits.Values(),
+		Logs:        job.Logs != nil,
+	}
+	names := job.Tools.Names()
+	x.Tools = make([]*wp.Tool, len(names))
+	for i, n := range names {
+		x.Tools[i] = &wp.Tool{Name: n, Inline: job.Tools.Inline(n)}
+	}
+	if job.Deterministic {
+		x.Determinism = &wp.Determinism{Seed: job.Seed,
+			ClockStartSeconds: job.ClockStart.Unix(), ClockStartNanos: int32(job.ClockStart.Nanosecond())}
+	}
+	return x
+}
+
+// jobOf is the Job of an Execute frame, without its tools and logs; an
+// error means the frame is not one the worker can run.
+func jobOf(m *wp.Execute) (*ptcruntime.Job, error) {
+	lim, err := limits.FromValues(m.GetLimits())
+	if err != nil {
+		return nil, err
+	}
+	lang := core.Language(m.GetLanguage())
+	if lang != core.LanguageJavaScript && lang != core.LanguageTypeScript {
+		return nil, errors.New("workers run JavaScript and TypeScript only")
+	}
+	job := &ptcruntime.Job{
+		ExecutionID: m.GetExecutionId(),
+		Language:    lang,
+		Source:      m.GetSource(),
+		Input:       json.RawMessage(m.GetInputJson()),
+		Limits:      lim,
+	}
+	if d := m.GetDeterminism(); d != nil {
+		job.Determinism = core.Determinism{Deterministic: true, Seed: d.GetSeed(),
+			ClockStart: time.Unix(d.GetClockStartSeconds(), int64(d.GetClockStartNanos())).UTC()}
+	}
+	return job, nil
+}
+
+// errorPB converts a classified failure for a Done or Breach frame.
+func errorPB(fe *fault.Error) *wp.ExecutionError {
+	if fe == nil {
+		return nil
+	}
+	return &wp.ExecutionError{
+		Kind:     wp.ErrorKind(fe.Kind),
+		Message:  fe.Message,
+		Line:     clamp32(fe.Line),
+		Column:   clamp32(fe.Column),
+		Stack:    fe.Stack,
+		Tool:     fe.Tool,
+		Limit:    fe.Limit,
+		Observed: fe.Observed,
+	}
+}
+
+// errorFromPB converts the failure of a Done or Breach frame. A kind outside
+// the known set becomes INTERNAL: the worker is not trusted to invent kinds.
+func errorFromPB(e *wp.ExecutionError) *fault.Error {
+	if e == nil {
+		return nil
+	}
+	k := fault.Kind(e.GetKind())
+	if k <= fault.KindUnspecified || k > fault.KindInternal {
+		return fault.New(fault.KindInternal, "the worker reported an unknown error kind %d", int32(k))
+	}
+	return &fault.Error{
+		Kind:     k,
+		Message:  e.GetMessage(),
+		Line:     nonNegative(e.GetLine()),
+		Column:   nonNegative(e.GetColumn()),
+		Stack:    e.GetStack(),
+		Tool:     e.GetTool(),
+		Limit:    e.GetLimit(),
+		Observed: e.GetObserved(),
+	}
+}
+
+func nonNegative(v int32) int {
+	if v < 0 {
+		return 0
+	}
+	return int(v)
+}
+
+func clamp32(v int) int32 {
+	const maxInt32 = 1<<31 - 1
+	switch {
+	case v > maxInt32:
+		return maxInt32
+	case v < -maxInt32:
+		return -maxInt32
+	}
+	return int32(v)
+}
+
+// callErrorPB converts a failed tool call for a ToolReply frame.
+func callErrorPB(err error) *wp.CallError {
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) {
+		ce = &bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeToolFailed, Message: err.Error()}
+	}
+	out := &wp.CallError{Name: ce.Name, Tool: ce.Tool, Code: ce.Code, Message: ce.Message, Limit: ce.Limit, Observed: ce.Observed}
+	for _, v := range ce.Errors {
+		out.Violations = append(out.Violations, &wp.Violation{Path: v.Path, Keyword: v.Keyword, Message: v.Message})
+	}
+	return out
+}
+
+// callErrorFromPB converts the failure of a ToolReply frame.
+func callErrorFromPB(e *wp.CallError) *bridge.CallError {
+	ce := &bridge.CallError{Name: e.GetName(), Tool: e.GetTool(), Code: e.GetCode(), Message: e.GetMessage(),
+		Limit: e.GetLimit(), Observed: e.GetObserved()}
+	for _, v := range e.GetViolations() {
+		ce.Errors = append(ce.Errors, tools.Violation{Path: v.GetPath(), Keyword: v.GetKeyword(), Message: v.GetMessage()})
+	}
+	return ce
+}
+
+// validResult reports whether b is acceptable as a result from a worker.
+func validResult(b []byte, maxBytes int64) bool {
+	if maxBytes > 0 && int64(len(b)) > maxBytes {
+		return false
+	}
+	return json.Valid(b)
+}
+
+// logLevel keeps a worker's log level within the known set.
+func logLevel(l string) string {
+	switch l {
+	case "log", "info", "warn", "error", "debug":
+		return l
+	}
+	return "log"
+}
+
+func nonNegativeDuration(ns int64) time.Duration {
+	if ns < 0 {
+		return 0
+	}
+	return time.Duration(ns)
+}

@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	wp "github.com/ptcrun/ptc/internal/workerproto"
+)
+
+// The worker's hardening: what it puts in force before it runs any script,
+// and reports to the supervisor in its Ready frame.
+
+// setup applies the worker's limits and hardening and reports them.
+func (c *child) setup(init *wp.Init) *wp.Ready {
+	c.density = int(init.GetExecutionsPerWorker())
+	if c.density <= 0 {
+		c.density = 1
+	}
+	c.exec = newExecutor(int(init.GetProgramCache()))
+	r := &wp.Ready{Pid: int32(os.Getpid())}
+	if n := init.GetMemoryLimitBytes(); n > 0 {
+		lim := &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, lim); err != nil {
+			r.RlimitError = err.Error()
+		} else {
+			c.rlimit = uint64(n)
+			r.RlimitDataBytes = n
+			// GC harder as the process nears its hard limit.
+			debug.SetMemoryLimit(n / 10 * 8)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err == nil {
+		v, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+		r.NoNewPrivs = v == 1
+	}
+	r.EnvironmentSize = int32(len(os.Environ()))
+	r.InheritedFds = c.inherited
+	r.OpenFds = openFDs()
+	if pg, err := unix.Getpgid(0); err == nil {
+		r.ProcessGroup = int32(pg)
+	}
+	r.NetNamespace, _ = os.Readlink("/proc/self/ns/net")
+	runtime.GC()
+	c.baseLive = liveHeap()
+	c.vmData.Store(vmData())
+	r.BaselineHeapBytes = c.baseLive
+	return r
+}
+
+// closeInherited closes every descriptor above socketFD that the Go
+// runtime did not open itself, and returns them. The runtime opens its
+// poller (an eventpoll and an eventfd) and keeps the cgroup CPU quota
+// files open before main runs; those are kept.
+func closeInherited() []int32 {
+	var closed []int32
+	for _, fd := range openFDs() {
+		if fd <= socketFD || runtimeFD(fd) {
+			continue
+		}
+		if unix.Close(int(fd)) == nil {
+			closed = append(closed, fd)
+		}
+	}
+	return closed
+}
+
+// runtimeFD reports whether descriptor fd is one the Go runtime opens.
+func runtimeFD(fd int32) bool {
+	var buf [256]byte
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(int(fd)), buf[:])
+	if err != nil {
+		return false
+	}
+	target := string(buf[:n])
+	return target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]" ||
+		strings.HasPrefix(target, "/sys/fs/cgroup/")
+}
+
+// openFDs lists the open descriptors of this process (except the one it
+// uses to read the list). It uses raw system calls: an *os.File would start
+// the runtime's poller, whose descriptors closeInherited must not close.
+func openFDs() []int32 {
+	d, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(d)
+	var names []string
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.ReadDirent(d, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+	var fds []int32
+	for _, name := range names {
+		if n, err := strconv.Atoi(name); err == nil && n != d {
+			fds = append(fds, int32(n))
+		}
+	}
+	sort.Slice(fds, func(i, j int) bool { return fds[i] < fds[j] })
+	return fds
+}

@@ -1,0 +1,167 @@
+package worker
+
+import (
+	"context"
+	"errors"
+)
+
+// Scheduling: which worker runs an execution, when workers are started,
+// retired and replaced. All of it runs under Pool.mu.
+
+// signalLocked wakes everyone waiting for a change of the pool.
+func (p *Pool) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Pool) addLocked(w *proc) {
+	p.procs[w] = struct{}{}
+	p.wg.Add(1)
+	// The reader ends when the worker's socket fails or closes (the
+	// worker exited or was killed); it then reaps the process.
+	go w.readLoop()
+	p.signalLocked()
+}
+
+// replenishLocked starts background spawns until Workers idle workers
+// exist (or are starting).
+func (p *Pool) replenishLocked() {
+	if p.closed {
+		return
+	}
+	idle := p.spawning
+	for w := range p.procs {
+		if w.active == 0 && !w.retired {
+			idle++
+		}
+	}
+	for ; idle < p.cfg.Workers && len(p.procs)+p.spawning < p.cfg.MaxWorkers; idle++ {
+		p.spawning++
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			w, err := p.spawn()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.spawning--
+			if err != nil || p.closed {
+				if w != nil {
+					w.kill()
+					p.wg.Add(1)
+					go w.readLoop()
+				}
+				p.signalLocked()
+				return
+			}
+			p.addLocked(w)
+		}()
+	}
+}
+
+// errPoolClosed is returned by acquire after Close.
+var errPoolClosed = errors.New("worker pool is closed")
+
+// acquire returns a worker with room for one more execution, starting one
+// if needed and allowed, or waiting for one.
+func (p *Pool) acquire(ctx context.Context) (*proc, error) {
+	p.mu.Lock()
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
+		if w := p.pickLocked(); w != nil {
+			w.active++
+			w.runs++
+			p.replenishLocked()
+			p.mu.Unlock()
+			return w, nil
+		}
+		if len(p.procs)+p.spawning < p.cfg.MaxWorkers {
+			p.spawning++
+			p.mu.Unlock()
+			w, err := p.spawn()
+			p.mu.Lock()
+			p.spawning--
+			if err != nil {
+				p.signalLocked()
+				p.mu.Unlock()
+				return nil, err
+			}
+			if p.closed {
+				p.mu.Unlock()
+				w.kill()
+				p.wg.Add(1)
+				go w.readLoop()
+				return nil, errPoolClosed
+			}
+			p.addLocked(w)
+			w.active++
+			w.runs++
+			p.mu.Unlock()
+			return w, nil
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
+	}
+}
+
+// pickLocked returns a usable worker with room, preferring one that
+// already runs executions (packing) so idle workers stay warm.
+func (p *Pool) pickLocked() *proc {
+	var idle *proc
+	for w := range p.procs {
+		if w.retired || w.dead || w.active >= p.cfg.ExecutionsPerWorker {
+			continue
+		}
+		if w.active > 0 {
+			return w
+		}
+		if idle == nil {
+			idle = w
+		}
+	}
+	return idle
+}
+
+// release returns a worker's execution slot; a worker that is not clean
+// or reached its quota is retired and stopped once idle.
+func (p *Pool) release(w *proc, clean bool) {
+	recycle := !clean || w.runsSnapshot() >= p.cfg.RecycleAfter
+	if !recycle && w.runsSnapshot()%rssCheckEvery == 0 {
+		if rss := procRSS(w.pid); rss > 0 && rss-w.startRSS > p.cfg.RecycleRSSBytes {
+			recycle = true
+		}
+	}
+	p.mu.Lock()
+	w.active--
+	if recycle && !w.retired {
+		w.retired = true
+		p.stats.recycled.Add(1)
+	}
+	stop := w.retired && w.active == 0
+	p.signalLocked()
+	p.replenishLocked()
+	p.mu.Unlock()
+	if stop {
+		w.kill()
+	}
+}
+
+// rssCheckEvery is how often (in executions) a worker's RSS is checked.
+const rssCheckEvery = 32
+
+// removed is called by a worker's reader once the process is gone.
+func (p *Pool) removed(w *proc) {
+	p.mu.Lock()
+	delete(p.procs, w)
+	p.signalLocked()
+	p.replenishLocked()
+	p.mu.Unlock()
+}
