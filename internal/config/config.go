@@ -87,53 +87,19 @@ type Config struct {
 	Workers Workers `yaml:"workers"`
 }
 
-// Limits holds the limits section.
+// Limits holds the limits section. Each side is a limits.Limits, written
+// field by field as the limits table names them (durations such as "30s",
+// byte sizes such as "64MiB").
 type Limits struct {
 	// Defaults apply to a request that leaves a limit unset.
-	Defaults LimitValues `yaml:"defaults"`
+	Defaults limits.Limits `yaml:"defaults"`
 	// Ceilings are the most a request may ask for.
-	Ceilings LimitValues `yaml:"ceilings"`
-}
-
-// LimitValues mirrors limits.Limits with file-friendly types.
-type LimitValues struct {
-	Timeout                Duration `yaml:"timeout"`
-	CPUTime                Duration `yaml:"cpu_time"`
-	MemoryBytes            ByteSize `yaml:"memory_bytes"`
-	MaxToolCalls           int32    `yaml:"max_tool_calls"`
-	MaxConcurrentToolCalls int32    `yaml:"max_concurrent_tool_calls"`
-	MaxOutputBytes         ByteSize `yaml:"max_output_bytes"`
-	MaxLogBytes            ByteSize `yaml:"max_log_bytes"`
-}
-
-// Limits converts v to the limits type.
-func (v LimitValues) Limits() limits.Limits {
-	return limits.Limits{
-		Timeout:                time.Duration(v.Timeout),
-		CPUTime:                time.Duration(v.CPUTime),
-		MemoryBytes:            int64(v.MemoryBytes),
-		MaxToolCalls:           v.MaxToolCalls,
-		MaxConcurrentToolCalls: v.MaxConcurrentToolCalls,
-		MaxOutputBytes:         int64(v.MaxOutputBytes),
-		MaxLogBytes:            int64(v.MaxLogBytes),
-	}
-}
-
-func limitValues(l limits.Limits) LimitValues {
-	return LimitValues{
-		Timeout:                Duration(l.Timeout),
-		CPUTime:                Duration(l.CPUTime),
-		MemoryBytes:            ByteSize(l.MemoryBytes),
-		MaxToolCalls:           l.MaxToolCalls,
-		MaxConcurrentToolCalls: l.MaxConcurrentToolCalls,
-		MaxOutputBytes:         ByteSize(l.MaxOutputBytes),
-		MaxLogBytes:            ByteSize(l.MaxLogBytes),
-	}
+	Ceilings limits.Limits `yaml:"ceilings"`
 }
 
 // Policy returns the limits policy of the configuration.
 func (c *Config) Policy() limits.Policy {
-	return limits.Policy{Defaults: c.Limits.Defaults.Limits(), Ceilings: c.Limits.Ceilings.Limits()}
+	return limits.Policy{Defaults: c.Limits.Defaults, Ceilings: c.Limits.Ceilings}
 }
 
 // ToolSource is one entry of tool_sources. Type selects which other fields
@@ -230,7 +196,7 @@ type HTTPTool struct {
 func Default() *Config {
 	c := &Config{
 		Listen:        DefaultListen,
-		Limits:        Limits{Defaults: limitValues(limits.Defaults()), Ceilings: limitValues(limits.Ceilings())},
+		Limits:        Limits{Defaults: limits.Defaults(), Ceilings: limits.Ceilings()},
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
@@ -327,7 +293,7 @@ func (c *Config) Validate() error {
 		return errors.New("config: shutdown_grace is negative: use a duration such as \"15s\"")
 	}
 	if err := c.Policy().Validate(); err != nil {
-		return fmt.Errorf("config: limits: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.validateServing(); err != nil {
 		return err

@@ -69,15 +69,15 @@ func TestLayering(t *testing.T) {
 			if c.Listen != "0.0.0.0:9000" || !c.DemoTools || c.ShutdownGrace != Duration(5*time.Second) {
 				t.Fatalf("%+v", c)
 			}
-			if c.Limits.Defaults.Timeout != Duration(20*time.Second) || c.Limits.Defaults.MemoryBytes != 128<<20 {
+			if c.Limits.Defaults.Timeout != 20*time.Second || c.Limits.Defaults.MemoryBytes != 128<<20 {
 				t.Fatalf("limits %+v", c.Limits.Defaults)
 			}
-			if c.Limits.Defaults.CPUTime != Duration(limits.Defaults().CPUTime) {
+			if c.Limits.Defaults.CPUTime != limits.Defaults().CPUTime {
 				t.Fatal("keys absent from the file keep their defaults")
 			}
 		}},
 		{"env over file", map[string]string{"PTC_LISTEN": "127.0.0.1:7000", "PTC_LIMITS_DEFAULTS_TIMEOUT": "25s", "PTC_DEMO_TOOLS": "false", "PTC_LIMITS_CEILINGS_MEMORY_BYTES": "1GiB"}, nil, nil, func(t *testing.T, c *Config) {
-			if c.Listen != "127.0.0.1:7000" || c.Limits.Defaults.Timeout != Duration(25*time.Second) || c.DemoTools || c.Limits.Ceilings.MemoryBytes != 1<<30 {
+			if c.Listen != "127.0.0.1:7000" || c.Limits.Defaults.Timeout != 25*time.Second || c.DemoTools || c.Limits.Ceilings.MemoryBytes != 1<<30 {
 				t.Fatalf("%+v", c)
 			}
 		}},

@@ -3,6 +3,7 @@ package config_test
 import (
 	"flag"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/limits"
 	"os"
 
 	"github.com/ptcrun/ptc/internal/config"
@@ -25,7 +26,7 @@ func ExampleLoad() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(c.Listen, c.Limits.Defaults.Timeout, c.Limits.Defaults.MemoryBytes, c.DemoTools)
+	fmt.Println(c.Listen, c.Limits.Defaults.Timeout, limits.FormatBytes(c.Limits.Defaults.MemoryBytes), c.DemoTools)
 	// Output: 127.0.0.1:8080 45s 128MiB true
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ptcrun/ptc/internal/limits"
 )
 
 // setting is one scalar key that the environment and flags can set.
@@ -14,27 +16,6 @@ type setting struct {
 	key   string // dotted path, e.g. "limits.defaults.timeout"
 	usage string
 	field func(c *Config) flag.Value
-}
-
-// intValue adapts an int32 field to flag.Value.
-type int32Value struct{ p *int32 }
-
-// Set parses s into the field; it implements flag.Value.
-func (v int32Value) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-	if err != nil {
-		return fmt.Errorf("%q is not a 32-bit integer", s)
-	}
-	*v.p = int32(n)
-	return nil
-}
-
-// String formats the field; it implements flag.Value.
-func (v int32Value) String() string {
-	if v.p == nil {
-		return "0"
-	}
-	return strconv.FormatInt(int64(*v.p), 10)
 }
 
 type stringValue struct{ p *string }
@@ -144,17 +125,15 @@ func servingSettings() []setting {
 	}
 }
 
-func limitSettings(which string, pick func(c *Config) *LimitValues) []setting {
-	p := "limits." + which + "."
-	return []setting{
-		{p + "timeout", which + " wall-clock timeout of an execution", func(c *Config) flag.Value { return &pick(c).Timeout }},
-		{p + "cpu_time", which + " CPU time of an execution", func(c *Config) flag.Value { return &pick(c).CPUTime }},
-		{p + "memory_bytes", which + " memory of an execution", func(c *Config) flag.Value { return &pick(c).MemoryBytes }},
-		{p + "max_tool_calls", which + " tool calls per execution", func(c *Config) flag.Value { return int32Value{&pick(c).MaxToolCalls} }},
-		{p + "max_concurrent_tool_calls", which + " concurrent tool calls", func(c *Config) flag.Value { return int32Value{&pick(c).MaxConcurrentToolCalls} }},
-		{p + "max_output_bytes", which + " size of the result JSON", func(c *Config) flag.Value { return &pick(c).MaxOutputBytes }},
-		{p + "max_log_bytes", which + " size of captured logs", func(c *Config) flag.Value { return &pick(c).MaxLogBytes }},
+// limitSettings are the keys of one side of the limits section, one per
+// row of the limits table: limits.<which>.<field>.
+func limitSettings(which string, pick func(c *Config) *limits.Limits) []setting {
+	var out []setting
+	for _, f := range limits.Fields() {
+		out = append(out, setting{"limits." + which + "." + f.Name, strings.TrimSuffix(which, "s") + " " + f.Doc,
+			func(c *Config) flag.Value { return limits.Value{L: pick(c), Field: f} }})
 	}
+	return out
 }
 
 func settings() []setting {
@@ -171,8 +150,8 @@ func settings() []setting {
 		setting{"workers.executions_per_worker", "executions one worker runs at once", func(c *Config) flag.Value { return intValue{&c.Workers.ExecutionsPerWorker} }},
 		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},
 	)
-	s = append(s, limitSettings("defaults", func(c *Config) *LimitValues { return &c.Limits.Defaults })...)
-	s = append(s, limitSettings("ceilings", func(c *Config) *LimitValues { return &c.Limits.Ceilings })...)
+	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return &c.Limits.Defaults })...)
+	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return &c.Limits.Ceilings })...)
 	return s
 }
 

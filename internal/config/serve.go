@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/limits"
 )
 
 // Defaults of the serving sections.
@@ -18,7 +19,7 @@ const (
 	// DefaultMaxRecvBytes fits the largest request the runner accepts: a
 	// WASM module (16 × the source bound), the input, and 1 MiB for the
 	// rest of the message.
-	DefaultMaxRecvBytes = 16*ptc.DefaultMaxSourceBytes + ptc.DefaultMaxInputBytes + 1<<20
+	DefaultMaxRecvBytes = 16*executor.DefaultMaxSourceBytes + executor.DefaultMaxInputBytes + 1<<20
 	// DefaultMaxSendBytes fits the largest result ceiling (16 MiB), the
 	// largest log ceiling (4 MiB) and a trace.
 	DefaultMaxSendBytes = 64 << 20
@@ -56,7 +57,7 @@ type Tenant struct {
 	// empty means all.
 	Tools []string `yaml:"tools,omitempty"`
 	// Ceilings cap the tenant's limits below limits.ceilings; 0 adds no cap.
-	Ceilings LimitValues `yaml:"ceilings,omitempty"`
+	Ceilings limits.Limits `yaml:"ceilings,omitempty"`
 	// MaxConcurrent bounds the tenant's executions at once; 0 = no quota.
 	MaxConcurrent int `yaml:"max_concurrent,omitempty"`
 	// Rate is requests per second; 0 = unlimited. Burst defaults to Rate.
@@ -167,7 +168,7 @@ func (c *Config) AuthTenants() []auth.Tenant {
 	out := make([]auth.Tenant, 0, len(c.Tenants))
 	for _, t := range c.Tenants {
 		out = append(out, auth.Tenant{Name: t.Name, TokenHashes: t.TokenHashes, ClientIdentities: t.ClientIdentities,
-			Tools: t.Tools, Ceilings: t.Ceilings.Limits(), MaxConcurrent: t.MaxConcurrent, Rate: t.Rate, Burst: t.Burst})
+			Tools: t.Tools, Ceilings: t.Ceilings, MaxConcurrent: t.MaxConcurrent, Rate: t.Rate, Burst: t.Burst})
 	}
 	return out
 }

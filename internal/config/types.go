@@ -3,9 +3,10 @@ package config
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/limits"
 )
 
 // Duration is a time.Duration written as a Go duration string ("30s",
@@ -87,46 +88,17 @@ func (b *ByteSize) UnmarshalYAML(unmarshal func(any) error) error {
 // MarshalYAML writes the size with the largest exact binary unit.
 func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
 
-var units = []struct {
-	suffix string
-	mult   int64
-}{
-	{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
-	{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
-}
-
-// Set parses an integer or a size with a unit; it implements flag.Value.
+// Set parses an integer or a size with a unit (limits.ParseBytes); it
+// implements flag.Value.
 func (b *ByteSize) Set(s string) error {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	num := s
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			mult, num = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
-			break
-		}
+	n, err := limits.ParseBytes(s)
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || num == "" {
-		return fmt.Errorf("size %q is invalid: write an integer or e.g. \"64MiB\"", s)
-	}
-	if n != 0 && (n > math.MaxInt64/mult || n < math.MinInt64/mult) {
-		return fmt.Errorf("size %q is too large", s)
-	}
-	*b = ByteSize(n * mult)
+	*b = ByteSize(n)
 	return nil
 }
 
 // String formats the size with the largest exact binary unit; it
 // implements flag.Value.
-func (b ByteSize) String() string {
-	n := int64(b)
-	if n != 0 {
-		for _, u := range units[:4] {
-			if n%u.mult == 0 {
-				return strconv.FormatInt(n/u.mult, 10) + u.suffix
-			}
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+func (b ByteSize) String() string { return limits.FormatBytes(int64(b)) }

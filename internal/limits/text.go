@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -180,19 +182,32 @@ func (l *Limits) UnmarshalJSON(data []byte) error {
 	return l.fromAny(raw)
 }
 
-// MarshalYAML writes every field in table order, in its text form.
-func (l Limits) MarshalYAML() ([]byte, error) {
-	var b bytes.Buffer
-	for _, f := range table {
-		v := f.get(&l)
+// MarshalYAML writes every field, in table order, in its text form:
+// durations and byte sizes as strings ("30s", "64MiB"), counts as integers.
+func (l Limits) MarshalYAML() (any, error) {
+	v := reflect.New(yamlForm()).Elem()
+	for i, f := range table {
+		x := f.get(&l)
 		if f.Unit == Count {
-			fmt.Fprintf(&b, "%s: %d\n", f.Name, v)
+			v.Field(i).Set(reflect.ValueOf(x))
 		} else {
-			fmt.Fprintf(&b, "%s: %q\n", f.Name, f.Format(v))
+			v.Field(i).Set(reflect.ValueOf(f.Format(x)))
 		}
 	}
-	return b.Bytes(), nil
+	return v.Interface(), nil
 }
+
+// yamlForm is a struct type with one field per row of the table, tagged
+// with its name, so that an encoder writes the fields in table order. It
+// is built once, from the table; printing a configuration is its only use.
+var yamlForm = sync.OnceValue(func() reflect.Type {
+	fields := make([]reflect.StructField, len(table))
+	for i, f := range table {
+		fields[i] = reflect.StructField{Name: "F" + strconv.Itoa(i), Type: reflect.TypeFor[any](),
+			Tag: reflect.StructTag(`yaml:"` + f.Name + `" json:"` + f.Name + `"`)}
+	}
+	return reflect.StructOf(fields)
+})
 
 // UnmarshalYAML reads a mapping of fields by name (see UnmarshalJSON).
 func (l *Limits) UnmarshalYAML(unmarshal func(any) error) error {
@@ -208,7 +223,7 @@ func (l *Limits) fromAny(m map[string]any) error {
 	for name, x := range m {
 		f, ok := FieldByName(name)
 		if !ok {
-			return fmt.Errorf("unknown limit %q: use %s", name, names())
+			return fmt.Errorf("unknown field %q in limits: use %s", name, names())
 		}
 		v, err := f.value(x)
 		if err != nil {

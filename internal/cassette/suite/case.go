@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/limits"
 	"io"
 	"io/fs"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -54,22 +54,12 @@ type caseFile struct {
 	Language    string           `yaml:"language"`
 	Input       yaml.Node        `yaml:"input"`
 	Seed        uint64           `yaml:"seed"`
-	Limits      limitsYAML       `yaml:"limits"`
+	Limits      limits.Limits    `yaml:"limits"`
 	DemoTools   *bool            `yaml:"demo_tools"`
 	Definitions []definition     `yaml:"definitions"`
 	Fixtures    map[string]rules `yaml:"fixtures"`
 	Cassette    string           `yaml:"cassette"`
 	Expect      expectation      `yaml:"expect"`
-}
-
-type limitsYAML struct {
-	Timeout                string `yaml:"timeout"`
-	CPUTime                string `yaml:"cpu_time"`
-	MemoryBytes            int64  `yaml:"memory_bytes"`
-	MaxToolCalls           int32  `yaml:"max_tool_calls"`
-	MaxConcurrentToolCalls int32  `yaml:"max_concurrent_tool_calls"`
-	MaxOutputBytes         int64  `yaml:"max_output_bytes"`
-	MaxLogBytes            int64  `yaml:"max_log_bytes"`
 }
 
 type definition struct {
@@ -250,7 +240,7 @@ func (c *Case) check() error {
 	} else if e.Message != "" {
 		return bad("expect.message is a substring of the error message: it needs expect.error")
 	}
-	if _, _, err := s.Limits.durations(); err != nil {
+	if err := s.Limits.Check(); err != nil {
 		return bad("%v", err)
 	}
 	for tool, rs := range s.Fixtures {
@@ -285,25 +275,6 @@ func (c *Case) check() error {
 		}
 	}
 	return nil
-}
-
-// durations parses the timeout and CPU time limits.
-func (l limitsYAML) durations() (timeout, cpu time.Duration, err error) {
-	parse := func(name, v string) (time.Duration, error) {
-		if v == "" {
-			return 0, nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return 0, fmt.Errorf("limits.%s %q is not a duration such as \"2s\"", name, v)
-		}
-		return d, nil
-	}
-	if timeout, err = parse("timeout", l.Timeout); err != nil {
-		return 0, 0, err
-	}
-	cpu, err = parse("cpu_time", l.CPUTime)
-	return timeout, cpu, err
 }
 
 // path resolves a path given in the case file, relative to it.

@@ -16,6 +16,7 @@ import (
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/cassette/fixture"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 	"go.yaml.in/yaml/v3"
@@ -176,27 +177,14 @@ func (c *Case) prepare() (ptc.Request, []tools.Tool, *cassette.Cassette, error) 
 	if in != nil {
 		req.Input = in
 	}
-	timeout, cpu, _ := s.Limits.durations()
-	set := func(dst *int64, v int64) {
-		if v != 0 {
-			*dst = v
+	// The case's limits override the recorded ones field by field.
+	lim := limits.Limits(req.Limits)
+	for _, f := range limits.Fields() {
+		if v := f.Get(s.Limits); v != 0 {
+			f.Set(&lim, v)
 		}
 	}
-	if timeout != 0 {
-		req.Limits.Timeout = timeout
-	}
-	if cpu != 0 {
-		req.Limits.CPUTime = cpu
-	}
-	set(&req.Limits.MemoryBytes, s.Limits.MemoryBytes)
-	set(&req.Limits.MaxOutputBytes, s.Limits.MaxOutputBytes)
-	set(&req.Limits.MaxLogBytes, s.Limits.MaxLogBytes)
-	if s.Limits.MaxToolCalls != 0 {
-		req.Limits.MaxToolCalls = s.Limits.MaxToolCalls
-	}
-	if s.Limits.MaxConcurrentToolCalls != 0 {
-		req.Limits.MaxConcurrentToolCalls = s.Limits.MaxConcurrentToolCalls
-	}
+	req.Limits = ptc.Limits(lim)
 	return req, toolset, tape, nil
 }
 

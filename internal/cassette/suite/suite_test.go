@@ -90,7 +90,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad kind", "source: x\nexpect: {error: OOPS}\n", `expect.error "OOPS" is not an error kind`},
 		{"error and result", "source: x\nexpect: {error: TIMEOUT, result: 1}\n", "excludes result"},
 		{"message without error", "source: x\nexpect: {message: m}\n", "needs expect.error"},
-		{"bad duration", "source: x\nlimits: {timeout: soon}\n", `limits.timeout "soon"`},
+		{"bad duration", "source: x\nlimits: {timeout: soon}\n", `limits.timeout: duration "soon" is invalid`},
 		{"rule with two answers", "source: x\nfixtures:\n  t:\n    - output: 1\n      error: {code: c}\n", "fixtures.t[0]: give exactly one of output, error and sequence"},
 		{"error without code", "source: x\nfixtures:\n  t:\n    - error: {message: m}\n", "fixtures.t[0].error.code is empty"},
 		{"empty rules", "source: x\nfixtures:\n  t: []\n", "fixtures.t has no rules"},
