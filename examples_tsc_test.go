@@ -11,7 +11,7 @@ import (
 
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
-	"github.com/ptcrun/ptc/tools/tsdecl"
+	"github.com/ptcrun/ptc/internal/tsdecl"
 )
 
 // TestTypeScriptExamplesTypeCheck type-checks every examples/*.ts script

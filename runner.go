@@ -13,15 +13,6 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Request size bounds: the defaults of WithMaxSourceBytes (a WebAssembly
-// module may be 16 times larger) and WithMaxInputBytes, and the longest
-// caller-chosen execution id.
-const (
-	DefaultMaxSourceBytes = executor.DefaultMaxSourceBytes
-	DefaultMaxInputBytes  = executor.DefaultMaxInputBytes
-	MaxExecutionIDLength  = executor.MaxExecutionIDLength
-)
-
 // Runner executes scripts in-process. It is safe for concurrent use.
 type Runner struct {
 	ex *executor.Executor
@@ -31,7 +22,6 @@ type Runner struct {
 type config struct {
 	exec      executor.Config
 	isolation Isolation
-	workers   Workers
 }
 
 // Option configures a Runner.
@@ -64,13 +54,13 @@ func WithCeilings(l Limits) Option {
 	return func(c *config) error { c.exec.Policy.Ceilings = limits.Limits(l); return nil }
 }
 
-// WithMaxSourceBytes bounds a script's source (a WebAssembly module may be
-// 16 times larger).
+// WithMaxSourceBytes bounds a script's source (default 1 MiB; a
+// WebAssembly module may be 16 times larger).
 func WithMaxSourceBytes(n int) Option {
 	return func(c *config) error { c.exec.MaxSourceBytes = n; return nil }
 }
 
-// WithMaxInputBytes bounds a request's input JSON.
+// WithMaxInputBytes bounds a request's input JSON (default 8 MiB).
 func WithMaxInputBytes(n int) Option {
 	return func(c *config) error { c.exec.MaxInputBytes = n; return nil }
 }
@@ -91,38 +81,18 @@ func WithLanguages(langs ...Language) Option {
 	}
 }
 
-// Isolation selects where a Runner runs JavaScript and TypeScript.
-type Isolation int
-
-// The isolations.
-const (
-	// InProcess runs scripts in the calling process (the default): the
-	// fastest, for embedding trusted workloads. Memory is guarded only
-	// against single huge allocations, and CPU time is the VM's running
-	// time.
-	InProcess Isolation = iota
+// Isolation says where a Runner runs JavaScript and TypeScript
+// (WebAssembly always runs in the calling process, under wazero's own
+// limits). The zero value runs them in the calling process: the fastest,
+// for embedding trusted workloads, where memory is guarded only against
+// single huge allocations and CPU time is the VM's running time.
+type Isolation struct {
 	// WorkerProcesses runs each script in a pre-started worker process
 	// (this binary, re-executed) with an OS memory limit, a heap watchdog,
 	// the OS CPU clock and kill at the deadline: what untrusted scripts
-	// need. The binary must call RunWorker first thing in main.
-	WorkerProcesses
-)
-
-// WithIsolation selects where JavaScript and TypeScript run (WebAssembly
-// always runs in the calling process, under wazero's own limits).
-func WithIsolation(i Isolation) Option {
-	return func(c *config) error {
-		if i != InProcess && i != WorkerProcesses {
-			return fmt.Errorf("ptc: unknown isolation %d", int(i))
-		}
-		c.isolation = i
-		return nil
-	}
-}
-
-// Workers configures WorkerProcesses isolation; a zero field takes its
-// default.
-type Workers struct {
+	// need. The binary must call RunWorker first thing in main. The fields
+	// below configure the workers; a zero field takes its default.
+	WorkerProcesses bool
 	// Idle is the number of started workers kept waiting (default 2;
 	// negative keeps none).
 	Idle int
@@ -140,10 +110,11 @@ type Workers struct {
 	Executable string
 }
 
-// WithWorkers runs JavaScript and TypeScript in worker processes with
-// these settings (it implies WithIsolation(WorkerProcesses)).
-func WithWorkers(w Workers) Option {
-	return func(c *config) error { c.isolation, c.workers = WorkerProcesses, w; return nil }
+// WithIsolation selects where JavaScript and TypeScript run:
+//
+//	ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true})
+func WithIsolation(i Isolation) Option {
+	return func(c *config) error { c.isolation = i; return nil }
 }
 
 // WASM configures the WebAssembly engine (created on the first WASM
@@ -175,15 +146,15 @@ func WithWASM(w WASM) Option {
 // RunWorker lets this binary host ptc worker processes: when the process
 // was started as a worker, RunWorker runs the worker and exits; otherwise
 // it returns at once. Call it first thing in main of a binary that uses
-// WithIsolation(WorkerProcesses):
+// WithIsolation(Isolation{WorkerProcesses: true}):
 //
 //	func main() {
 //		ptc.RunWorker()
 //		…
 //	}
 func RunWorker() {
-	if worker.IsWorker() {
-		os.Exit(worker.Main())
+	if code, ok := worker.Main(); ok {
+		os.Exit(code)
 	}
 }
 
@@ -196,8 +167,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 			return nil, err
 		}
 	}
-	if c.isolation == WorkerProcesses {
-		w := c.workers
+	if w := c.isolation; w.WorkerProcesses {
 		c.exec.Workers = &worker.Config{Workers: w.Idle, MaxWorkers: w.Max, ExecutionsPerWorker: w.ExecutionsPerWorker,
 			RecycleAfter: w.RecycleAfter, Executable: w.Executable}
 	}

@@ -88,8 +88,8 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown allowed tool", ptc.Request{Source: "return 1", AllowedTools: []string{"nope"}}, ptc.InvalidArgument, `unknown tool "nope"`},
 		{"negative limit", ptc.Request{Source: "return 1", Limits: ptc.Limits{Timeout: -time.Second}}, ptc.InvalidArgument, "negative"},
 		{"bad execution id", ptc.Request{Source: "return 1", ExecutionID: "a b"}, ptc.InvalidArgument, "execution_id"},
-		{"source too large", ptc.Request{Source: strings.Repeat("x", ptc.DefaultMaxSourceBytes+1)}, ptc.InvalidArgument, "more than"},
-		{"input too large", ptc.Request{Source: "return 1", Input: json.RawMessage(`"` + strings.Repeat("x", ptc.DefaultMaxInputBytes) + `"`)}, ptc.InvalidArgument, "more than"},
+		{"source too large", ptc.Request{Source: strings.Repeat("x", 1<<20+1)}, ptc.InvalidArgument, "more than"},
+		{"input too large", ptc.Request{Source: "return 1", Input: json.RawMessage(`"` + strings.Repeat("x", 8<<20) + `"`)}, ptc.InvalidArgument, "more than"},
 		{"client tool collides", ptc.Request{Source: "return 1", ClientTools: []tools.Tool{{Definition: tools.Definition{Name: "get_expenses"},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }}}}, ptc.InvalidArgument, "collides"},
 	}

@@ -107,6 +107,8 @@ const (
 	// Calls but not recorded, so a script that catches ToolCallLimitError
 	// in a loop cannot grow the trace without bound.
 	MaxRefusedRecords = 64
+	// MaxSearchResults bounds what one Search returns.
+	MaxSearchResults = 50
 )
 
 // Config configures a Dispatcher.
@@ -216,7 +218,7 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 	t, ok := d.tools[name]
 	if !ok {
 		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
-			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, ListNames(d.names))}
+			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))}
 		d.finish(idx, start, nil, err)
 		return failed(err)
 	}
@@ -383,9 +385,9 @@ func traceArgs(args json.RawMessage) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(args), hex.EncodeToString(sum[:])))
 }
 
-// ListNames renders tool names for an error message: comma-separated, at
+// listNames renders tool names for an error message: comma-separated, at
 // most 20, then how many more.
-func ListNames(names []string) string {
+func listNames(names []string) string {
 	if len(names) == 0 {
 		return "(none)"
 	}

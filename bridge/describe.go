@@ -1,11 +1,13 @@
 package bridge
 
 import (
+	"bytes"
+	"encoding/json"
 	"sync"
 
+	"github.com/ptcrun/ptc/internal/rank"
+	"github.com/ptcrun/ptc/internal/tsdecl"
 	"github.com/ptcrun/ptc/tools"
-	"github.com/ptcrun/ptc/tools/rank"
-	"github.com/ptcrun/ptc/tools/tsdecl"
 )
 
 // SearchHit is one result of Caller.Search (tools.$search in a script).
@@ -24,9 +26,6 @@ type Description struct {
 	OutputSchema any    `json:"output_schema,omitempty"`
 	TypeScript   string `json:"typescript"`
 }
-
-// MaxSearchResults bounds what one Search returns.
-const MaxSearchResults = 50
 
 type describer struct {
 	once  sync.Once
@@ -71,13 +70,25 @@ func (d *Dispatcher) Describe(name string) (Description, bool) {
 	}
 	desc := Description{Name: t.Name, Description: t.Description}
 	if t.Input != nil {
-		desc.InputSchema, _ = tools.DecodeJSON(t.Input.Raw())
+		desc.InputSchema = decodeSchema(t.Input.Raw())
 	}
 	if t.Output != nil {
-		desc.OutputSchema, _ = tools.DecodeJSON(t.Output.Raw())
+		desc.OutputSchema = decodeSchema(t.Output.Raw())
 	}
 	if ts, err := tsdecl.Generate([]tools.Definition{t.Definition}, tsdecl.Options{}); err == nil {
 		desc.TypeScript = ts
 	}
 	return desc, true
+}
+
+// decodeSchema decodes a compiled schema document for a Description,
+// numbers kept exact; nil if it does not decode.
+func decodeSchema(raw json.RawMessage) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
 }

@@ -37,12 +37,14 @@ import (
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-// DefaultSeed seeds Math.random when no WithSeed option is given.
-const DefaultSeed = 1
-
-// ExecutionID is the execution id of runs made by Run (tool idempotency
-// keys are "ptctest/<seq>").
-const ExecutionID = "ptctest"
+// What makes every run of Run reproducible.
+const (
+	// DefaultSeed seeds Math.random when no WithSeed option is given.
+	DefaultSeed = 1
+	// ExecutionID is the execution id of runs made by Run (tool
+	// idempotency keys are "ptctest/<seq>").
+	ExecutionID = "ptctest"
+)
 
 // Answer is one canned response of a fake tool: an output or an error.
 type Answer struct {

@@ -31,9 +31,3 @@ const (
 	// cancelled.
 	CodeClientGone = CodeCancelled
 )
-
-// Codes lists the codes above (CodeClientGone shares CodeCancelled's).
-func Codes() []string {
-	return []string{CodeUnknownTool, CodeInvalidArguments, CodeCallLimit, CodeToolFailed,
-		CodeInvalidOutput, CodeCancelled, CodeTimeout, CodePanic}
-}

@@ -24,7 +24,7 @@ func Compile(t Tool) (*Compiled, error) {
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q has no handler", t.Name)
 	}
-	c, err := CompileDefinition(t.Definition, t.Handler)
+	c, err := compileDefinition(t.Definition, t.Handler)
 	if err != nil {
 		return nil, err
 	}
@@ -33,9 +33,15 @@ func Compile(t Tool) (*Compiled, error) {
 	return c, nil
 }
 
-// CompileDefinition compiles a definition's schemas and binds handler
-// (which may be nil for tools whose calls are routed elsewhere).
-func CompileDefinition(d Definition, handler Handler) (*Compiled, error) {
+// Check reports whether d can define a tool: its name is valid and its
+// schemas compile. Sources check the definitions they receive with it.
+func (d Definition) Check() error {
+	_, err := compileDefinition(d, nil)
+	return err
+}
+
+// compileDefinition compiles a definition's schemas and binds handler.
+func compileDefinition(d Definition, handler Handler) (*Compiled, error) {
 	if err := ValidateName(d.Name); err != nil {
 		return nil, err
 	}

@@ -14,12 +14,6 @@ import (
 	"golang.org/x/text/message"
 )
 
-// MaxSchemaBytes bounds the size of one JSON Schema document.
-const MaxSchemaBytes = 1 << 20
-
-// MaxViolations bounds how many violations one validation reports.
-const MaxViolations = 20
-
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
 	raw      json.RawMessage
@@ -84,22 +78,23 @@ func cleanSchemaError(err error) string {
 // Raw returns the schema document as given.
 func (s *Schema) Raw() json.RawMessage { return s.raw }
 
-// ErrInvalidJSON is returned by Validate for a document that is not JSON.
-var ErrInvalidJSON = errors.New("not valid JSON")
+// errInvalidJSON is wrapped by Validate's error for a document that is not
+// JSON.
+var errInvalidJSON = errors.New("not valid JSON")
 
 // Validate checks doc against the schema. It returns nil when doc matches,
 // the violations (at most MaxViolations) when it does not, and an error
-// wrapping ErrInvalidJSON when doc is not JSON.
+// when doc is not JSON.
 func (s *Schema) Validate(doc json.RawMessage) ([]Violation, error) {
 	v, err := jsonval.Decode(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidJSON, err)
 	}
-	return s.ValidateValue(v), nil
+	return s.validateValue(v), nil
 }
 
-// ValidateValue checks a value decoded by DecodeJSON.
-func (s *Schema) ValidateValue(v any) []Violation {
+// validateValue checks a value decoded as Validate decodes documents.
+func (s *Schema) validateValue(v any) []Violation {
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil
@@ -114,15 +109,6 @@ func (s *Schema) ValidateValue(v any) []Violation {
 		out = append(out, Violation{Path: pointer(ve.InstanceLocation), Message: ve.ErrorKind.LocalizedString(printer)})
 	}
 	return out
-}
-
-// DecodeJSON decodes doc the way Validate expects values (numbers kept exact).
-func DecodeJSON(doc json.RawMessage) (any, error) {
-	v, err := jsonval.Decode(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	return v, nil
 }
 
 func collectLeaves(e *jsonschema.ValidationError, out *[]Violation) {

@@ -78,8 +78,15 @@ func Errorf(code, format string, args ...any) *Error {
 // nameRE: dot-separated identifiers usable as JavaScript property names.
 var nameRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$-]*(\.[A-Za-z_$][A-Za-z0-9_$-]*)*$`)
 
-// MaxNameLength bounds a tool name.
-const MaxNameLength = 128
+// Bounds the package enforces.
+const (
+	// MaxNameLength bounds a tool name.
+	MaxNameLength = 128
+	// MaxSchemaBytes bounds the size of one JSON Schema document.
+	MaxSchemaBytes = 1 << 20
+	// MaxViolations bounds how many violations one validation reports.
+	MaxViolations = 20
+)
 
 // ValidateName reports whether name can be a tool name: dot-separated
 // segments of letters, digits, '_', '$' and '-', not starting with a digit,

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -76,7 +75,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vs, err := s.Validate(json.RawMessage(tc.doc))
 			if tc.invalid {
-				if !errors.Is(err, tools.ErrInvalidJSON) {
+				if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 					t.Fatalf("err %v", err)
 				}
 				return

@@ -8,17 +8,46 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/abi"
 )
 
-// Error is a failed tool call: Name is "ToolArgumentError", "ToolError" or
-// "ToolCallLimitError", Code a stable code such as "invalid_arguments",
-// "tool_call_limit", "unknown_tool" or the tool's own, Message what went
-// wrong, and Errors the schema violations of invalid arguments.
-type Error = abi.Error
+// Error is a failed tool call, as the host sends it (docs/wasm-abi.md).
+type Error struct {
+	// Name is "ToolArgumentError", "ToolError" or "ToolCallLimitError".
+	Name string `json:"name"`
+	// Tool is the tool that was called.
+	Tool string `json:"tool"`
+	// Code is a stable code to branch on, e.g. "invalid_arguments",
+	// "tool_call_limit", "unknown_tool", or the tool's own.
+	Code string `json:"code"`
+	// Message says what went wrong and what to do.
+	Message string `json:"message"`
+	// Errors lists the schema violations of invalid arguments.
+	Errors []Violation `json:"errors,omitempty"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s (tool %q, code %s)", e.Name, e.Message, e.Tool, e.Code)
+}
 
 // Violation is one schema violation of an Error.
-type Violation = abi.Violation
+type Violation struct {
+	// Path is the JSON pointer of the offending value.
+	Path string `json:"path"`
+	// Keyword is the schema keyword that failed.
+	Keyword string `json:"keyword"`
+	// Message describes the violation.
+	Message string `json:"message"`
+}
+
+// batchResult is one element of a call_batch response (abi.BatchResult,
+// decoded into this package's Error).
+type batchResult struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
 
 // ErrUnsupported is returned by tool calls in programs not built for
 // GOOS=wasip1, which have no host to call.
@@ -125,7 +154,7 @@ func (c client) callAll(reqs []Request) []Response {
 	if status != abi.StatusOK {
 		return fillError(out, decodeError("", payload))
 	}
-	var results []abi.BatchResult
+	var results []batchResult
 	if err := json.Unmarshal(payload, &results); err != nil || len(results) != len(reqs) {
 		return fillError(out, &Error{Name: abi.NameToolError, Code: abi.CodeToolFailed, Message: "the host returned a malformed batch response"})
 	}

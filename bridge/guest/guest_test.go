@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/abi"
 )
 
 // fakeHost answers calls from a table, as the ptc_v1 host would.
@@ -92,17 +92,17 @@ func TestCall(t *testing.T) {
 
 func TestCallAll(t *testing.T) {
 	echo := func(calls []abi.BatchCall) (int32, string) {
-		res := make([]abi.BatchResult, len(calls))
+		res := make([]batchResult, len(calls))
 		for i, c := range calls {
 			if c.Tool == "fail" {
-				res[i] = abi.BatchResult{Error: &Error{Name: "ToolError", Tool: "fail", Code: "boom", Message: "failed"}}
+				res[i] = batchResult{Error: &Error{Name: "ToolError", Tool: "fail", Code: "boom", Message: "failed"}}
 				continue
 			}
 			args := c.Args
 			if args == nil {
 				args = json.RawMessage(`{}`)
 			}
-			res[i] = abi.BatchResult{OK: true, Result: args}
+			res[i] = batchResult{OK: true, Result: args}
 		}
 		b, _ := json.Marshal(res)
 		return abi.StatusOK, string(b)

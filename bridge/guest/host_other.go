@@ -5,7 +5,7 @@ package ptc
 import (
 	"encoding/json"
 
-	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/abi"
 )
 
 // unsupportedHost answers every call with ErrUnsupported as a tool error.

@@ -177,7 +177,7 @@ func main() {
 	t0 := time.Now()
 	opts := []ptc.Option{ptc.WithTools(w.tools()...)}
 	if *workers {
-		opts = append(opts, ptc.WithIsolation(ptc.WorkerProcesses))
+		opts = append(opts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true}))
 	}
 	r, err := ptc.NewRunner(opts...)
 	if err != nil {
@@ -237,7 +237,7 @@ func main() {
 			started := make(chan struct{}, k)
 			ropts := []ptc.Option{}
 			if *workers {
-				ropts = append(ropts, ptc.WithWorkers(ptc.Workers{Max: 2 * k, ExecutionsPerWorker: 1}))
+				ropts = append(ropts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Max: 2 * k, ExecutionsPerWorker: 1}))
 			}
 			rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(tools.Tool{Definition: tools.Definition{Name: "hold"},
 				Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {

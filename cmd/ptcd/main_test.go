@@ -22,8 +22,8 @@ import (
 func TestMain(m *testing.M) {
 	// ptcd runs executions in worker processes: this test binary is
 	// re-executed as one.
-	if worker.IsWorker() {
-		os.Exit(worker.Main())
+	if code, ok := worker.Main(); ok {
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
 }

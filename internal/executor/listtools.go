@@ -5,9 +5,9 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
-	"github.com/ptcrun/ptc/tools/prompt"
-	"github.com/ptcrun/ptc/tools/rank"
-	"github.com/ptcrun/ptc/tools/tsdecl"
+	"github.com/ptcrun/ptc/internal/prompt"
+	"github.com/ptcrun/ptc/internal/rank"
+	"github.com/ptcrun/ptc/internal/tsdecl"
 )
 
 // ListTools describes the server tools a caller may use (allows, nil for

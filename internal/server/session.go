@@ -80,7 +80,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	}
 	for _, d := range start.GetClientTools() {
 		def := wire.DefinitionFromPB(d)
-		if _, err := tools.CompileDefinition(def, nil); err != nil {
+		if err := def.Check(); err != nil {
 			return status.Errorf(codes.InvalidArgument, "client_tools: %v", err)
 		}
 		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def, Handler: ss.forward})

@@ -140,18 +140,13 @@ func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prep
 	s.metrics.ObserveExecution(e)
 }
 
-// ptcCodes are the tool error codes ptc itself produces; other codes come
-// from tools (any string) and count as tool_failed.
-var ptcCodes = func() map[string]bool {
-	m := map[string]bool{}
-	for _, c := range tools.Codes() {
-		m[c] = true
-	}
-	return m
-}()
-
+// callOutcome is the metrics label of a failed call: one of the tool error
+// codes ptc itself produces; other codes come from tools (any string) and
+// count as tool_failed.
 func callOutcome(code string) string {
-	if ptcCodes[code] {
+	switch code {
+	case tools.CodeUnknownTool, tools.CodeInvalidArguments, tools.CodeCallLimit, tools.CodeToolFailed,
+		tools.CodeInvalidOutput, tools.CodeCancelled, tools.CodeTimeout, tools.CodePanic:
 		return code
 	}
 	return tools.CodeToolFailed

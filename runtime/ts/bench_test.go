@@ -27,20 +27,20 @@ func BenchmarkTranspile(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		b.SetBytes(int64(len(src)))
 		for i := 0; i < b.N; i++ {
-			if _, err := Transpile(src); err != nil {
+			if _, err := transpile(src); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		c := NewCache(16)
-		if _, err := c.Transpile(src); err != nil {
+		c := newCache(16)
+		if _, err := c.transpile(src); err != nil {
 			b.Fatal(err)
 		}
 		b.SetBytes(int64(len(src)))
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := c.Transpile(src); err != nil {
+			if _, err := c.transpile(src); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -48,17 +48,17 @@ func BenchmarkTranspile(b *testing.B) {
 }
 
 // BenchmarkTranspileWorstCase measures sources at the complexity limits:
-// the most expensive scripts Transpile accepts.
+// the most expensive scripts transpile accepts.
 func BenchmarkTranspileWorstCase(b *testing.B) {
 	cases := []struct{ name, src string }{
-		{"nested-arrows", "return " + strings.Repeat("(x: number) => ", MaxArrows) + "1"},
-		{"nested-functions", "return " + strings.Repeat("function () { return ", MaxNesting-1) + "1" + strings.Repeat("}", MaxNesting-1)},
-		{"nested-arrays", "return " + strings.Repeat("[", MaxNesting) + "1" + strings.Repeat("]", MaxNesting)},
+		{"nested-arrows", "return " + strings.Repeat("(x: number) => ", maxArrows) + "1"},
+		{"nested-functions", "return " + strings.Repeat("function () { return ", maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1)},
+		{"nested-arrays", "return " + strings.Repeat("[", maxNesting) + "1" + strings.Repeat("]", maxNesting)},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := Transpile(c.src); err != nil {
+				if _, err := transpile(c.src); err != nil {
 					b.Fatal(err)
 				}
 			}

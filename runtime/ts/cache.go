@@ -7,16 +7,16 @@ import (
 	"sync"
 )
 
-// DefaultCacheSize is the number of programs a Cache keeps when NewCache is
+// defaultCacheSize is the number of programs a cache keeps when newCache is
 // given a size below 1.
-const DefaultCacheSize = 256
+const defaultCacheSize = 256
 
-// Cache keeps transpiled programs, and the syntax errors of scripts that do
+// cache keeps transpiled programs, and the syntax errors of scripts that do
 // not transpile, keyed by the SHA-256 of the source. It evicts the least
 // recently used entry beyond its size. It is safe for concurrent use; a
 // source being transpiled by one goroutine is waited for, not transpiled
 // again, by the others.
-type Cache struct {
+type cache struct {
 	mu      sync.Mutex
 	size    int
 	order   *list.List // of *entry, most recently used first
@@ -29,33 +29,33 @@ type Cache struct {
 type entry struct {
 	key  [sha256.Size]byte
 	done chan struct{}
-	prog *Program
+	prog *program
 	err  error
 }
 
-// CacheStats counts the lookups of a Cache.
-type CacheStats struct {
-	// Hits is the number of Transpile calls served from the cache.
+// cacheStats counts the lookups of a cache.
+type cacheStats struct {
+	// Hits is the number of transpile calls served from the cache.
 	Hits uint64
-	// Misses is the number of Transpile calls that ran esbuild.
+	// Misses is the number of transpile calls that ran esbuild.
 	Misses uint64
 	// Len is the number of entries held.
 	Len int
 }
 
-// NewCache returns a cache that holds up to size programs (DefaultCacheSize
+// newCache returns a cache that holds up to size programs (defaultCacheSize
 // if size < 1).
-func NewCache(size int) *Cache {
+func newCache(size int) *cache {
 	if size < 1 {
-		size = DefaultCacheSize
+		size = defaultCacheSize
 	}
-	return &Cache{size: size, order: list.New(), entries: make(map[[sha256.Size]byte]*list.Element)}
+	return &cache{size: size, order: list.New(), entries: make(map[[sha256.Size]byte]*list.Element)}
 }
 
-// Transpile returns the program for src, from the cache when it was
+// transpile returns the program for src, from the cache when it was
 // transpiled before. Syntax errors are cached like programs; other
 // (internal) errors are not.
-func (c *Cache) Transpile(src string) (*Program, error) {
+func (c *cache) transpile(src string) (*program, error) {
 	key := sha256.Sum256([]byte(src))
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
@@ -78,10 +78,10 @@ func (c *Cache) Transpile(src string) (*Program, error) {
 
 	// This goroutine owns e until done is closed; waiters only read it
 	// after that.
-	e.prog, e.err = Transpile(src)
+	e.prog, e.err = transpile(src)
 	close(e.done)
 
-	var se *SyntaxError
+	var se *syntaxError
 	if e.err != nil && !errors.As(e.err, &se) {
 		c.mu.Lock()
 		if el, ok := c.entries[key]; ok && el.Value.(*entry) == e {
@@ -94,8 +94,8 @@ func (c *Cache) Transpile(src string) (*Program, error) {
 }
 
 // Stats returns the cache's counters.
-func (c *Cache) Stats() CacheStats {
+func (c *cache) stats() cacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Hits: c.hits, Misses: c.misses, Len: c.order.Len()}
+	return cacheStats{Hits: c.hits, Misses: c.misses, Len: c.order.Len()}
 }

@@ -25,16 +25,16 @@ func TestCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewCache(tt.size)
+			c := newCache(tt.size)
 			for _, src := range tt.sources {
-				if _, err := c.Transpile(src); err != nil {
-					var se *SyntaxError
+				if _, err := c.transpile(src); err != nil {
+					var se *syntaxError
 					if !errors.As(err, &se) {
-						t.Fatalf("Transpile(%q): %v", src, err)
+						t.Fatalf("transpile(%q): %v", src, err)
 					}
 				}
 			}
-			st := c.Stats()
+			st := c.stats()
 			if st.Hits != tt.wantHits || st.Misses != tt.wantMisses || st.Len != tt.wantLen {
 				t.Errorf("stats = %+v, want hits %d misses %d len %d", st, tt.wantHits, tt.wantMisses, tt.wantLen)
 			}
@@ -43,17 +43,17 @@ func TestCache(t *testing.T) {
 }
 
 func TestCacheReturnsSameProgram(t *testing.T) {
-	c := NewCache(8)
-	a, err := c.Transpile("const x: number = 1; return x")
+	c := newCache(8)
+	a, err := c.transpile("const x: number = 1; return x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Transpile("const x: number = 1; return x")
+	b, err := c.transpile("const x: number = 1; return x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a != b {
-		t.Error("cache hit returned a different Program")
+		t.Error("cache hit returned a different program")
 	}
 	if got := runProgram(t, b, "", false, nil).JSON; got != "1" {
 		t.Errorf("cached program result = %s", got)
@@ -63,7 +63,7 @@ func TestCacheReturnsSameProgram(t *testing.T) {
 // TestCacheConcurrent transpiles a few sources from many goroutines; run
 // with -race. Each source is transpiled once.
 func TestCacheConcurrent(t *testing.T) {
-	c := NewCache(16)
+	c := newCache(16)
 	const sources, goroutines = 4, 8
 	var wg sync.WaitGroup
 	errs := make(chan error, sources*goroutines)
@@ -73,7 +73,7 @@ func TestCacheConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < sources; i++ {
-				p, err := c.Transpile(fmt.Sprintf("const n: number = %d;\nreturn n", i))
+				p, err := c.transpile(fmt.Sprintf("const n: number = %d;\nreturn n", i))
 				if err == nil && p.Compiled == nil {
 					err = errors.New("program without compiled code")
 				}
@@ -88,7 +88,7 @@ func TestCacheConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	st := c.Stats()
+	st := c.stats()
 	if st.Misses != sources || st.Hits != sources*(goroutines-1) {
 		t.Errorf("stats = %+v, want %d misses and %d hits", st, sources, sources*(goroutines-1))
 	}

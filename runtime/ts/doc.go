@@ -1,21 +1,22 @@
-// Package ts turns a TypeScript script into JavaScript that the goja engine
-// (runtime/js) runs, and maps positions in that JavaScript back to the
-// TypeScript the caller wrote.
+// Package ts is the TypeScript engine: an Engine turns a TypeScript script
+// into JavaScript that the goja engine (runtime/js) runs, and maps positions
+// in that JavaScript back to the TypeScript the caller wrote. Engine and
+// NewEngine are all it exports; the rest is its own.
 //
 // A script, TypeScript or JavaScript, is the body of an async function:
-// top-level await works and `return value` gives the result. Transpile wraps
+// top-level await works and `return value` gives the result. transpile wraps
 // the body in an async function expression, strips the types with esbuild
 // (github.com/evanw/esbuild/pkg/api), lowers the syntax goja lacks (async
 // generators, for await, using declarations, decorators, the RegExp d and v
 // flags) and checks that goja parses and compiles the result. The returned
-// Program holds the JavaScript, a compiled goja program, and the source map
-// behind Program.Position and Program.MapStack.
+// program holds the JavaScript, a compiled goja program, and the source map
+// behind program.Position and program.MapStack.
 //
 // Types are not checked: esbuild only removes them, so a script with a type
 // error runs, and fails (or not) the way the same JavaScript would. Run tsc
 // in the harness if type errors must be caught before execution.
 //
-// import and export are rejected with a SyntaxError at their line: the
+// import and export are rejected with a syntaxError at their line: the
 // script has no module system; it reaches the world only through the tools
 // object and the input value.
 //
@@ -27,18 +28,18 @@
 // parse, but goja does not fill in match.groups.
 //
 // Some inputs make esbuild recurse deeply or run for long (deep nesting,
-// many nested arrow functions). Transpile refuses sources over MaxNesting
-// or MaxArrows before calling esbuild, but that check is heuristic; call
-// Transpile where a runaway costs only the one execution (a worker process
+// many nested arrow functions). transpile refuses sources over maxNesting
+// or maxArrows before calling esbuild, but that check is heuristic; call
+// transpile where a runaway costs only the one execution (a worker process
 // under the execution's limits), not in a shared supervisor.
 //
 // Line numbers are 1-based. Columns are 1-based byte offsets within the
 // line, the unit goja reports, so JavaScript and TypeScript positions read
 // the same way.
 //
-// Cache keeps transpiled programs by source hash so that repeated executions
+// cache keeps transpiled programs by source hash so that repeated executions
 // of one script skip esbuild and the goja compiler.
 //
-// The package imports esbuild, goja's parser and compiler, and
-// internal/fault; it must not import bridge, gRPC or any engine.
+// The package imports esbuild, goja's parser and compiler, runtime,
+// runtime/js and internal/fault; never bridge internals or gRPC.
 package ts

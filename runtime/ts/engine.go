@@ -15,23 +15,23 @@ import (
 // and stacks mapped back to the TypeScript source.
 type Engine struct {
 	js    *js.Engine
-	cache *Cache
+	cache *cache
 }
 
 // NewEngine returns an Engine that runs on e and keeps cacheSize
-// transpiled programs (DefaultCacheSize when cacheSize <= 0).
+// transpiled programs (defaultCacheSize when cacheSize <= 0).
 func NewEngine(e *js.Engine, cacheSize int) *Engine {
 	if cacheSize <= 0 {
-		cacheSize = DefaultCacheSize
+		cacheSize = defaultCacheSize
 	}
-	return &Engine{js: e, cache: NewCache(cacheSize)}
+	return &Engine{js: e, cache: newCache(cacheSize)}
 }
 
 // Run implements runtime.Engine.
 func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
-	p, err := e.cache.Transpile(job.Source)
+	p, err := e.cache.transpile(job.Source)
 	if err != nil {
-		var se *SyntaxError
+		var se *syntaxError
 		if errors.As(err, &se) {
 			return &runtime.Outcome{Err: se.Fault()}
 		}
@@ -41,12 +41,12 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 		Code:           p.JS,
 		Wrapped:        true,
 		Program:        p.Compiled,
-		File:           CompiledName,
-		Display:        SourceName,
+		File:           compiledName,
+		Display:        sourceName,
 		MapPosition:    p.Position,
 		DisposeSymbols: strings.Contains(p.JS, "dispose"),
 	})
 }
 
-// Stats returns the transpile cache's counters.
-func (e *Engine) Stats() CacheStats { return e.cache.Stats() }
+// stats returns the transpile cache's counters.
+func (e *Engine) stats() cacheStats { return e.cache.stats() }

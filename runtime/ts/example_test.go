@@ -1,16 +1,14 @@
-package ts_test
+package ts
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/dop251/goja"
-
-	"github.com/ptcrun/ptc/runtime/ts"
 )
 
-func ExampleTranspile() {
-	p, err := ts.Transpile(`
+func Example_transpile() {
+	p, err := transpile(`
 interface Point { x: number; y: number }
 const p: Point = { x: 3, y: 4 };
 return Math.hypot(p.x, p.y);`)
@@ -35,21 +33,21 @@ return Math.hypot(p.x, p.y);`)
 	// Output: true 5
 }
 
-func ExampleTranspile_syntaxError() {
-	_, err := ts.Transpile("const a: number = 1;\nconst b: string = ;")
-	var se *ts.SyntaxError
+func Example_transpileSyntaxError() {
+	_, err := transpile("const a: number = 1;\nconst b: string = ;")
+	var se *syntaxError
 	if errors.As(err, &se) {
 		fmt.Println(se.Line, se.Column, se.Message)
 	}
-	_, err = ts.Transpile("import fs from 'fs'")
-	fmt.Println(errors.Is(err, ts.ErrImportExport))
+	_, err = transpile("import fs from 'fs'")
+	fmt.Println(errors.Is(err, errImportExport))
 	// Output:
 	// 2 19 unexpected ";"
 	// true
 }
 
-func ExampleProgram_Position() {
-	p, err := ts.Transpile("type ID = string;\n\nconst id: ID = 'a';\nthrow new Error(id);")
+func Example_position() {
+	p, err := transpile("type ID = string;\n\nconst id: ID = 'a';\nthrow new Error(id);")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +56,7 @@ func ExampleProgram_Position() {
 	fmt.Println(p.JS)
 	line, col, ok := p.Position(3, 9)
 	fmt.Println(line, col, ok)
-	fmt.Println(p.MapStack("Error: a\n\tat __ptc_main ("+ts.CompiledName+":3:9(5))", ts.CompiledName))
+	fmt.Println(p.MapStack("Error: a\n\tat __ptc_main ("+compiledName+":3:9(5))", compiledName))
 	// Output:
 	// (async function __ptc_main() {
 	//   const id = "a";
@@ -70,14 +68,14 @@ func ExampleProgram_Position() {
 	// 	at __ptc_main (script.ts:4:7(5))
 }
 
-func ExampleCache() {
-	cache := ts.NewCache(128)
+func Example_cache() {
+	cache := newCache(128)
 	for i := 0; i < 3; i++ {
-		if _, err := cache.Transpile("const n: number = 42;\nreturn n"); err != nil {
+		if _, err := cache.transpile("const n: number = 42;\nreturn n"); err != nil {
 			fmt.Println(err)
 		}
 	}
-	st := cache.Stats()
+	st := cache.stats()
 	fmt.Println(st.Hits, st.Misses, st.Len)
 	// Output: 2 1 1
 }

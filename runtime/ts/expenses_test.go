@@ -49,9 +49,9 @@ func TestExpensesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Transpile(string(tsSrc))
+	p, err := transpile(string(tsSrc))
 	if err != nil {
-		t.Fatalf("Transpile examples/expenses.ts: %v", err)
+		t.Fatalf("transpile examples/expenses.ts: %v", err)
 	}
 	tools := expensesTools(t)
 	got := runProgram(t, p, `{"quarter":"Q3"}`, false, tools)
@@ -71,9 +71,9 @@ func TestExpensesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Plain JavaScript is valid TypeScript here, so the same path runs it.
-	jp, err := Transpile(string(jsSrc))
+	jp, err := transpile(string(jsSrc))
 	if err != nil {
-		t.Fatalf("Transpile examples/expenses.js: %v", err)
+		t.Fatalf("transpile examples/expenses.js: %v", err)
 	}
 	want := runProgram(t, jp, `{"quarter":"Q3"}`, false, tools)
 	if got.JSON != want.JSON {

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// FuzzTranspile checks that Transpile never panics, that every failure is
-// a *SyntaxError with a position inside the source (or none), and that a
+// FuzzTranspile checks that transpile never panics, that every failure is
+// a *syntaxError with a position inside the source (or none), and that a
 // success gives a program whose positions map inside the source.
 func FuzzTranspile(f *testing.F) {
 	seeds := []string{
@@ -27,20 +27,20 @@ func FuzzTranspile(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		p, err := Transpile(src)
+		p, err := transpile(src)
 		lines := len(lineStarts(src))
 		if err != nil {
-			var se *SyntaxError
+			var se *syntaxError
 			if !errors.As(err, &se) {
-				t.Fatalf("Transpile(%q) = %v (%T), want a *SyntaxError", src, err, err)
+				t.Fatalf("transpile(%q) = %v (%T), want a *syntaxError", src, err, err)
 			}
 			if se.Line < 0 || se.Line > lines || (se.Line > 0 && se.Column < 1) {
-				t.Fatalf("Transpile(%q): position %d:%d outside the %d-line source", src, se.Line, se.Column, lines)
+				t.Fatalf("transpile(%q): position %d:%d outside the %d-line source", src, se.Line, se.Column, lines)
 			}
 			return
 		}
 		if p.Compiled == nil || p.JS == "" {
-			t.Fatalf("Transpile(%q): empty program", src)
+			t.Fatalf("transpile(%q): empty program", src)
 		}
 		for l := 1; l <= len(p.jsLine); l++ {
 			for _, c := range []int{1, 2, 5, 40} {

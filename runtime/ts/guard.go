@@ -5,25 +5,25 @@ import (
 	"strings"
 )
 
-// MaxNesting is the deepest bracket nesting, and MaxArrows the most arrow
-// functions, that Transpile accepts. esbuild's parser recurses on nesting
+// maxNesting is the deepest bracket nesting, and maxArrows the most arrow
+// functions, that transpile accepts. esbuild's parser recurses on nesting
 // (about 100,000 levels overflow the Go stack, which is fatal) and its
 // TypeScript arrow-function parsing is super-linear in nested arrows (1,000
 // nested arrows take seconds). Real scripts stay far below both.
 const (
-	MaxNesting = 256
-	MaxArrows  = 256
+	maxNesting = 256
+	maxArrows  = 256
 )
 
 // checkComplexity refuses sources that would make esbuild recurse deeply
 // or run for long. It is a fast first line of defence, not a proof: it
 // skips strings, comments and template text but cannot tell every regular
 // expression literal from a division, so a crafted source can hide
-// nesting from it. Transpile untrusted scripts where a runaway costs only
+// nesting from it. transpile untrusted scripts where a runaway costs only
 // the execution (the worker process, under its CPU and memory limits).
-func checkComplexity(src string, srcLine []int) *SyntaxError {
-	if n := strings.Count(src, "=>"); n > MaxArrows {
-		return &SyntaxError{Message: fmt.Sprintf("the script has %d arrow functions, over the limit of %d; simplify it", n, MaxArrows)}
+func checkComplexity(src string, srcLine []int) *syntaxError {
+	if n := strings.Count(src, "=>"); n > maxArrows {
+		return &syntaxError{Message: fmt.Sprintf("the script has %d arrow functions, over the limit of %d; simplify it", n, maxArrows)}
 	}
 	depth := 0
 	// templates holds, for each template literal whose ${ } is open, the
@@ -55,13 +55,13 @@ func checkComplexity(src string, srcLine []int) *SyntaxError {
 				i++
 				depth++
 				templates = append(templates, depth)
-				if depth > MaxNesting {
+				if depth > maxNesting {
 					return nestingError(srcLine, i)
 				}
 			}
 		case '(', '[', '{':
 			depth++
-			if depth > MaxNesting {
+			if depth > maxNesting {
 				return nestingError(srcLine, i)
 			}
 		case ')', ']', '}':
@@ -84,9 +84,9 @@ func checkComplexity(src string, srcLine []int) *SyntaxError {
 	return nil
 }
 
-func nestingError(srcLine []int, off int) *SyntaxError {
+func nestingError(srcLine []int, off int) *syntaxError {
 	line, col := offsetPosition(srcLine, off)
-	return &SyntaxError{Message: fmt.Sprintf("the script nests brackets more than %d deep; flatten it", MaxNesting), Line: line, Column: col}
+	return &syntaxError{Message: fmt.Sprintf("the script nests brackets more than %d deep; flatten it", maxNesting), Line: line, Column: col}
 }
 
 // skipTemplate returns the index of the closing backquote of the template

@@ -25,7 +25,7 @@ type runResult struct {
 // resolved promises: tools.echo(args) gives args back,
 // tools.github.search(args) too, and the functions in extra are added.
 // useJS runs p.JS as text instead of p.Compiled.
-func runProgram(t testing.TB, p *Program, input string, useJS bool, extra map[string]func(args any) any) runResult {
+func runProgram(t testing.TB, p *program, input string, useJS bool, extra map[string]func(args any) any) runResult {
 	t.Helper()
 	vm := goja.New()
 	var res runResult
@@ -87,7 +87,7 @@ func runProgram(t testing.TB, p *Program, input string, useJS bool, extra map[st
 		err error
 	)
 	if useJS {
-		v, err = vm.RunScript(CompiledName, p.JS)
+		v, err = vm.RunScript(compiledName, p.JS)
 	} else {
 		v, err = vm.RunProgram(p.Compiled)
 	}

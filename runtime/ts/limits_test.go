@@ -13,14 +13,14 @@ func TestComplexityLimits(t *testing.T) {
 		msg  string // empty: must transpile
 		line int
 	}{
-		{"nesting at the limit", "return " + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting), "", 0},
-		{"nesting over the limit", "const a = 1;\nreturn " + strings.Repeat("(", MaxNesting+1) + "1" + strings.Repeat(")", MaxNesting+1), "nests brackets", 2},
-		{"nested functions over the limit", strings.Repeat("function f() {\n", MaxNesting+1) + strings.Repeat("}\n", MaxNesting+1), "nests brackets", MaxNesting + 1},
-		{"template substitutions count", "return " + strings.Repeat("`${", MaxNesting+1) + "1" + strings.Repeat("}`", MaxNesting+1), "nests brackets", 1},
+		{"nesting at the limit", "return " + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting), "", 0},
+		{"nesting over the limit", "const a = 1;\nreturn " + strings.Repeat("(", maxNesting+1) + "1" + strings.Repeat(")", maxNesting+1), "nests brackets", 2},
+		{"nested functions over the limit", strings.Repeat("function f() {\n", maxNesting+1) + strings.Repeat("}\n", maxNesting+1), "nests brackets", maxNesting + 1},
+		{"template substitutions count", "return " + strings.Repeat("`${", maxNesting+1) + "1" + strings.Repeat("}`", maxNesting+1), "nests brackets", 1},
 		{"brackets in strings and comments do not count", "// " + strings.Repeat("(", 1000) + "\nconst s = '" + strings.Repeat("[", 1000) + "';\n/* " + strings.Repeat("{", 1000) + " */\nconst t = `" + strings.Repeat("(", 1000) + "`;\nreturn s.length + t.length", "", 0},
 		{"sequential brackets do not add up", strings.Repeat("f((1));\n", 2000) + "function f(x: number) { return x }", "", 0},
-		{"arrows at the limit", strings.Repeat("const f = () => 1;\n", MaxArrows) + "return f()", "", 0},
-		{"arrows over the limit", "return " + strings.Repeat("x=>", MaxArrows+1) + "1", "arrow functions", 0},
+		{"arrows at the limit", strings.Repeat("const f = () => 1;\n", maxArrows) + "return f()", "", 0},
+		{"arrows over the limit", "return " + strings.Repeat("x=>", maxArrows+1) + "1", "arrow functions", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -28,7 +28,7 @@ func TestComplexityLimits(t *testing.T) {
 			if tt.name == "arrows at the limit" {
 				// Distinct names so the script is valid.
 				var b strings.Builder
-				for i := 0; i < MaxArrows; i++ {
+				for i := 0; i < maxArrows; i++ {
 					b.WriteString("const f")
 					b.WriteString(strings.Repeat("x", i%7))
 					b.WriteString(string(rune('a' + i%26)))
@@ -37,16 +37,16 @@ func TestComplexityLimits(t *testing.T) {
 				}
 				src = b.String() + "return 1"
 			}
-			_, err := Transpile(src)
+			_, err := transpile(src)
 			if tt.msg == "" {
 				if err != nil {
-					t.Fatalf("Transpile: %v", err)
+					t.Fatalf("transpile: %v", err)
 				}
 				return
 			}
-			var se *SyntaxError
+			var se *syntaxError
 			if !errors.As(err, &se) {
-				t.Fatalf("Transpile error = %v, want *SyntaxError", err)
+				t.Fatalf("transpile error = %v, want *syntaxError", err)
 			}
 			if !strings.Contains(se.Message, tt.msg) || se.Line != tt.line {
 				t.Errorf("error = %q at line %d, want %q at line %d", se.Message, se.Line, tt.msg, tt.line)

@@ -19,21 +19,21 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 )
 
-// SourceName is the file name that mapped positions and stack frames use for
+// sourceName is the file name that mapped positions and stack frames use for
 // the TypeScript source.
-const SourceName = "script.ts"
+const sourceName = "script.ts"
 
-// CompiledName is the file name under which Program.Compiled was compiled,
+// compiledName is the file name under which program.Compiled was compiled,
 // so it is the name goja puts in the stack frames of the generated code.
-const CompiledName = "script.ts.js"
+const compiledName = "script.ts.js"
 
-// ImportExportMessage is the message of the SyntaxError returned for a
+// importExportMessage is the message of the syntaxError returned for a
 // script that uses import or export.
-const ImportExportMessage = "import and export are not supported: the script is the body of an async function; use tools.* and input"
+const importExportMessage = "import and export are not supported: the script is the body of an async function; use tools.* and input"
 
-// ErrImportExport is wrapped by the SyntaxError returned for a script that
+// errImportExport is wrapped by the syntaxError returned for a script that
 // uses import or export (static, dynamic or import.meta), for errors.Is.
-var ErrImportExport = errors.New("import and export are not supported")
+var errImportExport = errors.New("import and export are not supported")
 
 // wrapperPrefix and wrapperSuffix turn the script body into one async
 // function expression. The prefix is exactly one line, so TypeScript line n
@@ -56,37 +56,37 @@ var unsupported = []string{
 	"regexp-set-notation",
 }
 
-// SyntaxError is a script that cannot be transpiled: a TypeScript syntax
+// syntaxError is a script that cannot be transpiled: a TypeScript syntax
 // error, an import or export, or JavaScript that goja cannot compile. Line
 // and Column are 1-based and point into the TypeScript source; they are zero
 // when no position is known.
-type SyntaxError struct {
+type syntaxError struct {
 	Message string
 	Line    int
 	Column  int
-	// Err is ErrImportExport for import and export, else nil.
+	// Err is errImportExport for import and export, else nil.
 	Err error
 }
 
 // Error implements the error interface.
-func (e *SyntaxError) Error() string {
+func (e *syntaxError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("syntax error: %s (line %d, column %d)", e.Message, e.Line, e.Column)
 	}
 	return "syntax error: " + e.Message
 }
 
-// Unwrap returns ErrImportExport for import and export errors.
-func (e *SyntaxError) Unwrap() error { return e.Err }
+// Unwrap returns errImportExport for import and export errors.
+func (e *syntaxError) Unwrap() error { return e.Err }
 
 // Fault returns the error as a classified SYNTAX_ERROR.
-func (e *SyntaxError) Fault() *fault.Error {
+func (e *syntaxError) Fault() *fault.Error {
 	return &fault.Error{Kind: fault.KindSyntax, Message: e.Message, Line: e.Line, Column: e.Column, Cause: e}
 }
 
-// Program is a transpiled TypeScript script. It is immutable and safe for
-// concurrent use; one Program may run in any number of goja runtimes.
-type Program struct {
+// program is a transpiled TypeScript script. It is immutable and safe for
+// concurrent use; one program may run in any number of goja runtimes.
+type program struct {
 	// JS is a complete JavaScript program whose completion value is the
 	// script's async function: run it (goja.Runtime.RunString) and call the
 	// value it returns, with no arguments, to start the script. The globals
@@ -94,7 +94,7 @@ type Program struct {
 	// sourceMappingURL comment; map positions with Position.
 	JS string
 	// Compiled is JS compiled by goja (non-strict, source maps disabled,
-	// named CompiledName); Runtime.RunProgram(Compiled) returns the async
+	// named compiledName); Runtime.RunProgram(Compiled) returns the async
 	// function, without parsing JS again.
 	Compiled *goja.Program
 
@@ -104,11 +104,11 @@ type Program struct {
 	smap    *sourcemap.Consumer
 }
 
-// Transpile converts a TypeScript script (the body of an async function) to
+// transpile converts a TypeScript script (the body of an async function) to
 // JavaScript that goja runs. A script that cannot be transpiled gives a
-// *SyntaxError positioned in src; any other error is an internal failure.
+// *syntaxError positioned in src; any other error is an internal failure.
 // Types are stripped, not checked.
-func Transpile(src string) (p *Program, err error) {
+func transpile(src string) (p *program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("transpile typescript: unexpected failure: %v", r)
@@ -123,7 +123,7 @@ func Transpile(src string) (p *Program, err error) {
 	}
 	res := api.Transform(wrapperPrefix+src+wrapperSuffix, api.TransformOptions{
 		Loader:         api.LoaderTS,
-		Sourcefile:     SourceName,
+		Sourcefile:     sourceName,
 		Sourcemap:      api.SourceMapExternal,
 		SourcesContent: api.SourcesContentExclude,
 		Target:         api.ESNext,
@@ -141,11 +141,11 @@ func Transpile(src string) (p *Program, err error) {
 			return nil, importExportError(line, col)
 		}
 	}
-	smap, err := sourcemap.Parse(SourceName+".map", res.Map)
+	smap, err := sourcemap.Parse(sourceName+".map", res.Map)
 	if err != nil {
 		return nil, fmt.Errorf("transpile typescript: read esbuild source map: %w", err)
 	}
-	p = &Program{JS: string(res.Code), src: src, srcLine: srcLine, smap: smap}
+	p = &program{JS: string(res.Code), src: src, srcLine: srcLine, smap: smap}
 	p.jsLine = lineStarts(p.JS)
 	if err := p.compile(); err != nil {
 		return nil, err
@@ -166,8 +166,8 @@ func supportedOverrides() map[string]bool {
 // compile parses JS with goja, checks that its last statement is the wrapper
 // function (so the script cannot close the wrapper and run code outside it),
 // and compiles it.
-func (p *Program) compile() error {
-	prg, err := parser.ParseFile(nil, CompiledName, p.JS, 0, parser.WithDisableSourceMaps)
+func (p *program) compile() error {
+	prg, err := parser.ParseFile(nil, compiledName, p.JS, 0, parser.WithDisableSourceMaps)
 	if err != nil {
 		return p.gojaError(err)
 	}
@@ -186,8 +186,8 @@ func (p *Program) compile() error {
 // expression, preceded only by esbuild's helper declarations. A script that
 // closes the wrapper early (and reopens a function so the text still parses)
 // is refused at the '}' that closed it.
-func (p *Program) checkShape(prg *ast.Program) error {
-	bad := &SyntaxError{Message: unbalancedMessage}
+func (p *program) checkShape(prg *ast.Program) error {
+	bad := &syntaxError{Message: unbalancedMessage}
 	if len(prg.Body) == 0 {
 		return bad
 	}
@@ -242,7 +242,7 @@ func wrapperCandidate(x ast.Expression) *ast.FunctionLiteral {
 
 // onWrapperLine reports whether the JS at idx maps to the wrapper's first
 // line, where no script text can be.
-func (p *Program) onWrapperLine(prg *ast.Program, idx file.Idx) bool {
+func (p *program) onWrapperLine(prg *ast.Program, idx file.Idx) bool {
 	pos := prg.File.Position(int(idx) - prg.File.Base())
 	line, _, ok := p.wrapped(pos.Line, pos.Column)
 	return ok && line == 1
@@ -250,13 +250,13 @@ func (p *Program) onWrapperLine(prg *ast.Program, idx file.Idx) bool {
 
 // userCode reports whether the JS at idx comes from the script (as opposed
 // to esbuild's helpers or the wrapper's first line).
-func (p *Program) userCode(prg *ast.Program, idx file.Idx) bool {
+func (p *program) userCode(prg *ast.Program, idx file.Idx) bool {
 	pos := prg.File.Position(int(idx) - prg.File.Base())
 	_, _, ok := p.Position(pos.Line, pos.Column)
 	return ok
 }
 
-func (p *Program) positioned(e *SyntaxError, prg *ast.Program, idx file.Idx) *SyntaxError {
+func (p *program) positioned(e *syntaxError, prg *ast.Program, idx file.Idx) *syntaxError {
 	pos := prg.File.Position(int(idx) - prg.File.Base())
 	if line, col, ok := p.Position(pos.Line, pos.Column); ok {
 		e.Line, e.Column = line, col
@@ -264,9 +264,9 @@ func (p *Program) positioned(e *SyntaxError, prg *ast.Program, idx file.Idx) *Sy
 	return e
 }
 
-// gojaError turns a goja parse or compile error on JS into a SyntaxError at
+// gojaError turns a goja parse or compile error on JS into a syntaxError at
 // the TypeScript position.
-func (p *Program) gojaError(err error) error {
+func (p *program) gojaError(err error) error {
 	var (
 		msg       string
 		line, col int
@@ -295,7 +295,7 @@ func (p *Program) gojaError(err error) error {
 	default:
 		return fmt.Errorf("transpile typescript: compile javascript: %w", err)
 	}
-	e := &SyntaxError{Message: lowerFirst(msg)}
+	e := &syntaxError{Message: lowerFirst(msg)}
 	if tl, tc, ok := p.Position(line, col); ok {
 		e.Line, e.Column = tl, tc
 		if isImportExport(p.src, p.srcLine, tl, tc) {
@@ -309,7 +309,7 @@ func (p *Program) gojaError(err error) error {
 // to the 1-based line and byte column in the TypeScript source. ok is false
 // for positions in code that esbuild added (helpers, the wrapper) or outside
 // JS.
-func (p *Program) Position(jsLine, jsCol int) (tsLine, tsCol int, ok bool) {
+func (p *program) Position(jsLine, jsCol int) (tsLine, tsCol int, ok bool) {
 	wl, wc, ok := p.wrapped(jsLine, jsCol)
 	if !ok || wl < 2 || wl-1 > len(p.srcLine) {
 		return 0, 0, false
@@ -321,7 +321,7 @@ func (p *Program) Position(jsLine, jsCol int) (tsLine, tsCol int, ok bool) {
 
 // wrapped maps a JS position to the wrapped source: a 1-based line and a
 // 0-based UTF-16 column, as the source map records them.
-func (p *Program) wrapped(jsLine, jsCol int) (line, col16 int, ok bool) {
+func (p *program) wrapped(jsLine, jsCol int) (line, col16 int, ok bool) {
 	if p == nil || p.smap == nil || jsLine < 1 || jsLine > len(p.jsLine) || jsCol < 1 {
 		return 0, 0, false
 	}
@@ -336,10 +336,10 @@ var stackPosition = regexp.MustCompile(`([^\s()]+):(\d+):(\d+)`)
 
 // MapStack rewrites a goja stack trace of this program, replacing every
 // "file:line:column" whose file is jsName (the name the program was
-// compiled under, CompiledName for Compiled) with the TypeScript position as
+// compiled under, compiledName for Compiled) with the TypeScript position as
 // "script.ts:line:column". Frames in code that esbuild added are left as
 // they are.
-func (p *Program) MapStack(stack, jsName string) string {
+func (p *program) MapStack(stack, jsName string) string {
 	return stackPosition.ReplaceAllStringFunc(stack, func(m string) string {
 		sub := stackPosition.FindStringSubmatch(m)
 		if sub[1] != jsName {
@@ -354,13 +354,13 @@ func (p *Program) MapStack(stack, jsName string) string {
 		if !ok {
 			return m
 		}
-		return SourceName + ":" + strconv.Itoa(tl) + ":" + strconv.Itoa(tc)
+		return sourceName + ":" + strconv.Itoa(tl) + ":" + strconv.Itoa(tc)
 	})
 }
 
-// esbuildError converts esbuild's first error to a SyntaxError in src.
+// esbuildError converts esbuild's first error to a syntaxError in src.
 func esbuildError(src string, srcLine []int, m api.Message) error {
-	e := &SyntaxError{Message: lowerFirst(m.Text)}
+	e := &syntaxError{Message: lowerFirst(m.Text)}
 	if m.Location == nil {
 		return e
 	}
@@ -435,8 +435,8 @@ func isImportExport(src string, srcLine []int, line, col int) bool {
 	return startsWithKeyword(at, "import") || startsWithKeyword(at, "export")
 }
 
-func importExportError(line, col int) *SyntaxError {
-	return &SyntaxError{Message: ImportExportMessage, Line: line, Column: col, Err: ErrImportExport}
+func importExportError(line, col int) *syntaxError {
+	return &syntaxError{Message: importExportMessage, Line: line, Column: col, Err: errImportExport}
 }
 
 // startsWithKeyword reports whether s starts with the word kw followed by a
@@ -452,18 +452,18 @@ func startsWithKeyword(s, kw string) bool {
 	return !(c == '_' || c == '$' || c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
 }
 
-func invalidUTF8(src string, srcLine []int) *SyntaxError {
+func invalidUTF8(src string, srcLine []int) *syntaxError {
 	for l := 1; l <= len(srcLine); l++ {
 		text := lineText(src, srcLine, l)
 		for i := 0; i < len(text); {
 			r, n := utf8.DecodeRuneInString(text[i:])
 			if r == utf8.RuneError && n <= 1 {
-				return &SyntaxError{Message: "the source is not valid UTF-8; send the script as UTF-8 text", Line: l, Column: i + 1}
+				return &syntaxError{Message: "the source is not valid UTF-8; send the script as UTF-8 text", Line: l, Column: i + 1}
 			}
 			i += n
 		}
 	}
-	return &SyntaxError{Message: "the source is not valid UTF-8; send the script as UTF-8 text"}
+	return &syntaxError{Message: "the source is not valid UTF-8; send the script as UTF-8 text"}
 }
 
 // lineStarts returns the byte offset of the start of each line of s. Lines

@@ -35,9 +35,9 @@ func TestRunFixtures(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: first line must be // want: <json>", file)
 			}
-			p, err := Transpile(src)
+			p, err := transpile(src)
 			if err != nil {
-				t.Fatalf("Transpile: %v", err)
+				t.Fatalf("transpile: %v", err)
 			}
 			for _, useJS := range []bool{false, true} {
 				res := runProgram(t, p, `{"department":"eng"}`, useJS, nil)
@@ -75,16 +75,16 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Transpile(tt.src)
+			_, err := transpile(tt.src)
 			if tt.line == 0 {
 				if err != nil {
-					t.Fatalf("Transpile: %v, want no error", err)
+					t.Fatalf("transpile: %v, want no error", err)
 				}
 				return
 			}
-			var se *SyntaxError
+			var se *syntaxError
 			if !errors.As(err, &se) {
-				t.Fatalf("Transpile error = %v (%T), want *SyntaxError", err, err)
+				t.Fatalf("transpile error = %v (%T), want *syntaxError", err, err)
 			}
 			if se.Line != tt.line || se.Column != tt.col {
 				t.Errorf("position = %d:%d, want %d:%d (%s)", se.Line, se.Column, tt.line, tt.col, se.Message)
@@ -120,15 +120,15 @@ func TestImportExportRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Transpile(tt.src)
-			if !errors.Is(err, ErrImportExport) {
-				t.Fatalf("Transpile error = %v, want ErrImportExport", err)
+			_, err := transpile(tt.src)
+			if !errors.Is(err, errImportExport) {
+				t.Fatalf("transpile error = %v, want errImportExport", err)
 			}
-			var se *SyntaxError
+			var se *syntaxError
 			if !errors.As(err, &se) {
-				t.Fatalf("error %T is not a *SyntaxError", err)
+				t.Fatalf("error %T is not a *syntaxError", err)
 			}
-			if se.Message != ImportExportMessage {
+			if se.Message != importExportMessage {
 				t.Errorf("message = %q", se.Message)
 			}
 			if se.Line != tt.line || se.Column != tt.col {
@@ -143,9 +143,9 @@ func TestImportExportRejected(t *testing.T) {
 func TestImportWordsAllowed(t *testing.T) {
 	src := "// import x from 'y'\nconst o = { import: 1, export: 2 };\nconst s = 'import x from \"y\"';\n" +
 		"/*\nexport const z = 1\n*/\nreturn [o.import, o.export, s.length]"
-	p, err := Transpile(src)
+	p, err := transpile(src)
 	if err != nil {
-		t.Fatalf("Transpile: %v", err)
+		t.Fatalf("transpile: %v", err)
 	}
 	if got := runProgram(t, p, "", false, nil).JSON; got != "[1,2,17]" {
 		t.Errorf("result = %s", got)
@@ -153,7 +153,7 @@ func TestImportWordsAllowed(t *testing.T) {
 }
 
 // stackFrame matches the first script.ts.js position in a goja stack.
-var stackFrame = regexp.MustCompile(regexp.QuoteMeta(CompiledName) + `:(\d+):(\d+)`)
+var stackFrame = regexp.MustCompile(regexp.QuoteMeta(compiledName) + `:(\d+):(\d+)`)
 
 // TestThrowPosition runs scripts that throw on a known TypeScript line and
 // maps the position goja reports back with Position and MapStack. Types,
@@ -195,9 +195,9 @@ func TestThrowPosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := Transpile(tt.src)
+			p, err := transpile(tt.src)
 			if err != nil {
-				t.Fatalf("Transpile: %v", err)
+				t.Fatalf("transpile: %v", err)
 			}
 			res := runProgram(t, p, "", false, nil)
 			if res.Rejected == nil {
@@ -206,7 +206,7 @@ func TestThrowPosition(t *testing.T) {
 			stack := rejectionStack(res.Rejected)
 			m := stackFrame.FindStringSubmatch(stack)
 			if m == nil {
-				t.Fatalf("no %s frame in stack %q", CompiledName, stack)
+				t.Fatalf("no %s frame in stack %q", compiledName, stack)
 			}
 			jl, _ := strconv.Atoi(m[1])
 			jc, _ := strconv.Atoi(m[2])
@@ -214,8 +214,8 @@ func TestThrowPosition(t *testing.T) {
 			if !ok || line != tt.line || col != tt.col {
 				t.Errorf("Position(%d, %d) = %d, %d, %v; want %d, %d (stack %q)", jl, jc, line, col, ok, tt.line, tt.col, stack)
 			}
-			mapped := p.MapStack(stack, CompiledName)
-			want := SourceName + ":" + strconv.Itoa(tt.line) + ":" + strconv.Itoa(tt.col)
+			mapped := p.MapStack(stack, compiledName)
+			want := sourceName + ":" + strconv.Itoa(tt.line) + ":" + strconv.Itoa(tt.col)
 			if !strings.Contains(mapped, want) {
 				t.Errorf("MapStack = %q, want it to contain %q", mapped, want)
 			}
@@ -224,7 +224,7 @@ func TestThrowPosition(t *testing.T) {
 }
 
 func TestPositionOutsideScript(t *testing.T) {
-	p, err := Transpile("async function* g() { yield 1; }\nfor await (const v of g()) {}\nreturn 1")
+	p, err := transpile("async function* g() { yield 1; }\nfor await (const v of g()) {}\nreturn 1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,19 +248,19 @@ func TestPositionOutsideScript(t *testing.T) {
 			}
 		})
 	}
-	var nilProgram *Program
+	var nilProgram *program
 	if _, _, ok := nilProgram.Position(1, 1); ok {
-		t.Error("nil Program mapped a position")
+		t.Error("nil program mapped a position")
 	}
 }
 
 func TestMapStackLeavesOtherFrames(t *testing.T) {
-	p, err := Transpile("const a: number = 1;\nthrow new Error('x');")
+	p, err := transpile("const a: number = 1;\nthrow new Error('x');")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := "Error: x\n\tat other.js:2:7(3)\n\tat native\n\tat " + CompiledName + ":99999:1(2)\n"
-	if got := p.MapStack(stack, CompiledName); got != stack {
+	stack := "Error: x\n\tat other.js:2:7(3)\n\tat native\n\tat " + compiledName + ":99999:1(2)\n"
+	if got := p.MapStack(stack, compiledName); got != stack {
 		t.Errorf("MapStack changed frames it cannot map:\n%s", got)
 	}
 }
@@ -309,14 +309,14 @@ func TestGojaFeatures(t *testing.T) {
 }
 
 func TestFaultOfImportError(t *testing.T) {
-	_, err := Transpile("export {}")
-	var se *SyntaxError
+	_, err := transpile("export {}")
+	var se *syntaxError
 	if !errors.As(err, &se) {
 		t.Fatalf("error = %v", err)
 	}
 	f := se.Fault()
-	if !errors.Is(f, &fault.Error{Kind: fault.KindSyntax}) || !errors.Is(f, ErrImportExport) {
-		t.Errorf("Fault() = %v does not classify as a syntax error wrapping ErrImportExport", f)
+	if !errors.Is(f, &fault.Error{Kind: fault.KindSyntax}) || !errors.Is(f, errImportExport) {
+		t.Errorf("Fault() = %v does not classify as a syntax error wrapping errImportExport", f)
 	}
 	if !strings.Contains(se.Error(), "line 1, column 1") {
 		t.Errorf("Error() = %q", se.Error())

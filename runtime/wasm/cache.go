@@ -25,8 +25,8 @@ type entry struct {
 	elem    *list.Element
 }
 
-// Hash returns the cache key of a module: the hex SHA-256 of its bytes.
-func Hash(module []byte) string {
+// hashOf returns the cache key of a module: the hex SHA-256 of its bytes.
+func hashOf(module []byte) string {
 	sum := sha256.Sum256(module)
 	return hex.EncodeToString(sum[:])
 }
@@ -39,7 +39,7 @@ func (e *Engine) acquire(ctx context.Context, bin []byte) (*entry, error) {
 	if len(bin) > e.opts.MaxModuleBytes {
 		return nil, fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(bin), e.opts.MaxModuleBytes)
 	}
-	hash := Hash(bin)
+	hash := hashOf(bin)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

@@ -5,7 +5,7 @@
 //     result JSON (one value, capped by MaxOutputBytes), stderr the logs
 //     (one log entry per line, capped by the job's LogBuffer);
 //   - tools are reached through the ptc_v1 host module (see package
-//     bridge/abi and docs/wasm-abi.md), every call going through the job's
+//     internal/abi and docs/wasm-abi.md), every call going through the job's
 //     bridge.Caller;
 //   - there is no filesystem, no network, and by default a fixed virtual
 //     clock (starting at 2022-01-01T00:00:00Z, advancing 1ms per reading,
@@ -40,5 +40,5 @@
 //     are exposed): that took a cached Go guest's run from about 10 ms to
 //     about 6 ms (4 ms by hash, without hashing the 2 MB module again).
 //
-// The package imports runtime, bridge and bridge/abi, never gRPC.
+// The package imports runtime, bridge, tools and internal/abi, never gRPC.
 package wasm

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/abi"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
 )
@@ -174,8 +174,8 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
-// Stats counts the work of the module cache.
-type Stats struct {
+// cacheStats counts the work of the module cache.
+type cacheStats struct {
 	// Compiles is the number of compilations run (failed ones included).
 	Compiles int64
 	// Hits is the number of requests that found their module compiled or
@@ -187,15 +187,15 @@ type Stats struct {
 	Cached int
 }
 
-// Stats returns the cache counters.
-func (e *Engine) Stats() Stats {
+// stats returns the cache counters.
+func (e *Engine) stats() cacheStats {
 	e.mu.Lock()
 	n := e.lru.Len()
 	e.mu.Unlock()
-	return Stats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n}
+	return cacheStats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n}
 }
 
-// Has reports whether the module with the given hex SHA-256 (see Hash) is
+// Has reports whether the module with the given hex SHA-256 (the hex SHA-256 of its bytes) is
 // compiled and cached.
 func (e *Engine) Has(hash string) bool {
 	e.mu.Lock()

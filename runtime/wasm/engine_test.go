@@ -370,7 +370,7 @@ func TestCache(t *testing.T) {
 				t.Fatal(out.Err)
 			}
 		}
-		if s := e.Stats(); s.Compiles != 1 || s.Hits != 2 || s.Cached != 1 {
+		if s := e.stats(); s.Compiles != 1 || s.Hits != 2 || s.Cached != 1 {
 			t.Fatalf("stats = %+v, want 1 compile, 2 hits, 1 cached", s)
 		}
 	})
@@ -378,11 +378,11 @@ func TestCache(t *testing.T) {
 		e := newEngine(t)
 		mod := writeModule(`"by hash"`)
 		j, _ := job(nil, "", limits.Limits{}, testTools(t))
-		if _, err := e.RunHash(context.Background(), Hash(mod), j); !errors.Is(err, ErrUnknownModule) {
+		if _, err := e.RunHash(context.Background(), hashOf(mod), j); !errors.Is(err, ErrUnknownModule) {
 			t.Fatalf("RunHash before compile: err = %v, want ErrUnknownModule", err)
 		}
 		hash, err := e.Compile(context.Background(), mod)
-		if err != nil || hash != Hash(mod) || !e.Has(hash) || !e.Has(strings.ToUpper(hash)) {
+		if err != nil || hash != hashOf(mod) || !e.Has(hash) || !e.Has(strings.ToUpper(hash)) {
 			t.Fatalf("Compile = %q, %v; Has = %v", hash, err, e.Has(hash))
 		}
 		out, err := e.RunHash(context.Background(), hash, j)
@@ -398,14 +398,14 @@ func TestCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !e.Has(Hash(a)) || e.Has(Hash(b)) || !e.Has(Hash(c)) {
-			t.Fatalf("has a=%v b=%v c=%v, want b evicted", e.Has(Hash(a)), e.Has(Hash(b)), e.Has(Hash(c)))
+		if !e.Has(hashOf(a)) || e.Has(hashOf(b)) || !e.Has(hashOf(c)) {
+			t.Fatalf("has a=%v b=%v c=%v, want b evicted", e.Has(hashOf(a)), e.Has(hashOf(b)), e.Has(hashOf(c)))
 		}
-		if s := e.Stats(); s.Evictions != 1 || s.Cached != 2 || s.Compiles != 3 {
+		if s := e.stats(); s.Evictions != 1 || s.Cached != 2 || s.Compiles != 3 {
 			t.Fatalf("stats = %+v", s)
 		}
 		j, _ := job(nil, "", limits.Limits{}, testTools(t))
-		if _, err := e.RunHash(context.Background(), Hash(b), j); !errors.Is(err, ErrUnknownModule) {
+		if _, err := e.RunHash(context.Background(), hashOf(b), j); !errors.Is(err, ErrUnknownModule) {
 			t.Fatalf("evicted module: err = %v, want ErrUnknownModule", err)
 		}
 	})
@@ -431,7 +431,7 @@ func TestCache(t *testing.T) {
 		if _, err := e.Compile(ctx, writeModule("1")); err != nil { // evicts batch
 			t.Fatal(err)
 		}
-		if e.Has(Hash(batch)) {
+		if e.Has(hashOf(batch)) {
 			t.Fatal("batch guest still cached")
 		}
 		close(proceed)
@@ -460,7 +460,7 @@ func TestCache(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		if s := e.Stats(); s.Compiles != 1 || s.Hits != n-1 {
+		if s := e.stats(); s.Compiles != 1 || s.Hits != n-1 {
 			t.Fatalf("stats = %+v, want 1 compile and %d hits", s, n-1)
 		}
 	})

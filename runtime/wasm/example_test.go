@@ -2,6 +2,8 @@ package wasm_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -62,7 +64,8 @@ func ExampleEngine_RunHash() {
 
 	// A client first sends only the hash; the server asks for the bytes
 	// when it does not hold the module.
-	hash := wasm.Hash(answerModule)
+	sum := sha256.Sum256(answerModule)
+	hash := hex.EncodeToString(sum[:])
 	if _, err := engine.RunHash(ctx, hash, job); errors.Is(err, wasm.ErrUnknownModule) {
 		fmt.Println("unknown module: send the bytes")
 		if _, err := engine.Compile(ctx, answerModule); err != nil {

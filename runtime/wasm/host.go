@@ -13,7 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/ptcrun/ptc/bridge"
-	"github.com/ptcrun/ptc/bridge/abi"
+	"github.com/ptcrun/ptc/internal/abi"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -289,9 +289,11 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		if _, ok := mem.Read(namePtr, nameLen); !ok {
 			trapf("tool name (offset %d, length %d) is outside the module's memory of %d bytes", namePtr, nameLen, mem.Size())
 		}
-		status = abi.StatusError
-		payload, _ = json.Marshal(&abi.Error{Name: abi.NameToolError, Code: tools.CodeUnknownTool,
-			Message: fmt.Sprintf("tool name is %d bytes, longer than any tool name (%d bytes at most); available tools: %s", nameLen, abi.MaxNameBytes, bridge.ListNames(st.tools.Names()))})
+		// The call still goes through the bridge — counted and traced,
+		// an unknown tool — under a stand-in for the name, never echoed.
+		st.waitStart()
+		status, payload = st.call(ctx, fmt.Sprintf("(a name of %d bytes)", nameLen), nil)
+		st.waitEnd()
 	} else {
 		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
 		args := readBytes(mem, argsPtr, argsLen, "arguments")

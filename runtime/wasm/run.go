@@ -43,7 +43,7 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) (out *runtime.Outcom
 	return e.execute(ctx, ent, job)
 }
 
-// RunHash runs the cached module with the given hex SHA-256 (see Hash);
+// RunHash runs the cached module with the given hex SHA-256 (the hex SHA-256 of its bytes);
 // job.Module is ignored. It returns ErrUnknownModule, and no Outcome, when
 // the engine does not hold that module.
 func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (out *runtime.Outcome, err error) {

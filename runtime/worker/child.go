@@ -30,19 +30,22 @@ const workerArg = "ptc-worker-v1"
 // socketFD is the descriptor of the worker's end of its socket.
 const socketFD = 3
 
-// IsWorker reports whether this process was started as a ptc worker. A
-// binary that hosts a Pool calls it first thing in main (ptc.RunWorker
-// does):
+// Main runs the worker side of the frame protocol when this process was
+// started as a ptc worker: it serves descriptor 3 until the supervisor
+// closes it and returns the process exit code and true. In any other
+// process it returns at once, with false. A binary that hosts a Pool calls
+// it first thing in main (ptc.RunWorker does):
 //
-//	if worker.IsWorker() { os.Exit(worker.Main()) }
-func IsWorker() bool {
-	return len(os.Args) == 2 && os.Args[1] == workerArg
+//	if code, ok := worker.Main(); ok { os.Exit(code) }
+func Main() (code int, ok bool) {
+	if len(os.Args) != 2 || os.Args[1] != workerArg {
+		return 0, false
+	}
+	return serveWorker(), true
 }
 
-// Main runs the worker side of the frame protocol on descriptor 3 until
-// the supervisor closes it, and returns the process exit code. It must
-// only be called when IsWorker reports true.
-func Main() int {
+// serveWorker is the worker process's main.
+func serveWorker() int {
 	// Close every descriptor beyond the socket before the runtime opens
 	// its own: a supervisor may hold descriptors without close-on-exec
 	// that it inherited itself.
@@ -60,7 +63,7 @@ func Main() int {
 	}
 	defer conn.Close()
 	c := &child{
-		r:         newFrameReader(conn, DefaultMaxFrameBytes),
+		r:         newFrameReader(conn, defaultMaxFrameBytes),
 		w:         newFrameWriter(conn),
 		execs:     map[uint64]*childExec{},
 		inherited: inherited,

@@ -71,8 +71,8 @@ type Config struct {
 	// StartTimeout bounds the start-up handshake of a worker. Default 10 s.
 	StartTimeout time.Duration
 	// Executable is the binary started in worker mode; default
-	// os.Executable(). It must call IsWorker and Main at the top of main
-	// (ptc.RunWorker does).
+	// os.Executable(). It must call Main at the top of main (ptc.RunWorker
+	// does).
 	Executable string
 	// NoNetworkNamespace disables the private network namespace of
 	// workers (used only where the process may create one).
@@ -80,8 +80,8 @@ type Config struct {
 	// ProgramCache is the number of compiled programs each worker (or the
 	// in-process executor) keeps. Default 64.
 	ProgramCache int
-	// MaxFrameBytes bounds one frame read from a worker. Default
-	// DefaultMaxFrameBytes.
+	// MaxFrameBytes bounds one frame read from a worker. Default: the
+	// largest tool result (bridge.MaxResultBytes) plus 1 MiB.
 	MaxFrameBytes int
 }
 
@@ -123,7 +123,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ProgramCache = defaultProgramCache
 	}
 	if c.MaxFrameBytes <= 0 {
-		c.MaxFrameBytes = DefaultMaxFrameBytes
+		c.MaxFrameBytes = defaultMaxFrameBytes
 	}
 	if c.Mode == ModeWorker && c.Executable == "" {
 		exe, err := os.Executable()

@@ -13,8 +13,8 @@
 // main (ptc.RunWorker does exactly this):
 //
 //	func main() {
-//		if worker.IsWorker() {
-//			os.Exit(worker.Main())
+//		if code, ok := worker.Main(); ok {
+//			os.Exit(code)
 //		}
 //		…
 //	}

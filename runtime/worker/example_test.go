@@ -14,7 +14,7 @@ import (
 )
 
 // ExampleNewPool runs a script that calls a tool on a pool of worker
-// processes. (The binary must call worker.IsWorker and worker.Main at the
+// processes. (The binary must call worker.Main at the
 // top of main; this package's tests do it in TestMain.)
 func ExampleNewPool() {
 	pool, err := worker.NewPool(worker.Config{})

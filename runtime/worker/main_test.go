@@ -19,8 +19,8 @@ import (
 // TestMain doubles as the worker entry point: the pools in these tests
 // start the test binary itself in worker mode.
 func TestMain(m *testing.M) {
-	if IsWorker() {
-		os.Exit(Main())
+	if code, ok := Main(); ok {
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -152,7 +152,7 @@ func (p *Pool) spawn() (*proc, error) {
 		if msg != "" {
 			return nil, fmt.Errorf("worker: start-up handshake failed: %w (worker said: %s)", err, msg)
 		}
-		return nil, fmt.Errorf("worker: start-up handshake failed: %w; the executable must call worker.IsWorker and worker.Main (or ptc.RunWorker) at the top of main", err)
+		return nil, fmt.Errorf("worker: start-up handshake failed: %w; the executable must call worker.Main (or ptc.RunWorker) at the top of main", err)
 	}
 	w.startRSS = procRSS(w.pid)
 	p.mu.Lock()

@@ -15,9 +15,9 @@ import (
 	"github.com/ptcrun/ptc/bridge"
 )
 
-// DefaultMaxFrameBytes bounds one frame on either side: a tool result of
+// defaultMaxFrameBytes bounds one frame on either side: a tool result of
 // bridge.MaxResultBytes plus room for the envelope.
-const DefaultMaxFrameBytes = bridge.MaxResultBytes + 1<<20
+const defaultMaxFrameBytes = bridge.MaxResultBytes + 1<<20
 
 // frameReader reads length-delimited frames of bounded size.
 type frameReader struct {

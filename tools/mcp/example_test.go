@@ -2,12 +2,9 @@ package mcp_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/mcp"
@@ -39,25 +36,4 @@ func ExampleStart() {
 		}
 	}
 	fmt.Println(reg.Names())
-}
-
-func ExampleResult() {
-	for _, doc := range []string{
-		`{"content":[{"type":"text","text":"{\"id\":7}"}]}`,
-		`{"content":[{"type":"text","text":"plain words"}]}`,
-		`{"content":[],"structuredContent":{"temperature":21}}`,
-		`{"content":[{"type":"text","text":"no such city"}],"isError":true}`,
-	} {
-		var res sdk.CallToolResult
-		if err := json.Unmarshal([]byte(doc), &res); err != nil {
-			log.Fatal(err)
-		}
-		out, err := mcp.Result("weather.get", &res)
-		fmt.Println(string(out), err)
-	}
-	// Output:
-	// {"id":7} <nil>
-	// "plain words" <nil>
-	// {"temperature":21} <nil>
-	//  tool_error: weather.get failed: no such city
 }

@@ -272,7 +272,7 @@ func TestResult(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.res), &res); err != nil {
 				t.Fatal(err)
 			}
-			out, err := Result("x.y", &res)
+			out, err := result("x.y", &res)
 			if tc.wantCode != "" {
 				if toolErrCode(err) != tc.wantCode {
 					t.Fatalf("err = %v, want %s", err, tc.wantCode)
@@ -296,7 +296,7 @@ func FuzzResult(f *testing.F) {
 		if json.Unmarshal([]byte(doc), &res) != nil {
 			return
 		}
-		out, err := Result("x.y", &res)
+		out, err := result("x.y", &res)
 		if err != nil {
 			if toolErrCode(err) == "" {
 				t.Fatalf("unclassified error %v", err)

@@ -485,7 +485,7 @@ func (s *Source) definition(t *sdk.Tool) (tools.Definition, error) {
 			return def, fmt.Errorf("output schema: %v", err)
 		}
 	}
-	if _, err := tools.CompileDefinition(def, nil); err != nil {
+	if err := def.Check(); err != nil {
 		return def, err
 	}
 	return def, nil
@@ -559,7 +559,7 @@ func (s *Source) call(ctx context.Context, name, full string, call tools.Call) (
 		return nil, &policy.TransientError{Err: &unavailableError{
 			tool: tools.Errorf(CodeUnavailable, "MCP server %s is unavailable: try again later", s.cfg.Name), err: err}}
 	}
-	return Result(full, res)
+	return result(full, res)
 }
 
 // unavailableError keeps the transport's error as a cause while scripts see
@@ -572,10 +572,10 @@ type unavailableError struct {
 func (u *unavailableError) Error() string   { return u.tool.Error() }
 func (u *unavailableError) Unwrap() []error { return []error{u.tool, u.err} }
 
-// Result maps a tools/call result to JSON, or to a *tools.Error with code
+// result maps a tools/call result to JSON, or to a *tools.Error with code
 // CodeToolError when the result has isError. tool names the tool in
 // messages.
-func Result(tool string, res *sdk.CallToolResult) (json.RawMessage, error) {
+func result(tool string, res *sdk.CallToolResult) (json.RawMessage, error) {
 	if res == nil {
 		return json.RawMessage("null"), nil
 	}

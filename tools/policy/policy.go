@@ -25,15 +25,16 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Defaults of the backoff between retries.
+// Defaults of a Config's zero fields.
 const (
+	// DefaultBackoffBase and DefaultBackoffMax bound the backoff between
+	// retries.
 	DefaultBackoffBase = 100 * time.Millisecond
 	DefaultBackoffMax  = 5 * time.Second
+	// DefaultMaxExecutions is how many executions a wrapper tracks for
+	// MaxCallsPerExecution before it forgets the oldest.
+	DefaultMaxExecutions = 4096
 )
-
-// DefaultMaxExecutions is how many executions a wrapper tracks for
-// MaxCallsPerExecution before it forgets the oldest.
-const DefaultMaxExecutions = 4096
 
 // Config is the policy of one tool. The zero value adds nothing: no
 // timeout, no retries, no call budget, no concurrency cap.

@@ -5,7 +5,8 @@
 //
 // Both sides use it: the host (runtime/wasm) and the Go guest SDK
 // (bridge/guest), so it imports only the standard library and must stay
-// buildable for GOOS=wasip1.
+// buildable for GOOS=wasip1. It is internal: guests written in Go use
+// bridge/guest, guests in other languages docs/wasm-abi.md.
 package abi
 
 import (
@@ -62,14 +63,15 @@ const (
 	MaxNameBytes = 256
 )
 
-// Error codes the host ABI adds to those of the bridge.
+// Error codes the guest SDK needs. The tool error codes have their home in
+// package tools, which a guest cannot import (it must stay standard library
+// only for GOOS=wasip1): CodeToolFailed repeats tools.CodeToolFailed, and a
+// test keeps them equal.
 const (
 	// CodeInvalidBatch is the code of a call_batch request that is not a
 	// JSON array of {"tool", "args"} objects within the bounds.
 	CodeInvalidBatch = "invalid_batch"
-	// CodeUnknownTool is the code of a call to a name that is not a tool.
-	CodeUnknownTool = "unknown_tool"
-	// CodeToolFailed is the code of a failure the bridge did not classify.
+	// CodeToolFailed is tools.CodeToolFailed.
 	CodeToolFailed = "tool_failed"
 )
 

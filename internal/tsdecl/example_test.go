@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ptcrun/ptc/tools"
-	"github.com/ptcrun/ptc/tools/tsdecl"
+	"github.com/ptcrun/ptc/internal/tsdecl"
 )
 
 func ExampleGenerate() {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ptcrun/ptc/tools/prompt"
+	"github.com/ptcrun/ptc/internal/prompt"
 )
 
 func ExamplePrompt() {

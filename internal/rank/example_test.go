@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ptcrun/ptc/tools"
-	"github.com/ptcrun/ptc/tools/rank"
+	"github.com/ptcrun/ptc/internal/rank"
 )
 
 func ExampleRank() {
