@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/tsdecl"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
-	"github.com/ptcrun/ptc/internal/tsdecl"
 )
 
 // TestTypeScriptExamplesTypeCheck type-checks every examples/*.ts script

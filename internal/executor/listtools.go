@@ -4,10 +4,10 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/internal/prompt"
 	"github.com/ptcrun/ptc/internal/rank"
 	"github.com/ptcrun/ptc/internal/tsdecl"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // ListTools describes the server tools a caller may use (allows, nil for

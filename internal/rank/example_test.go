@@ -3,8 +3,8 @@ package rank_test
 import (
 	"fmt"
 
-	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/internal/rank"
+	"github.com/ptcrun/ptc/tools"
 )
 
 func ExampleRank() {

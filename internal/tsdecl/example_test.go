@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/internal/tsdecl"
+	"github.com/ptcrun/ptc/tools"
 )
 
 func ExampleGenerate() {
