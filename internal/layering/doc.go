@@ -1,0 +1,10 @@
+// Package layering holds the test that enforces ptc's package layering
+// over `go list -deps`: dependencies point one way,
+//
+//	cmd → ptc (root) → internal/executor → runtime → bridge → tools
+//
+// engines (runtime/...) and bridge/... never depend on gRPC, ptc.v1, the
+// root package or internal/server; tools/... never depends on engines or
+// the bridge; the worker protocol (internal/workerproto) never depends on
+// gRPC or ptc.v1. docs/ARCHITECTURE.md describes the layers.
+package layering

@@ -1,0 +1,101 @@
+package layering
+
+import (
+	"bufio"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/ptcrun/ptc"
+
+// rule forbids the packages matching from to depend, directly or not, on
+// the packages matching any of to.
+type rule struct {
+	from string
+	to   []string
+	why  string
+}
+
+var (
+	grpcAndContract = []string{"google.golang.org/grpc", mod + "/proto/ptc/v1", mod + "/internal/wire"}
+	aboveEngines    = []string{mod, mod + "/internal/server", mod + "/internal/executor", mod + "/cmd/..."}
+)
+
+var rules = []rule{
+	{mod + "/runtime/...", append(append([]string{}, grpcAndContract...), aboveEngines...),
+		"engines never import gRPC (not even through ptc.v1), the root package or the server"},
+	{mod + "/bridge/...", append(append([]string{mod + "/runtime/..."}, grpcAndContract...), aboveEngines...),
+		"the bridge sits below the engines and never imports gRPC"},
+	{mod + "/tools/...", append(append([]string{mod + "/runtime/...", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
+		"tools never import engines or the bridge"},
+	{mod + "/internal/workerproto", grpcAndContract, "the worker protocol has its own messages"},
+	{mod + "/internal/core", append([]string{mod + "/runtime/...", mod + "/bridge/...", "google.golang.org/grpc"}, aboveEngines...),
+		"the request model is below every layer that uses it"},
+	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
+	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
+	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
+		"the executor sits below the root package and knows no wire"},
+	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
+	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/runtime/...", mod + "/bridge/..."},
+		"conversions know the model and the contract, not the engines"},
+}
+
+// match reports whether pkg matches pattern (a path, or a path ending in
+// /... for the path and everything under it).
+func match(pattern, pkg string) bool {
+	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == p || strings.HasPrefix(pkg, p+"/")
+	}
+	return pkg == pattern
+}
+
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		deps[f[0]] = f[1:]
+	}
+	if len(deps) < 20 {
+		t.Fatalf("go list found only %d packages", len(deps))
+	}
+	// The closure is transitive: the root package reaches gRPC through its
+	// Client; were it not, every rule below would pass vacuously.
+	if !contains(deps[mod], "google.golang.org/grpc") || !contains(deps[mod+"/runtime/worker"], mod+"/tools") {
+		t.Fatal("go list did not report transitive dependencies")
+	}
+	checked := 0
+	for _, r := range rules {
+		for pkg, ds := range deps {
+			if !match(r.from, pkg) {
+				continue
+			}
+			checked++
+			for _, d := range ds {
+				for _, to := range r.to {
+					if match(to, d) && !match(r.from, d) {
+						t.Errorf("%s depends on %s: %s", pkg, d, r.why)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no package matched a rule")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
