@@ -15,7 +15,12 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain doubles as the worker entry point: runners with worker-process
+// isolation start the test binary itself as their workers.
+func TestMain(m *testing.M) {
+	ptc.RunWorker()
+	goleak.VerifyTestMain(m)
+}
 
 func jsonEqual(t *testing.T, got, want []byte) {
 	t.Helper()

@@ -22,6 +22,16 @@ import (
 // and the execution ends with MEMORY_LIMIT (see deathError); in-process,
 // the watchdog reports it after the allocation.
 //
+// Array.prototype.toString is not guarded itself: it calls this.join, which
+// is (wrapping it would also part it from %TypedArray%.prototype.toString,
+// the same function by the standard).
+//
+// The guards are invisible to a script: each is a Proxy of the built-in it
+// guards (so its name, length and properties are the built-in's), and
+// Function.prototype.toString answers for a guard (and for itself) as for
+// the built-in, so a script sees the same built-ins in a worker as
+// in-process (the parity test walks them).
+//
 // The guards run as line 1 of the compiled program (so the compiled
 // program, guards included, is cached) and the program starts on line 2.
 // A guard's RangeError has its line-1 frames removed from its stack, so
@@ -36,11 +46,13 @@ const fail = (what, n) => {
   throw e;
 };
 const len = (o) => { try { const l = Num(o == null ? 0 : o.length); return l > 0 ? l : 0; } catch (e) { return 0; } };
-const method = (proto, name, size, what) => {
-  const orig = proto[name];
+const P = Proxy, RA = Reflect.apply, nat = new Map(), has = Map.prototype.has, get = Map.prototype.get, set = Map.prototype.set;
+const method = (obj, name, size, what) => {
+  const orig = obj[name];
   if (typeof orig !== "function") return;
-  const f = { [name](...a) { const n = size(this, a); if (n > max) fail(what, n); return R(orig, this, a); } }[name];
-  D(proto, name, { value: f, writable: true, enumerable: false, configurable: true });
+  const f = new P(orig, { apply(t, th, a) { const n = size(th, a); if (n > max) fail(what, n); return RA(t, th, a); } });
+  R(set, nat, [f, orig]);
+  D(obj, name, { value: f, writable: true, enumerable: false, configurable: true });
 };
 const span = (o, a, si, ei) => {
   const l = len(o);
@@ -52,9 +64,11 @@ const span = (o, a, si, ei) => {
 };
 method(Array.prototype, "fill", (o, a) => (isArray(o) ? span(o, a, 1, 2) : 0) * 16, "Array.prototype.fill");
 method(Array.prototype, "join", (o, a) => len(o) * (16 + (a.length > 0 && a[0] !== undefined ? String(a[0]).length * 2 : 2)), "Array.prototype.join");
-method(Array.prototype, "toString", (o) => len(o) * 18, "Array.prototype.toString");
-const from = Array.from;
-D(Array, "from", { value: { from(src, ...r) { if (src != null && typeof src === "object" && !isArray(src)) { const n = len(src) * 16; if (n > max) fail("Array.from", n); } return R(from, this, [src, ...r]); } }.from, writable: true, enumerable: false, configurable: true });
+method(Array, "from", (o, a) => (a[0] != null && typeof a[0] === "object" && !isArray(a[0])) ? len(a[0]) * 16 : 0, "Array.from");
+const fts = Function.prototype.toString;
+const ts = new P(fts, { apply(t, th, a) { return RA(t, R(has, nat, [th]) ? R(get, nat, [th]) : th, a); } });
+R(set, nat, [ts, fts]);
+D(Function.prototype, "toString", { value: ts, writable: true, enumerable: false, configurable: true });
 `
 
 // bodyPrefix opens the program's async function on the line after the guards.
