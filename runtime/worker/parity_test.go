@@ -49,6 +49,12 @@ try { await tools.fail({}); } catch (e) { return {name: e.name, code: e.code, me
 		result: `{"name":"ToolError","code":"not_found","message":"no such record"}`},
 	{name: "tool error uncaught", src: "\nawait tools.fail({id: 1});", kind: fault.KindScript},
 	{name: "output schema violation", src: `try { await tools.bad({}) } catch (e) { return e.code }`, result: `"invalid_output"`},
+	{name: "discovery", src: `
+const hits = await tools.$search("adds numbers", 2);
+const d = await tools.$describe("math.add");
+let missing; try { await tools.$describe("nope") } catch (e) { missing = [e.name, e.code] }
+return [typeof tools.$search, hits.map((h) => h.name), d.name, d.typescript.length > 0, missing, Object.keys(tools)];`,
+		result: `["function",["math.add"],"math.add",true,["ToolError","unknown_tool"],["bad","block","echo","fail","math"]]`},
 	{name: "unknown tool", src: `try { await tools.nope({}) } catch (e) { return [e.code, e.message] }`,
 		result: `["unknown_tool","unknown tool \"nope\"; available tools: bad, block, echo, fail, math.add"]`},
 	{name: "tool call limit", src: `for (let i = 0; i < 5; i++) await tools.echo({i});`,
