@@ -368,3 +368,27 @@ func TestSizeAndStackOptions(t *testing.T) {
 		t.Fatal(err, res)
 	}
 }
+
+// TestLogFloodsAreCapped: empty console entries are not free — a flood of
+// them ends at the log cap with the logs marked truncated, in-process and
+// in worker processes alike.
+func TestLogFloodsAreCapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	for _, iso := range []ptc.Isolation{{}, {WorkerProcesses: true, Idle: -1, Max: 1}} {
+		r, err := ptc.NewRunner(ptc.WithIsolation(iso))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := ptc.Limits{MaxLogBytes: 4 << 10}
+		res, err := r.Execute(context.Background(), ptc.Request{Source: `for (let i = 0; i < 200000; i++) console.log(""); return 1`, Limits: lim})
+		if err != nil || res.Error != nil {
+			t.Fatal(err, res.Error)
+		}
+		if max := int(lim.MaxLogBytes / 16); len(res.Logs) > max || !res.LogsTruncated || len(res.Logs) == 0 {
+			t.Errorf("workers=%v: %d entries (at most %d), truncated %v", iso.WorkerProcesses, len(res.Logs), max, res.LogsTruncated)
+		}
+		_ = r.Close()
+	}
+}

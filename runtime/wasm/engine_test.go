@@ -271,6 +271,42 @@ func TestLogsAreCapped(t *testing.T) {
 	}
 }
 
+// stderrModule writes data to stderr count times in one fd_write (the same
+// iovec repeated), then returns.
+func stderrModule(data string, count int) []byte {
+	var b modBuilder
+	fdWrite := b.importFunc("wasi_snapshot_preview1", "fd_write", []byte{i32, i32, i32, i32}, []byte{i32})
+	b.mem(1)
+	const dataAt = 4096
+	var iovs []byte
+	for i := 0; i < count; i++ {
+		iovs = append(iovs, dataAt&0xff, dataAt>>8, 0, 0, byte(len(data)), byte(len(data)>>8), 0, 0)
+	}
+	b.dataAt(0, iovs)
+	b.dataAt(dataAt, []byte(data))
+	start := b.function(nil, nil, i32c(2), i32c(0), i32c(int32(count)), i32c(8000), call(fdWrite), opDrop)
+	b.export("_start", 0x00, start)
+	return b.bytes()
+}
+
+// TestStderrNewlineFlood: a guest that writes nothing but newlines to
+// stderr fills the logs like any other output — every line is an entry
+// that costs its overhead — and the logs end truncated at the cap.
+func TestStderrNewlineFlood(t *testing.T) {
+	e := newEngine(t)
+	lim := limits.Limits{MaxLogBytes: 4 << 10}
+	// 400 writes of 10,000 newlines: 4,000,000 empty lines.
+	j, _ := job(stderrModule(strings.Repeat("\n", 10000), 400), "", lim, testTools(t))
+	out := e.Run(context.Background(), j)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	entries, truncated := j.Logs.Entries()
+	if max := int(lim.MaxLogBytes / limits.LogEntryOverhead); len(entries) == 0 || len(entries) > max || !truncated {
+		t.Fatalf("%d entries (at most %d), truncated %v", len(entries), max, truncated)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	e := newEngine(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -67,6 +67,8 @@ const maxLineBytes = 64 << 10
 // logWriter turns stderr into log entries, one per line, and keeps the last
 // tailBytes of stderr for failure messages. Writes never fail: once the log
 // buffer is full the rest is dropped (and the buffer marked truncated).
+// Every line is an entry that costs its overhead against the log limits, so
+// a flood of empty lines fills them like any other output.
 type logWriter struct {
 	logs *runtime.LogBuffer
 
@@ -83,6 +85,12 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.keepTail(p)
+	if w.logs.Full() {
+		// The logs are at their cap: nothing more is kept, so a flood of
+		// newlines costs no splitting either.
+		w.pending = w.pending[:0]
+		return len(p), nil
+	}
 	rest := p
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')

@@ -195,6 +195,21 @@ func TestWorkerFramesChecked(t *testing.T) {
 			t.Errorf("entries %+v", e)
 		}
 	})
+	t.Run("log flood", func(t *testing.T) {
+		// Whatever a worker sends, the supervisor keeps at most the
+		// execution's log cap.
+		w, es := newProc()
+		lim := limits.Limits{MaxLogBytes: 1 << 10}
+		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), lim, nil)
+		for i := 0; i < 100000; i++ {
+			if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e, tr := es.job.Logs.Entries(); len(e) > int(lim.MaxLogBytes/limits.LogEntryOverhead) || !tr {
+			t.Errorf("%d entries kept, truncated %v", len(e), tr)
+		}
+	})
 	t.Run("breach recorded", func(t *testing.T) {
 		w, es := newProc()
 		if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1, PeakMemoryBytes: 9,

@@ -445,9 +445,10 @@ type Limits struct {
 	// memory_bytes bounds the memory the sandbox may hold. Breach:
 	// ERROR_KIND_MEMORY_LIMIT.
 	MemoryBytes int64 `protobuf:"varint,3,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
-	// max_tool_calls bounds the total number of tool calls. A call beyond it is
-	// rejected with a ToolCallLimitError the program may catch; uncaught, it
-	// fails the execution with ERROR_KIND_TOOL_CALL_LIMIT.
+	// max_tool_calls bounds the total number of tool calls, rejected ones
+	// (unknown tools, invalid arguments) included. A call beyond it is rejected
+	// with a ToolCallLimitError the program may catch; uncaught, it fails the
+	// execution with ERROR_KIND_TOOL_CALL_LIMIT.
 	MaxToolCalls int32 `protobuf:"varint,4,opt,name=max_tool_calls,json=maxToolCalls,proto3" json:"max_tool_calls,omitempty"`
 	// max_concurrent_tool_calls bounds the tool calls in flight at once. Calls
 	// beyond it wait; they never fail because of this limit.
@@ -455,9 +456,10 @@ type Limits struct {
 	// max_output_bytes bounds the size of result_json. Breach:
 	// ERROR_KIND_OUTPUT_LIMIT.
 	MaxOutputBytes int64 `protobuf:"varint,6,opt,name=max_output_bytes,json=maxOutputBytes,proto3" json:"max_output_bytes,omitempty"`
-	// max_log_bytes bounds the captured console output. Output beyond it is
-	// dropped and ExecuteResponse.logs_truncated is set; it never fails the
-	// execution.
+	// max_log_bytes bounds the captured console output. Every entry costs 16
+	// bytes besides its text, so that empty entries are not free. Output beyond
+	// it is dropped and ExecuteResponse.logs_truncated is set; it never fails
+	// the execution.
 	MaxLogBytes   int64 `protobuf:"varint,7,opt,name=max_log_bytes,json=maxLogBytes,proto3" json:"max_log_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -565,7 +567,9 @@ type ExecuteResponse struct {
 	LogsTruncated bool `protobuf:"varint,6,opt,name=logs_truncated,json=logsTruncated,proto3" json:"logs_truncated,omitempty"`
 	// stats measures the execution.
 	Stats *ExecutionStats `protobuf:"bytes,7,opt,name=stats,proto3" json:"stats,omitempty"`
-	// trace records every tool call the program made, ordered by seq.
+	// trace records every tool call the program made, ordered by seq, rejected
+	// calls included; past Limits.max_tool_calls at most 64 rejected calls are
+	// recorded (all are counted in ExecutionStats.tool_calls).
 	Trace []*ToolCallRecord `protobuf:"bytes,8,rep,name=trace,proto3" json:"trace,omitempty"`
 	// effective_limits are the limits that applied after defaults and operator
 	// ceilings, with every field set.
