@@ -69,6 +69,9 @@ type Limits struct {
 	// 16 bytes besides its text. Output beyond it is dropped and
 	// Result.LogsTruncated set.
 	MaxLogBytes int64
+	// MaxLogEntries bounds the number of captured console entries; the
+	// rest are dropped and Result.LogsTruncated set.
+	MaxLogEntries int32
 }
 
 // Request is one execution request.

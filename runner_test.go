@@ -389,6 +389,14 @@ func TestLogFloodsAreCapped(t *testing.T) {
 		if max := int(lim.MaxLogBytes / 16); len(res.Logs) > max || !res.LogsTruncated || len(res.Logs) == 0 {
 			t.Errorf("workers=%v: %d entries (at most %d), truncated %v", iso.WorkerProcesses, len(res.Logs), max, res.LogsTruncated)
 		}
+		res, err = r.Execute(context.Background(), ptc.Request{Source: `for (let i = 0; i < 100; i++) console.log(i); return 1`,
+			Limits: ptc.Limits{MaxLogEntries: 5}})
+		if err != nil || res.Error != nil {
+			t.Fatal(err, res.Error)
+		}
+		if len(res.Logs) != 5 || res.Logs[4].Message != "4" || !res.LogsTruncated || res.EffectiveLimits.MaxLogEntries != 5 {
+			t.Errorf("workers=%v: max_log_entries 5 kept %d entries, truncated %v", iso.WorkerProcesses, len(res.Logs), res.LogsTruncated)
+		}
 		_ = r.Close()
 	}
 }

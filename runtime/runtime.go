@@ -75,12 +75,14 @@ type Engine interface {
 
 // LogBuffer collects an execution's logs within its limits: every entry
 // costs limits.LogEntryOverhead bytes plus its text against MaxLogBytes, so
-// that empty entries are not free. Whatever is written to it, it holds at
-// most MaxLogBytes of accounted entries. It is safe for concurrent use.
+// that empty entries are not free, and there are at most MaxLogEntries.
+// Whatever is written to it, it holds no more. It is safe for concurrent
+// use.
 type LogBuffer struct {
 	mu        sync.Mutex
 	start     time.Time
 	maxBytes  int64
+	maxCount  int64
 	used      int64
 	text      int64
 	entries   []core.LogEntry
@@ -92,7 +94,7 @@ type LogBuffer struct {
 // limit means none). live, when not nil, is also called with each kept
 // entry as it is written.
 func NewLogBuffer(start time.Time, l limits.Limits, live func(core.LogEntry)) *LogBuffer {
-	return &LogBuffer{start: start, maxBytes: l.MaxLogBytes, live: live}
+	return &LogBuffer{start: start, maxBytes: l.MaxLogBytes, maxCount: int64(l.MaxLogEntries), live: live}
 }
 
 // Write adds a log line; a line that does not fit is cut at the cap (or
@@ -105,6 +107,11 @@ func (b *LogBuffer) Write(level, msg string) bool {
 	}
 	b.mu.Lock()
 	if b.truncated {
+		b.mu.Unlock()
+		return false
+	}
+	if b.maxCount > 0 && int64(len(b.entries)) >= b.maxCount {
+		b.truncated = true
 		b.mu.Unlock()
 		return false
 	}

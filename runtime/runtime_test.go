@@ -24,6 +24,8 @@ func TestLogBufferCaps(t *testing.T) {
 		{"a long line is cut at the cap", limits.Limits{MaxLogBytes: o + 4}, []string{"abcdefgh", "x"}, []string{"abcd"}, true},
 		{"a cut never splits a character", limits.Limits{MaxLogBytes: o + 4}, []string{"abcé"}, []string{"abc"}, true},
 		{"no room for the overhead drops the entry", limits.Limits{MaxLogBytes: o + 2}, []string{"ab", "c"}, []string{"ab"}, true},
+		{"at most max_log_entries entries", limits.Limits{MaxLogEntries: 2}, []string{"a", "b", "c"}, []string{"a", "b"}, true},
+		{"the first cap reached truncates", limits.Limits{MaxLogBytes: 100 * o, MaxLogEntries: 3}, []string{"", "", "", ""}, []string{"", "", ""}, true},
 		{"zero means no limit", limits.Limits{}, []string{"", strings.Repeat("x", 1<<20)}, []string{"", strings.Repeat("x", 1<<20)}, false},
 	}
 	for _, tc := range cases {

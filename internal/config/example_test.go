@@ -55,6 +55,7 @@ tool_sources:
 	//     max_concurrent_tool_calls: 16
 	//     max_output_bytes: 1MiB
 	//     max_log_bytes: 64KiB
+	//     max_log_entries: 1000
 	//   ceilings:
 	//     timeout: 5m0s
 	//     cpu_time: 2m0s
@@ -63,6 +64,7 @@ tool_sources:
 	//     max_concurrent_tool_calls: 256
 	//     max_output_bytes: 16MiB
 	//     max_log_bytes: 4MiB
+	//     max_log_entries: 100000
 	// tool_sources:
 	//   - name: github
 	//     type: mcp_http

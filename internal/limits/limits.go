@@ -36,6 +36,9 @@ type Limits struct {
 	// LogEntryOverhead bytes besides its text; the rest is dropped and
 	// marked.
 	MaxLogBytes int64
+	// MaxLogEntries bounds the number of captured console entries; the rest
+	// are dropped and marked.
+	MaxLogEntries int32
 }
 
 // LogEntryOverhead is what every log entry costs against MaxLogBytes besides
@@ -112,6 +115,8 @@ var table = [...]Field{
 		func(l *Limits) *int64 { return &l.MaxOutputBytes }),
 	bytesField("max_log_bytes", "size of the captured logs", 64<<10, 4<<20,
 		func(l *Limits) *int64 { return &l.MaxLogBytes }),
+	countField("max_log_entries", "captured log entries", 1000, 100000,
+		func(l *Limits) *int32 { return &l.MaxLogEntries }),
 }
 
 // Fields returns the description of every field of Limits, in proto field

@@ -132,6 +132,21 @@ func TestExecuteExpenseOverGRPC(t *testing.T) {
 	}
 }
 
+// TestLogLimitsOverGRPC: the log limits of a request reach the execution
+// and come back as effective limits.
+func TestLogLimitsOverGRPC(t *testing.T) {
+	f := start(t)
+	req := jsReq(`for (let i = 0; i < 10; i++) console.log("line " + i); return 1`)
+	req.Limits = &ptcv1.Limits{MaxLogEntries: 3}
+	res, err := f.rpc.Execute(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GetLogs()) != 3 || !res.GetLogsTruncated() || res.GetEffectiveLimits().GetMaxLogEntries() != 3 {
+		t.Fatalf("logs %v truncated %v effective %v", res.GetLogs(), res.GetLogsTruncated(), res.GetEffectiveLimits())
+	}
+}
+
 func TestExecuteStatusCodes(t *testing.T) {
 	f := start(t)
 	cases := []struct {

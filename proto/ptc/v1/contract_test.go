@@ -166,6 +166,7 @@ func TestMessageFields(t *testing.T) {
 			"5 max_concurrent_tool_calls int32",
 			"6 max_output_bytes int64",
 			"7 max_log_bytes int64",
+			"8 max_log_entries int32",
 		}},
 		{"ExecuteResponse", []string{
 			"1 execution_id string",

@@ -460,7 +460,11 @@ type Limits struct {
 	// bytes besides its text, so that empty entries are not free. Output beyond
 	// it is dropped and ExecuteResponse.logs_truncated is set; it never fails
 	// the execution.
-	MaxLogBytes   int64 `protobuf:"varint,7,opt,name=max_log_bytes,json=maxLogBytes,proto3" json:"max_log_bytes,omitempty"`
+	MaxLogBytes int64 `protobuf:"varint,7,opt,name=max_log_bytes,json=maxLogBytes,proto3" json:"max_log_bytes,omitempty"`
+	// max_log_entries bounds the number of captured console entries. Entries
+	// beyond it are dropped and ExecuteResponse.logs_truncated is set; it never
+	// fails the execution.
+	MaxLogEntries int32 `protobuf:"varint,8,opt,name=max_log_entries,json=maxLogEntries,proto3" json:"max_log_entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -540,6 +544,13 @@ func (x *Limits) GetMaxOutputBytes() int64 {
 func (x *Limits) GetMaxLogBytes() int64 {
 	if x != nil {
 		return x.MaxLogBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxLogEntries() int32 {
+	if x != nil {
+		return x.MaxLogEntries
 	}
 	return 0
 }
@@ -2049,7 +2060,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
 	"\vwasm_module\x18\x03 \x01(\fR\n" +
 	"wasmModule\x12#\n" +
-	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xc5\x02\n" +
+	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xed\x02\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
@@ -2057,7 +2068,8 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x0emax_tool_calls\x18\x04 \x01(\x05R\fmaxToolCalls\x129\n" +
 	"\x19max_concurrent_tool_calls\x18\x05 \x01(\x05R\x16maxConcurrentToolCalls\x12(\n" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\"\n" +
-	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\"\x8c\x03\n" +
+	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\x12&\n" +
+	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\"\x8c\x03\n" +
 	"\x0fExecuteResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\tR\n" +
