@@ -400,3 +400,34 @@ func TestLogFloodsAreCapped(t *testing.T) {
 		_ = r.Close()
 	}
 }
+
+// TestBreachesReportLimitAndObserved: every limit breach says which limit
+// applied and what was observed, in the limit's unit.
+func TestBreachesReportLimitAndObserved(t *testing.T) {
+	r := newDemoRunner(t)
+	defer r.Close()
+	cases := []struct {
+		name  string
+		src   string
+		lim   ptc.Limits
+		kind  ptc.ErrorKind
+		limit int64
+	}{
+		{"timeout", `for (;;) {}`, ptc.Limits{Timeout: 200 * time.Millisecond, CPUTime: time.Minute}, ptc.KindTimeout, int64(200 * time.Millisecond)},
+		{"cpu", `for (;;) {}`, ptc.Limits{CPUTime: 100 * time.Millisecond}, ptc.KindCPULimit, int64(100 * time.Millisecond)},
+		{"output", `return "x".repeat(100)`, ptc.Limits{MaxOutputBytes: 50}, ptc.KindOutputLimit, 50},
+		{"tool calls", `for (;;) await tools.get_budget_by_level({level: "mid"})`, ptc.Limits{MaxToolCalls: 3}, ptc.KindToolCallLimit, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := r.Execute(context.Background(), ptc.Request{Source: tc.src, Limits: tc.lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := res.Error
+			if e == nil || e.Kind != tc.kind || e.Limit != tc.limit || e.Observed < e.Limit {
+				t.Fatalf("error %+v, want %s with limit %d", e, tc.kind, tc.limit)
+			}
+		})
+	}
+}

@@ -246,6 +246,16 @@ func TestLimits(t *testing.T) {
 			if out.Result != nil {
 				t.Errorf("result = %s, want none", out.Result)
 			}
+			// Every breach says which limit and what was observed, in the
+			// limit's unit (a MEMORY_LIMIT or CPU_LIMIT once said 0).
+			if tc.kind.IsBreach() && (out.Err.Limit <= 0 || out.Err.Observed < out.Err.Limit) {
+				t.Errorf("breach limit %d observed %d", out.Err.Limit, out.Err.Observed)
+			}
+			want := map[fault.Kind]int64{fault.KindTimeout: int64(tc.lim.Timeout), fault.KindCPULimit: int64(tc.lim.CPUTime),
+				fault.KindMemoryLimit: tc.lim.MemoryBytes, fault.KindOutputLimit: tc.lim.MaxOutputBytes, fault.KindToolCallLimit: int64(tc.lim.MaxToolCalls)}
+			if w, ok := want[tc.kind]; ok && out.Err.Limit != w {
+				t.Errorf("breach limit %d, want %d", out.Err.Limit, w)
+			}
 		})
 	}
 }

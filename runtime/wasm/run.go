@@ -35,9 +35,10 @@ var (
 // Compile first and map that error to INVALID_ARGUMENT.
 func (e *Engine) Run(ctx context.Context, job *runtime.Job) (out *runtime.Outcome) {
 	defer recoverInternal(&out)
+	began := time.Now()
 	ent, err := e.acquire(ctx, job.Module)
 	if err != nil {
-		return &runtime.Outcome{Err: acquireFault(ctx, err)}
+		return &runtime.Outcome{Err: acquireFault(ctx, err, job, time.Since(began))}
 	}
 	defer e.release(ent)
 	return e.execute(ctx, ent, job)
@@ -48,6 +49,7 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) (out *runtime.Outcom
 // the engine does not hold that module.
 func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (out *runtime.Outcome, err error) {
 	defer recoverInternal(&out)
+	began := time.Now()
 	ent, ok, err := e.acquireHash(ctx, strings.ToLower(hash))
 	if errors.Is(err, ErrClosed) {
 		return nil, err
@@ -56,7 +58,7 @@ func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (ou
 		return nil, fmt.Errorf("%w %q: send the module bytes", ErrUnknownModule, hash)
 	}
 	if err != nil {
-		return &runtime.Outcome{Err: acquireFault(ctx, err)}, nil
+		return &runtime.Outcome{Err: acquireFault(ctx, err, job, time.Since(began))}, nil
 	}
 	defer e.release(ent)
 	return e.execute(ctx, ent, job), nil
@@ -69,22 +71,28 @@ func recoverInternal(out **runtime.Outcome) {
 	}
 }
 
-func acquireFault(ctx context.Context, err error) *fault.Error {
+// acquireFault classifies a failure to get a compiled module for job,
+// elapsed after the execution began.
+func acquireFault(ctx context.Context, err error, job *runtime.Job, elapsed time.Duration) *fault.Error {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return fault.Wrap(fault.KindInternal, err, "the wasm engine is closed")
 	case errors.Is(err, ErrInvalidModule):
 		return &fault.Error{Kind: fault.KindSyntax, Message: strings.TrimPrefix(err.Error(), ErrInvalidModule.Error()+": "), Cause: err}
 	case ctx.Err() != nil:
-		return contextFault(ctx.Err())
+		return contextFault(ctx.Err(), job.Limits.Timeout, elapsed)
 	default:
 		return fault.Wrap(fault.KindInternal, err, "the module could not be prepared")
 	}
 }
 
-func contextFault(cause error) *fault.Error {
+// contextFault classifies the end of the caller's context: a deadline is a
+// timeout (a breach of timeout, after elapsed), anything else a cancel.
+func contextFault(cause error, timeout, elapsed time.Duration) *fault.Error {
 	if errors.Is(cause, context.DeadlineExceeded) {
-		return fault.Wrap(fault.KindTimeout, cause, "the execution ran out of time")
+		fe := fault.Breach(fault.KindTimeout, int64(timeout), int64(elapsed), "the execution ran out of time")
+		fe.Cause = cause
+		return fe
 	}
 	return fault.Wrap(fault.KindCancelled, cause, "the execution was cancelled")
 }
@@ -219,7 +227,7 @@ func (e *Engine) classify(ctx context.Context, runErr error, used usage, alloc *
 			return fault.Breach(fault.KindOutputLimit, lim.MaxOutputBytes, used.output,
 				"the module wrote more than %d bytes of result to stdout; return a smaller result", lim.MaxOutputBytes)
 		default:
-			return contextFault(cause)
+			return contextFault(cause, lim.Timeout, used.elapsed)
 		}
 	}
 	if alloc.limitHit() {

@@ -215,8 +215,7 @@ func (w *watchdog) check() (busy, breached bool) {
 	w.mu.Unlock()
 
 	if w.cpuLimit > 0 && cpu > w.cpuLimit {
-		fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", w.cpuLimit)
-		fe.Limit, fe.Observed = w.cpuLimit.Nanoseconds(), cpu.Nanoseconds()
+		fe := fault.Breach(fault.KindCPULimit, w.cpuLimit.Nanoseconds(), cpu.Nanoseconds(), "the script used more than its %s of CPU time", w.cpuLimit)
 		return busy, w.trip(fe, cpu)
 	}
 	if w.memLimit <= 0 || (w.shared && !hot) {
@@ -232,8 +231,7 @@ func (w *watchdog) check() (busy, breached bool) {
 		used = live - w.baseLive
 	}
 	if used > w.memLimit {
-		fe := fault.New(fault.KindMemoryLimit, "the script held more than its memory limit of %d MiB; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", w.memLimit>>20)
-		fe.Limit, fe.Observed = w.memLimit, used
+		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %d MiB; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", w.memLimit>>20)
 		w.mu.Lock()
 		if used > w.peak {
 			w.peak = used

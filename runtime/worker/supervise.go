@@ -22,11 +22,15 @@ import (
 
 // runWorker runs one job on a worker process.
 func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome {
+	began := time.Now()
 	w, err := p.acquire(ctx)
 	if err != nil {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindTimeout, err, "the execution timed out while waiting for a free worker; retry later or raise the pool's MaxWorkers")}
+			fe := fault.Breach(fault.KindTimeout, job.Limits.Timeout.Nanoseconds(), time.Since(began).Nanoseconds(),
+				"the execution timed out while waiting for a free worker; retry later or raise the pool's MaxWorkers")
+			fe.Cause = err
+			return &ptcruntime.Outcome{Err: fe}
 		case ctx.Err() != nil:
 			return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, err, "the execution was cancelled while waiting for a free worker")}
 		default:
