@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/limits"
 	"io"
 	"log/slog"
@@ -78,6 +80,7 @@ type prodConfig struct {
 
 type prod struct {
 	rpc     ptcv1.RunnerServiceClient
+	client  *ptc.Client
 	test    testgrpc.TestServiceClient
 	adm     *admission.Controller
 	metrics *metrics.Metrics
@@ -129,7 +132,7 @@ func startProd(t testing.TB, pc prodConfig) *prod {
 		gs.Stop()
 		<-done
 	})
-	return &prod{rpc: ptcv1.NewRunnerServiceClient(conn), test: testgrpc.NewTestServiceClient(conn), adm: adm, metrics: m, logs: logs}
+	return &prod{rpc: ptcv1.NewRunnerServiceClient(conn), client: ptc.NewClient(conn), test: testgrpc.NewTestServiceClient(conn), adm: adm, metrics: m, logs: logs}
 }
 
 func bearer(token string) context.Context {
@@ -336,6 +339,17 @@ func TestAdmissionQueue(t *testing.T) {
 	if d := retryInfo(t, err); d <= 0 {
 		t.Fatalf("retry delay %v", d)
 	}
+	// The Go client reports the same refusal as a *ptc.Error with its code
+	// and retry delay, from Execute and from Run.
+	_, err = p.client.Execute(context.Background(), ptc.Request{Source: `return "fourth"`})
+	var pe *ptc.Error
+	if ptc.CodeOf(err) != ptc.ResourceExhausted || !errors.As(err, &pe) || pe.RetryAfter <= 0 ||
+		!errors.Is(err, &ptc.Error{Code: ptc.ResourceExhausted}) {
+		t.Fatalf("client Execute: %#v", err)
+	}
+	if _, err := p.client.Run(context.Background(), ptc.Request{Source: `return "fifth"`}); ptc.CodeOf(err) != ptc.ResourceExhausted {
+		t.Fatalf("client Run: %v", err)
+	}
 	// A Session is admitted alike.
 	s, err := p.rpc.Session(context.Background())
 	if err != nil {
@@ -360,7 +374,8 @@ func TestAdmissionQueue(t *testing.T) {
 		t.Fatalf("queue_time %v", q)
 	}
 	body := scrape(t, p.metrics)
-	for _, want := range []string{`ptc_admission_rejected_total{reason="queue_full"} 2`, `ptc_admission_wait_seconds_count 2`} {
+	// Four refusals: the third Execute, the Session, the client's Execute and Run.
+	for _, want := range []string{`ptc_admission_rejected_total{reason="queue_full"} 4`, `ptc_admission_wait_seconds_count 2`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}

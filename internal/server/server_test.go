@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/ptcrun/ptc/internal/executor"
 	"io"
@@ -496,5 +497,78 @@ func TestListToolsForModels(t *testing.T) {
 	}
 	if _, err := f.rpc.ListTools(ctx, &ptcv1.ListToolsRequest{Limit: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("negative limit: %v", err)
+	}
+}
+
+// TestClientListToolsEveryFeature: the Go client reaches every feature of
+// ListTools — query, limit, names, TypeScript, prompt, token estimate and
+// scores — and answers as the in-process Runner does.
+func TestClientListToolsEveryFeature(t *testing.T) {
+	f := start(t)
+	ctx := context.Background()
+	q := ptc.ToolQuery{Query: "travel budget for a job level", Limit: 2, TypeScript: true}
+	l, err := f.client.ListTools(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Tools) == 0 || len(l.Tools) > 2 || l.Tools[0].Name != "get_budget_by_level" || len(l.Scores) != len(l.Tools) || l.Scores[0] <= 0 {
+		t.Fatalf("ranked %v scores %v", l.Tools, l.Scores)
+	}
+	if !strings.Contains(l.TypeScript, "get_budget_by_level(") || !strings.Contains(l.Prompt, "return") || l.ApproxTokens <= 0 {
+		t.Fatalf("typescript %q prompt %q tokens %d", l.TypeScript, l.Prompt, l.ApproxTokens)
+	}
+	named, err := f.client.ListTools(ctx, ptc.ToolQuery{Names: []string{"get_expenses"}})
+	if err != nil || len(named.Tools) != 1 || named.Tools[0].Name != "get_expenses" || len(named.Scores) != 0 {
+		t.Fatal(err, named)
+	}
+	if _, err := f.client.ListTools(ctx, ptc.ToolQuery{Names: []string{"nope"}}); ptc.CodeOf(err) != ptc.InvalidArgument {
+		t.Fatalf("unknown name: %v", err)
+	}
+	all, err := f.client.Tools(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatal(err, all)
+	}
+	r, err := ptc.NewRunner(ptc.WithTools(demo.Tools()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	local, err := r.ListTools(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.TypeScript != l.TypeScript || local.Prompt != l.Prompt || local.ApproxTokens != l.ApproxTokens || len(local.Tools) != len(l.Tools) {
+		t.Fatalf("the Runner answers otherwise:\n%+v\n%+v", local, l)
+	}
+}
+
+// TestClientErrors: a request the server refuses comes back from the Go
+// client as a *ptc.Error with the status code, as the Runner reports it;
+// the caller's own cancel keeps context.Canceled in the chain.
+func TestClientErrors(t *testing.T) {
+	f := start(t)
+	_, err := f.client.Execute(context.Background(), ptc.Request{ExecutionID: "../../x", Source: "return 1"})
+	var pe *ptc.Error
+	if !errors.As(err, &pe) || pe.Code != ptc.InvalidArgument || ptc.CodeOf(err) != ptc.InvalidArgument ||
+		!strings.Contains(pe.Message, "execution_id") || !errors.Is(err, &ptc.Error{Code: ptc.InvalidArgument}) {
+		t.Fatalf("err %#v", err)
+	}
+	r, rerr := ptc.NewRunner()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	defer r.Close()
+	_, lerr := r.Execute(context.Background(), ptc.Request{ExecutionID: "../../x", Source: "return 1"})
+	if ptc.CodeOf(lerr) != ptc.CodeOf(err) || lerr.Error() != err.Error() {
+		t.Fatalf("Runner %v, Client %v", lerr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = f.client.Execute(ctx, ptc.Request{Source: "return 1"})
+	if ptc.CodeOf(err) != ptc.Canceled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %#v", err)
+	}
+	if _, err := f.client.Run(context.Background(), ptc.Request{Language: 9, Source: "return 1"}); ptc.CodeOf(err) != ptc.InvalidArgument {
+		t.Fatalf("Run: %v", err)
 	}
 }
