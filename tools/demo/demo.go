@@ -12,13 +12,12 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-// Error codes the demo handlers return in a *tools.Error.
+// Error codes the demo handlers return in a *tools.Error, besides
+// tools.CodeInvalidArguments for arguments the input schema would have
+// refused (for handlers called without the bridge in front of them).
 const (
 	// codeNotFound: the member id names no member.
 	codeNotFound = "not_found"
-	// codeInvalidArguments: arguments that the input schema would have
-	// refused, for handlers called without the bridge in front of them.
-	codeInvalidArguments = "invalid_arguments"
 	// codeInternal: the demo data could not be built.
 	codeInternal = "internal"
 )
@@ -95,7 +94,7 @@ func (c *company) getTeamMembers(ctx context.Context, call tools.Call) (json.Raw
 	}
 	team, ok := c.teams[args.Department]
 	if !ok {
-		return nil, tools.Errorf(codeInvalidArguments, "unknown department %q: use one of %s",
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "unknown department %q: use one of %s",
 			args.Department, strings.Join(departmentNames[:], ", "))
 	}
 	return clone(team), nil
@@ -116,7 +115,7 @@ func (c *company) getExpenses(ctx context.Context, call tools.Call) (json.RawMes
 		}
 	}
 	if q < 0 {
-		return nil, tools.Errorf(codeInvalidArguments, "unknown quarter %q: use one of %s",
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "unknown quarter %q: use one of %s",
 			args.Quarter, strings.Join(quarterNames[:], ", "))
 	}
 	m, ok := c.members[args.MemberID]
@@ -140,7 +139,7 @@ func (c *company) getBudgetByLevel(ctx context.Context, call tools.Call) (json.R
 	}
 	b, ok := c.budgets[args.Level]
 	if !ok {
-		return nil, tools.Errorf(codeInvalidArguments, "unknown level %q: use one of %s",
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "unknown level %q: use one of %s",
 			args.Level, strings.Join(levelNames[:], ", "))
 	}
 	return clone(b), nil
@@ -161,11 +160,11 @@ func (c *company) begin(ctx context.Context, tool string, raw json.RawMessage, a
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(args); err != nil {
-		return tools.Errorf(codeInvalidArguments, "arguments of %s are invalid: %v; pass a JSON object matching its input schema",
+		return tools.Errorf(tools.CodeInvalidArguments, "arguments of %s are invalid: %v; pass a JSON object matching its input schema",
 			tool, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return tools.Errorf(codeInvalidArguments, "arguments of %s have data after the JSON object; pass one JSON object", tool)
+		return tools.Errorf(tools.CodeInvalidArguments, "arguments of %s have data after the JSON object; pass one JSON object", tool)
 	}
 	return nil
 }
