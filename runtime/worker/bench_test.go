@@ -214,3 +214,29 @@ func BenchmarkFrameRoundTrip(b *testing.B) {
 	reportP50(b, ds)
 	p.release(w, true)
 }
+
+// BenchmarkDiscovery measures tools.$search answered by the supervisor
+// through a Discover frame, beside a script that does not search: the cost
+// of keeping discovery in the supervisor instead of sending every tool's
+// definition in each Execute frame.
+func BenchmarkDiscovery(b *testing.B) {
+	p := newPool(b, Config{})
+	for _, c := range []struct{ name, src string }{
+		{"search=none", `return 1`},
+		{"search=one", `return (await tools.$search("adds numbers", 3)).length`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ds := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				job, _ := newJob(b, c.src, testLimits())
+				start := time.Now()
+				if out := p.Run(context.Background(), job); out.Err != nil {
+					b.Fatal(out.Err)
+				}
+				ds = append(ds, time.Since(start))
+			}
+			b.StopTimer()
+			reportP50(b, ds)
+		})
+	}
+}
