@@ -70,7 +70,9 @@ return {sum, echoed, denied};`})
 	if !strings.Contains(out, "42") || !strings.Contains(out, "sum=") || !strings.Contains(out, `"denied":"unknown_tool"`) {
 		t.Fatalf("result %s", out)
 	}
-	if len(res.Trace) != 2 || res.Trace[0].Tool != "everything.get-sum" {
+	// The call to a tool the allow list filtered out is refused, and
+	// recorded like every call the script made.
+	if len(res.Trace) != 3 || res.Trace[0].Tool != "everything.get-sum" || res.Trace[2].ErrorCode != "unknown_tool" {
 		t.Fatalf("trace %+v", res.Trace)
 	}
 }
