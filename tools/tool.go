@@ -52,11 +52,15 @@ type Tool struct {
 	// handlers whose tests show every result matches the schema; tools
 	// from untrusted sources (client-served, MCP, HTTP) never set it.
 	TrustOutput bool
-	// Inline lets an engine run the handler on the script's own goroutine
-	// when the script waits for nothing else (saving the hand-off to and
-	// from a goroutine, most of the cost of a fast call). Set it only for
-	// in-process handlers that return quickly and honour ctx: while one
-	// runs, the script's timeout is seen only through ctx.
+	// Inline declares that the handler returns quickly and honours ctx, so
+	// whoever dispatches a call to it may run it on the goroutine that is
+	// waiting for it instead of handing it to a new one: in a Runner, the
+	// script's own goroutine when the script waits for nothing else (in
+	// worker processes too: the flag travels in the tool manifest); in
+	// Client.Run, the stream's goroutine (calls to it are then served one
+	// at a time). That saves the hand-off, most of the cost of a fast call.
+	// While an inline call runs, the script's timeout is seen only through
+	// ctx.
 	Inline bool
 }
 
