@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Limits bounds one execution. A zero field means "not set": Resolve replaces
@@ -74,49 +75,68 @@ type Field struct {
 	// Max is the largest value the field can hold.
 	Max int64
 
-	get func(*Limits) int64
-	set func(*Limits, int64)
+	// off is the field's offset in Limits and i32 tells an int32 field
+	// from an int64 one (time.Duration is an int64). A row names its field
+	// by unsafe.Offsetof, so reading and writing a field is a load and a
+	// store: Check and Resolve run on every request and must not allocate
+	// or call through func values. TestTableMatchesStruct checks every row
+	// against the struct's fields and types.
+	off uintptr
+	i32 bool
 }
+
+// ptr returns the address of the field in l.
+func (f *Field) ptr(l *Limits) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(l), f.off) }
 
 // Get returns the field's value in l.
-func (f Field) Get(l Limits) int64 { return f.get(&l) }
+func (f Field) Get(l Limits) int64 { return (&f).get(&l) }
 
 // Set sets the field's value in l; v must be within [0, Max].
-func (f Field) Set(l *Limits, v int64) { f.set(l, v) }
+func (f Field) Set(l *Limits, v int64) { (&f).set(l, v) }
 
-func durationField(name, doc string, def, ceil time.Duration, p func(*Limits) *time.Duration) Field {
-	return Field{Name: name, Unit: Duration, Doc: doc, Default: int64(def), Ceiling: int64(ceil), Max: math.MaxInt64,
-		get: func(l *Limits) int64 { return int64(*p(l)) }, set: func(l *Limits, v int64) { *p(l) = time.Duration(v) }}
+func (f *Field) get(l *Limits) int64 {
+	if f.i32 {
+		return int64(*(*int32)(f.ptr(l)))
+	}
+	return *(*int64)(f.ptr(l))
 }
 
-func bytesField(name, doc string, def, ceil int64, p func(*Limits) *int64) Field {
-	return Field{Name: name, Unit: Bytes, Doc: doc, Default: def, Ceiling: ceil, Max: math.MaxInt64,
-		get: func(l *Limits) int64 { return *p(l) }, set: func(l *Limits, v int64) { *p(l) = v }}
+func (f *Field) set(l *Limits, v int64) {
+	if f.i32 {
+		*(*int32)(f.ptr(l)) = int32(v)
+		return
+	}
+	*(*int64)(f.ptr(l)) = v
 }
 
-func countField(name, doc string, def, ceil int32, p func(*Limits) *int32) Field {
-	return Field{Name: name, Unit: Count, Doc: doc, Default: int64(def), Ceiling: int64(ceil), Max: math.MaxInt32,
-		get: func(l *Limits) int64 { return int64(*p(l)) }, set: func(l *Limits, v int64) { *p(l) = int32(v) }}
+// durationField describes a time.Duration field of Limits at off.
+func durationField(name, doc string, def, ceil time.Duration, off uintptr) Field {
+	return Field{Name: name, Unit: Duration, Doc: doc, Default: int64(def), Ceiling: int64(ceil), Max: math.MaxInt64, off: off}
 }
+
+// bytesField describes an int64 field of Limits at off.
+func bytesField(name, doc string, def, ceil int64, off uintptr) Field {
+	return Field{Name: name, Unit: Bytes, Doc: doc, Default: def, Ceiling: ceil, Max: math.MaxInt64, off: off}
+}
+
+// countField describes an int32 field of Limits at off.
+func countField(name, doc string, def, ceil int32, off uintptr) Field {
+	return Field{Name: name, Unit: Count, Doc: doc, Default: int64(def), Ceiling: int64(ceil), Max: math.MaxInt32, off: off, i32: true}
+}
+
+// layout is only named for unsafe.Offsetof in the table.
+var layout Limits
 
 // table is the one description of the limits, in proto field order.
 var table = [...]Field{
-	durationField("timeout", "wall-clock time of an execution, tool waits included", 30*time.Second, 5*time.Minute,
-		func(l *Limits) *time.Duration { return &l.Timeout }),
-	durationField("cpu_time", "CPU time of an execution", 10*time.Second, 2*time.Minute,
-		func(l *Limits) *time.Duration { return &l.CPUTime }),
-	bytesField("memory_bytes", "memory of an execution", 256<<20, 2<<30,
-		func(l *Limits) *int64 { return &l.MemoryBytes }),
-	countField("max_tool_calls", "tool calls per execution", 1000, 100000,
-		func(l *Limits) *int32 { return &l.MaxToolCalls }),
-	countField("max_concurrent_tool_calls", "concurrent tool calls", 16, 256,
-		func(l *Limits) *int32 { return &l.MaxConcurrentToolCalls }),
-	bytesField("max_output_bytes", "size of the result JSON", 1<<20, 16<<20,
-		func(l *Limits) *int64 { return &l.MaxOutputBytes }),
-	bytesField("max_log_bytes", "size of the captured logs", 64<<10, 4<<20,
-		func(l *Limits) *int64 { return &l.MaxLogBytes }),
-	countField("max_log_entries", "captured log entries", 1000, 100000,
-		func(l *Limits) *int32 { return &l.MaxLogEntries }),
+	durationField("timeout", "wall-clock time of an execution, tool waits included", 30*time.Second, 5*time.Minute, unsafe.Offsetof(layout.Timeout)),
+	durationField("cpu_time", "CPU time of an execution", 10*time.Second, 2*time.Minute, unsafe.Offsetof(layout.CPUTime)),
+	bytesField("memory_bytes", "memory of an execution", 256<<20, 2<<30, unsafe.Offsetof(layout.MemoryBytes)),
+	countField("max_tool_calls", "tool calls per execution", 1000, 100000, unsafe.Offsetof(layout.MaxToolCalls)),
+	countField("max_concurrent_tool_calls", "concurrent tool calls", 16, 256, unsafe.Offsetof(layout.MaxConcurrentToolCalls)),
+	bytesField("max_output_bytes", "size of the result JSON", 1<<20, 16<<20, unsafe.Offsetof(layout.MaxOutputBytes)),
+	bytesField("max_log_bytes", "size of the captured logs", 64<<10, 4<<20, unsafe.Offsetof(layout.MaxLogBytes)),
+	countField("max_log_entries", "captured log entries", 1000, 100000, unsafe.Offsetof(layout.MaxLogEntries)),
 }
 
 // Fields returns the description of every field of Limits, in proto field
@@ -188,16 +208,16 @@ func (p Policy) Validate() error {
 // limits are clamped; negative fields of req are treated as zero (Check
 // refuses them first).
 func (p Policy) Resolve(req, tenant Limits) Limits {
-	ceil := p.Ceilings.Cap(tenant)
-	def := p.Defaults.Cap(ceil)
 	var out Limits
-	for _, f := range table {
-		v, d, c := f.get(&req), f.get(&def), f.get(&ceil)
+	for i := range table {
+		f := &table[i]
+		ceil := capValue(f.get(&p.Ceilings), f.get(&tenant))
+		v := f.get(&req)
 		if v <= 0 {
-			v = d
+			v = capValue(f.get(&p.Defaults), ceil)
 		}
-		if c > 0 && v > c {
-			v = c
+		if ceil > 0 && v > ceil {
+			v = ceil
 		}
 		f.set(&out, v)
 	}
@@ -208,21 +228,27 @@ func (p Policy) Resolve(req, tenant Limits) Limits {
 // of c; a zero (or negative) field of l takes c's value.
 func (l Limits) Cap(c Limits) Limits {
 	var out Limits
-	for _, f := range table {
-		v, cv := f.get(&l), f.get(&c)
-		if v <= 0 || (cv > 0 && v > cv) {
-			v = cv
-		}
-		f.set(&out, v)
+	for i := range table {
+		f := &table[i]
+		f.set(&out, capValue(f.get(&l), f.get(&c)))
 	}
 	return out
+}
+
+// capValue is v capped by c, or c when v is not set (zero or negative).
+func capValue(v, c int64) int64 {
+	if v <= 0 || (c > 0 && v > c) {
+		return c
+	}
+	return v
 }
 
 // Check reports a negative field: "limits.timeout is negative (-1s)".
 func (l Limits) Check() error { return l.check("limits.") }
 
 func (l Limits) check(prefix string) error {
-	for _, f := range table {
+	for i := range table {
+		f := &table[i]
 		if v := f.get(&l); v < 0 {
 			return fmt.Errorf("%s%s is negative (%s); use 0 for the default or a positive value", prefix, f.Name, f.Format(v))
 		}

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,43 @@ func TestValue(t *testing.T) {
 	}
 	if _, err := FromValues(map[string]int64{"max_tool_calls": 1 << 40}); err == nil {
 		t.Fatal("out of range accepted")
+	}
+}
+
+// TestTableMatchesStruct: every row names a field of Limits by its offset,
+// with the width and type its unit needs, and every field of Limits has a
+// row.
+func TestTableMatchesStruct(t *testing.T) {
+	typ := reflect.TypeFor[Limits]()
+	if typ.NumField() != len(Fields()) {
+		t.Fatalf("Limits has %d fields, the table %d rows", typ.NumField(), len(Fields()))
+	}
+	for _, f := range Fields() {
+		var sf reflect.StructField
+		found := false
+		for i := 0; i < typ.NumField(); i++ {
+			if typ.Field(i).Offset == f.off {
+				sf, found = typ.Field(i), true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no field at offset %d", f.Name, f.off)
+			continue
+		}
+		want := map[Unit]reflect.Type{Duration: reflect.TypeFor[time.Duration](), Bytes: reflect.TypeFor[int64](), Count: reflect.TypeFor[int32]()}[f.Unit]
+		if sf.Type != want || f.i32 != (sf.Type.Kind() == reflect.Int32) {
+			t.Errorf("%s: field %s is %s, the row wants %s", f.Name, sf.Name, sf.Type, want)
+		}
+	}
+}
+
+// BenchmarkCheckAndResolve is the per-request work of the limits table.
+func BenchmarkCheckAndResolve(b *testing.B) {
+	p := DefaultPolicy()
+	req := Limits{Timeout: 5 * time.Second, MaxToolCalls: 10}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = req.Check()
+		_ = p.Resolve(req, Limits{MemoryBytes: 1 << 20})
 	}
 }
