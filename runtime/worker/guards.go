@@ -26,11 +26,13 @@ import (
 // is (wrapping it would also part it from %TypedArray%.prototype.toString,
 // the same function by the standard).
 //
-// The guards are invisible to a script: each is a Proxy of the built-in it
-// guards (so its name, length and properties are the built-in's), and
+// The guards are invisible to a script: each is a method function (no
+// prototype, not a constructor) with the built-in's name and length, and
 // Function.prototype.toString answers for a guard (and for itself) as for
 // the built-in, so a script sees the same built-ins in a worker as
-// in-process (the parity test walks them).
+// in-process (the parity test walks them). They are plain functions, not
+// Proxies: touching Proxy, Reflect or Map would make goja build them in
+// every execution.
 //
 // The guards run as line 1 of the compiled program (so the compiled
 // program, guards included, is cached) and the program starts on line 2.
@@ -46,12 +48,13 @@ const fail = (what, n) => {
   throw e;
 };
 const len = (o) => { try { const l = Num(o == null ? 0 : o.length); return l > 0 ? l : 0; } catch (e) { return 0; } };
-const P = Proxy, RA = Reflect.apply, nat = new Map(), has = Map.prototype.has, get = Map.prototype.get, set = Map.prototype.set;
+const natives = [];
 const method = (obj, name, size, what) => {
   const orig = obj[name];
   if (typeof orig !== "function") return;
-  const f = new P(orig, { apply(t, th, a) { const n = size(th, a); if (n > max) fail(what, n); return RA(t, th, a); } });
-  R(set, nat, [f, orig]);
+  const f = { [name](...a) { const n = size(this, a); if (n > max) fail(what, n); return R(orig, this, a); } }[name];
+  D(f, "length", { value: orig.length, writable: false, enumerable: false, configurable: true });
+  natives.push(f, orig);
   D(obj, name, { value: f, writable: true, enumerable: false, configurable: true });
 };
 const span = (o, a, si, ei) => {
@@ -66,8 +69,8 @@ method(Array.prototype, "fill", (o, a) => (isArray(o) ? span(o, a, 1, 2) : 0) * 
 method(Array.prototype, "join", (o, a) => len(o) * (16 + (a.length > 0 && a[0] !== undefined ? String(a[0]).length * 2 : 2)), "Array.prototype.join");
 method(Array, "from", (o, a) => (a[0] != null && typeof a[0] === "object" && !isArray(a[0])) ? len(a[0]) * 16 : 0, "Array.from");
 const fts = Function.prototype.toString;
-const ts = new P(fts, { apply(t, th, a) { return RA(t, R(has, nat, [th]) ? R(get, nat, [th]) : th, a); } });
-R(set, nat, [ts, fts]);
+const ts = { toString() { let t = this; for (let i = 0; i < natives.length; i += 2) { if (natives[i] === t) { t = natives[i + 1]; break; } } return R(fts, t, []); } }.toString;
+natives.push(ts, fts);
 D(Function.prototype, "toString", { value: ts, writable: true, enumerable: false, configurable: true });
 `
 
