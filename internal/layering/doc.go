@@ -1,5 +1,6 @@
-// Package layering holds the test that enforces ptc's package layering
-// over `go list -deps`: dependencies point one way,
+// Package layering holds the tests that keep ptc's public surface small (at
+// most 150 exported names, TestPublicSurface) and enforce its package
+// layering over `go list -deps` (TestLayering): dependencies point one way,
 //
 //	cmd → ptc (root) → internal/executor → runtime → bridge → tools
 //

@@ -1,0 +1,43 @@
+package layering
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// maxExportedNames bounds ptc's public surface: the lines of `go doc
+// -short` (one per exported top-level name; a const or var block counts
+// once) over every importable package outside generated code, as
+// scripts/api-surface.sh counts them. A new exported name must earn its
+// place: raise the bound only with a reason.
+const maxExportedNames = 150
+
+func TestPublicSurface(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go doc over every public package")
+	}
+	out, err := exec.Command("go", "list", mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	total := 0
+	for _, p := range strings.Fields(string(out)) {
+		rest := strings.TrimPrefix(p, mod)
+		if strings.Contains(rest+"/", "/internal/") || strings.HasPrefix(rest, "/cmd/") ||
+			strings.HasPrefix(rest, "/examples/") || strings.HasPrefix(rest, "/proto/") {
+			continue
+		}
+		doc, err := exec.Command("go", "doc", "-short", p).Output()
+		if err != nil {
+			t.Fatalf("go doc %s: %v", p, err)
+		}
+		n := strings.Count(string(doc), "\n")
+		total += n
+		t.Logf("%3d %s", n, p)
+	}
+	if total > maxExportedNames {
+		t.Fatalf("%d exported names, more than %d: keep engine and bridge packages to what other ptc packages need, and test-only names in tests", total, maxExportedNames)
+	}
+	t.Logf("%d exported names (at most %d)", total, maxExportedNames)
+}
