@@ -106,7 +106,7 @@ func TestTableCoversEveryField(t *testing.T) {
 	}
 }
 
-func Values(l Limits) map[string]int64 { return l.Values() }
+func Values(l Limits) []int64 { return l.Values() }
 
 func TestText(t *testing.T) {
 	cases := []struct {
@@ -174,16 +174,21 @@ func TestValue(t *testing.T) {
 	if err := v.Set("fast"); err == nil {
 		t.Fatal("accepted")
 	}
-	m := Limits{Timeout: time.Second, MaxLogBytes: 7}.Values()
-	back, err := FromValues(m)
+	vs := Limits{Timeout: time.Second, MaxLogBytes: 7}.Values()
+	back, err := FromValues(vs)
 	if err != nil || back != (Limits{Timeout: time.Second, MaxLogBytes: 7}) {
 		t.Fatalf("%+v %v", back, err)
 	}
-	if _, err := FromValues(map[string]int64{"nope": 1}); err == nil {
-		t.Fatal("unknown name accepted")
+	if _, err := FromValues(vs[1:]); err == nil {
+		t.Fatal("a short list accepted")
 	}
-	if _, err := FromValues(map[string]int64{"max_tool_calls": 1 << 40}); err == nil {
+	vs[3] = 1 << 40 // max_tool_calls is an int32
+	if _, err := FromValues(vs); err == nil {
 		t.Fatal("out of range accepted")
+	}
+	vs[3] = -1
+	if _, err := FromValues(vs); err == nil {
+		t.Fatal("negative accepted")
 	}
 }
 

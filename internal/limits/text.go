@@ -103,31 +103,31 @@ func FormatBytes(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// Values returns the set fields of l by name, in their unit (nanoseconds,
-// bytes, counts), for a frame or a map.
-func (l Limits) Values() map[string]int64 {
-	m := make(map[string]int64, len(table))
-	for _, f := range table {
-		if v := f.get(&l); v != 0 {
-			m[f.Name] = v
-		}
+// Values returns every field of l in table order, in its unit
+// (nanoseconds, bytes, counts): the compact form of the worker frames,
+// whose both ends share the table.
+func (l Limits) Values() []int64 {
+	out := make([]int64, len(table))
+	for i := range table {
+		out[i] = table[i].get(&l)
 	}
-	return m
+	return out
 }
 
-// FromValues is the inverse of Values. An unknown name or a value out of
-// its field's range (negative included) is an error.
-func FromValues(m map[string]int64) (Limits, error) {
+// FromValues is the inverse of Values. Values of another length than the
+// table, or out of their field's range (negative included), are an error.
+func FromValues(vs []int64) (Limits, error) {
 	var l Limits
-	for name, v := range m {
-		f, ok := FieldByName(name)
-		if !ok {
-			return Limits{}, fmt.Errorf("unknown limit %q", name)
+	if len(vs) != len(table) {
+		return l, fmt.Errorf("%d limits, want %d", len(vs), len(table))
+	}
+	for i := range table {
+		f := &table[i]
+		if v := vs[i]; v > f.Max || v < 0 {
+			return Limits{}, fmt.Errorf("limit %s is out of range (%d)", f.Name, v)
+		} else {
+			f.set(&l, v)
 		}
-		if v > f.Max || v < 0 {
-			return Limits{}, fmt.Errorf("limit %s is out of range (%d)", name, v)
-		}
-		f.set(&l, v)
 	}
 	return l, nil
 }

@@ -807,10 +807,11 @@ type Execute struct {
 	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
 	// input_json is the input value as JSON; empty means null.
 	InputJson []byte `protobuf:"bytes,5,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
-	// limits are the effective limits of the execution by name (as in
-	// ptc.v1.Limits: "timeout", "max_log_bytes", ...), in their unit:
-	// nanoseconds, bytes or counts. An unset limit is absent.
-	Limits map[string]int64 `protobuf:"bytes,6,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// limits are the effective limits of the execution, one value per row of
+	// the limits table (internal/limits.Fields, the order of ptc.v1.Limits),
+	// in its unit: nanoseconds, bytes or counts; 0 is unset. Both ends are the
+	// same binary, so they share the table.
+	Limits []int64 `protobuf:"varint,6,rep,packed,name=limits,proto3" json:"limits,omitempty"`
 	// tools is the tool manifest: the tools the program may call, sorted by
 	// name.
 	Tools []*Tool `protobuf:"bytes,7,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -887,7 +888,7 @@ func (x *Execute) GetInputJson() []byte {
 	return nil
 }
 
-func (x *Execute) GetLimits() map[string]int64 {
+func (x *Execute) GetLimits() []int64 {
 	if x != nil {
 		return x.Limits
 	}
@@ -1908,21 +1909,18 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\vDeterminism\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12.\n" +
 	"\x13clock_start_seconds\x18\x02 \x01(\x03R\x11clockStartSeconds\x12*\n" +
-	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xa0\x03\n" +
+	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xc1\x02\n" +
 	"\aExecute\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12!\n" +
 	"\fexecution_id\x18\x02 \x01(\tR\vexecutionId\x123\n" +
 	"\blanguage\x18\x03 \x01(\x0e2\x17.ptc.worker.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x04 \x01(\tR\x06source\x12\x1d\n" +
 	"\n" +
-	"input_json\x18\x05 \x01(\fR\tinputJson\x12:\n" +
-	"\x06limits\x18\x06 \x03(\v2\".ptc.worker.v1.Execute.LimitsEntryR\x06limits\x12)\n" +
+	"input_json\x18\x05 \x01(\fR\tinputJson\x12\x16\n" +
+	"\x06limits\x18\x06 \x03(\x03R\x06limits\x12)\n" +
 	"\x05tools\x18\a \x03(\v2\x13.ptc.worker.v1.ToolR\x05tools\x12<\n" +
 	"\vdeterminism\x18\b \x01(\v2\x1a.ptc.worker.v1.DeterminismR\vdeterminism\x12\x12\n" +
-	"\x04logs\x18\t \x01(\bR\x04logs\x1a9\n" +
-	"\vLimitsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x84\x01\n" +
+	"\x04logs\x18\t \x01(\bR\x04logs\"\x84\x01\n" +
 	"\tToolReply\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x1f\n" +
@@ -2025,7 +2023,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2048,7 +2046,6 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*ExecutionError)(nil),  // 18: ptc.worker.v1.ExecutionError
 	(*Breach)(nil),          // 19: ptc.worker.v1.Breach
 	(*Done)(nil),            // 20: ptc.worker.v1.Done
-	nil,                     // 21: ptc.worker.v1.Execute.LimitsEntry
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
@@ -2063,20 +2060,19 @@ var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	19, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
 	14, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
 	0,  // 11: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	21, // 12: ptc.worker.v1.Execute.limits:type_name -> ptc.worker.v1.Execute.LimitsEntry
-	6,  // 13: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	7,  // 14: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	10, // 15: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	11, // 16: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	15, // 17: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 18: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	18, // 19: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	18, // 20: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	6,  // 12: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	7,  // 13: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	10, // 14: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	11, // 15: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	15, // 16: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 17: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	18, // 18: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	18, // 19: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2109,7 +2105,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -348,8 +348,11 @@ func FuzzJobOf(f *testing.F) {
 	f.Add(int64(1), int64(2), int64(3), int64(4), int64(5), int32(1), int64(0), int32(0))
 	f.Add(int64(-1), int64(-2), int64(-3), int64(-4), int64(0), int32(3), int64(-1<<62), int32(-7))
 	f.Fuzz(func(t *testing.T, timeout, cpu, mem, calls, logs int64, lang int32, clockS int64, clockN int32) {
-		m := &wp.Execute{Language: wp.Language(lang), Source: "return 1", Limits: map[string]int64{
-			"timeout": timeout, "cpu_time": cpu, "memory_bytes": mem, "max_tool_calls": calls, "max_log_bytes": logs},
+		vs := limits.Limits{}.Values()
+		for i, v := range []int64{timeout, cpu, mem, calls, logs} {
+			vs[i] = v
+		}
+		m := &wp.Execute{Language: wp.Language(lang), Source: "return 1", Limits: vs,
 			Determinism: &wp.Determinism{ClockStartSeconds: clockS, ClockStartNanos: clockN}}
 		job, err := jobOf(m)
 		if err != nil {
@@ -380,8 +383,8 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 		edit func(*wp.Execute)
 		want string
 	}{
-		{"negative limits", func(e *wp.Execute) { e.Limits["memory_bytes"] = -1 }, "memory_bytes is out of range"},
-		{"unknown limit", func(e *wp.Execute) { e.Limits["max_fun"] = 1 }, "unknown limit"},
+		{"negative limits", func(e *wp.Execute) { e.Limits[2] = -1 }, "memory_bytes is out of range"},
+		{"limits of another table", func(e *wp.Execute) { e.Limits = append(e.Limits, 1) }, "limits, want"},
 		{"WebAssembly", func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, "JavaScript and TypeScript only"},
 		{"worker is full", func(e *wp.Execute) { e.Slot = 99 }, "worker is full"},
 		{"slot already in use", func(e *wp.Execute) { e.Slot = 1 }, "slot already in use"},

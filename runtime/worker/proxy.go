@@ -38,10 +38,13 @@ var _ bridge.Caller = (*childExec)(nil)
 
 func newChildExec(ctx context.Context, slot uint64, cancel context.CancelFunc, w *frameWriter, manifest []*wp.Tool) *childExec {
 	x := &childExec{slot: slot, ctx: ctx, cancel: cancel, w: w, names: make([]string, len(manifest)),
-		inline: map[string]bool{}, replies: map[uint32]chan *wp.ToolReply{}, queries: map[uint32]chan *wp.DiscoverReply{}}
+		replies: map[uint32]chan *wp.ToolReply{}}
 	for i, t := range manifest {
 		x.names[i] = t.GetName()
 		if t.GetInline() {
+			if x.inline == nil {
+				x.inline = map[string]bool{}
+			}
 			x.inline[t.GetName()] = true
 		}
 	}
@@ -139,6 +142,9 @@ func (x *childExec) discover(m *wp.Discover) *wp.DiscoverReply {
 	x.mu.Lock()
 	x.nextQuery++
 	m.Slot, m.Id = x.slot, x.nextQuery
+	if x.queries == nil {
+		x.queries = map[uint32]chan *wp.DiscoverReply{}
+	}
 	x.queries[m.Id] = ch
 	x.mu.Unlock()
 	defer func() {
