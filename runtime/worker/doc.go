@@ -24,7 +24,7 @@
 // them, so the trace is numbered as in-process), each console line and each
 // tools.$search or tools.$describe, and the supervisor answers. The Execute
 // frame carries everything a script can see as explicit fields — the
-// language, the tool manifest with inline flags, the limits by name and
+// language, the tool manifest with inline flags, the limits (by the limits table) and
 // determinism — so no capability depends on the mode. Frames are
 // length-delimited protobuf messages (internal/workerproto, package
 // ptc.worker.v1) over a Unix socket; a worker is untrusted input to the
