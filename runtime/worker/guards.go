@@ -52,8 +52,8 @@ const natives = [];
 const method = (obj, name, size, what) => {
   const orig = obj[name];
   if (typeof orig !== "function") return;
-  const f = { [name](...a) { const n = size(this, a); if (n > max) fail(what, n); return R(orig, this, a); } }[name];
-  D(f, "length", { value: orig.length, writable: false, enumerable: false, configurable: true });
+  const f = { [name](x) { const a = arguments, n = size(this, a); if (n > max) fail(what, n); return R(orig, this, a); } }[name];
+  if (orig.length !== 1) D(f, "length", { value: orig.length, writable: false, enumerable: false, configurable: true });
   natives.push(f, orig);
   D(obj, name, { value: f, writable: true, enumerable: false, configurable: true });
 };
