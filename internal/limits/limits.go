@@ -61,7 +61,7 @@ const (
 
 // Field describes one field of Limits: its name (as in the proto, the
 // config file and JSON), its unit, what it bounds, its built-in default
-// and ceiling, and how to read and write it.
+// and ceiling, and which field of Limits it is.
 type Field struct {
 	// Name is the field's name in ptc.v1.Limits, in config keys and in
 	// JSON, e.g. "timeout".
