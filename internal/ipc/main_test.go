@@ -17,6 +17,10 @@ const childArg = "ptc-ipc-child"
 // children are the programs a re-executed test binary can run, by name.
 // Each gets its descriptors from 3 on and returns an exit code.
 var children = map[string]func() int{
+	"echo":                   childEcho,
+	"echo-queued":            childEchoQueued,
+	"wait":                   childWait,
+	"caller":                 childCaller,
 	"floor-socket-blocking":  floorSocketBlocking,
 	"floor-socket-netpoller": floorSocketNetpoller,
 	"floor-pipe-blocking":    floorPipeBlocking,
