@@ -219,7 +219,11 @@ func (c *Conn) leaveLocked() {
 
 func (c *Conn) closeFDs() {
 	c.once.Do(func() {
-		for _, fd := range []int{c.rfd, c.wfd, c.cfd, c.lfd} {
+		fds := []int{c.rfd, c.cfd, c.lfd}
+		if c.wfd != c.rfd {
+			fds = append(fds, c.wfd)
+		}
+		for _, fd := range fds {
 			_ = unix.Close(fd)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // TestNoLeaks opens and closes connections with a goroutine in Serve, one
@@ -83,5 +84,39 @@ func TestLeaderHandsFramesToHandler(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatalf("the answer the handler queued: %v", err)
+	}
+}
+
+// TestSocketGivenTwice runs a connection over one stream socket used for
+// both directions, and checks it is closed once.
+func TestSocketGivenTwice(t *testing.T) {
+	before := openFDs(t)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, peerFD := fds[0], fds[1]
+	var b *Conn
+	a, err := New(fd, fd, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = New(peerFD, peerFD, Options{Handler: echoHandler(&b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := serve(b)
+	m, _ := a.Mailbox(1)
+	got, err := call(context.Background(), a, m, 1, []byte("over a socket"))
+	if err != nil || string(got) != "over a socket" {
+		t.Fatalf("round trip: %q, %v", got, err)
+	}
+	_ = a.Close()
+	if err := <-served; !errors.Is(err, ErrPeerClosed) {
+		t.Fatalf("Serve after the peer closed: %v", err)
+	}
+	_ = b.Close()
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d descriptors open before, %d after", before, after)
 	}
 }
