@@ -18,9 +18,9 @@
 // A Conn reads one pipe and writes another with non-blocking descriptors
 // and poll(2) on the calling goroutine's own thread, never the Go
 // netpoller: the kernel wakes the thread that waits, and no goroutine
-// hands the frame to another. A goroutine in Serve (locked to its thread)
-// hands frames to the Handler in place; a Handler that answers at once
-// (Send) answers from the same thread. A goroutine waiting for a reply in
+// hands the frame to another. A goroutine in Serve hands frames to the
+// Handler in place; a Handler that answers at once (Send) answers from the
+// same thread. A goroutine waiting for a reply in
 // Mailbox.Next reads the connection itself whenever no other goroutine
 // does, so the reply goes from the system call to the waiter — the
 // worker's VM goroutine sends its tool call and reads the answer with no

@@ -118,6 +118,22 @@ func childEcho() int {
 	return 0
 }
 
+// childEchoSocket is the child program "echo-socket": as "echo", over a
+// stream socket (descriptor 3) instead of two pipes.
+func childEchoSocket() int {
+	var c *Conn
+	c, err := New(3, 3, Options{Handler: echoHandler(&c)})
+	if err != nil {
+		return 2
+	}
+	defer c.Close()
+	if err := c.Serve(); !errors.Is(err, ErrPeerClosed) {
+		fmt.Fprintln(os.Stderr, "echo-socket child:", err)
+		return 1
+	}
+	return 0
+}
+
 // childEchoQueued is the child program "echo-queued": as "echo", but the
 // answers to the frames of one read are queued and written together.
 func childEchoQueued() int {

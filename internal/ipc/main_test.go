@@ -18,9 +18,11 @@ const childArg = "ptc-ipc-child"
 // Each gets its descriptors from 3 on and returns an exit code.
 var children = map[string]func() int{
 	"echo":                   childEcho,
+	"echo-socket":            childEchoSocket,
 	"echo-queued":            childEchoQueued,
 	"wait":                   childWait,
 	"caller":                 childCaller,
+	"netpoller-answer":       childNetpollerAnswer,
 	"floor-socket-blocking":  floorSocketBlocking,
 	"floor-socket-netpoller": floorSocketNetpoller,
 	"floor-pipe-blocking":    floorPipeBlocking,

@@ -1,9 +1,6 @@
 package ipc
 
-import (
-	"runtime"
-	"time"
-)
+import "time"
 
 // serveBackoff is how long Serve leaves the connection to a mailbox that
 // reads it before looking again: while a Mailbox.Next reads, a frame
@@ -14,16 +11,18 @@ const serveBackoff = time.Millisecond
 // to Options.Handler or to the mailbox of its tag, and returns why it
 // stopped (ErrClosed after Close, ErrPeerClosed when the peer went away,
 // the Handler's error, or a protocol error such as a FrameTooLargeError).
-// It runs on the calling goroutine, locked to its OS thread, and blocks in
-// poll and read system calls rather than the netpoller. While a goroutine
+// It runs on the calling goroutine and blocks in poll and read system
+// calls rather than the netpoller. The goroutine is not locked to its
+// thread: a Handler that starts a goroutine can let it start on this
+// thread at once (runtime.Gosched) instead of waking another one, which a
+// thread about to block in poll would otherwise have to do; a locked
+// thread could not (BenchmarkRoundTrip, wait=handoff). While a goroutine
 // in Mailbox.Next reads the connection, Serve steps back (at most one
 // wasted wake-up per millisecond), so frames reach the waiter directly;
 // while none does, Serve reads whatever arrives, so the peer can always
 // write and frames for mailboxes wait in memory on this side. At most one
 // goroutine may be in Serve.
 func (c *Conn) Serve() error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if err := c.enter(); err != nil {
 		return err
 	}
