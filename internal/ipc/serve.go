@@ -54,8 +54,12 @@ func (c *Conn) Serve() error {
 			backoff = true
 			continue
 		}
-		err = c.readAvailable()
+		read, err := c.readAvailable()
 		c.releaseRole()
+		if err == nil && !read {
+			// A mailbox took what woke us: it is reading, step back.
+			backoff = true
+		}
 		if err == nil {
 			// Answers the Handler queued go out together.
 			err = c.Flush()
@@ -67,22 +71,23 @@ func (c *Conn) Serve() error {
 	}
 }
 
-// readAvailable reads and dispatches what the pipe holds without waiting;
-// the caller holds the reading role.
-func (c *Conn) readAvailable() error {
+// readAvailable reads and dispatches what the pipe holds without waiting,
+// and reports whether it read anything; the caller holds the reading role.
+func (c *Conn) readAvailable() (read bool, err error) {
 	for {
 		if err := c.dispatchBuffered(); err != nil {
-			return err
+			return read, err
 		}
 		if err := c.rs.fill(c.rfd); err != nil {
 			if err == errAgain {
-				return nil
+				return read, nil
 			}
-			return err
+			return read, err
 		}
+		read = true
 		if c.rs.short {
 			// The pipe is empty now: hand out what was read, then poll.
-			return c.dispatchBuffered()
+			return read, c.dispatchBuffered()
 		}
 	}
 }
