@@ -24,6 +24,13 @@ type Options struct {
 	// goroutine writes; Queue and Send wait for room beyond it. Default
 	// 4 MiB.
 	MaxQueuedBytes int
+	// MaxMailboxBytes bounds the payload bytes waiting in one mailbox for
+	// its owner; a frame beyond it fails the connection with a
+	// *MailboxFullError (a peer that is not trusted could otherwise make
+	// this side hold any amount). Default 2 × MaxFrameBytes; negative
+	// means no limit, for a trusted peer whose answers are bounded
+	// elsewhere.
+	MaxMailboxBytes int
 	// WriteTimeout is how long a write may wait for the peer to make room
 	// before the connection fails with ErrWriteTimeout. Default 10 s;
 	// negative means no limit.
@@ -48,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReadBufferBytes < HeaderBytes {
 		o.ReadBufferBytes = HeaderBytes
+	}
+	if o.MaxMailboxBytes == 0 {
+		o.MaxMailboxBytes = 2 * o.MaxFrameBytes
 	}
 	if o.MaxQueuedBytes <= 0 {
 		o.MaxQueuedBytes = 4 << 20

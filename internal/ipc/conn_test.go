@@ -598,3 +598,52 @@ func TestHandlerError(t *testing.T) {
 		t.Fatalf("Next: %v", err)
 	}
 }
+
+func TestMailboxFull(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		max    int
+		frames int
+		full   bool
+	}{
+		{"within the limit", 1000, 10, false},
+		{"one byte over", 999, 10, true},
+		{"no limit", -1, 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := connPair(t, Options{MaxMailboxBytes: tc.max}, Options{})
+			m, _ := a.Mailbox(1)
+			for range tc.frames {
+				if err := b.Send(1, make([]byte, 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Send(2, nil); err != nil { // for the handler: marks the end
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			a.opt.Handler = func(tag uint64, _ []byte) error {
+				if tag == 2 {
+					close(done)
+				}
+				return nil
+			}
+			served := serve(a)
+			var mf *MailboxFullError
+			if tc.full {
+				if err := <-served; !errors.As(err, &mf) || mf.Tag != 1 || mf.Max != int64(tc.max) {
+					t.Fatalf("Serve: %v, want a MailboxFullError for tag 1", err)
+				}
+				return
+			}
+			<-done
+			for range tc.frames {
+				if err := m.Next(context.Background(), func(p []byte) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = a.Close()
+			<-served
+		})
+	}
+}

@@ -43,6 +43,20 @@ var (
 	ErrTagInUse = errors.New("ipc: the tag already has a mailbox; close it first")
 )
 
+// MailboxFullError reports a frame for a mailbox that already holds
+// Options.MaxMailboxBytes of frames its owner has not taken: the
+// connection fails (the peer sends more than its owner asked for).
+type MailboxFullError struct {
+	// Tag is the mailbox's tag, Max the limit.
+	Tag uint64
+	Max int64
+}
+
+// Error implements the error interface.
+func (e *MailboxFullError) Error() string {
+	return fmt.Sprintf("ipc: the peer sent more than %d bytes the owner of mailbox %d did not take; it floods the connection, stop it", e.Max, e.Tag)
+}
+
 // FrameTooLargeError reports a frame whose payload exceeds the limit: on
 // sending it is refused and nothing is written; on receiving it fails the
 // connection (the peer broke the protocol).

@@ -25,6 +25,7 @@ type Mailbox struct {
 
 	// Guarded by c.mu.
 	queue   [][]byte
+	queued  int  // bytes in queue
 	waiting bool // the owner is in c.followers
 	busy    bool // a goroutine is in Next
 	closed  bool
@@ -68,7 +69,7 @@ func (m *Mailbox) Close() {
 		delete(c.boxes, m.tag)
 	}
 	m.closed = true
-	m.queue = nil
+	m.queue, m.queued = nil, 0
 	if m.waiting {
 		c.removeFollowerLocked(m)
 	}
@@ -110,6 +111,7 @@ func (m *Mailbox) Next(ctx context.Context, fn func(payload []byte) error) error
 			p := m.queue[0]
 			m.queue[0] = nil
 			m.queue = m.queue[1:]
+			m.queued -= len(p)
 			c.mu.Unlock()
 			return fn(p)
 		}

@@ -131,6 +131,11 @@ func (s *readState) fill(fd int) error {
 func (c *Conn) dispatch(tag uint64, payload []byte) error {
 	c.mu.Lock()
 	if m := c.boxes[tag]; m != nil {
+		if max := c.opt.MaxMailboxBytes; max >= 0 && m.queued+len(payload) > max {
+			c.mu.Unlock()
+			return &MailboxFullError{Tag: tag, Max: int64(max)}
+		}
+		m.queued += len(payload)
 		m.queue = append(m.queue, append([]byte(nil), payload...))
 		if m.waiting {
 			c.removeFollowerLocked(m)
