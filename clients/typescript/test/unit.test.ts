@@ -86,3 +86,30 @@ describe("client-side checks refuse bad requests before anything is sent", () =>
     await assert.rejects(client.execute({ source: "return 1", signal: ac.signal }), { name: "CancelledError" });
   });
 });
+
+describe("TypeScript declarations of client tools", async () => {
+  const { tsType, withClientTools } = await import("../src/tsdecl.js");
+  const cases: Array<{ name: string; schema: unknown; ts: string }> = [
+    { name: "absent", schema: undefined, ts: "unknown" },
+    { name: "false", schema: false, ts: "never" },
+    { name: "primitives", schema: { type: ["string", "integer", "null"] }, ts: "string | number | null" },
+    { name: "enum", schema: { enum: ["a", 1, null] }, ts: '"a" | 1 | null' },
+    { name: "const", schema: { const: "x" }, ts: '"x"' },
+    { name: "object", schema: { type: "object", properties: { a: { type: "string" }, "b-c": { type: "boolean" } }, required: ["a"] }, ts: '{ a: string; "b-c"?: boolean }' },
+    { name: "open object", schema: { type: "object" }, ts: "Record<string, unknown>" },
+    { name: "map", schema: { type: "object", additionalProperties: { type: "number" } }, ts: "{ [key: string]: number }" },
+    { name: "array of unions", schema: { type: "array", items: { anyOf: [{ type: "string" }, { type: "number" }] } }, ts: "(string | number)[]" },
+    { name: "tuple", schema: { type: "array", prefixItems: [{ type: "string" }], items: false }, ts: "[string]" },
+    { name: "allOf", schema: { allOf: [{ type: "object", properties: { a: { type: "string" } } }, { type: "object", properties: { b: { type: "string" } } }] }, ts: "{ a?: string } & { b?: string }" },
+  ];
+  for (const c of cases) test(c.name, () => assert.equal(tsType(c.schema), c.ts));
+
+  const tool = { name: "crm.find", description: "Find a contact.", inputSchemaJson: '{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}', outputSchemaJson: "" };
+  test("inside the server's tools object", () => {
+    const out = withClientTools("declare const tools: {\n  a(args: A): Promise<B>;\n};\n", [tool]);
+    assert.equal(out, "declare const tools: {\n  crm: {\n    /** Find a contact. */\n    find(args: { q: string }): Promise<unknown>;\n  };\n  a(args: A): Promise<B>;\n};\n");
+  });
+  test("into an empty tools object", () => {
+    assert.equal(withClientTools("declare const tools: {};", [tool]), "declare const tools: {\n  crm: {\n    /** Find a contact. */\n    find(args: { q: string }): Promise<unknown>;\n  };\n};");
+  });
+});
