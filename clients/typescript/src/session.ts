@@ -81,8 +81,10 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       cancelReason = { reason: o.signal?.reason };
       send({ msg: { case: "cancel", value: create(CancelExecutionSchema, { reason: describe(o.signal?.reason) }) } });
       // The server answers a cancel with a CANCELLED result; without one
-      // in time, give up on the stream.
-      graceTimer = setTimeout(() => finish({ error: new CancelledError(cancelReason!.reason) }), o.cancelGraceMs);
+      // in time, give up on the stream (its end cancels the execution too).
+      const giveUp = () => finish({ error: new CancelledError(cancelReason!.reason) });
+      if (o.cancelGraceMs === 0) giveUp();
+      else graceTimer = setTimeout(giveUp, o.cancelGraceMs);
     };
     o.signal?.addEventListener("abort", onAbort, { once: true });
 

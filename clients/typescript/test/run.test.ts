@@ -83,21 +83,26 @@ describe("client tools", () => {
   });
 
   test("handlers run concurrently and answer out of order", async () => {
-    const second = deferred();
+    const released = deferred();
     const res = await plain.run({
       source: `const order = [];
-        const track = (p) => p.then((v) => { order.push(v); return v; });
-        await Promise.all([track(tools.first({})), track(tools.second({}))]);
+        const first = tools.first({}).then((v) => order.push(v));
+        order.push(await tools.second({}));
+        await tools.release({});
+        await first;
         return order;`,
       limits: { timeoutMs: 20_000 },
       tools: [
-        // first answers only after second has: the script sees second's answer first.
-        { name: "first", handler: async () => { await second.promise; return "first"; } },
-        { name: "second", handler: () => { second.resolve(); return "second"; } },
+        // Call 1 stays in flight while calls 2 and 3 are served and
+        // answered; it answers last. Served one at a time, this deadlocks.
+        { name: "first", handler: async () => { await released.promise; return "first"; } },
+        { name: "second", handler: () => "second" },
+        { name: "release", handler: () => { released.resolve(); return null; } },
       ],
     });
+    assert.equal(res.ok, true, res.error?.message);
     assert.deepEqual(res.value, ["second", "first"]);
-    assert.equal(res.trace[0].tool, "first");
+    assert.deepEqual(res.trace.map((r) => r.tool), ["first", "second", "release"]);
   });
 
   test("many calls are in flight at once", async () => {
