@@ -4,7 +4,10 @@
 # Python (ptc_client, sync and asyncio) — against one ptcd, one after the
 # other, and prints a table.
 #
-# Usage: scripts/bench-clients.sh [CALLS [RUNS]]   (defaults 2000 and 200)
+# Usage: scripts/bench-clients.sh [CALLS [RUNS [ROUNDS]]]   (defaults 2000, 200, 3)
+#
+# The clients run interleaved, ROUNDS times each; the table shows each
+# figure's median over the rounds (the machine is shared and noisy).
 #
 # call: the time between consecutive calls of a script that awaits a
 #       client tool in a loop (one full round trip through the server).
@@ -18,6 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 calls="${1:-2000}"
 runs="${2:-200}"
+rounds="${3:-3}"
 py="${PYTHON:-/usr/bin/python3}"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ptc-bench-clients.XXXXXX")"
@@ -47,19 +51,22 @@ if [ -z "$addr" ]; then
 	cat "$tmp/ptcd.log" >&2
 	exit 1
 fi
-echo "ptcd at $addr ($(uname -m), $(nproc) cores); $calls sequential calls, $runs sequential runs per client" >&2
+echo "ptcd at $addr ($(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)); per client and round: $calls sequential calls, $runs sequential runs; $rounds rounds" >&2
 
-{
+for round in $(seq 1 "$rounds"); do
 	"$tmp/gobench" -server "$addr" -calls "$calls" -runs "$runs"
 	"$tmp/gobench" -server "$addr" -calls "$calls" -runs "$runs" -inline
 	node clients/typescript/bench/roundtrip.mjs "$addr" "$calls" "$runs"
 	PYTHONPATH=clients/python "$py" clients/python/bench/roundtrip.py "$addr" "$calls" "$runs"
-} >"$tmp/results.jsonl"
+done >"$tmp/results.jsonl"
 
 "$py" - "$tmp/results.jsonl" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print(f"{'client':<18} {'call p50':>10} {'call p99':>10} {'call mean':>10} {'run p50':>10} {'run mean':>10}   (µs)")
-for r in rows:
-    print(f"{r['client']:<18} {r['call_p50_us']:>10.1f} {r['call_p99_us']:>10.1f} {r['call_mean_us']:>10.1f} {r['run_p50_us']:>10.1f} {r['run_mean_us']:>10.1f}")
+clients = list(dict.fromkeys(r["client"] for r in rows))
+keys = ["call_p50_us", "call_p99_us", "call_mean_us", "run_p50_us", "run_mean_us"]
+print(f"{'client':<18} {'call p50':>10} {'call p99':>10} {'call mean':>10} {'run p50':>10} {'run mean':>10}   (µs, median of {len(rows) // len(clients)} rounds)")
+for c in clients:
+    med = [statistics.median(r[k] for r in rows if r["client"] == c) for k in keys]
+    print(f"{c:<18} " + " ".join(f"{v:>10.1f}" for v in med))
 PY
