@@ -73,6 +73,25 @@ describe("Vercel AI SDK", () => {
     assert.match(d, /\{ok: true, result\}/);
   });
 
+  test("the contract is worded for the language the model writes", async () => {
+    const js = (await ptcTool({ client })).description as string;
+    const ts = (await ptcTool({ client, language: "typescript" })).description as string;
+    assert.match(js, /^Run a JavaScript script/);
+    assert.match(js, /Write a JavaScript \(ES2022\) script/);
+    assert.match(ts, /^Run a TypeScript script/);
+    assert.match(ts, /Write a TypeScript script/);
+    const only = (await ptcTool({ client, allowedTools: ["get_budget_by_level"] })).description as string;
+    assert.match(only, /get_budget_by_level\(/);
+    assert.doesNotMatch(only, /get_expenses\(/);
+  });
+
+  test("a TypeScript script runs as TypeScript", async () => {
+    const t = await ptcTool({ client, language: "typescript" });
+    const out = await t.execute!({ code: "const b: {travel_limit: number} = await tools.get_budget_by_level({level: 'staff'}); return b.travel_limit" },
+      { toolCallId: "c1", messages: [], context: {} });
+    assert.deepEqual(out, { ok: true, result: 4000 });
+  });
+
   test("generateText runs the model's script through the tool", async () => {
     const results: unknown[] = [];
     const tools = await ptcTools({ client, onResult: (r) => results.push(r.stats.toolCalls) });
