@@ -4,6 +4,7 @@ tools, one without)."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 
@@ -360,3 +361,22 @@ def test_client_is_usable_from_many_threads(plain):
     for th in threads:
         th.join(max(0, deadline - time.monotonic()))
     assert sorted(results) == list(range(8))
+
+
+def test_token_is_sent_as_a_bearer_token(tmp_path):
+    from conftest import ptcd_binary
+
+    token = "a-long-random-test-token-0123456789"
+    digest = subprocess.run([ptcd_binary(), "hash-token"], input=token + "\n", capture_output=True, text=True, check=True).stdout.strip()
+    config = tmp_path / "ptcd.yaml"
+    config.write_text(f'auth:\n  enabled: true\ntenants:\n  - name: harness\n    token_hashes: ["{digest}"]\n')
+    srv = Ptcd(args=("--config", str(config)))
+    try:
+        with Client(srv.addr, token=token) as good:
+            assert good.run("return await tools.t({})", tools=[ClientTool("t", lambda a: "ok")]).value == "ok"
+        for kwargs in ({"token": "wrong-token-wrong-token-wrong"}, {}):
+            with Client(srv.addr, **kwargs) as c, pytest.raises(RequestError) as exc:
+                c.execute("return 1")
+            assert exc.value.code == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        srv.stop()

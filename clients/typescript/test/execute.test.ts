@@ -1,12 +1,14 @@
 // Execute and ListTools against a real ptcd with the demo tools.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { status } from "@grpc/grpc-js";
 import { CancelledError, Client, ExecutionError, RequestError, forModel, unwrap } from "@ptcrun/client";
-import { repoRoot, startPtcd, type Ptcd } from "./ptcd.js";
+import { ptcdBinary, repoRoot, startPtcd, type Ptcd } from "./ptcd.js";
 
 const expensesJS = readFileSync(join(repoRoot, "examples/expenses.js"), "utf8");
 const expensesTS = readFileSync(join(repoRoot, "examples/expenses.ts"), "utf8");
@@ -132,5 +134,28 @@ describe("listTools", () => {
 
   test("an unknown name is INVALID_ARGUMENT", async () => {
     await assert.rejects(client.listTools({ names: ["nope"] }), (e: unknown) => e instanceof RequestError && e.codeName === "INVALID_ARGUMENT");
+  });
+});
+
+describe("authentication", () => {
+  test("the token goes out as a bearer token; without it the server says UNAUTHENTICATED", async () => {
+    const token = "a-long-random-test-token-0123456789";
+    const hash = execFileSync(ptcdBinary(), ["hash-token"], { input: token + "\n" }).toString().trim();
+    const dir = mkdtempSync(join(tmpdir(), "ptc-auth-"));
+    const config = join(dir, "ptcd.yaml");
+    writeFileSync(config, `auth:\n  enabled: true\ntenants:\n  - name: harness\n    token_hashes: ["${hash}"]\n`);
+    const authed = await startPtcd({ args: ["--config", config] });
+    const good = new Client(authed.addr, { token });
+    const bad = new Client(authed.addr, { token: "wrong-token-wrong-token-wrong" });
+    const none = new Client(authed.addr);
+    try {
+      assert.equal((await good.run({ source: "return await tools.t({})", tools: [{ name: "t", handler: () => "ok" }] })).value, "ok");
+      for (const c of [bad, none]) {
+        await assert.rejects(c.execute({ source: "return 1" }), (e: unknown) => e instanceof RequestError && e.code === status.UNAUTHENTICATED);
+      }
+    } finally {
+      for (const c of [good, bad, none]) c.close();
+      await authed.stop();
+    }
   });
 });
