@@ -12,6 +12,11 @@ from .errors import InvalidRequestError
 # connection itself failed rather than that the server refused the request.
 LOST_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED})
 
+DEFAULT_MAX_RECEIVE_BYTES = 64 << 20
+"""The largest message a client accepts unless its options say otherwise:
+ptcd's default grpc.max_send_bytes, so that results up to the 16 MiB output
+ceiling, with their trace, arrive."""
+
 DEFAULT_CANCEL_GRACE = 5.0
 """How long run waits for the server's CANCELLED result after a cancel."""
 
@@ -37,3 +42,11 @@ def check_grace(grace: Any) -> None:
 
 
 ChannelOptions = Sequence[tuple[str, Any]]
+
+
+def channel_options(options: ChannelOptions | None) -> list[tuple[str, Any]]:
+    """channel_options adds the client's defaults to the caller's options."""
+    opts = list(options or [])
+    if not any(k == "grpc.max_receive_message_length" for k, _ in opts):
+        opts.append(("grpc.max_receive_message_length", DEFAULT_MAX_RECEIVE_BYTES))
+    return opts

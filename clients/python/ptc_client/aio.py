@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 import grpc
 import grpc.aio
 
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, check_grace, check_target
+from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._request import execute_request
@@ -44,7 +44,7 @@ class AsyncClient:
     ) -> None:
         """Connect to the server at target, e.g. "127.0.0.1:7878" (see Client)."""
         check_target(target)
-        opts = list(options or [])
+        opts = channel_options(options)
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=opts)
         else:

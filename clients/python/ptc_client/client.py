@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import grpc
 
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, check_grace, check_target
+from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._request import execute_request
@@ -50,9 +50,11 @@ class Client:
     ) -> None:
         """Connect to the server at target, e.g. "127.0.0.1:7878". Without
         credentials the channel is plaintext; token is sent as
-        "authorization: Bearer <token>"."""
+        "authorization: Bearer <token>". options are gRPC channel options;
+        messages up to 64 MiB (ptcd's largest response) are accepted unless
+        they set grpc.max_receive_message_length."""
         check_target(target)
-        opts = list(options or [])
+        opts = channel_options(options)
         if credentials is None:
             self._channel = grpc.insecure_channel(target, options=opts)
         else:

@@ -380,3 +380,15 @@ def test_token_is_sent_as_a_bearer_token(tmp_path):
             assert exc.value.code == grpc.StatusCode.UNAUTHENTICATED
     finally:
         srv.stop()
+
+
+def test_a_result_larger_than_grpcs_default_message_arrives(demo):
+    res = demo.run("return 'x'.repeat(5 * 1024 * 1024)", limits={"max_output_bytes": 8 << 20})
+    assert res.ok, res.error
+    assert len(res.value) == 5 * 1024 * 1024
+
+
+def test_channel_options_override_the_receive_limit(demo_server):
+    with Client(demo_server.addr, options=[("grpc.max_receive_message_length", 1 << 20)]) as c, pytest.raises(RequestError) as exc:
+        c.execute("return 'x'.repeat(2 * 1024 * 1024)", limits={"max_output_bytes": 4 << 20})
+    assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED

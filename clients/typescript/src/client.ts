@@ -20,7 +20,11 @@ export interface ClientOptions {
   token?: string;
   /** metadata is sent on every call. */
   metadata?: Record<string, string>;
-  /** channelOptions are passed to @grpc/grpc-js (keepalive, message sizes, ...). */
+  /**
+   * channelOptions are passed to @grpc/grpc-js (keepalive, message sizes,
+   * ...). The client accepts messages up to 64 MiB (ptcd's largest response)
+   * unless "grpc.max_receive_message_length" says otherwise.
+   */
   channelOptions?: grpc.ClientOptions;
 }
 
@@ -73,6 +77,13 @@ export interface ToolList {
   matches: Array<{ name: string; score: number }>;
 }
 
+/**
+ * defaultMaxReceiveBytes is the largest message the client accepts unless
+ * channelOptions say otherwise: ptcd's default grpc.max_send_bytes, so
+ * that results up to the 16 MiB output ceiling, with their trace, arrive.
+ */
+const defaultMaxReceiveBytes = 64 << 20;
+
 /** defaultCancelGraceMs is RunOptions.cancelGraceMs's default. */
 const defaultCancelGraceMs = 5000;
 
@@ -91,7 +102,10 @@ export class Client {
   /** Create a client of the server at target, e.g. "127.0.0.1:7878". */
   constructor(target: string, options: ClientOptions = {}) {
     if (typeof target !== "string" || target === "") throw new InvalidRequestError("target", "the server address is empty");
-    this.transport = new Transport(target, options.credentials ?? grpc.credentials.createInsecure(), options.channelOptions ?? {});
+    this.transport = new Transport(target, options.credentials ?? grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": defaultMaxReceiveBytes,
+      ...options.channelOptions,
+    });
     this.metadata = new grpc.Metadata();
     for (const [k, v] of Object.entries(options.metadata ?? {})) this.metadata.set(k, v);
     if (options.token !== undefined) this.metadata.set("authorization", `Bearer ${options.token}`);

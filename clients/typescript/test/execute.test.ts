@@ -77,6 +77,12 @@ describe("execute with the server's tools", () => {
     });
   }
 
+  test("a result larger than gRPC's default 4 MB message arrives", async () => {
+    const res = await client.run({ source: "return 'x'.repeat(5 * 1024 * 1024)", limits: { maxOutputBytes: 8 << 20 } });
+    assert.equal(res.ok, true, res.error?.message);
+    assert.equal((res.value as string).length, 5 * 1024 * 1024);
+  });
+
   test("a syntax error carries its line", async () => {
     const res = await client.execute({ source: "const a = 1;\nconst = 2;\nreturn a" });
     assert.equal(res.error?.kind, "SYNTAX_ERROR");
