@@ -1,0 +1,137 @@
+"""What a caller asks for, and its conversion to the wire ExecuteRequest,
+with every check that can be done before anything is sent."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import secrets
+from typing import Any, Iterable
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from ._json import NotJSONError, dumps_strict
+from ._proto import runner_pb2 as pb
+from ._schema import schema_json
+from .errors import InvalidRequestError
+from .tools import check_tool_name
+from .types import Limits
+
+_LANGUAGES = {
+    "javascript": pb.LANGUAGE_JAVASCRIPT,
+    "typescript": pb.LANGUAGE_TYPESCRIPT,
+    "wasm": pb.LANGUAGE_WASM,
+}
+_EXECUTION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_INT32_MAX = 2**31 - 1
+
+
+def new_execution_id() -> str:
+    """new_execution_id returns a fresh random execution id."""
+    return "ptc-" + secrets.token_hex(12)
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(round(seconds * 1e9))
+    return d
+
+
+def _limits(limits: Limits | dict[str, Any]) -> pb.Limits:
+    if isinstance(limits, dict):
+        names = {f.name for f in dataclasses.fields(Limits)}
+        for k in limits:
+            if k not in names:
+                raise InvalidRequestError(f"limits.{k}", f"unknown limit (use {', '.join(sorted(names))})")
+        limits = Limits(**limits)
+    if not isinstance(limits, Limits):
+        raise InvalidRequestError("limits", "limits must be a Limits or a dict")
+    for f in dataclasses.fields(Limits):
+        v = getattr(limits, f.name)
+        integral = f.name not in ("timeout", "cpu_time")
+        ok = isinstance(v, int) if integral else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok or v < 0 or v != v or v == float("inf"):
+            raise InvalidRequestError(f"limits.{f.name}", f"must be a non-negative {'integer' if integral else 'number'}, not {v!r}")
+        if f.name in ("max_tool_calls", "max_concurrent_tool_calls") and v > _INT32_MAX:
+            raise InvalidRequestError(f"limits.{f.name}", "must fit in 32 bits")
+    return pb.Limits(
+        timeout=_duration(limits.timeout) if limits.timeout else None,
+        cpu_time=_duration(limits.cpu_time) if limits.cpu_time else None,
+        memory_bytes=limits.memory_bytes,
+        max_tool_calls=limits.max_tool_calls,
+        max_concurrent_tool_calls=limits.max_concurrent_tool_calls,
+        max_output_bytes=limits.max_output_bytes,
+        max_log_bytes=limits.max_log_bytes,
+    )
+
+
+def execute_request(
+    source: str | None = None,
+    *,
+    language: str | None = None,
+    wasm_module: bytes | None = None,
+    module_sha256: str | None = None,
+    input: Any = None,
+    limits: Limits | dict[str, Any] | None = None,
+    allowed_tools: Iterable[str] | None = None,
+    result_schema: Any = None,
+    execution_id: str | None = None,
+    deterministic: bool = False,
+    seed: int | None = None,
+    clock_start: datetime.datetime | None = None,
+    include_tool_results: bool = False,
+) -> pb.ExecuteRequest:
+    """execute_request checks the options and converts them to the wire
+    request (see Client.execute for their meaning)."""
+    if language is None:
+        language = "wasm" if wasm_module is not None or module_sha256 else "javascript"
+    if language not in _LANGUAGES:
+        raise InvalidRequestError("language", f"unknown language {language!r} (use javascript, typescript or wasm)")
+    if language == "wasm":
+        if wasm_module is None and not module_sha256:
+            raise InvalidRequestError("wasm_module", "a wasm script needs wasm_module or module_sha256")
+        if wasm_module is not None and not isinstance(wasm_module, (bytes, bytearray)):
+            raise InvalidRequestError("wasm_module", "must be bytes")
+    elif not isinstance(source, str) or not source.strip():
+        raise InvalidRequestError("source", "the script source is empty")
+    input_json = ""
+    if input is not None:
+        try:
+            input_json = dumps_strict(input)
+        except NotJSONError as e:
+            raise InvalidRequestError("input", f"the input is not JSON: {e}") from e
+    if execution_id is None:
+        execution_id = new_execution_id()
+    if not isinstance(execution_id, str) or not _EXECUTION_ID_RE.match(execution_id) or "\n" in execution_id:
+        raise InvalidRequestError("execution_id", 'use at most 128 ASCII letters, digits and "._:-"')
+    tools = list(allowed_tools or [])
+    for i, name in enumerate(tools):
+        check_tool_name(name, f"allowed_tools[{i}]")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise InvalidRequestError("seed", "must be an unsigned 64-bit integer")
+    clock = None
+    if clock_start is not None:
+        if not isinstance(clock_start, datetime.datetime):
+            raise InvalidRequestError("clock_start", "must be a datetime")
+        if clock_start.tzinfo is None:
+            raise InvalidRequestError("clock_start", "must be timezone-aware (e.g. datetime.timezone.utc)")
+        clock = timestamp_pb2.Timestamp()
+        clock.FromDatetime(clock_start)
+    return pb.ExecuteRequest(
+        script=pb.Script(
+            language=_LANGUAGES[language],
+            source=source or "",
+            wasm_module=bytes(wasm_module or b""),
+            module_sha256=module_sha256 or "",
+        ),
+        input_json=input_json,
+        limits=_limits(limits) if limits is not None else None,
+        allowed_tools=tools,
+        result_schema_json="" if result_schema is None else schema_json(result_schema, "result_schema"),
+        execution_id=execution_id,
+        deterministic=deterministic,
+        seed=seed or 0,
+        clock_start=clock,
+        include_tool_results=include_tool_results,
+    )

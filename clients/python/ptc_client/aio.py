@@ -1,0 +1,250 @@
+"""AsyncClient: the asyncio client, on grpc.aio. One AsyncClient holds one
+channel and belongs to the event loop it was created on."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable
+
+import grpc
+import grpc.aio
+
+from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
+from ._proto import runner_pb2 as pb
+from ._proto import runner_pb2_grpc as pb_grpc
+from ._request import execute_request
+from ._serve import serve_async
+from .cancel import Cancellation
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError
+from .tools import ClientTool, PreparedTool, prepare_tools
+from .types import LogEntry, Result, ToolList, log_from_pb, result_from_pb, tool_list_from_pb
+
+
+class AsyncClient:
+    """AsyncClient is Client for asyncio: the same methods, as coroutines.
+    Client tool handlers may be coroutine functions (run as tasks) or plain
+    functions (run on worker threads so that they cannot block the loop).
+
+    Cancel an execution with a Cancellation (cancel=, from any thread: run
+    sends CancelExecution and waits up to cancel_grace for the server's
+    result, then raises ptc_client.CancelledError) or by cancelling the
+    task (the RPC ends at once, which cancels the execution on the server,
+    and asyncio.CancelledError propagates as usual)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        metadata: dict[str, str] | None = None,
+        options: ChannelOptions | None = None,
+    ) -> None:
+        """Connect to the server at target, e.g. "127.0.0.1:7878" (see Client)."""
+        check_target(target)
+        opts = channel_options(options)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
+        self._stub = pb_grpc.RunnerServiceStub(self._channel)
+        self._metadata = call_metadata(token, metadata)
+
+    async def close(self) -> None:
+        """close closes the channel; calls in flight fail."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def list_tools(
+        self,
+        *,
+        query: str = "",
+        limit: int = 0,
+        names: Iterable[str] | None = None,
+        include_typescript: bool = False,
+        timeout: float | None = None,
+    ) -> ToolList:
+        """list_tools describes the server's tools (see Client.list_tools)."""
+        req = pb.ListToolsRequest(query=query, limit=limit, names=list(names or []), include_typescript=include_typescript)
+        try:
+            return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
+        except grpc.aio.AioRpcError as e:
+            raise RequestError(e.code(), e.details() or "") from e
+
+    async def execute(self, source: str | None = None, *, cancel: Cancellation | None = None, **options: Any) -> Result:
+        """execute runs a script against the server's tools in one unary
+        call (see Client.execute)."""
+        if "tools" in options or "on_log" in options:
+            raise InvalidRequestError("tools", "client tools and on_log need run (a Session stream), not execute")
+        req = execute_request(source, **options)
+        if cancel is not None and cancel.cancelled:
+            raise CancelledError(cancel.reason or "")
+        loop = asyncio.get_running_loop()
+        call = self._stub.Execute(req, metadata=self._metadata)
+        unsubscribe = cancel._subscribe(lambda _: loop.call_soon_threadsafe(call.cancel)) if cancel is not None else None
+        try:
+            return result_from_pb(await call)
+        except asyncio.CancelledError:
+            if cancel is not None and cancel.cancelled and call.cancelled():
+                raise CancelledError(cancel.reason or "") from None
+            call.cancel()
+            raise
+        except grpc.aio.AioRpcError as e:
+            if cancel is not None and cancel.cancelled:
+                raise CancelledError(cancel.reason or "") from e
+            raise RequestError(e.code(), e.details() or "") from e
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    async def run(
+        self,
+        source: str | None = None,
+        *,
+        tools: Iterable[ClientTool] | None = None,
+        on_log: Callable[[LogEntry], Any] | None = None,
+        cancel: Cancellation | None = None,
+        cancel_grace: float = DEFAULT_CANCEL_GRACE,
+        max_handler_threads: int = 32,
+        **options: Any,
+    ) -> Result:
+        """run runs a script over a Session stream, serving ``tools`` from
+        this process (see Client.run). Coroutine handlers run as tasks;
+        plain functions on a pool of max_handler_threads threads of this
+        run. on_log may be a coroutine function."""
+        prepared = prepare_tools(tools)
+        if on_log is not None and not callable(on_log):
+            raise InvalidRequestError("on_log", "must be callable")
+        check_grace(cancel_grace)
+        if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
+            raise InvalidRequestError("max_handler_threads", "must be a positive integer")
+        execute = execute_request(source, **options)
+        execute.stream_logs = on_log is not None
+        start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
+        if cancel is not None and cancel.cancelled:
+            raise CancelledError(cancel.reason or "")
+        # Threads start only for plain-function handlers that are called.
+        pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
+        try:
+            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, cancel, cancel_grace, pool).run(start)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _AsyncSession:
+    """_AsyncSession is one Session stream: this task reads the responses;
+    a task per tool call serves it and writes its answer (writes are
+    serialised by a lock). Everything ends when run returns: the call is
+    cancelled if it has not finished, handler tasks are cancelled and
+    handlers on threads see ctx.ended set."""
+
+    def __init__(
+        self,
+        stub: pb_grpc.RunnerServiceStub,
+        metadata: tuple[tuple[str, str], ...],
+        tools: dict[str, PreparedTool],
+        on_log: Callable[[LogEntry], Any] | None,
+        cancel: Cancellation | None,
+        grace: float,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self.stub, self.metadata, self.tools, self.on_log = stub, metadata, tools, on_log
+        self.cancel, self.grace, self.executor = cancel, grace, executor
+        self.ended = threading.Event()
+        self.write_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.cancel_reason: str | None = None
+        self.gave_up = False  # this session cancelled the call itself
+
+    async def send(self, call: Any, m: pb.SessionRequest) -> None:
+        if self.ended.is_set():
+            return
+        async with self.write_lock:
+            try:
+                await call.write(m)
+            except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError):
+                pass  # the stream already failed; the read loop reports it
+
+    async def serve(self, call: Any, tc: pb.ToolCall) -> None:
+        result = await serve_async(self.tools.get(tc.tool), tc, self.ended, self.executor)
+        await self.send(call, pb.SessionRequest(tool_result=result))
+
+    async def run(self, start: pb.SessionRequest) -> Result:
+        execution_id = start.start.execute.execution_id
+        loop = asyncio.get_running_loop()
+        call = self.stub.Session(metadata=self.metadata)
+        grace_handle: asyncio.TimerHandle | None = None
+
+        def give_up() -> None:
+            self.gave_up = True
+            call.cancel()
+
+        def on_cancel(reason: str) -> None:  # on the loop
+            nonlocal grace_handle
+            if self.ended.is_set() or self.cancel_reason is not None:
+                return
+            self.cancel_reason = reason
+            self._spawn(self.send(call, pb.SessionRequest(cancel=pb.CancelExecution(reason=reason))))
+            if self.grace == 0:
+                give_up()
+            else:
+                grace_handle = loop.call_later(self.grace, give_up)
+
+        unsubscribe = self.cancel._subscribe(lambda r: loop.call_soon_threadsafe(on_cancel, r)) if self.cancel is not None else None
+        heard = False
+        try:
+            await self.send(call, start)
+            while True:
+                m = await call.read()
+                if m is grpc.aio.EOF:
+                    if self.cancel_reason is not None:
+                        raise CancelledError(self.cancel_reason)
+                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight())
+                heard = True
+                kind = m.WhichOneof("msg")
+                if kind == "tool_call":
+                    self._spawn(self.serve(call, m.tool_call))
+                elif kind == "log" and self.on_log is not None:
+                    out = self.on_log(log_from_pb(m.log))
+                    if asyncio.iscoroutine(out):
+                        await out
+                elif kind == "result":
+                    res = result_from_pb(m.result)
+                    if self.cancel_reason is not None:
+                        raise CancelledError(self.cancel_reason, res)
+                    return res
+        except asyncio.CancelledError:
+            if self.gave_up and self.cancel_reason is not None:
+                raise CancelledError(self.cancel_reason) from None
+            raise
+        except grpc.aio.AioRpcError as e:
+            if self.cancel_reason is not None:
+                raise CancelledError(self.cancel_reason) from None
+            code, details = e.code(), e.details() or ""
+            if heard and code in LOST_CODES:
+                raise ConnectionLostError(code, details, execution_id, self._inflight()) from None
+            raise RequestError(code, details) from None
+        finally:
+            self.ended.set()
+            call.cancel()
+            if grace_handle is not None:
+                grace_handle.cancel()
+            if unsubscribe is not None:
+                unsubscribe()
+            for t in self.tasks:
+                t.cancel()
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    def _inflight(self) -> int:
+        return sum(1 for t in self.tasks if not t.done())

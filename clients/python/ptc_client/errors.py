@@ -1,0 +1,131 @@
+"""The exceptions the client raises.
+
+Every exception is a PtcError; each class says where the problem is, so
+callers branch with ``except``, never on message text:
+
+- InvalidRequestError: the request or a tool definition is invalid; nothing was sent.
+- RequestError: the server refused the request (a gRPC status code).
+- ConnectionLostError: the connection ended before the execution's result arrived.
+- CancelledError: the caller cancelled the execution.
+- ExecutionError: the script failed (kind SCRIPT_ERROR, TIMEOUT, ...). It is
+  Result.error, and raised only by Result.unwrap().
+- ToolError: raised by a client tool handler to fail the call with a code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import grpc
+
+if TYPE_CHECKING:
+    from .types import ErrorKind, Result
+
+
+class PtcError(Exception):
+    """PtcError is the base class of every exception this package raises."""
+
+
+class InvalidRequestError(PtcError):
+    """InvalidRequestError reports a request or client tool definition that
+    the client refused before sending anything: an invalid schema, a
+    duplicate tool name, an input that is not JSON, a missing handler.
+    ``path`` names the offending field, e.g.
+    ``tools[1].input_schema.properties.city.type``."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"ptc: {path}: {message}")
+        self.path = path
+
+
+class RequestError(PtcError):
+    """RequestError is a request-level problem reported by the server or the
+    transport as a gRPC status: INVALID_ARGUMENT (a malformed request, an
+    unknown tool in allowed_tools, a client tool whose name collides with a
+    server tool), RESOURCE_EXHAUSTED (overload; retry later),
+    UNAUTHENTICATED, PERMISSION_DENIED, FAILED_PRECONDITION (an unknown WASM
+    module digest: send the module), UNIMPLEMENTED, UNAVAILABLE (the server
+    cannot be reached)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, message: str | None = None) -> None:
+        super().__init__(message or f"ptc: {code.name}: {details}")
+        self.code = code
+        self.code_name = code.name
+        self.details = details
+
+
+class ConnectionLostError(RequestError):
+    """ConnectionLostError means the connection to the server ended after the
+    execution was sent and before its result arrived: the server went away
+    (crashed, was killed, the network failed) or closed the stream without
+    a result. The execution's outcome is unknown; client tool calls that
+    were being served were abandoned (their contexts are cancelled)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, execution_id: str, pending_tool_calls: int) -> None:
+        pending = "1 client tool call was" if pending_tool_calls == 1 else f"{pending_tool_calls} client tool calls were"
+        super().__init__(
+            code,
+            details,
+            f"ptc: the connection to the server was lost before execution {execution_id} ended "
+            f"({code.name}: {details}); its outcome is unknown and {pending} still being served",
+        )
+        self.execution_id = execution_id
+        self.pending_tool_calls = pending_tool_calls
+
+
+class CancelledError(PtcError):
+    """CancelledError means the caller cancelled the execution (a
+    Cancellation). ``reason`` is the cancellation's reason; ``result`` is the
+    server's final result (of kind CANCELLED, or whatever the script reached
+    first) when it arrived within the cancellation grace period."""
+
+    kind = "CANCELLED"
+
+    def __init__(self, reason: str = "", result: Result | None = None) -> None:
+        super().__init__("ptc: the execution was cancelled by the caller" + (f": {reason}" if reason else ""))
+        self.reason = reason
+        self.result = result
+
+
+class ExecutionError(PtcError):
+    """ExecutionError is a classified script failure: the ``error`` of a
+    Result whose script failed (a normal, successful call)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind | str,
+        message: str,
+        *,
+        line: int = 0,
+        column: int = 0,
+        script_stack: str = "",
+        tool: str = "",
+        limit: int = 0,
+        observed: int = 0,
+        model_message: str = "",
+        execution_id: str = "",
+    ) -> None:
+        super().__init__(f"ptc: {kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.line = line
+        self.column = column
+        self.script_stack = script_stack
+        self.tool = tool
+        self.limit = limit
+        self.observed = observed
+        self.model_message = model_message
+        self.execution_id = execution_id
+
+
+class ToolError(PtcError):
+    """ToolError is what a client tool handler raises to fail a call with a
+    code of its choice: the script's call rejects with ``err.code == code``
+    and the trace records it. Any other Exception fails the call with code
+    "tool_failed"."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+

@@ -1,0 +1,269 @@
+"""The outcome of an execution and the descriptions of tools, converted
+from the wire into plain Python values: seconds as floats, bytes as ints,
+parsed JSON."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._proto import runner_pb2 as pb
+from .errors import ExecutionError
+
+
+class ErrorKind(str, enum.Enum):
+    """ErrorKind classifies why a script failed, as the proto enum ErrorKind
+    without its prefix. A kind this client does not know yet arrives as the
+    plain string "KIND_<number>"."""
+
+    SYNTAX_ERROR = "SYNTAX_ERROR"
+    SCRIPT_ERROR = "SCRIPT_ERROR"
+    TIMEOUT = "TIMEOUT"
+    CPU_LIMIT = "CPU_LIMIT"
+    MEMORY_LIMIT = "MEMORY_LIMIT"
+    TOOL_CALL_LIMIT = "TOOL_CALL_LIMIT"
+    OUTPUT_LIMIT = "OUTPUT_LIMIT"
+    RESULT_SCHEMA_VIOLATION = "RESULT_SCHEMA_VIOLATION"
+    CANCELLED = "CANCELLED"
+    INTERNAL = "INTERNAL"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def error_kind(kind: int) -> ErrorKind | str:
+    """error_kind maps the wire enum to an ErrorKind."""
+    try:
+        name = pb.ErrorKind.Name(kind)
+    except ValueError:
+        return f"KIND_{kind}"
+    name = name.removeprefix("ERROR_KIND_")
+    try:
+        return ErrorKind(name)
+    except ValueError:
+        return f"KIND_{kind}"
+
+
+@dataclass
+class Limits:
+    """Limits bound one execution. Durations are in seconds; 0 means the
+    server's default, and values above its ceilings are clamped."""
+
+    timeout: float = 0
+    """Wall-clock time, tool waits included (TIMEOUT)."""
+    cpu_time: float = 0
+    """Time the sandbox computes (CPU_LIMIT)."""
+    memory_bytes: int = 0
+    """The sandbox's memory (MEMORY_LIMIT)."""
+    max_tool_calls: int = 0
+    """Tool calls (TOOL_CALL_LIMIT when the rejected call is uncaught)."""
+    max_concurrent_tool_calls: int = 0
+    """Calls in flight at once; more wait."""
+    max_output_bytes: int = 0
+    """Size of the result JSON (OUTPUT_LIMIT)."""
+    max_log_bytes: int = 0
+    """Captured console output (truncated beyond)."""
+
+
+@dataclass
+class LogEntry:
+    """LogEntry is one line of the script's console output."""
+
+    level: str
+    """"log", "info", "warn", "error" or "debug"."""
+    message: str
+    at: float
+    """Seconds since the execution started."""
+
+
+@dataclass
+class Stats:
+    """Stats measure one execution (durations in seconds)."""
+
+    duration: float = 0
+    cpu_time: float = 0
+    queue_time: float = 0
+    peak_memory_bytes: int = 0
+    tool_calls: int = 0
+    tool_result_bytes: int = 0
+    """JSON bytes the tools delivered into the sandbox."""
+    output_bytes: int = 0
+    log_bytes: int = 0
+
+
+@dataclass
+class ToolCallRecord:
+    """ToolCallRecord is the audit record of one tool call."""
+
+    seq: int
+    tool: str
+    arguments_json: str
+    ok: bool
+    error_code: str
+    """The tool's code, or ptc's (invalid_arguments, tool_failed, invalid_output, ...)."""
+    error_message: str
+    started_after: float
+    duration: float
+    result_bytes: int
+    result_json: str
+    """Set only with include_tool_results."""
+
+
+@dataclass
+class Result:
+    """Result is the outcome of one execution. A script that failed is a
+    Result with ok False and error set, not an exception."""
+
+    execution_id: str
+    ok: bool
+    value: Any
+    """The parsed result when ok; None otherwise."""
+    result_json: str
+    """The result as JSON text when ok; "" otherwise."""
+    error: ExecutionError | None
+    model_message: str
+    """The server's model-facing explanation of a failure; "" when ok. See for_model."""
+    logs: list[LogEntry] = field(default_factory=list)
+    logs_truncated: bool = False
+    stats: Stats = field(default_factory=Stats)
+    trace: list[ToolCallRecord] = field(default_factory=list)
+    effective_limits: Limits = field(default_factory=Limits)
+
+    def for_model(self) -> str:
+        """for_model returns what a harness pastes into the model's context:
+        the result JSON when the script succeeded, else the short
+        explanation of the failure (kind, line, what to change)."""
+        if self.ok:
+            return self.result_json
+        return self.model_message or (str(self.error) if self.error else "the script failed")
+
+    def unwrap(self) -> Any:
+        """unwrap returns the value, or raises the ExecutionError."""
+        if not self.ok:
+            raise self.error or ExecutionError(ErrorKind.INTERNAL, "the result has neither a value nor an error")
+        return self.value
+
+
+@dataclass
+class ToolDefinition:
+    """ToolDefinition describes a server tool."""
+
+    name: str
+    description: str
+    input_schema: Any
+    """The arguments' JSON Schema; None when any JSON is accepted."""
+    output_schema: Any
+    """The result's JSON Schema; None when not validated."""
+
+
+@dataclass
+class ToolList:
+    """ToolList is the answer of list_tools."""
+
+    tools: list[ToolDefinition]
+    typescript: str
+    """Declarations of ``tools`` and ``input`` (with include_typescript)."""
+    prompt: str
+    """Tells a model how to write a ptc script."""
+    approx_tokens: int
+    matches: list[tuple[str, float]]
+    """(name, score) for a query, in the order of tools."""
+
+
+def seconds(d: Any) -> float:
+    """seconds converts a protobuf Duration to seconds."""
+    return d.seconds + d.nanos / 1e9
+
+
+def log_from_pb(entry: pb.LogEntry) -> LogEntry:
+    """log_from_pb converts one console entry."""
+    return LogEntry(level=entry.level, message=entry.message, at=seconds(entry.at))
+
+
+def result_from_pb(r: pb.ExecuteResponse) -> Result:
+    """result_from_pb converts an ExecuteResponse into a Result."""
+    err = None
+    if r.HasField("error"):
+        e = r.error
+        err = ExecutionError(
+            error_kind(e.kind),
+            e.message,
+            line=e.line,
+            column=e.column,
+            script_stack=e.stack,
+            tool=e.tool,
+            limit=e.limit,
+            observed=e.observed,
+            model_message=r.model_message,
+            execution_id=r.execution_id,
+        )
+    st, lim = r.stats, r.effective_limits
+    res = Result(
+        execution_id=r.execution_id,
+        ok=err is None,
+        value=None,
+        result_json="",
+        error=err,
+        model_message=r.model_message,
+        logs=[log_from_pb(entry) for entry in r.logs],
+        logs_truncated=r.logs_truncated,
+        stats=Stats(
+            duration=seconds(st.duration),
+            cpu_time=seconds(st.cpu_time),
+            queue_time=seconds(st.queue_time),
+            peak_memory_bytes=st.peak_memory_bytes,
+            tool_calls=st.tool_calls,
+            tool_result_bytes=st.tool_result_bytes,
+            output_bytes=st.output_bytes,
+            log_bytes=st.log_bytes,
+        ),
+        trace=[
+            ToolCallRecord(
+                seq=t.seq,
+                tool=t.tool,
+                arguments_json=t.arguments_json,
+                ok=t.ok,
+                error_code=t.error_code,
+                error_message=t.error_message,
+                started_after=seconds(t.started_after),
+                duration=seconds(t.duration),
+                result_bytes=t.result_bytes,
+                result_json=t.result_json,
+            )
+            for t in r.trace
+        ],
+        effective_limits=Limits(
+            timeout=seconds(lim.timeout),
+            cpu_time=seconds(lim.cpu_time),
+            memory_bytes=lim.memory_bytes,
+            max_tool_calls=lim.max_tool_calls,
+            max_concurrent_tool_calls=lim.max_concurrent_tool_calls,
+            max_output_bytes=lim.max_output_bytes,
+            max_log_bytes=lim.max_log_bytes,
+        ),
+    )
+    if res.ok:
+        res.result_json = r.result_json or "null"
+        res.value = json.loads(res.result_json)
+    return res
+
+
+def tool_list_from_pb(r: pb.ListToolsResponse) -> ToolList:
+    """tool_list_from_pb converts a ListToolsResponse."""
+    return ToolList(
+        tools=[
+            ToolDefinition(
+                name=t.name,
+                description=t.description,
+                input_schema=json.loads(t.input_schema_json) if t.input_schema_json else None,
+                output_schema=json.loads(t.output_schema_json) if t.output_schema_json else None,
+            )
+            for t in r.tools
+        ],
+        typescript=r.typescript,
+        prompt=r.prompt,
+        approx_tokens=r.approx_tokens,
+        matches=[(m.name, m.score) for m in r.matches],
+    )

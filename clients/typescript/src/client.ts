@@ -1,0 +1,217 @@
+// Client: the public entry point. One Client holds one gRPC channel to a
+// ptcd server and is safe to share.
+
+import { create } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { CancelledError, InvalidRequestError, RequestError } from "./errors.js";
+import { ListToolsRequestSchema, SessionStartSchema, ToolDefinitionSchema, type ListToolsResponse } from "./gen/ptc/v1/runner_pb.js";
+import { executeRequestPB, type ExecuteOptions } from "./request.js";
+import { resultFromPB, type LogEntry, type Result } from "./result.js";
+import { Transport } from "./rpc.js";
+import type { JSONSchema } from "./schema.js";
+import { runSession } from "./session.js";
+import { prepareTools, type ClientTool } from "./tools.js";
+
+/** ClientOptions configure a Client. */
+export interface ClientOptions {
+  /** credentials secure the channel; the default is plaintext (grpc.credentials.createInsecure()). */
+  credentials?: grpc.ChannelCredentials;
+  /** token is sent as "authorization: Bearer <token>" on every call. */
+  token?: string;
+  /** metadata is sent on every call. */
+  metadata?: Record<string, string>;
+  /**
+   * channelOptions are passed to @grpc/grpc-js (keepalive, message sizes,
+   * ...). The client accepts messages up to 64 MiB (ptcd's largest response)
+   * unless "grpc.max_receive_message_length" says otherwise.
+   */
+  channelOptions?: grpc.ClientOptions;
+}
+
+/** RunOptions describe one execution whose client tools this process serves. */
+export interface RunOptions extends ExecuteOptions {
+  /** tools are the client tools the script may call besides the server's. */
+  tools?: readonly ClientTool[];
+  /** onLog receives each console line live. If it throws, the execution is cancelled and run rejects with its error. */
+  onLog?: (entry: LogEntry) => void;
+  /**
+   * cancelGraceMs bounds how long, after `signal` aborts, run waits for
+   * the server's CANCELLED result before it cancels the stream. Default 5000.
+   */
+  cancelGraceMs?: number;
+}
+
+/** ListToolsOptions select the server tools to describe. */
+export interface ListToolsOptions {
+  /** query ranks tools by relevance to this text. */
+  query?: string;
+  /** limit caps the number of tools; 0 or absent means all. */
+  limit?: number;
+  /** names restricts the answer to these tools (an unknown name is INVALID_ARGUMENT). */
+  names?: string[];
+  /** includeTypescript asks for TypeScript declarations of the tools. */
+  includeTypescript?: boolean;
+  signal?: AbortSignal;
+}
+
+/** ToolDefinition describes a server tool. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** inputSchema is the arguments' JSON Schema; undefined when any JSON is accepted. */
+  inputSchema: JSONSchema | undefined;
+  /** outputSchema is the result's JSON Schema; undefined when not validated. */
+  outputSchema: JSONSchema | undefined;
+}
+
+/** ToolList is the answer of listTools. */
+export interface ToolList {
+  tools: ToolDefinition[];
+  /** typescript declares `tools` and `input` for a script (with includeTypescript). */
+  typescript: string;
+  /** prompt tells a model how to write a ptc script. */
+  prompt: string;
+  /** approxTokens estimates the model tokens of prompt, typescript and descriptions. */
+  approxTokens: number;
+  /** matches are the relevance scores with a query, in the order of tools. */
+  matches: Array<{ name: string; score: number }>;
+}
+
+/**
+ * defaultMaxReceiveBytes is the largest message the client accepts unless
+ * channelOptions say otherwise: ptcd's default grpc.max_send_bytes, so
+ * that results up to the 16 MiB output ceiling, with their trace, arrive.
+ */
+const defaultMaxReceiveBytes = 64 << 20;
+
+/** defaultCancelGraceMs is RunOptions.cancelGraceMs's default. */
+const defaultCancelGraceMs = 5000;
+
+/**
+ * Client talks to a ptcd server: `execute` runs a script against the
+ * server's tools, `run` also serves client tools from this process, and
+ * `listTools` describes the server's tools for a model. Request problems
+ * reject with RequestError (a gRPC code) or InvalidRequestError (found
+ * before sending); a script that fails resolves with `ok: false` and a
+ * classified `error`.
+ */
+export class Client {
+  private readonly transport: Transport;
+  private readonly metadata: grpc.Metadata;
+
+  /** Create a client of the server at target, e.g. "127.0.0.1:7878". */
+  constructor(target: string, options: ClientOptions = {}) {
+    if (typeof target !== "string" || target === "") throw new InvalidRequestError("target", "the server address is empty");
+    this.transport = new Transport(target, options.credentials ?? grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": defaultMaxReceiveBytes,
+      ...options.channelOptions,
+    });
+    this.metadata = new grpc.Metadata();
+    for (const [k, v] of Object.entries(options.metadata ?? {})) this.metadata.set(k, v);
+    if (options.token !== undefined) this.metadata.set("authorization", `Bearer ${options.token}`);
+  }
+
+  /** close closes the channel; calls in flight fail. */
+  close(): void {
+    this.transport.close();
+  }
+
+  /** listTools describes the server's tools. */
+  listTools(options: ListToolsOptions = {}): Promise<ToolList> {
+    const req = create(ListToolsRequestSchema, {
+      query: options.query ?? "",
+      limit: options.limit ?? 0,
+      names: options.names ?? [],
+      includeTypescript: options.includeTypescript ?? false,
+    });
+    return this.unary<ListToolsResponse, ToolList>(options.signal,
+      (md, cb) => this.transport.listTools(req, md, {}, cb),
+      (res) => ({
+        tools: res.tools.map((t) => ({
+          name: t.name,
+          description: t.description,
+          inputSchema: t.inputSchemaJson === "" ? undefined : (JSON.parse(t.inputSchemaJson) as JSONSchema),
+          outputSchema: t.outputSchemaJson === "" ? undefined : (JSON.parse(t.outputSchemaJson) as JSONSchema),
+        })),
+        typescript: res.typescript,
+        prompt: res.prompt,
+        approxTokens: res.approxTokens,
+        matches: res.matches.map((m) => ({ name: m.name, score: m.score })),
+      }));
+  }
+
+  /**
+   * execute runs a script against the server's tools in one unary call.
+   * Client tools need run.
+   */
+  execute(options: ExecuteOptions): Promise<Result> {
+    if ((options as RunOptions)?.tools !== undefined || (options as RunOptions)?.onLog !== undefined) {
+      return Promise.reject(new InvalidRequestError("tools", "client tools and onLog need run (a Session stream), not execute"));
+    }
+    let req;
+    try {
+      req = executeRequestPB(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.unary(options.signal, (md, cb) => this.transport.execute(req, md, {}, cb), resultFromPB);
+  }
+
+  /**
+   * run runs a script over a Session stream, serving `tools` from this
+   * process: each call of the script to one of them runs its handler
+   * (concurrently with the others) and the answer goes back into the
+   * script. A handler's ToolError fails the call with its code; any other
+   * exception with "tool_failed"; a result that is not JSON with
+   * "invalid_output". Console lines stream to onLog. `signal` cancels.
+   */
+  run(options: RunOptions): Promise<Result> {
+    let start;
+    let tools;
+    try {
+      tools = prepareTools(options.tools, (d) => create(ToolDefinitionSchema, d));
+      const execute = executeRequestPB(options);
+      execute.streamLogs = options.onLog !== undefined;
+      if (options.onLog !== undefined && typeof options.onLog !== "function") throw new InvalidRequestError("onLog", "must be a function");
+      start = create(SessionStartSchema, { execute, clientTools: [...tools.values()].map((t) => t.definition) });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const grace = options.cancelGraceMs ?? defaultCancelGraceMs;
+    if (!Number.isFinite(grace) || grace < 0) return Promise.reject(new InvalidRequestError("cancelGraceMs", "must be a non-negative number"));
+    return runSession(this.transport, start, {
+      tools,
+      onLog: options.onLog,
+      signal: options.signal,
+      cancelGraceMs: grace,
+      metadata: this.metadata.clone(),
+    });
+  }
+
+  /** unary makes one unary call that the signal cancels, converting its answer. */
+  private unary<R, T>(signal: AbortSignal | undefined,
+    start: (md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: R) => void) => grpc.ClientUnaryCall,
+    convert: (res: R) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new CancelledError(signal.reason));
+        return;
+      }
+      let call: grpc.ClientUnaryCall | undefined = undefined;
+      const onAbort = () => call?.cancel();
+      call = start(this.metadata.clone(), (err, res) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (signal?.aborted) reject(new CancelledError(signal.reason));
+        else if (err) reject(new RequestError(err.code, err.details, { cause: err }));
+        else {
+          try {
+            resolve(convert(res as R));
+          } catch (e) {
+            reject(e);
+          }
+        }
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}

@@ -1,0 +1,139 @@
+// The errors the client throws. Every error is a PtcError; each class says
+// where the problem is, so callers branch with `instanceof`, never on text:
+//
+//   InvalidRequestError  the request or a tool definition is invalid; nothing was sent
+//   RequestError         the server refused the request (a gRPC status code)
+//   ConnectionLostError  the connection ended before the execution's result arrived
+//   CancelledError       the caller's AbortSignal ended the execution
+//   ExecutionError       the script failed (kind SCRIPT_ERROR, TIMEOUT, ...): it
+//                        is Result.error, and thrown only by unwrap()
+//   ToolError            thrown by a client tool handler to fail the call with a code
+
+import { status as grpcStatus } from "@grpc/grpc-js";
+import type { Result } from "./result.js";
+
+/** PtcError is the base class of every error this package throws. */
+export class PtcError extends Error {
+  override name = "PtcError";
+}
+
+/**
+ * InvalidRequestError reports a request or client tool definition that the
+ * client refused before sending anything: an invalid schema, a duplicate
+ * tool name, an input that is not JSON, a missing handler. `path` names the
+ * offending field, e.g. `tools[1].inputSchema.properties.city.type`.
+ */
+export class InvalidRequestError extends PtcError {
+  override name = "InvalidRequestError";
+  /** path names the offending field of the request. */
+  readonly path: string;
+
+  constructor(path: string, message: string, options?: { cause?: unknown }) {
+    super(`ptc: ${path}: ${message}`, options);
+    this.path = path;
+  }
+}
+
+/** grpcCodeName returns the canonical name of a gRPC status code, e.g. "INVALID_ARGUMENT". */
+export function grpcCodeName(code: number): string {
+  const name = (grpcStatus as unknown as Record<number, string>)[code];
+  return typeof name === "string" ? name : `CODE_${code}`;
+}
+
+/**
+ * RequestError is a request-level problem reported by the server or the
+ * transport as a gRPC status: INVALID_ARGUMENT (a malformed request, an
+ * unknown tool in allowedTools, a client tool whose name collides with a
+ * server tool), RESOURCE_EXHAUSTED (overload; retry later),
+ * UNAUTHENTICATED, PERMISSION_DENIED, FAILED_PRECONDITION (an unknown WASM
+ * module digest: send the module), UNIMPLEMENTED, UNAVAILABLE (the server
+ * cannot be reached).
+ */
+export class RequestError extends PtcError {
+  override name = "RequestError";
+  /** code is the numeric gRPC status code (see `status` in @grpc/grpc-js). */
+  readonly code: number;
+  /** codeName is the status code's name, e.g. "INVALID_ARGUMENT". */
+  readonly codeName: string;
+  /** details is the server's message. */
+  readonly details: string;
+
+  constructor(code: number, details: string, options?: { cause?: unknown; message?: string }) {
+    super(options?.message ?? `ptc: ${grpcCodeName(code)}: ${details}`, options);
+    this.code = code;
+    this.codeName = grpcCodeName(code);
+    this.details = details;
+  }
+}
+
+/**
+ * ConnectionLostError means the connection to the server ended after the
+ * execution was sent and before its result arrived: the server went away
+ * (crashed, was killed, the network failed) or closed the stream without a
+ * result. The execution's outcome is unknown; client tool calls that were
+ * being served were abandoned (their handlers' signals are aborted).
+ */
+export class ConnectionLostError extends RequestError {
+  override name = "ConnectionLostError";
+  /** executionId is the id of the execution whose outcome is unknown. */
+  readonly executionId: string;
+  /** pendingToolCalls counts client tool calls that were still being served. */
+  readonly pendingToolCalls: number;
+
+  constructor(code: number, details: string, executionId: string, pendingToolCalls: number, options?: { cause?: unknown }) {
+    const pending = pendingToolCalls === 1 ? "1 client tool call was" : `${pendingToolCalls} client tool calls were`;
+    super(code, details, {
+      ...options,
+      message:
+        `ptc: the connection to the server was lost before execution ${executionId} ended ` +
+        `(${grpcCodeName(code)}: ${details}); its outcome is unknown and ${pending} still being served`,
+    });
+    this.executionId = executionId;
+    this.pendingToolCalls = pendingToolCalls;
+  }
+}
+
+/**
+ * CancelledError means the caller's AbortSignal ended the call. `reason` is
+ * the signal's reason. `result` is the server's final result (of kind
+ * CANCELLED, or whatever the script reached first) when it arrived within
+ * the cancellation grace period.
+ */
+export class CancelledError extends PtcError {
+  override name = "CancelledError";
+  /** kind is always "CANCELLED", as in ExecutionError.kind. */
+  readonly kind = "CANCELLED" as const;
+  /** reason is the AbortSignal's reason. */
+  readonly reason: unknown;
+  /** result is the server's final result, if it arrived before the client gave up waiting. */
+  readonly result: Result | undefined;
+
+  constructor(reason: unknown, result?: Result) {
+    super(`ptc: the execution was cancelled by the caller${describeReason(reason)}`, { cause: reason });
+    this.reason = reason;
+    this.result = result;
+  }
+}
+
+function describeReason(reason: unknown): string {
+  if (reason instanceof Error && reason.message) return `: ${reason.message}`;
+  if (typeof reason === "string" && reason) return `: ${reason}`;
+  return "";
+}
+
+/**
+ * ToolError is what a client tool handler throws to fail a call with a
+ * code of its choice: the script's call rejects with `err.code === code`
+ * and the trace records it. Any other exception fails the call with code
+ * "tool_failed" (a thrown value that is not an Error: "tool_panic").
+ */
+export class ToolError extends PtcError {
+  override name = "ToolError";
+  /** code is a short machine-readable code, e.g. "not_found". */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}

@@ -1,0 +1,24 @@
+// @ptcrun/client: the TypeScript client of ptc, a sandboxed runner for
+// programmatic tool calling. See docs/clients.md in the ptc repository.
+//
+// Adapters live in subpath exports so that their SDKs stay optional:
+//   @ptcrun/client/ai             a Vercel AI SDK tool
+//   @ptcrun/client/openai-agents  an OpenAI Agents SDK function tool
+
+export { Client, type ClientOptions, type ListToolsOptions, type RunOptions, type ToolDefinition, type ToolList } from "./client.js";
+export { CancelledError, ConnectionLostError, InvalidRequestError, PtcError, RequestError, ToolError, grpcCodeName } from "./errors.js";
+export { NotJSONError, toJSONStrict } from "./json.js";
+export { newExecutionId, type ExecuteOptions, type Language } from "./request.js";
+export {
+  ExecutionError,
+  forModel,
+  unwrap,
+  type ErrorKind,
+  type Limits,
+  type LogEntry,
+  type Result,
+  type Stats,
+  type ToolCallRecord,
+} from "./result.js";
+export { type InferOutput, type JSONSchema, type SchemaLike, type StandardJSONSchema } from "./schema.js";
+export { clientTool, type ClientTool, type ToolCallContext, type ToolHandler } from "./tools.js";

@@ -1,0 +1,274 @@
+// The outcome of an execution, converted from the wire (ExecuteResponse)
+// into plain values: numbers in milliseconds and bytes, parsed JSON.
+
+import type { Duration } from "@bufbuild/protobuf/wkt";
+import { PtcError } from "./errors.js";
+import {
+  ErrorKind as ErrorKindPB,
+  type ExecuteResponse,
+  type ExecutionError as ExecutionErrorPB,
+  type Limits as LimitsPB,
+  type LogEntry as LogEntryPB,
+  type ToolCallRecord as ToolCallRecordPB,
+} from "./gen/ptc/v1/runner_pb.js";
+
+/**
+ * ErrorKind classifies why a script failed, as in the proto enum ErrorKind
+ * without its prefix. A kind this client does not know yet arrives as
+ * "KIND_<number>".
+ */
+export type ErrorKind =
+  | "SYNTAX_ERROR"
+  | "SCRIPT_ERROR"
+  | "TIMEOUT"
+  | "CPU_LIMIT"
+  | "MEMORY_LIMIT"
+  | "TOOL_CALL_LIMIT"
+  | "OUTPUT_LIMIT"
+  | "RESULT_SCHEMA_VIOLATION"
+  | "CANCELLED"
+  | "INTERNAL"
+  | `KIND_${number}`;
+
+/** errorKindName maps the wire enum to an ErrorKind. */
+export function errorKindName(kind: ErrorKindPB): ErrorKind {
+  const name = ErrorKindPB[kind] as string | undefined;
+  if (name === undefined || kind === ErrorKindPB.UNSPECIFIED) return `KIND_${kind}`;
+  return name as ErrorKind;
+}
+
+/**
+ * ExecutionError is a classified script failure: the `error` of a Result
+ * whose script failed (a normal, successful call). It is an Error, so a
+ * harness may throw it (unwrap does).
+ */
+export class ExecutionError extends PtcError {
+  override name = "ExecutionError";
+  /** kind classifies the failure. */
+  readonly kind: ErrorKind;
+  /** line is the 1-based line in the source, 0 when unknown. */
+  readonly line: number;
+  /** column is the 1-based column in the source, 0 when unknown. */
+  readonly column: number;
+  /** scriptStack is the script-level stack trace, if any. */
+  readonly scriptStack: string;
+  /** tool names the tool involved, if any. */
+  readonly tool: string;
+  /** limit is, for a limit breach, the limit in its unit (bytes, calls, nanoseconds); 0 otherwise. */
+  readonly limit: number;
+  /** observed is, for a limit breach, the value that exceeded it, when known; 0 otherwise. */
+  readonly observed: number;
+  /** modelMessage is the server's short, model-facing explanation of the failure. */
+  readonly modelMessage: string;
+  /** executionId identifies the execution. */
+  readonly executionId: string;
+
+  constructor(fields: {
+    kind: ErrorKind;
+    message: string;
+    line?: number;
+    column?: number;
+    scriptStack?: string;
+    tool?: string;
+    limit?: number;
+    observed?: number;
+    modelMessage?: string;
+    executionId?: string;
+  }) {
+    super(`ptc: ${fields.kind}: ${fields.message}`);
+    this.kind = fields.kind;
+    this.line = fields.line ?? 0;
+    this.column = fields.column ?? 0;
+    this.scriptStack = fields.scriptStack ?? "";
+    this.tool = fields.tool ?? "";
+    this.limit = fields.limit ?? 0;
+    this.observed = fields.observed ?? 0;
+    this.modelMessage = fields.modelMessage ?? "";
+    this.executionId = fields.executionId ?? "";
+  }
+}
+
+/** Limits bound one execution. Durations are in milliseconds; 0 means the server's default. */
+export interface Limits {
+  /** timeoutMs bounds the wall-clock time, tool waits included (TIMEOUT). */
+  timeoutMs: number;
+  /** cpuTimeMs bounds the time the sandbox computes (CPU_LIMIT). */
+  cpuTimeMs: number;
+  /** memoryBytes bounds the sandbox's memory (MEMORY_LIMIT). */
+  memoryBytes: number;
+  /** maxToolCalls bounds the tool calls (TOOL_CALL_LIMIT when uncaught). */
+  maxToolCalls: number;
+  /** maxConcurrentToolCalls bounds the calls in flight; more wait. */
+  maxConcurrentToolCalls: number;
+  /** maxOutputBytes bounds the result JSON (OUTPUT_LIMIT). */
+  maxOutputBytes: number;
+  /** maxLogBytes bounds captured console output (truncated beyond). */
+  maxLogBytes: number;
+}
+
+/** LogEntry is one line of the script's console output. */
+export interface LogEntry {
+  /** level is "log", "info", "warn", "error" or "debug". */
+  level: string;
+  /** message is the line's text. */
+  message: string;
+  /** atMs is the time since the execution started. */
+  atMs: number;
+}
+
+/** Stats measure one execution. */
+export interface Stats {
+  durationMs: number;
+  cpuTimeMs: number;
+  queueTimeMs: number;
+  peakMemoryBytes: number;
+  toolCalls: number;
+  /** toolResultBytes counts the JSON bytes tools delivered into the sandbox. */
+  toolResultBytes: number;
+  /** outputBytes is the size of the result JSON. */
+  outputBytes: number;
+  logBytes: number;
+}
+
+/** ToolCallRecord is the audit record of one tool call. */
+export interface ToolCallRecord {
+  seq: number;
+  tool: string;
+  argumentsJson: string;
+  ok: boolean;
+  /** errorCode is the tool's code, or ptc's (invalid_arguments, tool_failed, invalid_output, ...). */
+  errorCode: string;
+  errorMessage: string;
+  startedAfterMs: number;
+  durationMs: number;
+  resultBytes: number;
+  /** resultJson is set only with includeToolResults. */
+  resultJson: string;
+}
+
+/**
+ * Result is the outcome of one execution. A script that failed is a
+ * Result with `ok: false` and `error` set, not an exception.
+ */
+export interface Result<T = unknown> {
+  /** executionId identifies the execution. */
+  executionId: string;
+  /** ok is true when the script returned a result. */
+  ok: boolean;
+  /** value is the parsed result when ok; undefined otherwise. */
+  value: T | undefined;
+  /** resultJson is the result as JSON text when ok; "" otherwise. */
+  resultJson: string;
+  /** error classifies the failure when not ok. */
+  error: ExecutionError | undefined;
+  /** modelMessage is the server's model-facing explanation of a failure; "" when ok. See forModel. */
+  modelMessage: string;
+  logs: LogEntry[];
+  logsTruncated: boolean;
+  stats: Stats;
+  trace: ToolCallRecord[];
+  /** effectiveLimits are the limits that applied. */
+  effectiveLimits: Limits;
+}
+
+/**
+ * forModel returns what a harness pastes into the model's context: the
+ * result JSON when the script succeeded, else the short explanation of the
+ * failure (kind, line, what to change).
+ */
+export function forModel(result: Result): string {
+  return result.ok ? result.resultJson : result.modelMessage || result.error?.message || "the script failed";
+}
+
+/** unwrap returns the result's value, or throws its ExecutionError. */
+export function unwrap<T>(result: Result<T>): T {
+  if (!result.ok) {
+    throw result.error ?? new ExecutionError({ kind: "INTERNAL", message: "the result has neither a value nor an error" });
+  }
+  return result.value as T;
+}
+
+/** durationMs converts a protobuf Duration to milliseconds. */
+export function durationMs(d: Duration | undefined): number {
+  if (!d) return 0;
+  return Number(d.seconds) * 1000 + d.nanos / 1e6;
+}
+
+function limitsFromPB(l: LimitsPB | undefined): Limits {
+  return {
+    timeoutMs: durationMs(l?.timeout),
+    cpuTimeMs: durationMs(l?.cpuTime),
+    memoryBytes: Number(l?.memoryBytes ?? 0n),
+    maxToolCalls: l?.maxToolCalls ?? 0,
+    maxConcurrentToolCalls: l?.maxConcurrentToolCalls ?? 0,
+    maxOutputBytes: Number(l?.maxOutputBytes ?? 0n),
+    maxLogBytes: Number(l?.maxLogBytes ?? 0n),
+  };
+}
+
+/** logFromPB converts one console entry. */
+export function logFromPB(l: LogEntryPB): LogEntry {
+  return { level: l.level, message: l.message, atMs: durationMs(l.at) };
+}
+
+function recordFromPB(r: ToolCallRecordPB): ToolCallRecord {
+  return {
+    seq: r.seq,
+    tool: r.tool,
+    argumentsJson: r.argumentsJson,
+    ok: r.ok,
+    errorCode: r.errorCode,
+    errorMessage: r.errorMessage,
+    startedAfterMs: durationMs(r.startedAfter),
+    durationMs: durationMs(r.duration),
+    resultBytes: Number(r.resultBytes),
+    resultJson: r.resultJson,
+  };
+}
+
+function errorFromPB(e: ExecutionErrorPB, modelMessage: string, executionId: string): ExecutionError {
+  return new ExecutionError({
+    kind: errorKindName(e.kind),
+    message: e.message,
+    line: e.line,
+    column: e.column,
+    scriptStack: e.stack,
+    tool: e.tool,
+    limit: Number(e.limit),
+    observed: Number(e.observed),
+    modelMessage,
+    executionId,
+  });
+}
+
+/** resultFromPB converts an ExecuteResponse into a Result. */
+export function resultFromPB(r: ExecuteResponse): Result {
+  const st = r.stats;
+  const out: Result = {
+    executionId: r.executionId,
+    ok: r.error === undefined,
+    value: undefined,
+    resultJson: "",
+    error: r.error ? errorFromPB(r.error, r.modelMessage, r.executionId) : undefined,
+    modelMessage: r.modelMessage,
+    logs: r.logs.map(logFromPB),
+    logsTruncated: r.logsTruncated,
+    stats: {
+      durationMs: durationMs(st?.duration),
+      cpuTimeMs: durationMs(st?.cpuTime),
+      queueTimeMs: durationMs(st?.queueTime),
+      peakMemoryBytes: Number(st?.peakMemoryBytes ?? 0n),
+      toolCalls: st?.toolCalls ?? 0,
+      toolResultBytes: Number(st?.toolResultBytes ?? 0n),
+      outputBytes: Number(st?.outputBytes ?? 0n),
+      logBytes: Number(st?.logBytes ?? 0n),
+    },
+    trace: r.trace.map(recordFromPB),
+    effectiveLimits: limitsFromPB(r.effectiveLimits),
+  };
+  if (out.ok) {
+    out.resultJson = r.resultJson === "" ? "null" : r.resultJson;
+    out.value = JSON.parse(out.resultJson);
+  }
+  return out;
+}
