@@ -5,5 +5,9 @@ func allCases() []tcase {
 	var cs []tcase
 	cs = append(cs, escapeCases()...)
 	cs = append(cs, bombCases()...)
+	cs = append(cs, floodCases()...)
+	cs = append(cs, toolsCases()...)
+	cs = append(cs, accountingCases()...)
+	cs = append(cs, execIDCases()...)
 	return cs
 }
