@@ -9,5 +9,6 @@ func allCases() []tcase {
 	cs = append(cs, toolsCases()...)
 	cs = append(cs, accountingCases()...)
 	cs = append(cs, execIDCases()...)
+	cs = append(cs, sessionCases()...)
 	return cs
 }

@@ -96,3 +96,6 @@ func noToolCalls(r *ptcv1.ExecuteResponse) error {
 	}
 	return nil
 }
+
+// jsonUnmarshal decodes JSON text into v.
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
