@@ -84,6 +84,11 @@ type tcase struct {
 	// its level before the case while the case runs.
 	serverGrowth int64
 
+	// serverSettle, when set, bounds how far above its level before the
+	// case ptcd's RSS may stay once the case is over (within 10s): what
+	// one execution needed must be given back.
+	serverSettle int64
+
 	// defect names a known defect that makes the case fail today; the
 	// case is skipped until it is fixed. defectModes restricts it to some
 	// modes (zero: every mode of the case).
@@ -98,6 +103,7 @@ type want struct {
 	ok      bool              // a successful execution is accepted
 	results []string          // with ok: the accepted results (compact JSON); none: any
 	kinds   []ptcv1.ErrorKind // accepted error kinds
+	orCode  codes.Code        // also accepted: the RPC fails with this code
 	check   func(*ptcv1.ExecuteResponse) error
 }
 
@@ -116,6 +122,9 @@ func refused(code codes.Code) want { return want{code: code} }
 
 // or also accepts a failed execution of kinds.
 func (w want) or(kinds ...ptcv1.ErrorKind) want { w.kinds = append(w.kinds, kinds...); return w }
+
+// orRefused also accepts the RPC failing with code.
+func (w want) orRefused(code codes.Code) want { w.orCode = code; return w }
 
 // and adds a condition on the response.
 func (w want) and(check func(*ptcv1.ExecuteResponse) error) want {
@@ -240,8 +249,10 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
 	e := &env{srv: srv, c: srv.rpc(), dir: dir, mark: srv.log.mark()}
 	var sampler *rssSampler
 	var before int64
-	if c.serverGrowth > 0 {
+	if c.serverGrowth > 0 || c.serverSettle > 0 {
 		before, _ = rssOf(srv.pid())
+	}
+	if c.serverGrowth > 0 {
 		sampler = sampleRSS(srv.pid())
 	}
 	// The client gives the server a little more than the bound, so that
@@ -279,7 +290,19 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
 		}
 	}
 	if err := srv.alive(); err != nil {
-		problems = append(problems, err.Error())
+		return append(problems, err.Error())
+	}
+	if c.serverSettle > 0 {
+		var now int64
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			now, _ = rssOf(srv.pid())
+			if now <= before+c.serverSettle || time.Now().After(deadline) {
+				break
+			}
+		}
+		if now > before+c.serverSettle {
+			problems = append(problems, fmt.Sprintf("ptcd's RSS stayed at %s 10s after the case (before it: %s; allowed: +%s)", mib(now), mib(before), mib(c.serverSettle)))
+		}
 	}
 	return problems
 }
@@ -292,6 +315,9 @@ func (w want) verify(res *ptcv1.ExecuteResponse, err error) []string {
 		if err != nil || res != nil {
 			return []string{"unexpected answer: " + got}
 		}
+		return nil
+	}
+	if err != nil && w.orCode != codes.OK && status.Code(err) == w.orCode {
 		return nil
 	}
 	if w.code != codes.OK {

@@ -10,5 +10,6 @@ func allCases() []tcase {
 	cs = append(cs, accountingCases()...)
 	cs = append(cs, execIDCases()...)
 	cs = append(cs, sessionCases()...)
+	cs = append(cs, protocolCases()...)
 	return cs
 }

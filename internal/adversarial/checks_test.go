@@ -99,3 +99,6 @@ func noToolCalls(r *ptcv1.ExecuteResponse) error {
 
 // jsonUnmarshal decodes JSON text into v.
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// protoUnmarshal decodes wire bytes into m.
+func protoUnmarshal(b []byte, m proto.Message) error { return proto.Unmarshal(b, m) }
