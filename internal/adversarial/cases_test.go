@@ -11,5 +11,6 @@ func allCases() []tcase {
 	cs = append(cs, execIDCases()...)
 	cs = append(cs, sessionCases()...)
 	cs = append(cs, protocolCases()...)
+	cs = append(cs, concurrencyCases()...)
 	return cs
 }
