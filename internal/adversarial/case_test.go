@@ -498,7 +498,6 @@ func TestMain(m *testing.M) {
 // two modes side by side, and logs a summary per family and mode.
 func TestAdversarial(t *testing.T) {
 	cases := allCases()
-	checkCases(t, cases)
 	var tl tally
 	t.Cleanup(func() { t.Log("adversarial suite:" + tl.summary()) })
 	for _, m := range []mode{worker, inprocess} {
@@ -535,6 +534,49 @@ func TestAdversarial(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCaseTable checks the table itself — unique names, a family, a
+// bound and an attack per case, at least 120 cases, and a fast case of
+// every family in each mode — and logs how many cases each family has.
+func TestCaseTable(t *testing.T) {
+	cases := allCases()
+	checkCases(t, cases)
+	if len(cases) < 120 {
+		t.Errorf("%d cases, want at least 120", len(cases))
+	}
+	type key struct {
+		f family
+		m mode
+	}
+	all, fast, defects := map[key]int{}, map[key]int{}, map[key]int{}
+	for _, c := range cases {
+		for _, m := range []mode{worker, inprocess} {
+			if !c.applies(m) {
+				continue
+			}
+			k := key{c.family, m}
+			all[k]++
+			if c.fast {
+				fast[k]++
+			}
+			if c.defectIn(m) != "" {
+				defects[k]++
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d cases\n%-12s %-10s %5s %5s %7s\n", len(cases), "family", "mode", "cases", "fast", "defect")
+	for _, f := range families {
+		for _, m := range []mode{worker, inprocess} {
+			k := key{f, m}
+			fmt.Fprintf(&b, "%-12s %-10s %5d %5d %7d\n", f, m, all[k], fast[k], defects[k])
+			if fast[k] == 0 {
+				t.Errorf("family %s has no fast case in %s mode", f, m)
+			}
+		}
+	}
+	t.Log("case table:\n" + b.String())
 }
 
 // checkCases checks the table itself: unique names, a family, a bound,

@@ -44,7 +44,7 @@ func floodCases() []tcase {
 			serverGrowth: 128 * MiB,
 			defect:       logCapDefect,
 		},
-		f("log-huge-entry", `console.log("x".repeat(16 << 20)); return 1`, succeeds("1").and(logsBounded), false, maxLogs(64*KiB)),
+		f("log-huge-entry", `console.log("x".repeat(4 << 20)); return 1`, succeeds("1").and(logsBounded), false, maxLogs(64*KiB)),
 		f("log-many-small", `for (let i = 0; i < 2e5; i++) console.log("entry " + i); return 1`, succeeds("1").and(logsBounded), true, maxLogs(64*KiB)),
 		f("log-levels", `console.log("a"); console.info("b"); console.warn("c"); console.error("d"); console.debug("e"); return 1`,
 			succeeds("1").and(func(r *ptcv1.ExecuteResponse) error {

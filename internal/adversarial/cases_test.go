@@ -5,6 +5,7 @@ func allCases() []tcase {
 	var cs []tcase
 	cs = append(cs, escapeCases()...)
 	cs = append(cs, bombCases()...)
+	cs = append(cs, crashCases()...)
 	cs = append(cs, floodCases()...)
 	cs = append(cs, toolsCases()...)
 	cs = append(cs, accountingCases()...)

@@ -75,10 +75,11 @@ func allowed(names ...string) opt { return func(r *ptcv1.ExecuteRequest) { r.All
 
 func withResults(r *ptcv1.ExecuteRequest) { r.IncludeToolResults = true }
 
-// tight are the limits of a bomb: it ends in seconds whatever it does.
+// tight are the limits of a bomb: it ends in seconds whatever it does,
+// with time enough on a loaded machine to reach its memory limit first.
 func tight(r *ptcv1.ExecuteRequest) {
-	timeout(3 * time.Second)(r)
-	cpu(2 * time.Second)(r)
+	timeout(6 * time.Second)(r)
+	cpu(3 * time.Second)(r)
 	memory(64 << 20)(r)
 }
 
