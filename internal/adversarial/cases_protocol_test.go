@@ -35,7 +35,7 @@ var _ encoding.Codec = rawCodec{}
 func rawExecute(wire []byte) func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 	return func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 		var out []byte
-		err := e.srv.conn.Invoke(ctx, "/ptc.v1.RunnerService/Execute", wire, &out, grpc.ForceCodec(rawCodec{}))
+		err := e.srv.connection().Invoke(ctx, "/ptc.v1.RunnerService/Execute", wire, &out, grpc.ForceCodec(rawCodec{}))
 		if err != nil {
 			return nil, err
 		}

@@ -50,15 +50,19 @@ type server struct {
 	dir  string // working directory of ptcd (holds relative-path probes)
 	cfg  string // configuration file
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when the process has exited
-	exit   error         // the process's exit status, after done
-	addr   string
+	log *logTail // standard error of every process, one after the other
+
+	mu     sync.Mutex // guards the fields below, replaced by a restart
+	p      *proc
 	conn   *grpc.ClientConn
 	client ptcv1.RunnerServiceClient
-	log    *logTail
-	starts int
+}
+
+// proc is one ptcd process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	exit error         // the exit status; set before done is closed
 }
 
 // newServer starts ptcd in mode m with testdata/<m>.yaml. It is stopped
@@ -77,10 +81,8 @@ func newServer(t testing.TB, m mode) *server {
 	return s
 }
 
-// start starts the process and waits until it listens.
+// start starts a process and waits until it listens.
 func (s *server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command(ptcdBinary, "--config", s.cfg)
 	cmd.Dir = s.dir
 	// Only what ptcd needs: no caller secrets leak into the tested server.
@@ -89,44 +91,42 @@ func (s *server) start() error {
 	if err != nil {
 		return err
 	}
+	mark := s.log.mark()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	lim := unix.Rlimit{Cur: safetyDataLimit(s.mode), Max: safetyDataLimit(s.mode)}
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &lim, nil)
-	s.starts++
-	s.cmd = cmd
-	done := make(chan struct{})
-	s.done = done
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	ready := make(chan string, 1)
-	mark := s.log.mark()
 	// The reader owns stderr until EOF (the process exited); it then reaps
 	// the process and closes done.
 	go func() {
 		s.log.consume(stderr, ready)
-		err := cmd.Wait()
-		s.mu.Lock()
-		s.exit = err
-		s.mu.Unlock()
-		close(done)
+		p.exit = cmd.Wait()
+		close(p.done)
 	}()
+	var addr string
 	select {
-	case addr := <-ready:
-		s.addr = addr
-	case <-done:
-		return fmt.Errorf("ptcd (%s) exited at start-up (%v): %s", s.mode, s.exit, s.log.since(mark))
+	case addr = <-ready:
+	case <-p.done:
+		return fmt.Errorf("ptcd (%s) exited at start-up (%v): %s", s.mode, p.exit, s.log.since(mark))
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
+		<-p.done
 		return fmt.Errorf("ptcd (%s) did not listen within 30s: %s", s.mode, s.log.since(mark))
 	}
-	conn, err := grpc.NewClient(s.addr,
+	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.MaxCallSendMsgSize(256<<20)))
 	if err != nil {
+		_ = cmd.Process.Kill()
+		<-p.done
 		return err
 	}
-	s.conn = conn
-	s.client = ptcv1.NewRunnerServiceClient(conn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.p, s.conn, s.client = p, conn, ptcv1.NewRunnerServiceClient(conn)
 	return nil
 }
 
@@ -137,23 +137,29 @@ func (s *server) rpc() ptcv1.RunnerServiceClient {
 	return s.client
 }
 
-// pid returns the current process id.
-func (s *server) pid() int {
+// connection returns the current client connection.
+func (s *server) connection() *grpc.ClientConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
+	return s.conn
 }
+
+// process returns the current process.
+func (s *server) process() *proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
+}
+
+// pid returns the current process id.
+func (s *server) pid() int { return s.process().cmd.Process.Pid }
 
 // exited reports whether the process has exited, and how.
 func (s *server) exited() (bool, error) {
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
+	p := s.process()
 	select {
-	case <-done:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return true, s.exit
+	case <-p.done:
+		return true, p.exit
 	default:
 		return false, nil
 	}
@@ -162,25 +168,28 @@ func (s *server) exited() (bool, error) {
 // stop ends the process (SIGTERM, then SIGKILL) and closes the client.
 func (s *server) stop() {
 	s.mu.Lock()
-	cmd, done, conn := s.cmd, s.done, s.conn
+	p, conn := s.p, s.conn
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Close()
 	}
-	if cmd == nil {
+	if p == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	workers := childrenOf(p.cmd.Process.Pid)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 	// Workers leave with their supervisor (their socket reaches EOF); a
-	// straggler is killed by its process group.
-	for _, w := range childrenOf(cmd.Process.Pid) {
-		_ = syscall.Kill(-w, syscall.SIGKILL)
+	// straggler is killed by its process group (each worker leads one).
+	for _, w := range workers {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", w)); err == nil && exe == ptcdBinary {
+			_ = syscall.Kill(-w, syscall.SIGKILL)
+		}
 	}
 }
 
