@@ -16,6 +16,14 @@ const hostNames = `["process","require","module","exports","Buffer","global","__
  "Deno","Bun","os","fs","child_process","importScripts","load","print","quit","readline","read",
  "__go","goja","vm","host","syscall","runtime","WebAssembly","SharedArrayBuffer","Atomics"]`
 
+// standardGlobals are the global names a script sees (goja's GoError
+// included).
+const standardGlobals = "AggregateError,Array,ArrayBuffer,BigInt,BigInt64Array,BigUint64Array,Boolean,DataView,Date,Error,EvalError," +
+	"Float32Array,Float64Array,Function,GoError,Infinity,Int16Array,Int32Array,Int8Array,JSON,Map,Math,NaN,Number,Object,Promise,Proxy," +
+	"RangeError,ReferenceError,Reflect,RegExp,Set,String,Symbol,SyntaxError,TypeError,URIError,Uint16Array,Uint32Array,Uint8Array," +
+	"Uint8ClampedArray,WeakMap,WeakSet,console,decodeURI,decodeURIComponent,encodeURI,encodeURIComponent,escape,eval,globalThis,input," +
+	"isFinite,isNaN,parseFloat,parseInt,tools,undefined,unescape"
+
 // sourceMapForms are the compile paths a script reaches, each with a
 // source that names a source map with PATH.
 var sourceMapForms = []struct {
@@ -138,6 +146,19 @@ return bad.filter((n) => seen.has(n) || typeof globalThis[n] !== "undefined")`),
 			want: succeeds(`[]`),
 		},
 		tcase{
+			// Everything a script can see is the same in every mode: the
+			// ECMAScript built-ins goja provides, input, tools, console.
+			name: "globals-parity", family: famEscape, bound: 5 * time.Second,
+			req:  jsReq(`return [Object.getOwnPropertyNames(globalThis).sort().join(","), Object.getOwnPropertyNames(console).sort().join(","), typeof input]`),
+			want: succeeds(`["` + standardGlobals + `","debug,error,info,log,warn","object"]`),
+		},
+		tcase{
+			name: "tools-properties-parity", family: famEscape, bound: 5 * time.Second,
+			req:    jsReq(`return Object.getOwnPropertyNames(tools).sort().join(",")`),
+			want:   succeeds(`"$describe,$search,get_budget_by_level,get_expenses,get_team_members"`),
+			defect: searchDefect, defectModes: worker,
+		},
+		tcase{
 			name: "no-host-globals-typescript", family: famEscape, bound: 5 * time.Second,
 			req:  tsReq(`const bad: string[] = ` + hostNames + `; return bad.filter((n: string) => typeof (globalThis as any)[n] !== "undefined")`),
 			want: succeeds(`[]`),
@@ -178,6 +199,24 @@ return [/\.go\b|github\.com|\/home\/|\/tmp\/|\/work\//.test(s), /goroutine|runti
 			want: succeeds(`[1970,true]`),
 		},
 	)
+	cs = append(cs, tcase{
+		// Running scripts in ptcd's own process is the operator's explicit
+		// choice, and ptcd says at start-up that they are not sandboxed.
+		name: "inprocess-warns-at-start", family: famEscape, modes: inprocess, bound: 5 * time.Second, want: checkedByDo,
+		defect: "in-process mode is logged at INFO (\"execution isolation\"); ptcd logs no warning that scripts then run unsandboxed in its own process",
+		do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+			e.srv.mu.Lock()
+			log := e.srv.startLog
+			e.srv.mu.Unlock()
+			for _, line := range strings.Split(log, "\n") {
+				if strings.Contains(line, `"level":"WARN"`) && strings.Contains(strings.ToLower(line), "process") {
+					return nil, nil
+				}
+			}
+			e.fail("no start-up warning about in-process execution in: %s", clip(log, 600))
+			return nil, nil
+		},
+	})
 	cs = append(cs, pollutionCases()...)
 	return cs
 }

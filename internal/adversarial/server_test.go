@@ -52,10 +52,11 @@ type server struct {
 
 	log *logTail // standard error of every process, one after the other
 
-	mu     sync.Mutex // guards the fields below, replaced by a restart
-	p      *proc
-	conn   *grpc.ClientConn
-	client ptcv1.RunnerServiceClient
+	mu       sync.Mutex // guards the fields below, replaced by a restart
+	p        *proc
+	startLog string // what the process logged until it listened
+	conn     *grpc.ClientConn
+	client   ptcv1.RunnerServiceClient
 }
 
 // proc is one ptcd process.
@@ -127,6 +128,7 @@ func (s *server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.p, s.conn, s.client = p, conn, ptcv1.NewRunnerServiceClient(conn)
+	s.startLog = s.log.since(mark)
 	return nil
 }
 
