@@ -146,6 +146,38 @@ func concurrencyCases() []tcase {
 			do: admissionCase,
 		},
 		{
+			// What one burst of large requests needed is given back.
+			name: "supervisor-releases-large-sources", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
+			defect: "ptcd keeps its high-water RSS: 10s after 32 concurrent requests of 1 MiB source + 7 MiB input it still holds ~560 MiB (worker mode) / ~1.2 GiB (in-process), from ~27 MiB",
+			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				src := "return 1 //" + strings.Repeat("x", 1<<20-20)
+				in := `"` + strings.Repeat("y", 7<<20) + `"`
+				runBurst(ctx, e, []burstItem{{"large", jsReq(src, input(in), timeout(30*time.Second)), succeeds("1")}}, 32)
+				return nil, nil
+			},
+		},
+		{
+			name: "supervisor-releases-large-client-results", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
+			defect: "ptcd keeps its high-water RSS: 10s after 8 sessions that each received a 20 MiB client tool result it still holds +300 MiB (worker mode) / +640 MiB (in-process)",
+			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				var wg sync.WaitGroup
+				for i := 0; i < 8; i++ {
+					wg.Add(1)
+					// One goroutine per session; it ends with the session.
+					go func() {
+						defer wg.Done()
+						s, err := openSession(ctx, e.c, jsReq(`return (await tools.fetch({})).length`, memory(512*MiB), timeout(30*time.Second)), echo)
+						if err != nil {
+							return
+						}
+						_, _, _ = s.serve(answerWith(s, `"`+strings.Repeat("z", 20<<20)+`"`))
+					}()
+				}
+				wg.Wait()
+				return nil, nil
+			},
+		},
+		{
 			name: "pool-shrinks-after-burst", family: famConcurrency, bound: 120 * time.Second, want: checkedByDo, modes: worker,
 			defect: "after a burst the pool keeps every worker it started (tens of idle processes, ~25 MiB each) indefinitely instead of shrinking back to workers.idle",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
