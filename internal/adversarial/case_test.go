@@ -148,7 +148,11 @@ type env struct {
 	mark int64  // the server's log position at the start of the case
 
 	problems []string // what do found wrong beyond the response
+	skipped  string   // why do could not attack here (a tool is missing)
 }
+
+// skip records that the case cannot run in this environment.
+func (e *env) skip(reason string) { e.skipped = reason }
 
 // fail records a problem found by a case's do function.
 func (e *env) fail(format string, args ...any) {
@@ -244,8 +248,7 @@ func (c *tcase) defectIn(m mode) string {
 
 // runCase runs c against srv and returns the problems found (empty when
 // the case passes).
-func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
-	var problems []string
+func runCase(t *testing.T, c *tcase, srv *server, dir string) (problems []string, skipped string) {
 	e := &env{srv: srv, c: srv.rpc(), dir: dir, mark: srv.log.mark()}
 	var sampler *rssSampler
 	var before int64
@@ -268,6 +271,9 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
 	}
 	took := time.Since(start)
 	cancel()
+	if e.skipped != "" {
+		return nil, e.skipped
+	}
 	t.Logf("answered in %v: %s", took.Round(time.Millisecond), describe(res, err))
 	if sampler != nil {
 		peak := sampler.stop()
@@ -290,7 +296,7 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
 		}
 	}
 	if err := srv.alive(); err != nil {
-		return append(problems, err.Error())
+		return append(problems, err.Error()), ""
 	}
 	if c.serverSettle > 0 {
 		var now int64
@@ -304,7 +310,7 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) []string {
 			problems = append(problems, fmt.Sprintf("ptcd's RSS stayed at %s 10s after the case (before it: %s; allowed: +%s)", mib(now), mib(before), mib(c.serverSettle)))
 		}
 	}
-	return problems
+	return problems, ""
 }
 
 // verify compares an answer with w, and checks the invariants every
@@ -516,8 +522,11 @@ func TestAdversarial(t *testing.T) {
 						tl.add(c.family, m, "skip")
 						t.Skipf("KNOWN DEFECT, case skipped: %s", d)
 					}
-					problems := runCase(t, c, srv, dir)
+					problems, skipped := runCase(t, c, srv, dir)
 					switch {
+					case skipped != "":
+						tl.add(c.family, m, "skip")
+						t.Skipf("cannot run here: %s", skipped)
 					case d != "" && len(problems) == 0:
 						tl.add(c.family, m, "fail")
 						t.Errorf("the defect %q no longer reproduces: remove the case's defect note", d)

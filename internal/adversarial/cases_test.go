@@ -4,6 +4,7 @@ package adversarial
 func allCases() []tcase {
 	var cs []tcase
 	cs = append(cs, escapeCases()...)
+	cs = append(cs, fileAccessCases()...)
 	cs = append(cs, bombCases()...)
 	cs = append(cs, crashCases()...)
 	cs = append(cs, floodCases()...)
