@@ -288,29 +288,29 @@ func (s *server) outcomeOf(mark int64, id string) (string, error) {
 
 // alive checks that the server still serves: the process runs and a
 // trivial execution succeeds within 15s. A dead or hung server is
-// restarted; the returned error says what happened.
-func (s *server) alive() error {
-	if dead, exit := s.exited(); dead {
-		tail := crashSummary(s.log.since(s.log.mark() - 1<<20))
-		if err := s.restart(); err != nil {
-			return fmt.Errorf("SERVER CRASHED (%v) and could not be restarted: %v; log tail:\n%s", exit, err, tail)
-		}
-		return fmt.Errorf("SERVER CRASHED (%v); restarted; log tail:\n%s", exit, tail)
-	}
-	err := trivial(s.rpc(), 15*time.Second)
-	if err == nil {
-		return nil
-	}
+// restarted; the returned error says what happened, with what the server
+// logged after mark.
+func (s *server) alive(mark int64) error {
 	dead, exit := s.exited()
-	tail := crashSummary(s.log.since(s.log.mark() - 1<<20))
-	what := "SERVER HUNG (alive but a trivial execution failed: " + err.Error() + ")"
-	if dead {
-		what = fmt.Sprintf("SERVER CRASHED (%v)", exit)
+	if !dead {
+		err := trivial(s.rpc(), 15*time.Second)
+		if err == nil {
+			return nil
+		}
+		if dead, exit = s.exited(); !dead {
+			return s.replace(mark, "SERVER HUNG (alive, but a trivial execution failed: "+err.Error()+")")
+		}
 	}
-	if rerr := s.restart(); rerr != nil {
-		return fmt.Errorf("%s and could not be restarted: %v; log tail:\n%s", what, rerr, tail)
+	return s.replace(mark, fmt.Sprintf("SERVER CRASHED (%v)", exit))
+}
+
+// replace restarts the server after what went wrong and describes it.
+func (s *server) replace(mark int64, what string) error {
+	tail := crashSummary(s.log.since(mark))
+	if err := s.restart(); err != nil {
+		return fmt.Errorf("%s and could not be restarted: %v; its log:\n%s", what, err, tail)
 	}
-	return fmt.Errorf("%s; restarted; log tail:\n%s", what, tail)
+	return fmt.Errorf("%s; restarted; its log:\n%s", what, tail)
 }
 
 // trivial runs `return 1 + 1` and expects 2.

@@ -87,7 +87,7 @@ func TestSoak(t *testing.T) {
 			if len(failed) > 0 {
 				t.Errorf("%d of %d soak executions failed, e.g. %s", len(failed), soakRuns, failed[0])
 			}
-			if err := srv.alive(); err != nil {
+			if err := srv.alive(0); err != nil {
 				t.Error(err)
 			}
 			// Generous bounds: a leak of a few KiB per execution would
