@@ -166,10 +166,10 @@ func bombCases() []tcase {
 }
 
 const (
-	regexDefect          = "a regular expression cut off by the match timeout silently reports no match (test false, exec null, search -1, replace/split unchanged)"
-	hostileErrorDefect   = "a thrown value with hostile message/stack getters (or a Proxy) ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR"
-	sortDefect           = "a sort comparator that truncates the array ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR or a result"
-	guardDefect          = "ArrayBuffer and typed-array sizes are not checked against the memory limit: in worker mode the allocation kills the worker (MEMORY_LIMIT, not a catchable RangeError); in-process 2 GiB is allocated under a 64 MiB limit (\"allocated\"), or ptcd dies out of memory"
+	regexDefect        = "a regular expression cut off by the match timeout silently reports no match (test false, exec null, search -1, replace/split unchanged)"
+	hostileErrorDefect = "a thrown value with hostile message/stack getters (or a Proxy) ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR"
+	sortDefect         = "a sort comparator that truncates the array ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR or a result"
+	guardDefect        = "ArrayBuffer and typed-array sizes are not checked against the memory limit: in worker mode the allocation kills the worker (MEMORY_LIMIT, not a catchable RangeError); in-process 2 GiB is allocated under a 64 MiB limit (\"allocated\"), or ptcd dies out of memory"
 )
 
 // defective marks c with a known defect (in modes, when given).
