@@ -10,8 +10,8 @@ import (
 )
 
 // bombBound is the bound of a bomb under tight limits: the 6s timeout,
-// the worker's kill grace and slack for a loaded machine.
-const bombBound = 15 * time.Second
+// the worker's kill grace and slack for a heavily loaded machine.
+const bombBound = 20 * time.Second
 
 // memoryBomb expects MEMORY_LIMIT, or the catchable RangeError of a size
 // guard left uncaught.
