@@ -15,12 +15,20 @@
 //
 // A case whose current behaviour is known to be wrong carries a defect
 // note: it is skipped, loudly, until the defect is fixed and the note is
-// removed. `go test -run TestAdversarial ./internal/adversarial -defects`
-// runs the marked cases too and reports which ones still reproduce.
+// removed. `go test ./internal/adversarial -tags adversarial -run
+// TestAdversarial -defects` runs the marked cases too (each on a fresh
+// server afterwards) and reports which ones still reproduce and which no
+// longer do; `-family bomb` narrows a run to one family.
 //
 // `go test ./internal/adversarial` runs a fast subset (at least one case of
 // every family in both modes); `go test -tags adversarial` runs every case,
-// the concurrency bursts and the soak.
+// the concurrency bursts and the soak. Each run logs pass/skip/fail counts
+// per family and mode (`-v`); TestCaseTable logs the size of the table.
+//
+// ptcd runs under an RLIMIT_DATA of 8 GiB, so that a server that loses
+// control of its memory dies and is reported instead of exhausting a
+// shared machine. Where strace is installed and permitted, it watches
+// ptcd and its workers for file accesses during executions.
 //
 // The package holds tests only. It imports nothing of ptc but the generated
 // gRPC contract.
