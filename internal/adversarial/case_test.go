@@ -596,6 +596,31 @@ func TestCaseTable(t *testing.T) {
 		}
 	}
 	t.Log("case table:\n" + b.String())
+	// The known defects, each with the cases (and modes) that show it.
+	var order []string
+	byDefect := map[string][]string{}
+	for _, c := range cases {
+		var ms []string
+		d := ""
+		for _, m := range []mode{worker, inprocess} {
+			if c.applies(m) && c.defectIn(m) != "" {
+				ms = append(ms, m.String())
+				d = c.defectIn(m)
+			}
+		}
+		if d == "" {
+			continue
+		}
+		if byDefect[d] == nil {
+			order = append(order, d)
+		}
+		byDefect[d] = append(byDefect[d], c.name+" ("+strings.Join(ms, ", ")+")")
+	}
+	b.Reset()
+	for i, d := range order {
+		fmt.Fprintf(&b, "%d. %s\n   %s\n", i+1, d, strings.Join(byDefect[d], ", "))
+	}
+	t.Logf("%d known defects:\n%s", len(order), b.String())
 }
 
 // checkCases checks the table itself: unique names, a family, a bound,
