@@ -1,12 +1,9 @@
 package adversarial
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,67 +198,6 @@ func (s *server) restart() error {
 	return s.start()
 }
 
-// logTail keeps the last bytes of ptcd's standard error.
-type logTail struct {
-	mu    sync.Mutex
-	buf   []byte
-	max   int
-	total int64 // bytes ever written
-}
-
-func newLogTail(max int) *logTail { return &logTail{max: max} }
-
-// consume reads r line by line until EOF, sending the listen address
-// from the "ptcd listening" record to ready.
-func (l *logTail) consume(r io.Reader, ready chan<- string) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	sent := false
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if !sent && strings.Contains(string(line), `"ptcd listening"`) {
-				var rec struct{ Addr string }
-				if json.Unmarshal(line, &rec) == nil && rec.Addr != "" {
-					ready <- rec.Addr
-					sent = true
-				}
-			}
-			l.write(line)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (l *logTail) write(p []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.total += int64(len(p))
-	l.buf = append(l.buf, p...)
-	if over := len(l.buf) - l.max; over > 0 {
-		l.buf = append(l.buf[:0], l.buf[over:]...)
-	}
-}
-
-// mark returns a position for since.
-func (l *logTail) mark() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.total
-}
-
-// since returns what was logged after mark (as much as is kept).
-func (l *logTail) since(mark int64) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := l.total - mark
-	if n > int64(len(l.buf)) {
-		n = int64(len(l.buf))
-	}
-	return string(l.buf[int64(len(l.buf))-n:])
-}
-
 // outcomeOf returns the outcome ptcd logged for an execution id after
 // mark ("ok" or an error kind), waiting up to 5s for the record.
 func (s *server) outcomeOf(mark int64, id string) (string, error) {
@@ -326,115 +262,3 @@ func trivial(c ptcv1.RunnerServiceClient, bound time.Duration) error {
 	}
 	return nil
 }
-
-// crashSummary picks from a log what says why a process died: the lines
-// around Go's "fatal error:" or "panic:" and the first goroutine's stack
-// head, else the last lines.
-func crashSummary(log string) string {
-	lines := strings.Split(log, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime: ") {
-			end := min(i+16, len(lines))
-			return strings.Join(lines[i:end], "\n")
-		}
-	}
-	return strings.Join(lines[max(0, len(lines)-12):], "\n")
-}
-
-// rssOf returns VmRSS of a process in bytes.
-func rssOf(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			var kb int64
-			_, err := fmt.Sscan(f[1], &kb)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
-}
-
-// childrenOf lists the processes whose parent is pid (ptcd's workers).
-func childrenOf(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		var child int
-		if _, err := fmt.Sscan(e.Name(), &child); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		var state string
-		var ppid int
-		if _, err := fmt.Sscan(s[i+1:], &state, &ppid); err == nil && ppid == pid {
-			out = append(out, child)
-		}
-	}
-	return out
-}
-
-// workerRSS returns the number of ptcd's worker processes and their
-// summed RSS.
-func (s *server) workerRSS() (n int, total int64) {
-	for _, w := range childrenOf(s.pid()) {
-		if r, err := rssOf(w); err == nil {
-			n++
-			total += r
-		}
-	}
-	return n, total
-}
-
-// rssSampler records the highest RSS of a process until stopped.
-type rssSampler struct {
-	stopc chan struct{}
-	done  chan struct{}
-	peak  int64
-}
-
-// sampleRSS starts sampling pid's RSS every 20ms; stop returns the peak.
-func sampleRSS(pid int) *rssSampler {
-	r := &rssSampler{stopc: make(chan struct{}), done: make(chan struct{})}
-	r.peak, _ = rssOf(pid)
-	// The goroutine ends when stop closes stopc.
-	go func() {
-		defer close(r.done)
-		tk := time.NewTicker(20 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-r.stopc:
-				return
-			case <-tk.C:
-				if v, err := rssOf(pid); err == nil && v > r.peak {
-					r.peak = v
-				}
-			}
-		}
-	}()
-	return r
-}
-
-func (r *rssSampler) stop() int64 {
-	close(r.stopc)
-	<-r.done
-	return r.peak
-}
-
-// mib formats bytes in MiB.
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
