@@ -110,7 +110,7 @@ func concurrencyCases() []tcase {
 			defectModes: inprocess,
 		},
 		{
-			name: "burst-64-sessions-disconnect", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo,
+			name: "burst-64-sessions-disconnect", family: famConcurrency, fast: true, bound: 60 * time.Second, want: checkedByDo,
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				var wg sync.WaitGroup
 				var mu sync.Mutex
