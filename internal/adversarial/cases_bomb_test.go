@@ -167,7 +167,7 @@ func bombCases() []tcase {
 		// A worker (or ptcd) that ran a large execution runs the next one:
 		// what the first held must not count against the second's limit.
 		name: "memory-not-charged-to-next-execution", family: famBomb, bound: 120 * time.Second, want: checkedByDo,
-		defect: "intermittent (about 1 run in 2): after an execution that held ~300 MiB and threw (its worker is kept), the next execution on that worker — a trivial one under 64 MiB — ends MEMORY_LIMIT (\"exhausted its memory ... worker process was stopped\", or \"held more than its memory limit of 256 MiB\" after the deep-nesting case): the previous execution's heap is charged to it",
+		defect:      "intermittent (about 1 run in 2): after an execution that held ~300 MiB and threw (its worker is kept), the next execution on that worker — a trivial one under 64 MiB — ends MEMORY_LIMIT (\"exhausted its memory ... worker process was stopped\", or \"held more than its memory limit of 256 MiB\" after the deep-nesting case): the previous execution's heap is charged to it",
 		defectModes: worker,
 		do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 			heavy := jsReq(`let a = []; for (let i = 0; i < 1e6; i++) a = [a, "n" + i]; throw new Error("done")`, memory(1<<30), timeout(30*time.Second), cpu(30*time.Second))
