@@ -153,17 +153,6 @@ func (s *server) process() *proc {
 // pid returns the current process id.
 func (s *server) pid() int { return s.process().cmd.Process.Pid }
 
-// exited reports whether the process has exited, and how.
-func (s *server) exited() (bool, error) {
-	p := s.process()
-	select {
-	case <-p.done:
-		return true, p.exit
-	default:
-		return false, nil
-	}
-}
-
 // stop ends the process (SIGTERM, then SIGKILL) and closes the client.
 func (s *server) stop() {
 	s.mu.Lock()
@@ -227,17 +216,23 @@ func (s *server) outcomeOf(mark int64, id string) (string, error) {
 // restarted; the returned error says what happened, with what the server
 // logged after mark.
 func (s *server) alive(mark int64) error {
-	dead, exit := s.exited()
-	if !dead {
-		err := trivial(s.rpc(), 15*time.Second)
-		if err == nil {
-			return nil
-		}
-		if dead, exit = s.exited(); !dead {
-			return s.replace(mark, "SERVER HUNG (alive, but a trivial execution failed: "+err.Error()+")")
-		}
+	p := s.process()
+	select {
+	case <-p.done:
+		return s.replace(mark, fmt.Sprintf("SERVER CRASHED (%v)", p.exit))
+	default:
 	}
-	return s.replace(mark, fmt.Sprintf("SERVER CRASHED (%v)", exit))
+	err := trivial(s.rpc(), 15*time.Second)
+	if err == nil {
+		return nil
+	}
+	// A server that is dying refuses connections before it is reaped.
+	select {
+	case <-p.done:
+		return s.replace(mark, fmt.Sprintf("SERVER CRASHED (%v)", p.exit))
+	case <-time.After(3 * time.Second):
+		return s.replace(mark, "SERVER HUNG (alive, but a trivial execution failed: "+err.Error()+")")
+	}
 }
 
 // replace restarts the server after what went wrong and describes it.
