@@ -189,7 +189,7 @@ func bombCases() []tcase {
 }
 
 const (
-	oomInternalDefect    = "intermittent: a worker that runs out of memory inside a built-in (String.prototype.split of a 32 MiB string, repeat under a 1-byte limit) dies with Go's out-of-memory error and the execution ends INTERNAL \"the worker process ... exited with status 2 unexpectedly; run it again\" instead of MEMORY_LIMIT"
+	oomInternalDefect  = "intermittent: a worker that runs out of memory inside a built-in (String.prototype.split of a 32 MiB string, repeat under a 1-byte limit) dies with Go's out-of-memory error and the execution ends INTERNAL \"the worker process ... exited with status 2 unexpectedly; run it again\" instead of MEMORY_LIMIT"
 	regexDefect        = "a regular expression cut off by the match timeout silently reports no match (test false, exec null, search -1, replace/split unchanged)"
 	hostileErrorDefect = "a thrown value with hostile message/stack getters (or a Proxy) ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR"
 	sortDefect         = "a sort comparator that truncates the array ends as INTERNAL \"internal error in the JavaScript engine\" instead of SCRIPT_ERROR or a result"
