@@ -69,7 +69,7 @@ func floodCases() []tcase {
 		f("output-utf8-bytes", `return "€".repeat(400000)`, fails(OutputLimit), false),
 		f("output-many-keys", `const o = {}; for (let i = 0; i < 2e5; i++) o["k" + i] = i; return o`, fails(OutputLimit), false),
 		f("output-at-limit", `return "x".repeat(98)`, succeeds(`"`+repeat("x", 98)+`"`), false, maxOutput(100)),
-		f("output-huge-array-of-nulls", `return new Array(5e6).fill(null)`, fails(OutputLimit, MemoryLimit), false),
+		f("output-huge-array-of-nulls", `return new Array(1e6).fill(null)`, fails(OutputLimit, MemoryLimit), false),
 		// Tool calls.
 		defective(f("calls-awaited-over-limit", `for (;;) await tools.get_budget_by_level({level: "junior"});`,
 			fails(ToolCallLimit).and(errorLimit(50)).and(toolCalls(51, 50, "tool_call_limit")), true, maxCalls(50)), refusedCallsDefect),
