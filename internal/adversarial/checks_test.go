@@ -1,0 +1,104 @@
+package adversarial
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// Checks on responses, combined with want.and.
+
+// logsBounded: the logs a response carries cost no more than a small
+// multiple of max_log_bytes, however many entries the script wrote, and
+// the drop is marked.
+func logsBounded(r *ptcv1.ExecuteResponse) error {
+	max := r.GetEffectiveLimits().GetMaxLogBytes()
+	size := int64(proto.Size(&ptcv1.ExecuteResponse{Logs: r.GetLogs()}))
+	if size > 4*max+16<<10 {
+		return fmt.Errorf("LOG CAP BYPASSED: %d log entries take %d bytes in the response, more than 4 × max_log_bytes (%d)", len(r.GetLogs()), size, max)
+	}
+	if !r.GetLogsTruncated() {
+		return fmt.Errorf("logs were dropped but logs_truncated is not set (%d entries kept)", len(r.GetLogs()))
+	}
+	return nil
+}
+
+// toolCalls: stats.tool_calls and the trace count n calls, and the calls
+// after the first ok ones were refused with code.
+func toolCalls(n, ok int, code string) func(*ptcv1.ExecuteResponse) error {
+	return func(r *ptcv1.ExecuteResponse) error {
+		if got := r.GetStats().GetToolCalls(); got != int32(n) {
+			return fmt.Errorf("stats.tool_calls is %d, want %d (refused calls included)", got, n)
+		}
+		if len(r.GetTrace()) != n {
+			return fmt.Errorf("the trace holds %d records, want %d (refused calls included)", len(r.GetTrace()), n)
+		}
+		okSeen := 0
+		for _, rec := range r.GetTrace() {
+			switch {
+			case rec.GetOk():
+				okSeen++
+			case rec.GetErrorCode() != code:
+				return fmt.Errorf("trace record %d failed with %q, want %q", rec.GetSeq(), rec.GetErrorCode(), code)
+			}
+		}
+		if okSeen != ok {
+			return fmt.Errorf("%d calls succeeded, want %d", okSeen, ok)
+		}
+		return nil
+	}
+}
+
+// errorLimit: the breach reports the limit that was exceeded.
+func errorLimit(limit int64) func(*ptcv1.ExecuteResponse) error {
+	return func(r *ptcv1.ExecuteResponse) error {
+		if got := r.GetError().GetLimit(); got != limit {
+			return fmt.Errorf("error.limit is %d, want %d", got, limit)
+		}
+		if o := r.GetError().GetObserved(); o != 0 && o < limit {
+			return fmt.Errorf("error.observed %d is below the limit %d", o, limit)
+		}
+		return nil
+	}
+}
+
+// noGoSymbols: the result names nothing of ptc's Go implementation.
+func noGoSymbols(r *ptcv1.ExecuteResponse) error {
+	for _, leak := range []string{"github.com", ".go", "func(", "(*", "0x", "reflect", "goja", "ptcrun"} {
+		if strings.Contains(r.GetResultJson(), leak) {
+			return fmt.Errorf("GO SYMBOLS VISIBLE to the script (%q): %s", leak, clip(r.GetResultJson(), 400))
+		}
+	}
+	return nil
+}
+
+// resultIs decodes the result into v and calls ok.
+func resultIs[T any](ok func(T) error) func(*ptcv1.ExecuteResponse) error {
+	return func(r *ptcv1.ExecuteResponse) error {
+		var v T
+		if err := json.Unmarshal([]byte(r.GetResultJson()), &v); err != nil {
+			return fmt.Errorf("result %s: %v", clip(r.GetResultJson(), 200), err)
+		}
+		return ok(v)
+	}
+}
+
+// noToolCalls: nothing reached a tool.
+func noToolCalls(r *ptcv1.ExecuteResponse) error {
+	for _, rec := range r.GetTrace() {
+		if rec.GetOk() {
+			return fmt.Errorf("a tool was called: %s(%s)", rec.GetTool(), clip(rec.GetArgumentsJson(), 100))
+		}
+	}
+	return nil
+}
+
+// jsonUnmarshal decodes JSON text into v.
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// protoUnmarshal decodes wire bytes into m.
+func protoUnmarshal(b []byte, m proto.Message) error { return proto.Unmarshal(b, m) }
