@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 )
 
 const callScript = "for (let i = 0; i < input.n; i++) await tools.echo({i}); return input.n"
@@ -37,7 +38,7 @@ func main() {
 	server := flag.String("server", "127.0.0.1:7878", "ptcd address")
 	calls := flag.Int("calls", 2000, "sequential tool calls in the call measurement")
 	runs := flag.Int("runs", 200, "sequential executions in the run measurement")
-	inline := flag.Bool("inline", false, "serve the tool on the stream's goroutine (ptc.Tool.Inline)")
+	inline := flag.Bool("inline", false, "serve the tool on the stream's goroutine (tools.Tool.Inline)")
 	flag.Parse()
 	if err := bench(*server, *calls, *runs, *inline); err != nil {
 		fmt.Fprintln(os.Stderr, "gobench:", err)
@@ -55,9 +56,9 @@ func bench(server string, calls, runs int, inline bool) error {
 
 	var mu sync.Mutex
 	var starts []time.Time
-	echo := ptc.Tool{
-		Definition: ptc.Definition{Name: "echo", InputSchema: json.RawMessage(echoSchema)},
-		Handler: func(_ context.Context, call ptc.Call) (json.RawMessage, error) {
+	echo := tools.Tool{
+		Definition: tools.Definition{Name: "echo", InputSchema: json.RawMessage(echoSchema)},
+		Handler: func(_ context.Context, call tools.Call) (json.RawMessage, error) {
 			mu.Lock()
 			starts = append(starts, time.Now())
 			mu.Unlock()
