@@ -88,7 +88,10 @@ func (m *Mailbox) Close() {
 // should only decode. Next returns ctx's error when ctx ends first (a
 // frame that arrives later is kept for the next call), and the
 // connection's error once it fails. One goroutine at a time may wait on a
-// mailbox.
+// mailbox. Before it waits, Next writes the frames this side queued
+// (Queue); a frame already waiting in the mailbox is returned without
+// writing them, so that answers queued to a batch of frames taken one by
+// one go out together when the batch is done.
 func (m *Mailbox) Next(ctx context.Context, fn func(payload []byte) error) error {
 	c := m.c
 	c.mu.Lock()
@@ -123,6 +126,16 @@ func (m *Mailbox) Next(ctx context.Context, fn func(payload []byte) error) error
 		if err := ctx.Err(); err != nil {
 			c.mu.Unlock()
 			return err
+		}
+		if len(c.pending) > 0 && !c.flushing {
+			// About to wait: what this side queued goes out first (the
+			// answer may depend on it). A frame already here is taken
+			// without writing, so answers queued for a batch of frames
+			// go out together.
+			c.flushing = true
+			_ = c.flushLocked()
+			c.mu.Lock()
+			continue
 		}
 		if c.takeRoleLocked() {
 			c.users++

@@ -116,6 +116,77 @@ func TestMailboxes(t *testing.T) {
 			t.Fatalf("leader: %v", err)
 		}
 	})
+	t.Run("queued frames go out before a waiter blocks", func(t *testing.T) {
+		// Whether the waiter leads (reads itself) or follows (another
+		// goroutine holds the reading role), what it queued is written
+		// before it waits: the answer it waits for may depend on it.
+		for _, follow := range []bool{false, true} {
+			var b *Conn
+			a, b0 := connPair(t, Options{}, Options{Handler: echoHandler(&b)})
+			b = b0
+			serve(b)
+			m, _ := a.Mailbox(1)
+			if follow {
+				other, _ := a.Mailbox(2)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() { _ = other.Next(ctx, func([]byte) error { return nil }) }()
+				waitRole(t, a)
+			}
+			if err := a.Queue(1, []byte("queued")); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := m.Next(context.Background(), func(p []byte) error { got = string(p); return nil }); err != nil || got != "queued" {
+				t.Fatalf("follow=%v: %q, %v", follow, got, err)
+			}
+		}
+	})
+	t.Run("a frame already here is taken without writing", func(t *testing.T) {
+		a, b := connPair(t, Options{}, Options{})
+		m, _ := a.Mailbox(1)
+		// Two frames in one write: the first Next reads both and keeps
+		// the second in the mailbox.
+		for i := range 2 {
+			if err := b.Queue(1, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Next(context.Background(), func([]byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Queue(1, []byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Next(context.Background(), func([]byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		a.mu.Lock()
+		queued := len(a.pending)
+		a.mu.Unlock()
+		if queued == 0 {
+			t.Fatal("the queued answer was written although a frame was waiting")
+		}
+		bm, _ := b.Mailbox(1)
+		next := make(chan string, 1)
+		go func() {
+			var got string
+			_ = bm.Next(context.Background(), func(p []byte) error { got = string(p); return nil })
+			next <- got
+		}()
+		// a now waits: its queued answer goes out first.
+		ctx, cancel := context.WithCancel(context.Background())
+		waited := make(chan error, 1)
+		go func() { waited <- m.Next(ctx, func([]byte) error { return nil }) }()
+		if got := <-next; got != "answer" {
+			t.Fatalf("the peer got %q", got)
+		}
+		cancel()
+		<-waited
+	})
 	t.Run("errors", func(t *testing.T) {
 		a, _ := connPair(t, Options{}, Options{})
 		m, _ := a.Mailbox(1)
