@@ -36,6 +36,13 @@ type Caller interface {
 	// Invocation that performs it. The Invocation may block and may run
 	// on any goroutine; it must be called exactly once.
 	Start(ctx context.Context, name string, args json.RawMessage) Invocation
+	// StartNow is Start for a goroutine that must not wait for a
+	// concurrency slot (a worker's frame reader, which runs inline tools
+	// where it reads their calls): now reports that the Invocation runs
+	// without waiting — the call was refused, or a slot was free and the
+	// Invocation holds it. Otherwise the Invocation waits for a slot like
+	// Start's, and belongs on a goroutine of its own.
+	StartNow(ctx context.Context, name string, args json.RawMessage) (inv Invocation, now bool)
 	// Call is Start followed by its Invocation.
 	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 	// Search ranks the callable tools by relevance to query (at most
@@ -49,6 +56,36 @@ type Caller interface {
 // Invocation performs a started call and returns its JSON result or a
 // *CallError.
 type Invocation func() (json.RawMessage, error)
+
+// Awaiter is implemented by a Caller whose calls are answered by messages
+// it receives — a worker's call proxy, whose calls run in the supervisor —
+// rather than by running Invocations. An engine that finds it waits for
+// the answers itself, on the script's goroutine and for any of its calls
+// at once: no goroutine per call and no hand-off between threads, which
+// cost more than the call itself when the answer crosses a process
+// boundary. It is how an engine waits, not something a script can see:
+// every Caller works without it.
+type Awaiter interface {
+	// Begin starts a call as Start does (numbered in the order of Begin
+	// calls) and returns its ticket; the call's answer comes from Await.
+	// A call to an inline tool may be held back until the next Await, so
+	// that calls made together go out together.
+	Begin(ctx context.Context, name string, args json.RawMessage) uint32
+	// Await sends what Begin held back, then waits for the answer to any
+	// call begun and not yet answered, in the order the answers arrive.
+	// It returns ctx's error when ctx ends first; answers to calls never
+	// awaited are dropped.
+	Await(ctx context.Context) (Answer, error)
+}
+
+// Answer is the outcome of a call begun through an Awaiter.
+type Answer struct {
+	// Ticket is what Begin returned for the call.
+	Ticket uint32
+	// Result is the call's JSON result; Err its *CallError.
+	Result json.RawMessage
+	Err    error
+}
 
 func failed(err error) Invocation {
 	return func() (json.RawMessage, error) { return nil, err }
@@ -188,12 +225,25 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 // MaxRefusedRecords of them are recorded); the returned Invocation waits
 // for a concurrency slot, runs the handler and checks the output.
 func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessage) Invocation {
+	inv, _ := d.start(ctx, name, args, false)
+	return inv
+}
+
+// StartNow is Start that takes a free concurrency slot for the call
+// without waiting: now is true when the call was refused or holds a slot.
+func (d *Dispatcher) StartNow(ctx context.Context, name string, args json.RawMessage) (Invocation, bool) {
+	return d.start(ctx, name, args, true)
+}
+
+// start is Start; with try, it takes a concurrency slot if one is free
+// and reports whether the Invocation runs without waiting.
+func (d *Dispatcher) start(ctx context.Context, name string, args json.RawMessage, try bool) (Invocation, bool) {
 	start := time.Now()
 	d.mu.Lock()
 	if d.calls == math.MaxInt32 {
 		d.mu.Unlock()
 		return failed(&CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
-			Message: "the execution made more tool calls than can be counted"})
+			Message: "the execution made more tool calls than can be counted"}), true
 	}
 	d.calls++
 	seq := d.calls
@@ -213,26 +263,34 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
 			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
 		d.finish(idx, start, nil, err)
-		return failed(err)
+		return failed(err), true
 	}
 	t, ok := d.tools[name]
 	if !ok {
 		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
 			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))}
 		d.finish(idx, start, nil, err)
-		return failed(err)
+		return failed(err), true
 	}
 
 	args, err := checkArgs(t, args)
 	if err != nil {
 		d.finish(idx, start, nil, err)
-		return failed(err)
+		return failed(err), true
+	}
+	held := false
+	if try {
+		select {
+		case d.sem <- struct{}{}:
+			held = true
+		default:
+		}
 	}
 	return func() (json.RawMessage, error) {
-		out, err := d.run(ctx, t, seq, args)
+		out, err := d.run(ctx, t, seq, args, held)
 		d.finish(idx, start, out, err)
 		return out, err
-	}
+	}, held
 }
 
 func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err error) {
@@ -282,12 +340,21 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, error)
 	return args, nil
 }
 
-func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args json.RawMessage) (json.RawMessage, error) {
+// run performs one call; held means the call already holds a
+// concurrency slot.
+func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args json.RawMessage, held bool) (json.RawMessage, error) {
 	name := t.Name
-	select {
-	case d.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctxError(name, ctx)
+	if held {
+		if ctx.Err() != nil {
+			<-d.sem
+			return nil, ctxError(name, ctx)
+		}
+	} else {
+		select {
+		case d.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctxError(name, ctx)
+		}
 	}
 	defer func() { <-d.sem }()
 

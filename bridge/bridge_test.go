@@ -171,3 +171,70 @@ func TestCancelledWhileQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartNow checks the entry for a goroutine that must not wait for a
+// concurrency slot: a call that can run at once holds its slot, one that
+// cannot says so and waits for a slot when invoked, and refused calls run
+// at once.
+func TestStartNow(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 4)
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
+			started <- struct{}{}
+			<-release
+			return json.RawMessage(`1`), nil
+		}})
+	d := bridge.New(bridge.Config{MaxConcurrent: 1, MaxCalls: 4, Tools: []*tools.Compiled{c}})
+	first, now := d.StartNow(context.Background(), "t", nil)
+	if !now {
+		t.Fatal("the only slot was free, yet the call would wait")
+	}
+	// The first call holds the slot before it is invoked.
+	second, now := d.StartNow(context.Background(), "t", nil)
+	if now {
+		t.Fatal("a second call claims to run at once with one slot taken")
+	}
+	if _, now := d.StartNow(context.Background(), "nope", nil); !now {
+		t.Error("a refused call (unknown tool) would wait")
+	}
+	if _, now := d.StartNow(context.Background(), "t", json.RawMessage(`[]`)); !now {
+		t.Error("a refused call (invalid arguments) would wait")
+	}
+	if _, now := d.StartNow(context.Background(), "t", nil); !now {
+		t.Error("a refused call (over the budget) would wait")
+	}
+	done := make(chan error, 2)
+	go func() { _, err := second(); done <- err }()
+	go func() { _, err := first(); done <- err }()
+	<-started
+	select {
+	case <-started:
+		t.Fatal("two calls ran at once with one slot")
+	default:
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Calls() != 5 {
+		t.Errorf("%d calls counted, want 5", d.Calls())
+	}
+	// A call that holds a slot and finds its context ended releases it.
+	ctx, cancel := context.WithCancel(context.Background())
+	d2 := bridge.New(bridge.Config{MaxConcurrent: 1, Tools: []*tools.Compiled{c}})
+	held, now := d2.StartNow(ctx, "t", nil)
+	cancel()
+	var ce *bridge.CallError
+	if _, err := held(); !now || !errors.As(err, &ce) || ce.Code != tools.CodeCancelled {
+		t.Fatalf("cancelled held call: now %v, %v", now, err)
+	}
+	again, now := d2.StartNow(context.Background(), "t", nil)
+	if !now {
+		t.Error("the slot of a cancelled call was not released")
+	}
+	if _, err := again(); err != nil {
+		t.Error(err)
+	}
+}
