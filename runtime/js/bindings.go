@@ -150,6 +150,16 @@ func (x *exec) toolFunc(name string) goja.Value {
 				args = json.RawMessage(s.String())
 			}
 		}
+		if x.aw != nil {
+			// The Caller answers calls itself: the answer is awaited on
+			// this goroutine when the VM goes idle (see await).
+			t := x.aw.Begin(x.ctx, name, args)
+			if x.tickets == nil {
+				x.tickets = map[uint32]queuedCall{}
+			}
+			x.tickets[t] = queuedCall{resolve: resolve, reject: reject}
+			return vm.ToValue(p)
+		}
 		inv := x.job.Tools.Start(x.ctx, name, args)
 		c := queuedCall{inv: inv, resolve: resolve, reject: reject}
 		if x.job.Tools.Inline(name) {
@@ -202,6 +212,24 @@ func (x *exec) flush() (completion, bool) {
 	}
 	x.queued = x.queued[:0]
 	return completion{}, false
+}
+
+// await waits, on the VM goroutine, for the answer to any call begun
+// through the job's Awaiter, and returns it for delivery; an error means
+// the execution's context ended.
+func (x *exec) await() (completion, error) {
+	for {
+		a, err := x.aw.Await(x.ctx)
+		if err != nil {
+			return completion{}, err
+		}
+		c, ok := x.tickets[a.Ticket]
+		if !ok {
+			continue
+		}
+		delete(x.tickets, a.Ticket)
+		return completion{resolve: c.resolve, reject: c.reject, out: a.Result, err: a.Err}, nil
+	}
 }
 
 // callError makes the JS error object for a failed call: an Error with
@@ -288,7 +316,6 @@ func (x *exec) format(v goja.Value) string {
 // a catchable RangeError instead of exhausting memory.
 func (x *exec) guardBuiltins() {
 	vm := x.vm
-	maxChars := x.maxStringChars()
 	strProto := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
 	guard := func(method string, size func(this goja.Value, args []goja.Value) float64) {
 		orig, ok := goja.AssertFunction(strProto.Get(method))
@@ -296,7 +323,9 @@ func (x *exec) guardBuiltins() {
 			return
 		}
 		fn := vm.ToValue(func(call goja.FunctionCall) goja.Value {
-			if n := size(call.This, call.Arguments); n > float64(maxChars) {
+			// The limit is the job's, read when called: the runtime may
+			// have been made before the job (Warm).
+			if n, maxChars := size(call.This, call.Arguments), x.maxStringChars(); n > float64(maxChars) {
 				panic(x.rangeError(fmt.Sprintf("String.prototype.%s would build a string of %.0f characters, more than the %d the memory limit allows", method, n, maxChars)))
 			}
 			v, err := orig(call.This, call.Arguments...)

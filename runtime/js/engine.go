@@ -194,6 +194,7 @@ func (e *Engine) RunSource(ctx context.Context, job *runtime.Job, src Source) *r
 		se := *c.syntaxEr
 		return &runtime.Outcome{Err: &se}
 	}
-	x := newExec(ctx, e, job, c, src.MapPosition)
+	x := newExec(e)
+	x.bind(ctx, job, c, src.MapPosition)
 	return x.run()
 }

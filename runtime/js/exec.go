@@ -63,6 +63,11 @@ type exec struct {
 	// queued holds inline-capable calls started in the current VM segment.
 	queued []queuedCall
 	wg     sync.WaitGroup
+	// aw is the job's Caller when it answers calls itself (a worker's call
+	// proxy): calls are begun through it and their answers awaited on the
+	// VM goroutine; tickets holds the promises of the calls not answered.
+	aw      bridge.Awaiter
+	tickets map[uint32]queuedCall
 
 	// keys interns property names across the tool results of the execution.
 	keys map[string]string
@@ -81,15 +86,19 @@ type exec struct {
 	began time.Time
 }
 
-func newExec(ctx context.Context, e *Engine, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) *exec {
-	x := &exec{e: e, job: job, c: c, mapPos: mapPos, began: time.Now(),
-		done: make(chan completion, 16), finished: make(chan struct{})}
+func newExec(e *Engine) *exec {
+	return &exec{e: e, done: make(chan completion, 16), finished: make(chan struct{})}
+}
+
+// bind gives an execution its job; its runtime may already exist (Warm).
+func (x *exec) bind(ctx context.Context, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) {
+	x.job, x.c, x.mapPos, x.began = job, c, mapPos, time.Now()
+	x.aw, _ = job.Tools.(bridge.Awaiter)
 	if job.Limits.Timeout > 0 {
 		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
 	} else {
 		x.ctx, x.cancel = context.WithCancel(ctx)
 	}
-	return x
 }
 
 func (x *exec) run() (out *runtime.Outcome) {
@@ -167,6 +176,21 @@ func (x *exec) run() (out *runtime.Outcome) {
 			}
 			continue
 		}
+		if x.pending == 0 && len(x.tickets) > 0 {
+			c, err := x.await()
+			if err != nil {
+				out.Err = x.ctxError()
+				return out
+			}
+			if err := x.deliver(c); err != nil {
+				out.Err = x.classify(err)
+				if x.expired() && out.Err.Kind == fault.KindScript {
+					out.Err = x.ctxError()
+				}
+				return out
+			}
+			continue
+		}
 		if x.pending == 0 {
 			out.Err = fault.New(fault.KindScript, "the script is waiting for a promise that can never settle "+
 				"(nothing it awaits is pending: resolve every promise you create, and do not use timers)")
@@ -189,10 +213,25 @@ func (x *exec) run() (out *runtime.Outcome) {
 	}
 }
 
-// setup creates the runtime and binds input, tools and console.
-func (x *exec) setup() *fault.Error {
+// newRuntime makes the execution's runtime with everything that does not
+// depend on the job.
+func (x *exec) newRuntime() {
 	vm := goja.New()
 	vm.SetMaxCallStackSize(x.e.maxStack)
+	x.vm = vm
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	x.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
+	x.guardBuiltins()
+}
+
+// setup makes the runtime, unless it was made ahead (Warm), and binds the
+// job's determinism, input, tools and console.
+func (x *exec) setup() *fault.Error {
+	if x.vm == nil {
+		x.newRuntime()
+	}
+	vm := x.vm
 	if x.job.Deterministic {
 		rng := rand.New(rand.NewPCG(x.job.Seed, x.job.Seed^0x9e3779b97f4a7c15))
 		vm.SetRandSource(rng.Float64)
@@ -203,10 +242,6 @@ func (x *exec) setup() *fault.Error {
 			return t
 		})
 	}
-	x.vm = vm
-	jsonObj := vm.Get("JSON").ToObject(vm)
-	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
-	x.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
 
 	input := goja.Null()
 	if len(x.job.Input) > 0 {
@@ -228,7 +263,6 @@ func (x *exec) setup() *fault.Error {
 	}
 	x.lazyGlobal(g, "tools", x.toolsObject)
 	x.lazyGlobal(g, "console", x.consoleObject)
-	x.guardBuiltins()
 	return nil
 }
 

@@ -1,0 +1,116 @@
+package js_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/js"
+)
+
+// awaiter is a bridge.Awaiter over a Dispatcher: each begun call runs on
+// a goroutine of its own and its answer queues for Await, in the order
+// the calls finish — as a worker's call proxy receives its answers.
+type awaiter struct {
+	*bridge.Dispatcher
+	answers chan bridge.Answer
+	mu      sync.Mutex
+	begun   []string
+	// delay holds back the answer of a tool by its name.
+	delay map[string]time.Duration
+}
+
+func (a *awaiter) Begin(ctx context.Context, name string, args json.RawMessage) uint32 {
+	a.mu.Lock()
+	a.begun = append(a.begun, name)
+	t := uint32(len(a.begun))
+	a.mu.Unlock()
+	inv := a.Dispatcher.Start(ctx, name, args)
+	go func() {
+		out, err := inv()
+		if d := a.delay[name]; d > 0 {
+			time.Sleep(d)
+		}
+		a.answers <- bridge.Answer{Ticket: t, Result: out, Err: err}
+	}()
+	return t
+}
+
+func (a *awaiter) Await(ctx context.Context) (bridge.Answer, error) {
+	select {
+	case ans := <-a.answers:
+		return ans, nil
+	case <-ctx.Done():
+		return bridge.Answer{}, ctx.Err()
+	}
+}
+
+// Start must not be used when the Caller is an Awaiter.
+func (a *awaiter) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
+	panic("the engine started a call without Begin")
+}
+
+var _ bridge.Awaiter = (*awaiter)(nil)
+
+func runAwaiter(t *testing.T, src string, lim limits.Limits, delay map[string]time.Duration) (*runtime.Outcome, *awaiter) {
+	t.Helper()
+	lim = limits.DefaultPolicy().Resolve(lim, limits.Limits{})
+	d := bridge.New(bridge.Config{ExecutionID: "aw", Tools: testTools(t), MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
+	a := &awaiter{Dispatcher: d, answers: make(chan bridge.Answer, 64), delay: delay}
+	job := &runtime.Job{ExecutionID: "aw", Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: a,
+		Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
+	return js.New().Run(context.Background(), job), a
+}
+
+// TestAwaiter runs scripts against a Caller that answers calls itself:
+// the engine begins every call through it, in script order, and settles
+// each promise with the answer Await returns, whatever order answers
+// arrive in.
+func TestAwaiter(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+		delay           map[string]time.Duration
+	}{
+		{name: "sequential", src: `let s = 0; for (let i = 0; i < 20; i++) s += (await tools.ident({a: i, b: 0})).a; return s`, want: `190`},
+		{name: "together", src: `return (await Promise.all([1, 2, 3].map((i) => tools.add({a: i, b: i}))))`, want: `[2,4,6]`},
+		{name: "failures", src: `try { await tools.fail({}) } catch (e) { return [e.name, e.code, (await tools.add({a: 1, b: 1}))] }`,
+			want: `["ToolError","not_found",2]`},
+		{name: "race: the first answer wins", src: `return await Promise.race([tools.echo({slow: 1}), tools.add({a: 1, b: 2})])`,
+			want: `3`, delay: map[string]time.Duration{"echo": 200 * time.Millisecond}},
+		{name: "answers in the order they arrive", src: `
+const order = [];
+await Promise.all([tools.echo({}).then(() => order.push("echo")), tools.add({a: 1, b: 1}).then(() => order.push("add"))]);
+return order`, want: `["add","echo"]`, delay: map[string]time.Duration{"echo": 100 * time.Millisecond}},
+		{name: "unawaited call", src: `tools.echo({}); return 1`, want: `1`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, _ := runAwaiter(t, c.src, limits.Limits{}, c.delay)
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if string(out.Result) != c.want {
+				t.Fatalf("result %s, want %s", out.Result, c.want)
+			}
+		})
+	}
+	t.Run("calls begun in script order", func(t *testing.T) {
+		_, a := runAwaiter(t, `await Promise.all([tools.add({a: 1, b: 1}), tools.echo({}), tools.ident({a: 1, b: 1})]); await tools.echo({})`, limits.Limits{}, nil)
+		if got := strings.Join(a.begun, ","); got != "add,echo,ident,echo" {
+			t.Fatalf("begun %s", got)
+		}
+	})
+	t.Run("timeout while awaiting", func(t *testing.T) {
+		out, _ := runAwaiter(t, `await tools.block({})`, limits.Limits{Timeout: 50 * time.Millisecond}, nil)
+		if out.Err == nil || out.Err.Kind != fault.KindTimeout {
+			t.Fatalf("got %v", out.Err)
+		}
+	})
+}
