@@ -203,12 +203,13 @@ func BenchmarkFrameRoundTrip(b *testing.B) {
 			b.Fatal("worker gone")
 		}
 		start := time.Now()
-		if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}); err != nil {
+		if err := w.send(es.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}); err != nil {
 			b.Fatal(err)
 		}
-		<-es.done
+		w.serveExec(es)
 		ds = append(ds, time.Since(start))
 		es.finish(&ptcruntime.Outcome{})
+		w.unregister(es)
 	}
 	b.StopTimer()
 	reportP50(b, ds)

@@ -4,37 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
 
-// The worker process's side: its main, the frames it reads, and each
-// execution it runs. Its hardening is in harden.go, its tool bridge in
-// proxy.go.
+// The worker process's side: its main, the frames it reads, and its
+// lanes, each running one execution at a time (lane.go). Its hardening is
+// in harden.go, its tool bridge in proxy.go.
 
 // workerArg is the argument that starts the binary in worker mode.
-const workerArg = "ptc-worker-v1"
+const workerArg = "ptc-worker-v2"
 
-// socketFD is the descriptor of the worker's end of its socket.
-const socketFD = 3
+// The worker's ends of its pipes: it reads frames from readFD and writes
+// them to writeFD.
+const (
+	readFD  = 3
+	writeFD = 4
+)
 
 // Main runs the worker side of the frame protocol when this process was
-// started as a ptc worker: it serves descriptor 3 until the supervisor
-// closes it and returns the process exit code and true. In any other
-// process it returns at once, with false. A binary that hosts a Pool calls
-// it first thing in main (ptc.RunWorker does):
+// started as a ptc worker: it serves descriptors 3 and 4 until the
+// supervisor closes them and returns the process exit code and true. In
+// any other process it returns at once, with false. A binary that hosts a
+// Pool calls it first thing in main (ptc.RunWorker does):
 //
 //	if code, ok := worker.Main(); ok { os.Exit(code) }
 func Main() (code int, ok bool) {
@@ -46,28 +48,20 @@ func Main() (code int, ok bool) {
 
 // serveWorker is the worker process's main.
 func serveWorker() int {
-	// Close every descriptor beyond the socket before the runtime opens
+	// Close every descriptor beyond the pipes before the runtime opens
 	// its own: a supervisor may hold descriptors without close-on-exec
 	// that it inherited itself.
 	inherited := closeInherited()
-	f := os.NewFile(socketFD, "ptc-worker-socket")
-	if f == nil {
-		fmt.Fprintln(os.Stderr, "ptc worker: descriptor 3 is not open; workers are started by a worker.Pool")
-		return 2
-	}
-	conn, err := net.FileConn(f)
-	_ = f.Close()
+	c := &child{inherited: inherited}
+	// The supervisor is trusted: what it sends a lane is bounded by the
+	// execution's own limits, so mailboxes are not bounded here.
+	conn, err := ipc.New(readFD, writeFD, ipc.Options{MaxFrameBytes: defaultMaxFrameBytes, MaxMailboxBytes: -1, Handler: c.handle})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ptc worker: descriptor 3 is not a socket:", err)
+		fmt.Fprintln(os.Stderr, "ptc worker: descriptors 3 and 4 are not the pipes of a worker.Pool:", err)
 		return 2
 	}
 	defer conn.Close()
-	c := &child{
-		r:         newFrameReader(conn, defaultMaxFrameBytes),
-		w:         newFrameWriter(conn),
-		execs:     map[uint64]*childExec{},
-		inherited: inherited,
-	}
+	c.conn = conn
 	if err := c.serve(); err != nil {
 		fmt.Fprintln(os.Stderr, "ptc worker:", err)
 		return 1
@@ -77,8 +71,7 @@ func serveWorker() int {
 
 // child is the worker side of one connection.
 type child struct {
-	r        *frameReader
-	w        *frameWriter
+	conn     *ipc.Conn
 	exec     *executor
 	density  int
 	rlimit   uint64
@@ -90,14 +83,22 @@ type child struct {
 	// inherited lists the descriptors found open (and closed) at start.
 	inherited []int32
 
-	mu    sync.Mutex
-	execs map[uint64]*childExec
+	// lanes[i] runs the executions sent to lane i+1; stock holds the
+	// runtimes the warmer made for them.
+	lanes []*lane
+	stock chan *warmRuntime
 	wg    sync.WaitGroup
 }
 
 func (c *child) serve() error {
+	mb, err := c.conn.Mailbox(controlTag)
+	if err != nil {
+		return err
+	}
 	var in wp.SupervisorFrame
-	if err := c.r.read(&in); err != nil {
+	err = mb.Next(context.Background(), func(b []byte) error { return proto.Unmarshal(b, &in) })
+	mb.Close()
+	if err != nil {
 		return fmt.Errorf("reading init: %w", err)
 	}
 	init := in.GetInit()
@@ -105,147 +106,86 @@ func (c *child) serve() error {
 		return errors.New("the first frame is not init")
 	}
 	ready := c.setup(init)
-	if err := c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: ready}}); err != nil {
+	// The lanes' mailboxes exist before the supervisor can send anything
+	// to them. Each lane goroutine makes its next runtime ahead and then
+	// reads its own frames; it ends when the connection does.
+	for i := 1; i <= c.density; i++ {
+		l, err := c.newLane(uint64(i))
+		if err != nil {
+			return err
+		}
+		c.lanes = append(c.lanes, l)
+	}
+	c.stock = make(chan *warmRuntime, warmStock)
+	done := make(chan struct{})
+	c.wg.Add(1)
+	go c.warmer(done)
+	for _, l := range c.lanes {
+		c.wg.Add(1)
+		go l.run()
+	}
+	if err := sendFrame(c.conn, controlTag, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: ready}}, false); err != nil {
 		return err
 	}
-	// Frames are read by one goroutine at a time: the reader that gets an
-	// Execute frame starts a new reader and runs the execution itself
-	// (see readFrames). Every goroutine ends once its context is
-	// cancelled and its Done frame is written (or the write fails); serve
-	// waits for them after the socket closes.
-	errc := make(chan error, 1)
-	c.wg.Add(1)
-	go c.readFrames(errc)
-	err := <-errc
-	c.mu.Lock()
-	for _, x := range c.execs {
-		x.cancel()
+	// This goroutine reads whatever arrives while no lane reads (a lane
+	// computing leaves the connection to it): Cancel frames at once, and
+	// the answers a lane will read when it next waits.
+	err = c.conn.Serve()
+	for _, l := range c.lanes {
+		l.cancelCurrent()
 	}
-	c.mu.Unlock()
+	close(done)
+	_ = c.conn.Close()
 	c.wg.Wait()
+	if errors.Is(err, ipc.ErrPeerClosed) || errors.Is(err, ipc.ErrClosed) {
+		err = nil
+	}
 	return err
 }
 
-// readFrames reads frames until it gets an Execute frame; it then hands
-// reading over to a new goroutine and runs the execution on this one, so
-// that the execution starts at once, on a goroutine the scheduler already
-// runs, rather than waiting for another thread to pick it up. The first
-// read error (nil for a clean end) goes to errc.
-func (c *child) readFrames(errc chan<- error) {
-	defer c.wg.Done()
+// handle handles a frame no lane's mailbox claimed: a Cancel, or a frame
+// for a lane that does not exist.
+func (c *child) handle(tag uint64, payload []byte) error {
 	var in wp.SupervisorFrame
-	for {
-		if err := c.r.read(&in); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				err = nil
-			} else {
-				err = fmt.Errorf("reading frame: %w", err)
-			}
-			errc <- err
-			return
-		}
-		switch m := in.Msg.(type) {
-		case *wp.SupervisorFrame_Execute:
-			run := c.start(m.Execute)
-			if run == nil {
-				continue
-			}
-			c.wg.Add(1)
-			go c.readFrames(errc)
-			run()
-			return
-		case *wp.SupervisorFrame_ToolReply:
-			if x := c.lookup(m.ToolReply.GetSlot()); x != nil {
-				x.deliverReply(m.ToolReply)
-			}
-		case *wp.SupervisorFrame_DiscoverReply:
-			if x := c.lookup(m.DiscoverReply.GetSlot()); x != nil {
-				x.deliverDiscovery(m.DiscoverReply)
-			}
-		case *wp.SupervisorFrame_Cancel:
-			if x := c.lookup(m.Cancel.GetSlot()); x != nil {
-				x.cancel()
-			}
-		default:
-			errc <- errors.New("unexpected frame from the supervisor")
-			return
-		}
+	if err := proto.Unmarshal(payload, &in); err != nil {
+		return fmt.Errorf("undecodable frame: %w", err)
 	}
+	switch m := in.Msg.(type) {
+	case *wp.SupervisorFrame_Cancel:
+		if tag&cancelBit != 0 {
+			if l := c.lane(tag &^ cancelBit); l != nil {
+				l.cancelSlot(m.Cancel.GetSlot())
+			}
+		}
+		return nil
+	case *wp.SupervisorFrame_Execute:
+		// No such lane: refuse the execution, as a full worker would.
+		return sendFrame(c.conn, m.Execute.GetSlot(), refusal(m.Execute.GetSlot(), "worker is full"), false)
+	}
+	return errors.New("unexpected frame from the supervisor")
 }
 
-func (c *child) lookup(slot uint64) *childExec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.execs[slot]
-}
-
-// start registers one execution and returns the function that runs it,
-// or nil when the worker refused it (and answered with a Done frame).
-func (c *child) start(m *wp.Execute) func() {
-	slot := m.GetSlot()
-	job, err := jobOf(m)
-	c.mu.Lock()
-	_, dup := c.execs[slot]
-	full := len(c.execs) >= c.density
-	var x *childExec
-	ctx, cancel := context.WithCancel(context.Background())
-	if err == nil && !dup && !full {
-		x = newChildExec(ctx, slot, cancel, c.w, m.GetTools())
-		c.execs[slot] = x
-	}
-	c.mu.Unlock()
-	if x == nil {
-		cancel()
-		msg := "the worker refused the execution: "
-		switch {
-		case err != nil:
-			msg += err.Error()
-		case dup:
-			msg += "slot already in use"
-		default:
-			msg += "worker is full"
-		}
-		_ = c.w.write(doneFrame(slot, &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "%s", msg)}, false, false))
+// lane returns lane id, nil if there is none.
+func (c *child) lane(id uint64) *lane {
+	if id < 1 || id > uint64(len(c.lanes)) {
 		return nil
 	}
-	job.Tools = x
-	var logs *ptcruntime.LogBuffer
-	if m.GetLogs() {
-		logs = ptcruntime.NewLogBuffer(time.Now(), job.Limits, func(e core.LogEntry) {
-			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{
-				Slot: slot, Level: e.Level, Message: e.Message, AtNanos: int64(e.At)}}})
-		})
-		job.Logs = logs
-	}
-	return func() {
-		defer cancel()
-		restore := c.tightenRlimit(job.Limits.MemoryBytes)
-		out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
-			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
-				Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}})
-		})
-		restore()
-		c.mu.Lock()
-		delete(c.execs, slot)
-		c.mu.Unlock()
-		_ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), clean(out)))
-		// Measured after the reply, off the execution's path, for the
-		// next execution's RLIMIT_DATA: after executions that grew the
-		// heap, and every vmDataEvery executions.
-		if n := c.runs.Add(1); out.PeakMemoryBytes > 8<<20 || n%vmDataEvery == 0 {
-			c.vmData.Store(vmData())
-		}
-	}
+	return c.lanes[id-1]
 }
 
-// tightenRlimit sets the limits of one execution when the worker runs
+// refusal is the Done frame of an execution the worker will not run.
+func refusal(slot uint64, why string) *wp.WorkerFrame {
+	return doneFrame(slot, &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker refused the execution: %s", why)}, false, false)
+}
+
+// tightenLimits sets the limits of one execution when the worker runs
 // one execution at a time: the Go soft memory limit near the execution's
 // limit (so the GC, and the watchdog after it, notice growth early), and
 // the RLIMIT_DATA soft limit to the data segment in use now plus twice the
 // execution's memory limit (one allocation may overshoot the watchdog by
 // its own size) plus rlimitSlack. The returned function restores the
 // worker's limits. Under the race detector RLIMIT_DATA stays as it is.
-func (c *child) tightenRlimit(memBytes int64) func() {
+func (c *child) tightenLimits(memBytes int64) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
 	}

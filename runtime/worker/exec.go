@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dop251/goja"
+
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 
@@ -34,13 +36,33 @@ func newExecutor(programCache int) *executor {
 // defaultProgramCache is the number of compiled programs an executor keeps.
 const defaultProgramCache = 64
 
+// warmRuntime is a JavaScript runtime made ahead of its job with the size
+// guards installed, and the memory limit they read.
+type warmRuntime struct {
+	js    *js.Warm
+	limit int64
+}
+
+// warm makes a runtime for the next execution; nil if it cannot (the
+// execution then makes its own).
+func (e *executor) warm() *warmRuntime {
+	w := &warmRuntime{limit: maxGuardBytes}
+	jw, err := e.js.Warm(func(vm *goja.Runtime) error { return installGuards(vm, &w.limit) })
+	if err != nil {
+		return nil
+	}
+	w.js = jw
+	return w
+}
+
 // run executes job. baseLive is the live heap that does not belong to the
 // execution (the worker's idle heap, or the current heap in-process);
 // shared means other executions may use the same heap; onBreach, if set,
-// is told of a breach as soon as the watchdog detects it. The
-// calling goroutine is locked to its OS thread for the run so that the
-// thread's CPU clock measures the script alone.
-func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64)) *ptcruntime.Outcome {
+// is told of a breach as soon as the watchdog detects it; warm is the
+// runtime made for it ahead (nil: one is made now). The calling goroutine
+// is locked to its OS thread for the run so that the thread's CPU clock
+// measures the script alone.
+func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64), warm *warmRuntime) *ptcruntime.Outcome {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
@@ -60,7 +82,15 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 		// not a function body); the watchdog and the OS limit still apply.
 		out = e.ts.Run(ctx, &inner)
 	} else {
-		out = e.js.RunSource(ctx, &inner, guardedSource(job.Source, job.Limits.MemoryBytes))
+		if warm == nil {
+			warm = e.warm()
+		}
+		if warm == nil {
+			out = &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not prepare a JavaScript runtime")}
+		} else {
+			warm.limit = guardLimit(job.Limits.MemoryBytes)
+			out = e.js.RunWarm(ctx, &inner, guardedSource(job.Source), warm.js)
+		}
 	}
 
 	cpu, peak, fe := wd.stop()

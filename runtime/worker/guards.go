@@ -1,8 +1,11 @@
 package worker
 
 import (
-	"strconv"
+	"errors"
 	"strings"
+	"sync"
+
+	"github.com/dop251/goja"
 
 	"github.com/ptcrun/ptc/runtime/js"
 )
@@ -34,16 +37,19 @@ import (
 // Proxies: touching Proxy, Reflect or Map would make goja build them in
 // every execution.
 //
-// The guards run as line 1 of the compiled program (so the compiled
-// program, guards included, is cached) and the program starts on line 2.
-// A guard's RangeError has its line-1 frames removed from its stack, so
-// its position and stack point at the program's own call site.
+// The guards are installed in each runtime before its job, when a worker
+// makes the runtime ahead (executor.warm): a function compiled once, on
+// line 1 of "script.js", called with a native function that returns the
+// memory limit of the job the runtime is then running. The program
+// starts on line 2 (line 1 is left empty), so line-1 frames are the
+// guards': a guard's RangeError has them removed from its stack, so its
+// position and stack point at the program's own call site.
 const guardCode = `"use strict";
-const max = MAX, D = Object.defineProperty, R = Function.prototype.call.bind(Function.prototype.apply);
+const D = Object.defineProperty, R = Function.prototype.call.bind(Function.prototype.apply);
 const Num = Number, isArray = Array.isArray, trunc = (x) => x - x % 1, mib = (n) => (n / 1048576) | 0;
 const split = String.prototype.split, filter = Array.prototype.filter, join = Array.prototype.join;
 const fail = (what, n) => {
-  const e = new RangeError(what + " would need about " + mib(n) + " MiB, more than the memory limit of " + mib(max) + " MiB allows; work on smaller pieces");
+  const e = new RangeError(what + " would need about " + mib(n) + " MiB, more than the memory limit of " + mib(limit()) + " MiB allows; work on smaller pieces");
   try { D(e, "stack", { value: R(join, R(filter, R(split, "" + e.stack, ["\n"]), [(l) => l.indexOf("script.js:1:") < 0]), ["\n"]), writable: true, configurable: true }); } catch (x) {}
   throw e;
 };
@@ -52,7 +58,7 @@ const natives = [];
 const method = (obj, name, size, what) => {
   const orig = obj[name];
   if (typeof orig !== "function") return;
-  const f = { [name](x) { const a = arguments, n = size(this, a); if (n > max) fail(what, n); return R(orig, this, a); } }[name];
+  const f = { [name](x) { const a = arguments, n = size(this, a); if (n > limit()) fail(what, n); return R(orig, this, a); } }[name];
   if (orig.length !== 1) D(f, "length", { value: orig.length, writable: false, enumerable: false, configurable: true });
   natives.push(f, orig);
   D(obj, name, { value: f, writable: true, enumerable: false, configurable: true });
@@ -74,30 +80,56 @@ natives.push(ts, fts);
 D(Function.prototype, "toString", { value: ts, writable: true, enumerable: false, configurable: true });
 `
 
-// bodyPrefix opens the program's async function on the line after the guards.
+// bodyPrefix opens the program's async function on the line after the
+// guards' line.
 const bodyPrefix = "(async function(){"
 
-// guardedSource returns the program wrapped with the size guards for a
-// memory limit of memBytes, and the position mapping back to the program.
-// The guards take line 1; the program starts on line 2.
-func guardedSource(source string, memBytes int64) js.Source {
-	if memBytes <= 0 || memBytes > maxGuardBytes {
-		memBytes = maxGuardBytes
+// guardProgram is guardCode as a function of the limit getter, all on
+// line 1 of "script.js", compiled once.
+var guardProgram = sync.OnceValues(func() (*goja.Program, error) {
+	return goja.Compile("script.js", "(function(limit){"+strings.ReplaceAll(guardCode, "\n", " ")+"})", true)
+})
+
+// installGuards runs the guards in a fresh runtime; they read the memory
+// limit from *limit when called.
+func installGuards(vm *goja.Runtime, limit *int64) error {
+	prg, err := guardProgram()
+	if err != nil {
+		return err
 	}
-	code := strings.Replace(guardLine, "MAX", strconv.FormatInt(memBytes, 10), 1)
+	v, err := vm.RunProgram(prg)
+	if err != nil {
+		return err
+	}
+	fn, ok := goja.AssertFunction(v)
+	if !ok {
+		return errors.New("worker: the size guards did not compile to a function")
+	}
+	get := vm.ToValue(func(goja.FunctionCall) goja.Value { return vm.ToValue(*limit) })
+	_, err = fn(goja.Undefined(), get)
+	return err
+}
+
+// guardLimit is the memory limit the guards hold a job to.
+func guardLimit(memBytes int64) int64 {
+	if memBytes <= 0 || memBytes > maxGuardBytes {
+		return maxGuardBytes
+	}
+	return memBytes
+}
+
+// guardedSource returns the program laid out for a runtime with the
+// guards installed: line 1 empty (it is the guards'), the program from
+// line 2, and the position mapping back to the program.
+func guardedSource(source string) js.Source {
 	var b strings.Builder
-	b.Grow(len(code) + len(source) + 64)
-	b.WriteString("(function(){")
-	b.WriteString(code)
-	b.WriteString("})();\n")
+	b.Grow(len(source) + len(bodyPrefix) + 4)
+	b.WriteString("\n")
 	b.WriteString(bodyPrefix)
 	b.WriteString(source)
 	b.WriteString("\n})")
 	return js.Source{Code: b.String(), Wrapped: true, MapPosition: mapGuarded}
 }
-
-// guardLine is guardCode on one line.
-var guardLine = strings.ReplaceAll(guardCode, "\n", " ")
 
 // maxGuardBytes bounds the guards' notion of memory when no limit is set.
 const maxGuardBytes = 4 << 30

@@ -53,14 +53,14 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 	return r
 }
 
-// closeInherited closes every descriptor above socketFD that the Go
+// closeInherited closes every descriptor above writeFD that the Go
 // runtime did not open itself, and returns them. The runtime opens its
 // poller (an eventpoll and an eventfd) and keeps the cgroup CPU quota
 // files open before main runs; those are kept.
 func closeInherited() []int32 {
 	var closed []int32
 	for _, fd := range openFDs() {
-		if fd <= socketFD || runtimeFD(fd) {
+		if fd <= writeFD || runtimeFD(fd) {
 			continue
 		}
 		if unix.Close(int(fd)) == nil {

@@ -1,22 +1,22 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protodelim"
-
-	"github.com/ptcrun/ptc/internal/core"
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
 	"github.com/ptcrun/ptc/internal/limits"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
@@ -90,31 +90,48 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestFrameBounds checks that a frame from a worker larger than
+// MaxFrameBytes stops the worker before the supervisor holds it: the
+// execution whose result it carried fails as INTERNAL.
 func TestFrameBounds(t *testing.T) {
-	var buf bytes.Buffer
-	big := &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{ResultJson: bytes.Repeat([]byte("1"), 4096)}}}
-	if _, err := protodelim.MarshalTo(&buf, big); err != nil {
+	p := newPool(t, Config{Workers: -1, MaxFrameBytes: 1 << 10})
+	job, _ := newJob(t, `return "x".repeat(4096)`, testLimits())
+	out := p.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Kind != fault.KindInternal {
+		t.Fatalf("oversized Done frame: %v", out.Err)
+	}
+	var big *ipc.FrameTooLargeError
+	if !errors.As(out.Err.Cause, &big) || big.Max != 1<<10 {
+		t.Errorf("cause %v, want the frame bound", out.Err.Cause)
+	}
+	// Smaller frames still pass on a new worker.
+	job, _ = newJob(t, `return "x".repeat(100)`, testLimits())
+	if out := p.Run(context.Background(), job); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+}
+
+// discardConn returns a connection whose frames go nowhere and from which
+// nothing arrives, for supervisor-side checks without a worker.
+func discardConn(t testing.TB) *ipc.Conn {
+	t.Helper()
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	var f wp.WorkerFrame
-	err := newFrameReader(bytes.NewReader(buf.Bytes()), 1024).read(&f)
-	if err == nil || !strings.Contains(err.Error(), "larger than the 1024 allowed") {
-		t.Fatalf("oversized frame: %v", err)
-	}
-	// A frame that claims a huge size is refused before any allocation.
-	claim := []byte{0xff, 0xff, 0xff, 0xff, 0x0f}
-	if err := newFrameReader(bytes.NewReader(claim), 1<<20).read(&f); err == nil {
-		t.Fatal("huge size claim accepted")
-	}
-	// Round trip through the writer.
-	var out bytes.Buffer
-	w := newFrameWriter(&out)
-	if err := w.write(big); err != nil {
+	null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newFrameReader(&out, 1<<20).read(&f); err != nil || len(f.GetDone().GetResultJson()) != 4096 {
-		t.Fatalf("round trip: %v", err)
+	c, err := ipc.New(fds[0], null, ipc.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = unix.Close(fds[1])
+	})
+	return c
 }
 
 // TestWorkerFramesChecked feeds a supervisor-side worker connection frames
@@ -125,9 +142,13 @@ func TestWorkerFramesChecked(t *testing.T) {
 		l.MaxOutputBytes = 10
 		job := &ptcruntime.Job{Limits: l, Tools: nil}
 		es := newExecState(context.Background(), job, time.Second)
-		w := &proc{execs: map[uint64]*execState{1: es}}
-		es.slot = 1
+		w := &proc{execs: map[uint64]*execState{1: es}, conn: discardConn(t)}
+		es.slot, es.lane = 1, 1
 		return w, es
+	}
+	handle := func(w *proc, f *wp.WorkerFrame) error {
+		tag, _ := frameSlot(f)
+		return w.handle(tag, f)
 	}
 	cases := []struct {
 		name    string
@@ -139,6 +160,9 @@ func TestWorkerFramesChecked(t *testing.T) {
 			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{Slot: 1, Call: 7, Tool: "x"}}}},
 		{name: "done for unknown slot", wantErr: "unknown execution",
 			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 9}}}},
+		{name: "log of an ended execution", wantErr: "",
+			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 9}}},
+			want:  func(*testing.T, *ptcruntime.Outcome) {}},
 		{name: "ready after start", wantErr: "unexpected frame",
 			frame: &wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: &wp.Ready{}}}},
 		{name: "empty frame", wantErr: "unexpected frame", frame: &wp.WorkerFrame{}},
@@ -187,7 +211,7 @@ func TestWorkerFramesChecked(t *testing.T) {
 	t.Run("log level outside the set", func(t *testing.T) {
 		w, es := newProc()
 		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), limits.Limits{MaxLogBytes: 100}, nil)
-		if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1,
+		if err := handle(w, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1,
 			Level: "\x00evil", Message: "m"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +226,7 @@ func TestWorkerFramesChecked(t *testing.T) {
 		lim := limits.Limits{MaxLogBytes: 1 << 10}
 		es.job.Logs = ptcruntime.NewLogBuffer(time.Now(), lim, nil)
 		for i := 0; i < 100000; i++ {
-			if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1}}}); err != nil {
+			if err := handle(w, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -212,7 +236,7 @@ func TestWorkerFramesChecked(t *testing.T) {
 	})
 	t.Run("breach recorded", func(t *testing.T) {
 		w, es := newProc()
-		if err := w.handle(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1, PeakMemoryBytes: 9,
+		if err := handle(w, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{Slot: 1, PeakMemoryBytes: 9,
 			Error: &wp.ExecutionError{Kind: wp.ErrorKind_ERROR_KIND_MEMORY_LIMIT, Limit: 5, Observed: 7}}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -220,10 +244,25 @@ func TestWorkerFramesChecked(t *testing.T) {
 			t.Errorf("breach %+v peak %d", es.breach, es.breachPeak)
 		}
 	})
+	t.Run("frame sent for another execution", func(t *testing.T) {
+		// A worker may not make one execution's goroutine handle
+		// another's frames.
+		w, _ := newProc()
+		err := w.handle(2, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1}}})
+		if err == nil || !strings.Contains(err.Error(), "sent as 2") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("stray frame that cannot be decoded", func(t *testing.T) {
+		w, _ := newProc()
+		if err := w.stray(1, []byte{0xff, 0xff}); err == nil {
+			t.Fatal("garbage accepted")
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w, es := newProc()
-			err := w.handle(c.frame)
+			err := handle(w, c.frame)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
@@ -232,6 +271,9 @@ func TestWorkerFramesChecked(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tag, _ := frameSlot(c.frame); tag != es.slot {
+				return
 			}
 			c.want(t, <-es.done)
 		})
@@ -297,37 +339,43 @@ func TestSupervisorRSS(t *testing.T) {
 	}
 }
 
-// FuzzWorkerFrame feeds arbitrary bytes to the supervisor's frame reader
-// and the checks applied to what a worker sends.
+// FuzzWorkerFrame feeds arbitrary frames — a tag byte, a length byte and
+// that many bytes of payload, repeated — to the supervisor's handling of
+// what a worker sends.
 func FuzzWorkerFrame(f *testing.F) {
-	seed := func(m *wp.WorkerFrame) {
-		var buf bytes.Buffer
-		_, _ = protodelim.MarshalTo(&buf, m)
-		f.Add(buf.Bytes())
+	seed := func(ms ...*wp.WorkerFrame) {
+		var b []byte
+		for _, m := range ms {
+			p, _ := proto.Marshal(m)
+			if len(p) > 255 {
+				continue
+			}
+			b = append(b, 1, byte(len(p)))
+			b = append(b, p...)
+		}
+		f.Add(b)
 	}
 	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Done{Done: &wp.Done{Slot: 1, ResultJson: []byte(`{"a":1}`)}}})
 	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{Slot: 1, Call: 1, Tool: "echo", ArgumentsJson: []byte(`{}`)}}})
-	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1, Level: "warn", Message: "m"}}})
-	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Discover{Discover: &wp.Discover{Slot: 1, Id: 1, Request: &wp.Discover_Search{Search: &wp.Search{Query: "echo"}}}}})
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	seed(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{Slot: 1, Level: "warn", Message: "m"}}},
+		&wp.WorkerFrame{Msg: &wp.WorkerFrame_Discover{Discover: &wp.Discover{Slot: 1, Id: 1, Request: &wp.Discover_Search{Search: &wp.Search{Query: "echo"}}}}})
+	f.Add([]byte{0, 5, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := newFrameReader(bytes.NewReader(b), 1<<16)
 		job := &ptcruntime.Job{Limits: limits.Defaults(), Logs: ptcruntime.NewLogBuffer(time.Now(), limits.Limits{MaxLogBytes: 1024}, nil),
 			Tools: bridge.New(bridge.Config{})}
 		es := newExecState(context.Background(), job, time.Second)
 		defer es.tctx.end(context.Canceled)
-		es.slot = 1
-		w := &proc{execs: map[uint64]*execState{1: es}, w: newFrameWriter(io.Discard)}
-		for i := 0; i < 16; i++ {
-			var fr wp.WorkerFrame
-			if err := r.read(&fr); err != nil {
-				return
+		es.slot, es.lane = 1, 1
+		w := &proc{execs: map[uint64]*execState{1: es}, conn: discardConn(t)}
+		for i := 0; i < 16 && len(b) >= 2; i++ {
+			tag, n := uint64(b[0]), int(b[1])
+			b = b[2:]
+			if n > len(b) {
+				n = len(b)
 			}
-			if fr.GetToolStart() != nil {
-				// Tool calls need a bridge; their ordering rule is tested elsewhere.
-				continue
-			}
-			if err := w.handle(&fr); err != nil {
+			payload := b[:n]
+			b = b[n:]
+			if err := w.stray(tag, payload); err != nil {
 				return
 			}
 			select {
@@ -339,6 +387,7 @@ func FuzzWorkerFrame(f *testing.F) {
 			default:
 			}
 		}
+		es.wg.Wait()
 	})
 }
 
@@ -370,9 +419,11 @@ func FuzzJobOf(f *testing.F) {
 	})
 }
 
-// TestWorkerRefusesBadExecute sends a worker executions it must refuse.
+// TestWorkerRefusesBadExecute sends a worker executions it must refuse:
+// frames it cannot run (on its idle lane 2), an Execute for a lane it does
+// not have, and one for its busy lane 1.
 func TestWorkerRefusesBadExecute(t *testing.T) {
-	p := newPool(t, Config{Workers: -1})
+	p := newPool(t, Config{Workers: -1, ExecutionsPerWorker: 2})
 	w, err := p.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -381,59 +432,57 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 	cases := []struct {
 		name string
 		edit func(*wp.Execute)
+		lane uint64
 		want string
 	}{
-		{"negative limits", func(e *wp.Execute) { e.Limits[2] = -1 }, "memory_bytes is out of range"},
-		{"limits of another table", func(e *wp.Execute) { e.Limits = append(e.Limits, 1) }, "limits, want"},
-		{"WebAssembly", func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, "JavaScript and TypeScript only"},
-		{"worker is full", func(e *wp.Execute) { e.Slot = 99 }, "worker is full"},
-		{"slot already in use", func(e *wp.Execute) { e.Slot = 1 }, "slot already in use"},
+		{name: "negative limits", lane: 2, edit: func(e *wp.Execute) { e.Limits[2] = -1 }, want: "memory_bytes is out of range"},
+		{name: "limits of another table", lane: 2, edit: func(e *wp.Execute) { e.Limits = append(e.Limits, 1) }, want: "limits, want"},
+		{name: "WebAssembly", lane: 2, edit: func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, want: "JavaScript and TypeScript only"},
+		{name: "worker is full", lane: 99, want: "worker is full"},
+		{name: "slot already in use", lane: 1, want: "slot already in use"},
 	}
-	// Occupy slot 1 with an execution parked on a tool call.
+	// Occupy lane 1 with an execution parked on a tool call.
 	entered := make(chan struct{}, 1)
 	parked, _ := newJob(t, `await tools.block({})`, testLimits(), blockingTool(entered))
 	es1 := newExecState(context.Background(), parked, time.Second)
-	if !w.register(es1) {
+	if !w.register(es1) || es1.lane != 1 {
 		t.Fatal("worker gone")
 	}
-	if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es1.slot, parked)}}); err != nil {
+	if err := w.send(es1.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es1.slot, parked)}}); err != nil {
 		t.Fatal(err)
 	}
+	parkedOut := make(chan *ptcruntime.Outcome, 1)
+	go func() { parkedOut <- w.serveExec(es1) }()
 	<-entered
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			job, _ := newJob(t, `return 1`, testLimits())
 			es := newExecState(context.Background(), job, time.Second)
-			if !w.register(es) {
-				t.Fatal("worker gone")
+			if !w.register(es) || es.lane != 2 {
+				t.Fatal("lane 2 not free")
 			}
+			defer w.unregister(es)
 			m := executeFrame(es.slot, job)
-			c.edit(m)
-			if m.Slot != es.slot {
-				// The worker answers for the slot it was sent.
-				w.mu.Lock()
-				delete(w.execs, es.slot)
-				es.slot = m.Slot
-				if m.Slot != 1 {
-					w.execs[m.Slot] = es
-				}
-				w.mu.Unlock()
+			if c.edit != nil {
+				c.edit(m)
 			}
-			if err := w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: m}}); err != nil {
+			if err := w.send(c.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: m}}); err != nil {
 				t.Fatal(err)
 			}
-			if m.Slot != 1 {
-				out := <-es.done
-				if out.Err == nil || out.Err.Kind != fault.KindInternal || !strings.Contains(out.Err.Message, c.want) {
-					t.Fatalf("got %v, want INTERNAL with %q", out.Err, c.want)
-				}
-				return
-			}
-			out := <-es1.done
-			if out.Err == nil || !strings.Contains(out.Err.Message, c.want) {
+			out := w.serveExec(es)
+			if out.Err == nil || out.Err.Kind != fault.KindInternal || !strings.Contains(out.Err.Message, c.want) {
 				t.Fatalf("got %v, want INTERNAL with %q", out.Err, c.want)
 			}
 		})
 	}
+	// The parked execution is unharmed.
+	if err := w.send(cancelTag(es1.lane), &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es1.slot}}}); err != nil {
+		t.Fatal(err)
+	}
+	es1.tctx.end(context.Canceled)
+	if out := <-parkedOut; out.Err == nil || out.Err.Kind != fault.KindCancelled {
+		t.Errorf("parked execution: %v", out.Err)
+	}
 	es1.finish(&ptcruntime.Outcome{})
+	w.unregister(es1)
 }

@@ -71,7 +71,7 @@ func (p *Pool) Run(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome
 		job = &j
 	}
 	if p.cfg.Mode == ModeInProcess {
-		return p.exec.run(ctx, job, inProcessBaseline(job.Limits.MemoryBytes), true, nil)
+		return p.exec.run(ctx, job, inProcessBaseline(job.Limits.MemoryBytes), true, nil, nil)
 	}
 	return p.runWorker(ctx, job)
 }

@@ -2,9 +2,9 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,11 +12,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 )
 
@@ -28,9 +29,7 @@ type proc struct {
 	pool     *Pool
 	cmd      *exec.Cmd
 	pid      int
-	conn     net.Conn
-	r        *frameReader
-	w        *frameWriter
+	conn     *ipc.Conn
 	stderr   *head
 	ready    *wp.Ready
 	startRSS int64
@@ -41,8 +40,10 @@ type proc struct {
 	retired bool
 	dead    bool
 
-	mu       sync.Mutex
-	execs    map[uint64]*execState
+	mu    sync.Mutex
+	execs map[uint64]*execState
+	// busy[i] is true while lane i+1 runs an execution.
+	busy     []bool
 	nextSlot uint64
 	killOnce sync.Once
 	// poolKill holds the kind and message of a Close.
@@ -56,25 +57,66 @@ func (w *proc) runsSnapshot() int {
 	return w.runs
 }
 
-// register adds an execution; false if the worker is gone.
+// register gives an execution its slot (a number unique on this
+// connection), a free lane and the mailbox its frames arrive in; false if
+// the worker is gone or has no free lane.
 func (w *proc) register(es *execState) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.execs == nil {
 		return false
 	}
+	lane := -1
+	for i, b := range w.busy {
+		if !b {
+			lane = i
+			break
+		}
+	}
+	if lane < 0 {
+		return false
+	}
 	w.nextSlot++
-	es.slot = w.nextSlot
+	mb, err := w.conn.Mailbox(w.nextSlot)
+	if err != nil {
+		return false
+	}
+	w.busy[lane] = true
+	es.slot, es.lane, es.mb = w.nextSlot, uint64(lane+1), mb
 	w.execs[es.slot] = es
 	return true
 }
 
-// frameWriteTimeout bounds one frame write to a worker: a worker that
-// stops reading is killed rather than blocking the supervisor.
-const frameWriteTimeout = 10 * time.Second
+// unregister frees an execution's lane and closes its mailbox: frames
+// still arriving for it go to the connection's Handler, which drops them.
+func (w *proc) unregister(es *execState) {
+	w.mu.Lock()
+	if w.execs != nil && w.execs[es.slot] == es {
+		delete(w.execs, es.slot)
+	}
+	if es.lane > 0 && int(es.lane) <= len(w.busy) {
+		w.busy[es.lane-1] = false
+	}
+	w.mu.Unlock()
+	if es.mb != nil {
+		es.mb.Close()
+	}
+}
 
-func (w *proc) send(m *wp.SupervisorFrame) error {
-	err := w.w.write(m)
+// send sends one frame to the worker; a failed write (the worker stopped
+// reading, or is gone) kills it.
+func (w *proc) send(tag uint64, m *wp.SupervisorFrame) error {
+	err := sendFrame(w.conn, tag, m, false)
+	if err != nil {
+		w.kill()
+	}
+	return err
+}
+
+// queue holds a frame back until the connection's next write: answers
+// to frames read together go out together.
+func (w *proc) queue(tag uint64, m *wp.SupervisorFrame) error {
+	err := sendFrame(w.conn, tag, m, true)
 	if err != nil {
 		w.kill()
 	}
@@ -108,42 +150,35 @@ func (w *proc) killAll(kind fault.Kind, msg string) {
 
 // spawn starts one worker process and completes its handshake.
 func (p *Pool) spawn() (*proc, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	w := &proc{pool: p, execs: map[uint64]*execState{}, busy: make([]bool, p.cfg.ExecutionsPerWorker)}
+	conn, childR, childW, err := ipc.NewParent(ipc.Options{MaxFrameBytes: p.cfg.MaxFrameBytes, Handler: w.stray})
 	if err != nil {
-		return nil, fmt.Errorf("worker: creating a socket pair: %w", err)
+		return nil, fmt.Errorf("worker: creating its pipes: %w", err)
 	}
-	parent := os.NewFile(uintptr(fds[0]), "ptc-worker-supervisor")
-	child := os.NewFile(uintptr(fds[1]), "ptc-worker")
-	defer parent.Close()
+	w.conn = conn
 
 	p.mu.Lock()
 	netns := !p.cfg.NoNetworkNamespace && p.netnsErr == nil
 	p.mu.Unlock()
-	cmd, stderr, err := p.start(child, netns)
+	cmd, stderr, err := p.start(childR, childW, netns)
 	if err != nil && netns {
 		// Creating a network namespace needs CAP_SYS_ADMIN; without it,
 		// run without one and report that.
 		p.mu.Lock()
 		p.netnsErr = err
 		p.mu.Unlock()
-		cmd, stderr, err = p.start(child, false)
+		cmd, stderr, err = p.start(childR, childW, false)
 	}
-	// The child holds its own copy now; without ours, its exit is an EOF.
-	_ = child.Close()
+	// The child holds its own copies now; without ours, its exit ends the
+	// stream.
+	_ = childR.Close()
+	_ = childW.Close()
 	if err != nil {
+		_ = conn.Close()
 		return nil, fmt.Errorf("worker: starting %s: %w", p.cfg.Executable, err)
 	}
 	p.stats.started.Add(1)
-	conn, err := net.FileConn(parent)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("worker: socket: %w", err)
-	}
-	w := &proc{pool: p, cmd: cmd, pid: cmd.Process.Pid, conn: conn, stderr: stderr,
-		r: newFrameReader(conn, p.cfg.MaxFrameBytes), w: newFrameWriter(conn),
-		execs: map[uint64]*execState{}}
-	w.w.before = func() { _ = conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout)) }
+	w.cmd, w.pid, w.stderr = cmd, cmd.Process.Pid, stderr
 	if err := w.handshake(p.cfg); err != nil {
 		w.kill()
 		_ = cmd.Wait()
@@ -164,14 +199,14 @@ func (p *Pool) spawn() (*proc, error) {
 	return w, nil
 }
 
-// start starts the worker process with an empty environment, only the
-// socket as an extra descriptor, its own process group and, if netns, a
-// private network namespace.
-func (p *Pool) start(child *os.File, netns bool) (*exec.Cmd, *head, error) {
+// start starts the worker process with an empty environment, only its
+// two pipe ends as extra descriptors (3 to read, 4 to write), its own
+// process group and, if netns, a private network namespace.
+func (p *Pool) start(r, wr *os.File, netns bool) (*exec.Cmd, *head, error) {
 	cmd := exec.Command(p.cfg.Executable, workerArg)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{child}
+	cmd.ExtraFiles = []*os.File{r, wr}
 	stderr := &head{max: stderrHead}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -184,22 +219,28 @@ func (p *Pool) start(child *os.File, netns bool) (*exec.Cmd, *head, error) {
 	return cmd, stderr, nil
 }
 
-// handshake sends Init and waits for Ready.
+// handshake sends Init and waits for Ready, at most StartTimeout. No other
+// goroutine reads the connection yet: the wait reads it itself.
 func (w *proc) handshake(cfg Config) error {
 	init := &wp.Init{
 		MemoryLimitBytes:    cfg.WorkerMemoryBytes,
 		ExecutionsPerWorker: int32(cfg.ExecutionsPerWorker),
 		ProgramCache:        int32(cfg.ProgramCache),
 	}
-	if err := w.w.write(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Init{Init: init}}); err != nil {
+	mb, err := w.conn.Mailbox(controlTag)
+	if err != nil {
 		return err
 	}
-	_ = w.conn.SetReadDeadline(time.Now().Add(cfg.StartTimeout))
+	defer mb.Close()
+	if err := sendFrame(w.conn, controlTag, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Init{Init: init}}, false); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartTimeout)
+	defer cancel()
 	var f wp.WorkerFrame
-	if err := w.r.read(&f); err != nil {
+	if err := mb.Next(ctx, func(b []byte) error { return proto.Unmarshal(b, &f) }); err != nil {
 		return err
 	}
-	_ = w.conn.SetReadDeadline(time.Time{})
 	r := f.GetReady()
 	if r == nil {
 		return errors.New("the first frame is not ready")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ptcrun/ptc/bridge"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	"github.com/ptcrun/ptc/tools"
@@ -14,31 +16,53 @@ import (
 
 // childExec is one running execution in a worker, and the bridge.Caller of
 // its script: the call proxy. Its manifest comes from the Execute frame; a
-// call sends a ToolStart frame (in call order) and its Invocation waits for
-// the supervisor's ToolReply; discovery sends a Discover frame and waits for
-// the DiscoverReply. Every capability of the in-process Dispatcher is
-// answered, by the supervisor's Dispatcher, so a script sees the same tools
-// object in both modes.
+// call sends a ToolStart frame (in call order) and its answer arrives as
+// a ToolReply in the lane's mailbox; discovery sends a Discover frame and
+// waits for the DiscoverReply. Every capability of the in-process
+// Dispatcher is answered, by the supervisor's Dispatcher, so a script sees
+// the same tools object in both modes.
+//
+// It is a bridge.Awaiter: the JavaScript engine begins calls and awaits
+// their answers on the lane's own goroutine, which reads the lane's
+// mailbox itself. Invocations (Start, for the WebAssembly host's
+// concurrent calls) wait the same way from any goroutine: whoever waits
+// while no one reads becomes the reader and files what it reads for the
+// others.
 type childExec struct {
-	slot   uint64
+	slot uint64
+	// ctx is the execution's context (discovery waits are bound by it).
 	ctx    context.Context
-	cancel context.CancelFunc
-	w      *frameWriter
+	lane   *lane
 	names  []string
 	inline map[string]bool
 
-	mu        sync.Mutex
-	next      uint32
-	replies   map[uint32]chan *wp.ToolReply
-	nextQuery uint32
-	queries   map[uint32]chan *wp.DiscoverReply
+	mu sync.Mutex
+	// calls numbers the calls sent; refused numbers the tickets of calls
+	// refused before sending (above refusedBase).
+	calls   uint32
+	refused uint32
+	// answers holds answers not yet taken, in arrival order.
+	answers []bridge.Answer
+	// queries counts Discover frames; found holds their answers.
+	queries uint32
+	found   map[uint32]*wp.DiscoverReply
+	// reading is true while a goroutine reads the lane's mailbox; the
+	// goroutines waiting for what it reads are woken by closing changed.
+	reading bool
+	changed chan struct{}
 }
 
-var _ bridge.Caller = (*childExec)(nil)
+var (
+	_ bridge.Caller  = (*childExec)(nil)
+	_ bridge.Awaiter = (*childExec)(nil)
+)
 
-func newChildExec(ctx context.Context, slot uint64, cancel context.CancelFunc, w *frameWriter, manifest []*wp.Tool) *childExec {
-	x := &childExec{slot: slot, ctx: ctx, cancel: cancel, w: w, names: make([]string, len(manifest)),
-		replies: map[uint32]chan *wp.ToolReply{}}
+// refusedBase is the first ticket of a call refused before sending: call
+// numbers stay consecutive, as the supervisor requires.
+const refusedBase = 1 << 31
+
+func newChildExec(ctx context.Context, slot uint64, l *lane, manifest []*wp.Tool) *childExec {
+	x := &childExec{ctx: ctx, slot: slot, lane: l, names: make([]string, len(manifest))}
 	for i, t := range manifest {
 		x.names[i] = t.GetName()
 		if t.GetInline() {
@@ -57,61 +81,173 @@ func (x *childExec) Names() []string { return x.names }
 // Inline reports the manifest's inline flag of a tool.
 func (x *childExec) Inline(name string) bool { return x.inline[name] }
 
+// Begin sends the call to the supervisor — a call to an inline tool with
+// the next write, so that calls made together go out together, any other
+// at once, as in-process it would start at once — and returns its ticket.
+func (x *childExec) Begin(ctx context.Context, name string, args json.RawMessage) uint32 {
+	if len(args) > bridge.MaxArgumentBytes {
+		// The frame would be refused; answer as the bridge does.
+		return x.refuse(&bridge.CallError{Name: bridge.NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
+			Message: fmt.Sprintf("arguments are %d bytes, more than the %d allowed", len(args), bridge.MaxArgumentBytes)})
+	}
+	x.mu.Lock()
+	x.calls++
+	id := x.calls
+	// Sent under the lock: frames go out in call order.
+	err := sendFrame(x.lane.c.conn, x.slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{
+		Slot: x.slot, Call: id, Tool: name, ArgumentsJson: args}}}, x.inline[name])
+	if err != nil {
+		x.answers = append(x.answers, bridge.Answer{Ticket: id, Err: &bridge.CallError{Name: bridge.NameToolError, Tool: name,
+			Code: tools.CodeToolFailed, Message: "the tool call could not be sent"}})
+	}
+	x.mu.Unlock()
+	return id
+}
+
+// refuse answers a call that is not sent.
+func (x *childExec) refuse(err error) uint32 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.refused++
+	t := refusedBase + x.refused
+	x.answers = append(x.answers, bridge.Answer{Ticket: t, Err: err})
+	return t
+}
+
+// Await waits for the answer to any call begun and not yet answered.
+func (x *childExec) Await(ctx context.Context) (bridge.Answer, error) {
+	var a bridge.Answer
+	err := x.wait(ctx, func() bool {
+		if len(x.answers) == 0 {
+			return false
+		}
+		a = x.answers[0]
+		x.answers[0] = bridge.Answer{}
+		x.answers = x.answers[1:]
+		return true
+	})
+	return a, err
+}
+
+// Start sends the call; its Invocation waits for the answer.
+func (x *childExec) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
+	t := x.Begin(ctx, name, args)
+	return func() (json.RawMessage, error) {
+		var a bridge.Answer
+		err := x.wait(ctx, func() bool {
+			for i := range x.answers {
+				if x.answers[i].Ticket == t {
+					a = x.answers[i]
+					x.answers = append(x.answers[:i], x.answers[i+1:]...)
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeTimeout, Message: "the execution's time ran out during the call"}
+			}
+			return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"}
+		}
+		return a.Result, a.Err
+	}
+}
+
+// StartNow is Start: a proxy's invocations only wait for an answer (the
+// concurrency bound is the supervisor's).
+func (x *childExec) StartNow(ctx context.Context, name string, args json.RawMessage) (bridge.Invocation, bool) {
+	return x.Start(ctx, name, args), true
+}
+
 // Call is Start followed by its Invocation.
 func (x *childExec) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	return x.Start(ctx, name, args)()
 }
 
-// Start sends the call to the supervisor.
-func (x *childExec) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
-	if len(args) > bridge.MaxArgumentBytes {
-		// The frame would be refused; answer as the bridge does.
-		err := &bridge.CallError{Name: bridge.NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
-			Message: fmt.Sprintf("arguments are %d bytes, more than the %d allowed", len(args), bridge.MaxArgumentBytes)}
-		return func() (json.RawMessage, error) { return nil, err }
-	}
-	ch := make(chan *wp.ToolReply, 1)
+// wait waits until got (called under x.mu) takes what the caller waits
+// for. While no other goroutine reads the lane's mailbox, the caller reads
+// it, filing the answers it reads; otherwise it waits to be told of new
+// ones. Frames the caller queued go out before it blocks (Next writes
+// them).
+func (x *childExec) wait(ctx context.Context, got func() bool) error {
 	x.mu.Lock()
-	x.next++
-	id := x.next
-	x.replies[id] = ch
-	x.mu.Unlock()
-	err := x.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{
-		Slot: x.slot, Call: id, Tool: name, ArgumentsJson: args}}})
-	if err != nil {
-		x.mu.Lock()
-		delete(x.replies, id)
-		x.mu.Unlock()
-		ce := &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeToolFailed, Message: "the tool call could not be sent"}
-		return func() (json.RawMessage, error) { return nil, ce }
-	}
-	return func() (json.RawMessage, error) {
-		select {
-		case r := <-ch:
-			if r.GetError() != nil {
-				return nil, callErrorFromPB(r.GetError())
-			}
-			return json.RawMessage(r.GetResultJson()), nil
-		case <-ctx.Done():
-			x.mu.Lock()
-			delete(x.replies, id)
+	for {
+		if got() {
 			x.mu.Unlock()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeTimeout, Message: "the execution's time ran out during the call"}
-			}
-			return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"}
+			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			x.mu.Unlock()
+			return err
+		}
+		if !x.reading {
+			x.reading = true
+			x.mu.Unlock()
+			var in wp.SupervisorFrame
+			err := x.lane.mb.Next(ctx, func(b []byte) error { return proto.Unmarshal(b, &in) })
+			x.mu.Lock()
+			x.reading = false
+			if err == nil {
+				x.file(&in)
+			}
+			if x.changed != nil {
+				// Wake the others: what they wait for may have come, and
+				// one of them must read next.
+				close(x.changed)
+				x.changed = nil
+			}
+			if err != nil && ctx.Err() == nil {
+				// The connection ended: nothing more will arrive.
+				x.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		if x.changed == nil {
+			x.changed = make(chan struct{})
+		}
+		ch := x.changed
+		x.mu.Unlock()
+		// Queued calls go out before this goroutine blocks: the reader
+		// may be waiting for answers to them.
+		_ = x.lane.c.conn.Flush()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		x.mu.Lock()
 	}
 }
 
-// deliverReply routes a tool result to the call waiting for it.
-func (x *childExec) deliverReply(m *wp.ToolReply) {
-	x.mu.Lock()
-	ch := x.replies[m.GetCall()]
-	delete(x.replies, m.GetCall())
-	x.mu.Unlock()
-	if ch != nil {
-		ch <- m
+// file records a frame read from the lane's mailbox (under x.mu): an
+// answer of this execution. Answers to an execution that has ended are
+// dropped, and so is an Execute frame for a lane that is busy (the
+// supervisor does not send one), which is refused.
+func (x *childExec) file(in *wp.SupervisorFrame) {
+	switch m := in.Msg.(type) {
+	case *wp.SupervisorFrame_ToolReply:
+		r := m.ToolReply
+		if r.GetSlot() != x.slot || r.GetCall() == 0 || r.GetCall() > x.calls {
+			return
+		}
+		a := bridge.Answer{Ticket: r.GetCall(), Result: json.RawMessage(r.GetResultJson())}
+		if r.GetError() != nil {
+			a.Result, a.Err = nil, callErrorFromPB(r.GetError())
+		}
+		x.answers = append(x.answers, a)
+	case *wp.SupervisorFrame_DiscoverReply:
+		r := m.DiscoverReply
+		if r.GetSlot() != x.slot {
+			return
+		}
+		if x.found == nil {
+			x.found = map[uint32]*wp.DiscoverReply{}
+		}
+		x.found[r.GetId()] = r
+	case *wp.SupervisorFrame_Execute:
+		slot := m.Execute.GetSlot()
+		_ = sendFrame(x.lane.c.conn, slot, refusal(slot, "slot already in use"), false)
 	}
 }
 
@@ -138,38 +274,21 @@ func (x *childExec) Describe(name string) (bridge.Description, bool) {
 // discover sends a Discover frame and waits for its reply; nil when the
 // execution ends first or the frame cannot be sent.
 func (x *childExec) discover(m *wp.Discover) *wp.DiscoverReply {
-	ch := make(chan *wp.DiscoverReply, 1)
 	x.mu.Lock()
-	x.nextQuery++
-	m.Slot, m.Id = x.slot, x.nextQuery
-	if x.queries == nil {
-		x.queries = map[uint32]chan *wp.DiscoverReply{}
-	}
-	x.queries[m.Id] = ch
+	x.queries++
+	m.Slot, m.Id = x.slot, x.queries
+	err := sendFrame(x.lane.c.conn, x.slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Discover{Discover: m}}, false)
 	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		delete(x.queries, m.Id)
-		x.mu.Unlock()
-	}()
-	if x.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Discover{Discover: m}}) != nil {
+	if err != nil {
 		return nil
 	}
-	select {
-	case r := <-ch:
-		return r
-	case <-x.ctx.Done():
+	var r *wp.DiscoverReply
+	if x.wait(x.ctx, func() bool {
+		r = x.found[m.Id]
+		delete(x.found, m.Id)
+		return r != nil
+	}) != nil {
 		return nil
 	}
-}
-
-// deliverDiscovery routes a discovery answer to the request waiting for it.
-func (x *childExec) deliverDiscovery(m *wp.DiscoverReply) {
-	x.mu.Lock()
-	ch := x.queries[m.GetId()]
-	delete(x.queries, m.GetId())
-	x.mu.Unlock()
-	if ch != nil {
-		ch <- m
-	}
+	return r
 }

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
@@ -16,20 +20,15 @@ import (
 // make the supervisor hold is bounded by that execution's limits (its log
 // buffer, its call budget).
 
-// readLoop handles the worker's frames until its socket fails, then reaps
-// the process and fails the executions it was running.
+// readLoop serves the worker's connection until it fails (the worker
+// exited or was killed, or broke the protocol), then reaps the process and
+// fails the executions it was running. While an execution's goroutine
+// waits for its frames it reads them itself (serveExec); this goroutine
+// reads what arrives otherwise, so the worker can always write, and
+// hands stray frames — of executions that have ended — to stray.
 func (w *proc) readLoop() {
 	defer w.pool.wg.Done()
-	var f wp.WorkerFrame
-	var err error
-	for {
-		if err = w.r.read(&f); err != nil {
-			break
-		}
-		if err = w.handle(&f); err != nil {
-			break
-		}
-	}
+	err := w.conn.Serve()
 	w.kill()
 	waitErr := w.cmd.Wait()
 	_ = w.conn.Close()
@@ -46,13 +45,33 @@ func (w *proc) readLoop() {
 	if len(execs) > 0 && poolKind == fault.KindUnspecified {
 		w.pool.stats.died.Add(1)
 	}
+	if errors.Is(err, ipc.ErrPeerClosed) {
+		err = nil
+	}
 	w.failAll(execs, err, waitErr, poolKind, poolMsg)
 	w.pool.removed(w)
 }
 
-// handle processes one frame from the worker. An error is a protocol
-// violation: the worker is killed.
-func (w *proc) handle(f *wp.WorkerFrame) error {
+// stray handles a frame no execution's mailbox claimed: one of an
+// execution that has ended (dropped), or one that breaks the protocol (an
+// error, which stops the worker).
+func (w *proc) stray(tag uint64, payload []byte) error {
+	var f wp.WorkerFrame
+	if err := proto.Unmarshal(payload, &f); err != nil {
+		return fmt.Errorf("undecodable frame: %w", err)
+	}
+	return w.handle(tag, &f)
+}
+
+// handle processes one frame from the worker, sent with tag: on the
+// goroutine of the execution it belongs to (serveExec) or, for a frame of
+// no running execution, on whichever goroutine reads. An error is a
+// protocol violation: the worker is killed. A Done frame delivers the
+// execution's outcome to es.done.
+func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
+	if s, ok := frameSlot(f); ok && s != tag {
+		return fmt.Errorf("a frame for execution %d sent as %d", s, tag)
+	}
 	switch m := f.Msg.(type) {
 	case *wp.WorkerFrame_ToolStart:
 		return w.toolStart(m.ToolStart)
@@ -85,6 +104,23 @@ func (w *proc) handle(f *wp.WorkerFrame) error {
 	}
 }
 
+// frameSlot returns the execution slot a frame names.
+func frameSlot(f *wp.WorkerFrame) (uint64, bool) {
+	switch m := f.Msg.(type) {
+	case *wp.WorkerFrame_ToolStart:
+		return m.ToolStart.GetSlot(), true
+	case *wp.WorkerFrame_Log:
+		return m.Log.GetSlot(), true
+	case *wp.WorkerFrame_Done:
+		return m.Done.GetSlot(), true
+	case *wp.WorkerFrame_Breach:
+		return m.Breach.GetSlot(), true
+	case *wp.WorkerFrame_Discover:
+		return m.Discover.GetSlot(), true
+	}
+	return 0, false
+}
+
 func (w *proc) lookup(slot uint64, remove bool) *execState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -96,8 +132,12 @@ func (w *proc) lookup(slot uint64, remove bool) *execState {
 }
 
 // toolStart starts a tool call through the execution's bridge, in frame
-// order, and runs it on its own goroutine (ended by the invocation, which
-// the execution's tool context bounds).
+// order. A call to an inline tool that can run at once (a concurrency
+// slot is free) runs right here, on the goroutine that read its frame,
+// and its answer is queued: answers to calls read together go out
+// together, and one call costs no goroutine hand-off. Any other call runs
+// on its own goroutine (ended by the invocation, which the execution's
+// tool context bounds), which this goroutine lets start at once.
 func (w *proc) toolStart(m *wp.ToolStart) error {
 	es := w.lookup(m.GetSlot(), false)
 	if es == nil {
@@ -107,27 +147,41 @@ func (w *proc) toolStart(m *wp.ToolStart) error {
 		return fmt.Errorf("tool call %d out of order (expected %d)", m.GetCall(), es.calls+1)
 	}
 	es.calls++
-	inv := es.job.Tools.Start(es.tctx, m.GetTool(), json.RawMessage(m.GetArgumentsJson()))
+	slot, call := m.GetSlot(), m.GetCall()
+	inv, now := es.job.Tools.StartNow(es.tctx, m.GetTool(), json.RawMessage(m.GetArgumentsJson()))
+	if now && es.job.Tools.Inline(m.GetTool()) {
+		out, err := inv()
+		return w.queue(es.lane, toolReply(slot, call, out, err))
+	}
 	es.wg.Add(1)
 	es.inflight.Add(1)
 	go func() {
 		defer es.wg.Done()
 		defer es.inflight.Add(-1)
 		out, err := inv()
-		reply := &wp.ToolReply{Slot: m.GetSlot(), Call: m.GetCall()}
-		if err != nil {
-			reply.Error = callErrorPB(err)
-		} else {
-			reply.ResultJson = out
-		}
-		_ = w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_ToolReply{ToolReply: reply}})
+		_ = w.send(es.lane, toolReply(slot, call, out, err))
 	}()
+	// Let the call's goroutine start on this thread, which is about to
+	// block reading the connection (a goroutine readied by a thread that
+	// then blocks in a system call waits for another thread to be woken).
+	runtime.Gosched()
 	return nil
 }
 
+// toolReply is the frame answering a tool call.
+func toolReply(slot uint64, call uint32, out json.RawMessage, err error) *wp.SupervisorFrame {
+	reply := &wp.ToolReply{Slot: slot, Call: call}
+	if err != nil {
+		reply.Error = callErrorPB(err)
+	} else {
+		reply.ResultJson = out
+	}
+	return &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_ToolReply{ToolReply: reply}}
+}
+
 // discover answers tools.$search and tools.$describe from the execution's
-// bridge, on the reader's goroutine: a flood of them delays only this
-// worker's own frames.
+// bridge, on the goroutine that read the frame: a flood of them delays
+// only this worker's own frames.
 func (w *proc) discover(m *wp.Discover) error {
 	es := w.lookup(m.GetSlot(), false)
 	if es == nil {
@@ -151,7 +205,7 @@ func (w *proc) discover(m *wp.Discover) error {
 		}
 		reply.ResultJson = b
 	}
-	return w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_DiscoverReply{DiscoverReply: reply}})
+	return w.queue(es.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_DiscoverReply{DiscoverReply: reply}})
 }
 
 // done ends an execution with the worker's outcome, checked.

@@ -11,7 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
@@ -44,54 +47,106 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job) *ptcruntime.O
 		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker process ended before the execution started; run it again")}
 	}
 	frame := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}
-	if err := w.send(frame); err != nil {
+	if err := w.send(es.lane, frame); err != nil {
 		w.kill()
 	}
-	out := p.wait(ctx, w, es)
+	stop := p.watch(ctx, w, es)
+	out := w.serveExec(es)
+	stop()
 	es.finish(out)
+	w.unregister(es)
 	p.release(w, es.clean)
 	return out
 }
 
-// wait waits for an execution's Done frame, cancelling it when ctx ends
-// and killing its worker when it overruns its deadline by KillGrace.
-func (p *Pool) wait(ctx context.Context, w *proc, es *execState) *ptcruntime.Outcome {
-	var deadline <-chan time.Time
-	if t := es.job.Limits.Timeout; t > 0 {
-		timer := time.NewTimer(t + p.cfg.KillGrace)
-		defer timer.Stop()
-		deadline = timer.C
+// serveExec reads the execution's frames itself, from its mailbox, and
+// handles them until the worker reports it done: tool calls start (inline
+// ones run) on this goroutine, so the frame, the call and the answer need
+// no hand-off between threads. When the connection fails (the worker
+// died, was killed or broke the protocol) the outcome comes from failAll.
+func (w *proc) serveExec(es *execState) *ptcruntime.Outcome {
+	var f wp.WorkerFrame
+	decode := func(b []byte) error {
+		proto.Reset(&f)
+		return proto.Unmarshal(b, &f)
 	}
-	var grace <-chan time.Time
-	done := ctx.Done()
 	for {
 		select {
 		case out := <-es.done:
+			// Answers queued for frames read with the Done go out now.
+			_ = w.conn.Flush()
 			return out
-		case <-done:
-			done = nil
-			// Cancel first, then end the tool calls: their failures reach
-			// the worker after the cancel, as in-process.
-			_ = w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot}}})
-			es.tctx.end(ctx.Err())
-			timer := time.NewTimer(p.cfg.KillGrace)
-			defer timer.Stop()
-			grace = timer.C
-		case <-deadline:
-			deadline, grace = nil, nil
+		default:
+		}
+		if err := es.mb.Next(context.Background(), decode); err != nil {
+			// An undecodable frame breaks the protocol; any other error
+			// means the connection failed. Either way the worker is gone
+			// and failAll reports the execution.
+			w.kill()
+			return <-es.done
+		}
+		if err := w.handle(es.slot, &f); err != nil {
+			w.kill()
+			return <-es.done
+		}
+	}
+}
+
+// watch arms the execution's deadline and cancellation: the worker is
+// killed when the execution has not finished KillGrace after its timeout;
+// when ctx ends first, the worker is asked to cancel it (a Cancel frame)
+// and killed if it has not finished KillGrace later. Neither depends on
+// what the execution's goroutine is doing. The returned function disarms
+// both.
+func (p *Pool) watch(ctx context.Context, w *proc, es *execState) (stop func()) {
+	var mu sync.Mutex
+	var deadline, grace *time.Timer
+	disarmed := false
+	if t := es.job.Limits.Timeout; t > 0 {
+		deadline = time.AfterFunc(t+p.cfg.KillGrace, func() {
 			p.stats.killed.Add(1)
 			w.killFor(es, fault.KindTimeout)
-		case <-grace:
-			deadline, grace = nil, nil
+		})
+	}
+	stopCancel := context.AfterFunc(ctx, func() {
+		// Cancel first, then end the tool calls: their failures reach
+		// the worker after the cancel, as in-process.
+		_ = w.send(cancelTag(es.lane), &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot}}})
+		es.tctx.end(ctx.Err())
+		mu.Lock()
+		defer mu.Unlock()
+		if disarmed {
+			return
+		}
+		grace = time.AfterFunc(p.cfg.KillGrace, func() {
+			if deadline != nil && !deadline.Stop() {
+				return // the deadline's kill came first
+			}
 			p.stats.killed.Add(1)
 			w.killFor(es, fault.KindCancelled)
+		})
+	})
+	return func() {
+		stopCancel()
+		mu.Lock()
+		disarmed = true
+		if grace != nil {
+			grace.Stop()
+		}
+		mu.Unlock()
+		if deadline != nil {
+			deadline.Stop()
 		}
 	}
 }
 
 // execState is one execution on a worker, as the supervisor tracks it.
 type execState struct {
+	// slot numbers the execution on its worker's connection; lane is the
+	// worker's goroutine that runs it; mb receives its frames.
 	slot    uint64
+	lane    uint64
+	mb      *ipc.Mailbox
 	job     *ptcruntime.Job
 	started time.Time
 	// tctx bounds the execution's tool calls: it ends when the execution

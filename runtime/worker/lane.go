@@ -1,0 +1,180 @@
+package worker
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
+	ptcruntime "github.com/ptcrun/ptc/runtime"
+)
+
+// lane is one execution slot of a worker: a goroutine locked to its OS
+// thread (whose CPU clock measures the scripts it runs) that runs the
+// executions sent to it one after another. It reads its own frames —
+// the Execute frame, then the answers to its execution's calls — from its
+// mailbox, so a frame goes from the read system call to the goroutine
+// that needs it with no hand-off between threads. Each execution runs in
+// a runtime the worker's warmer made ahead (a fresh runtime per
+// execution; only its making moves off the path).
+type lane struct {
+	c  *child
+	id uint64
+	mb *ipc.Mailbox
+
+	// mu guards what the connection's Handler reads on another thread:
+	// the execution running now (its slot and cancel function), the last
+	// slot started, and a Cancel that arrived before its Execute was read.
+	mu        sync.Mutex
+	cur       uint64
+	cancel    context.CancelFunc
+	last      uint64
+	cancelled uint64
+}
+
+func (c *child) newLane(id uint64) (*lane, error) {
+	mb, err := c.conn.Mailbox(id)
+	if err != nil {
+		return nil, err
+	}
+	return &lane{c: c, id: id, mb: mb}, nil
+}
+
+// run is the lane's goroutine. It ends when the connection does.
+func (l *lane) run() {
+	defer l.c.wg.Done()
+	// Locked for good: the thread's CPU clock is the scripts' CPU time,
+	// and the runtime made ahead is used on the same thread. The thread
+	// ends with the goroutine.
+	runtime.LockOSThread()
+	var in wp.SupervisorFrame
+	decode := func(b []byte) error {
+		proto.Reset(&in)
+		return proto.Unmarshal(b, &in)
+	}
+	for {
+		if err := l.mb.Next(context.Background(), decode); err != nil {
+			// The connection ended (or the supervisor sent what cannot
+			// be decoded, which ends it).
+			_ = l.c.conn.Close()
+			return
+		}
+		m := in.GetExecute()
+		if m == nil {
+			// An answer to an execution that has ended.
+			continue
+		}
+		l.execute(m, l.c.takeWarm())
+	}
+}
+
+// cancelSlot cancels execution slot if it runs on the lane now, or
+// remembers the cancel if its Execute frame was not read yet.
+func (l *lane) cancelSlot(slot uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case slot == l.cur && l.cancel != nil:
+		l.cancel()
+	case slot > l.last:
+		l.cancelled = slot
+	}
+}
+
+// cancelCurrent cancels the execution running on the lane, if any.
+func (l *lane) cancelCurrent() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel()
+	}
+}
+
+// execute runs one execution on the lane's goroutine and sends its Done
+// frame; warm is the runtime made for it ahead (nil: make one now).
+func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
+	c := l.c
+	slot := m.GetSlot()
+	job, err := jobOf(m)
+	if err != nil {
+		_ = sendFrame(c.conn, slot, refusal(slot, err.Error()), false)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.mu.Lock()
+	l.cur, l.cancel, l.last = slot, cancel, slot
+	if l.cancelled == slot {
+		cancel()
+	}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.cur, l.cancel = 0, nil
+		l.mu.Unlock()
+	}()
+
+	x := newChildExec(ctx, slot, l, m.GetTools())
+	job.Tools = x
+	var logs *ptcruntime.LogBuffer
+	if m.GetLogs() {
+		logs = ptcruntime.NewLogBuffer(time.Now(), job.Limits, func(e core.LogEntry) {
+			_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Log{Log: &wp.Log{
+				Slot: slot, Level: e.Level, Message: e.Message, AtNanos: int64(e.At)}}}, false)
+		})
+		job.Logs = logs
+	}
+	restore := c.tightenLimits(job.Limits.MemoryBytes)
+	out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
+		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
+			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)
+	}, warm)
+	restore()
+	_ = sendFrame(c.conn, slot, doneFrame(slot, out, logs != nil && logs.Full(), clean(out)), false)
+	// Measured after the reply, off the execution's path, for the next
+	// execution's RLIMIT_DATA: after executions that grew the heap, and
+	// every vmDataEvery executions.
+	if n := c.runs.Add(1); out.PeakMemoryBytes > 8<<20 || n%vmDataEvery == 0 {
+		c.vmData.Store(vmData())
+	}
+}
+
+// warmStock is how many runtimes the warmer keeps made ahead (it holds
+// one more in hand while the stock is full).
+const warmStock = 1
+
+// warmer makes JavaScript runtimes ahead of the executions that will run
+// in them, on its own goroutine (so on another core when there is one,
+// while the supervisor still handles the previous result), and keeps
+// warmStock of them. It ends when done is closed.
+func (c *child) warmer(done <-chan struct{}) {
+	defer c.wg.Done()
+	for {
+		w := c.exec.warm()
+		if w == nil {
+			return
+		}
+		select {
+		case c.stock <- w:
+		case <-done:
+			return
+		}
+	}
+}
+
+// takeWarm returns a runtime made ahead, or nil when none is ready (the
+// execution then makes its own).
+func (c *child) takeWarm() *warmRuntime {
+	select {
+	case w := <-c.stock:
+		return w
+	default:
+		return nil
+	}
+}

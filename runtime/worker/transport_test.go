@@ -1,0 +1,268 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/ipc"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
+	ptcruntime "github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// TestCancelBeforeExecuteRead sends an Execute and its Cancel in one
+// write: whichever goroutine reads them, the Cancel must not be lost
+// because the lane had not started the execution yet.
+func TestCancelBeforeExecuteRead(t *testing.T) {
+	p := newPool(t, Config{Workers: -1})
+	for i := range 5 {
+		w, err := p.acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, _ := newJob(t, `while (true) {}`, testLimits())
+		es := newExecState(context.Background(), job, time.Second)
+		if !w.register(es) {
+			t.Fatal("worker gone")
+		}
+		if err := w.queue(es.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.queue(cancelTag(es.lane), &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		out := w.serveExec(es)
+		if out.Err == nil || out.Err.Kind != fault.KindCancelled {
+			t.Fatalf("round %d: %v, want CANCELLED", i, out.Err)
+		}
+		es.finish(out)
+		w.unregister(es)
+		p.release(w, false)
+	}
+}
+
+// fakeSupervisor is the supervisor's end of a connection to a lane in
+// this process: it answers ToolStart frames (after delay, by the tool's
+// name) and Discover frames.
+type fakeSupervisor struct {
+	conn  *ipc.Conn
+	delay map[string]time.Duration
+	wg    sync.WaitGroup
+}
+
+func (f *fakeSupervisor) handle(tag uint64, payload []byte) error {
+	var in wp.WorkerFrame
+	if err := proto.Unmarshal(payload, &in); err != nil {
+		return err
+	}
+	switch m := in.Msg.(type) {
+	case *wp.WorkerFrame_ToolStart:
+		ts := m.ToolStart
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			time.Sleep(f.delay[ts.GetTool()])
+			_ = sendFrame(f.conn, 1, toolReply(ts.GetSlot(), ts.GetCall(), json.RawMessage(fmt.Sprintf(`{"call":%d}`, ts.GetCall())), nil), false)
+		}()
+	case *wp.WorkerFrame_Discover:
+		d := m.Discover
+		_ = sendFrame(f.conn, 1, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_DiscoverReply{DiscoverReply: &wp.DiscoverReply{
+			Slot: d.GetSlot(), Id: d.GetId(), Found: true, ResultJson: []byte(`[]`)}}}, false)
+	}
+	return nil
+}
+
+// proxyPair returns a call proxy for execution slot on lane 1 of a child
+// whose supervisor is a fakeSupervisor in this process.
+func proxyPair(t *testing.T, slot uint64, delay map[string]time.Duration) (*childExec, *fakeSupervisor) {
+	t.Helper()
+	var ab, ba [2]int
+	if err := unix.Pipe2(ab[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Pipe2(ba[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeSupervisor{delay: delay}
+	sup, err := ipc.New(ba[0], ab[1], ipc.Options{Handler: f.handle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.conn = sup
+	cc, err := ipc.New(ab[0], ba[1], ipc.Options{MaxMailboxBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{conn: cc}
+	l, err := c.newLane(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { _ = sup.Serve(); close(served) }()
+	t.Cleanup(func() {
+		_ = sup.Close()
+		<-served
+		f.wg.Wait()
+		_ = cc.Close()
+	})
+	return newChildExec(context.Background(), slot, l, []*wp.Tool{{Name: "fast", Inline: true}, {Name: "slow"}}), f
+}
+
+// TestProxyAnswers drives the call proxy the way its two users do: the
+// JavaScript engine (Begin, then Await on one goroutine) and the
+// WebAssembly host (Start, and Invocations on many goroutines at once).
+func TestProxyAnswers(t *testing.T) {
+	t.Run("await any, in arrival order", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, map[string]time.Duration{"slow": 100 * time.Millisecond})
+		ctx := context.Background()
+		slow := x.Begin(ctx, "slow", json.RawMessage(`{}`))
+		fast := x.Begin(ctx, "fast", json.RawMessage(`{}`))
+		for _, want := range []uint32{fast, slow} {
+			a, err := x.Await(ctx)
+			if err != nil || a.Ticket != want || a.Err != nil || string(a.Result) != fmt.Sprintf(`{"call":%d}`, want) {
+				t.Fatalf("answer %+v %v, want ticket %d", a, err, want)
+			}
+		}
+	})
+	t.Run("invocations from many goroutines", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, map[string]time.Duration{"slow": 20 * time.Millisecond})
+		ctx := context.Background()
+		const n = 16
+		invs := make([]bridge.Invocation, n)
+		for i := range invs {
+			tool := "fast"
+			if i%3 == 0 {
+				tool = "slow"
+			}
+			invs[i] = x.Start(ctx, tool, json.RawMessage(`{}`))
+		}
+		var wg sync.WaitGroup
+		for i, inv := range invs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := inv()
+				if err != nil || string(out) != fmt.Sprintf(`{"call":%d}`, i+1) {
+					t.Errorf("call %d: %s %v", i+1, out, err)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Run("a refused call keeps the numbering", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, nil)
+		ctx := context.Background()
+		big := make(json.RawMessage, bridge.MaxArgumentBytes+1)
+		refused := x.Begin(ctx, "fast", big)
+		sent := x.Begin(ctx, "fast", json.RawMessage(`{}`))
+		if sent != 1 {
+			t.Fatalf("the call after a refused one is number %d", sent)
+		}
+		got := map[uint32]bridge.Answer{}
+		for range 2 {
+			a, err := x.Await(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[a.Ticket] = a
+		}
+		var ce *bridge.CallError
+		if a := got[refused]; a.Err == nil || !asCallError(a.Err, &ce) || ce.Code != "invalid_arguments" {
+			t.Errorf("refused call: %+v", a)
+		}
+		if a := got[sent]; a.Err != nil {
+			t.Errorf("sent call: %+v", a)
+		}
+	})
+	t.Run("discovery while answers arrive", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, nil)
+		ctx := context.Background()
+		c := x.Begin(ctx, "fast", json.RawMessage(`{}`))
+		if hits := x.Search("q", 3); hits == nil {
+			t.Fatal("no answer to a search")
+		}
+		a, err := x.Await(ctx)
+		if err != nil || a.Ticket != c {
+			t.Fatalf("the answer read during discovery: %+v %v", a, err)
+		}
+	})
+	t.Run("await ends with its context", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, map[string]time.Duration{"slow": time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		x.Begin(ctx, "slow", json.RawMessage(`{}`))
+		if _, err := x.Await(ctx); err == nil {
+			t.Fatal("Await outlived its context")
+		}
+	})
+	t.Run("answers to an ended execution are dropped", func(t *testing.T) {
+		x, _ := proxyPair(t, 7, nil)
+		x.calls = 1
+		x.file(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_ToolReply{ToolReply: &wp.ToolReply{Slot: 6, Call: 1}}})
+		x.file(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_ToolReply{ToolReply: &wp.ToolReply{Slot: 7, Call: 2}}})
+		x.file(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_DiscoverReply{DiscoverReply: &wp.DiscoverReply{Slot: 6, Id: 1}}})
+		if len(x.answers) != 0 || len(x.found) != 0 {
+			t.Fatalf("kept %+v %+v", x.answers, x.found)
+		}
+		x.file(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_ToolReply{ToolReply: &wp.ToolReply{Slot: 7, Call: 1}}})
+		if len(x.answers) != 1 {
+			t.Fatal("the execution's own answer was dropped")
+		}
+	})
+}
+
+func asCallError(err error, ce **bridge.CallError) bool {
+	c, ok := err.(*bridge.CallError)
+	*ce = c
+	return ok
+}
+
+// TestManyCallsTogether runs 60 calls made together (to an inline tool,
+// which the supervisor runs where it reads the call, and to others, some
+// failing) in a worker and in-process, and compares results and traces:
+// batched frames keep the calls' order and answers.
+func TestManyCallsTogether(t *testing.T) {
+	src := `
+const calls = [];
+for (let i = 0; i < 60; i++) {
+	const c = i % 3 === 0 ? tools.quick({i}) : i % 3 === 1 ? tools.math.add({a: i, b: 1}) : tools.fail({});
+	calls.push(c.then((r) => r.sum ?? r.i, (e) => e.code));
+}
+return await Promise.all(calls);`
+	quick := tools.Tool{Definition: tools.Definition{Name: "quick", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }, Inline: true}
+	lim := testLimits()
+	lim.MaxConcurrentToolCalls = 4
+	var want []string
+	for i, eng := range []ptcruntime.Engine{newPool(t, Config{Mode: ModeInProcess}), newPool(t, Config{})} {
+		job, d := newJob(t, src, lim, quick)
+		out := eng.Run(context.Background(), job)
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		got := []string{string(out.Result)}
+		for _, rec := range d.Trace() {
+			got = append(got, traceLine(rec))
+		}
+		if i == 0 {
+			want = got
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("worker\n%v\nin-process\n%v", got, want)
+		}
+	}
+}
