@@ -84,10 +84,11 @@ type child struct {
 	inherited []int32
 
 	// lanes[i] runs the executions sent to lane i+1; stock holds the
-	// runtimes the warmer made for them.
-	lanes []*lane
-	stock chan *warmRuntime
-	wg    sync.WaitGroup
+	// runtimes the warmer made for them, refill wakes the warmer.
+	lanes  []*lane
+	stock  chan *warmRuntime
+	refill chan struct{}
+	wg     sync.WaitGroup
 }
 
 func (c *child) serve() error {
@@ -116,7 +117,7 @@ func (c *child) serve() error {
 		}
 		c.lanes = append(c.lanes, l)
 	}
-	c.stock = make(chan *warmRuntime, warmStock)
+	c.stock, c.refill = make(chan *warmRuntime, warmStock), make(chan struct{}, 1)
 	done := make(chan struct{})
 	c.wg.Add(1)
 	go c.warmer(done)

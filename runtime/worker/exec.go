@@ -89,7 +89,7 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 			out = &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not prepare a JavaScript runtime")}
 		} else {
 			warm.limit = guardLimit(job.Limits.MemoryBytes)
-			out = e.js.RunWarm(ctx, &inner, guardedSource(job.Source), warm.js)
+			out = e.js.RunWarm(ctx, &inner, js.Source{Code: job.Source}, warm.js)
 		}
 	}
 

@@ -2,12 +2,10 @@ package worker
 
 import (
 	"errors"
-	"strings"
-	"sync"
+	"fmt"
+	"math"
 
 	"github.com/dop251/goja"
-
-	"github.com/ptcrun/ptc/runtime/js"
 )
 
 // The guards below complement the string guards of runtime/js: built-ins
@@ -29,85 +27,159 @@ import (
 // is (wrapping it would also part it from %TypedArray%.prototype.toString,
 // the same function by the standard).
 //
-// The guards are invisible to a script: each is a method function (no
-// prototype, not a constructor) with the built-in's name and length, and
-// Function.prototype.toString answers for a guard (and for itself) as for
-// the built-in, so a script sees the same built-ins in a worker as
-// in-process (the parity test walks them). They are plain functions, not
-// Proxies: touching Proxy, Reflect or Map would make goja build them in
-// every execution.
+// The guards are invisible to a script: each is a native function, as the
+// built-in it stands for, with the built-in's name, length and property
+// attributes, so it has no prototype, is not a constructor, and
+// Function.prototype.toString gives the built-in's native form; a script
+// sees the same built-ins in a worker as in-process (the parity test
+// walks them). They call the built-in's own Go function, so a guarded call
+// has one native frame, as an unguarded one has.
 //
-// The guards are installed in each runtime before its job, when a worker
-// makes the runtime ahead (executor.warm): a function compiled once, on
-// line 1 of "script.js", called with a native function that returns the
-// memory limit of the job the runtime is then running. The program
-// starts on line 2 (line 1 is left empty), so line-1 frames are the
-// guards': a guard's RangeError has them removed from its stack, so its
-// position and stack point at the program's own call site.
-const guardCode = `"use strict";
-const D = Object.defineProperty, R = Function.prototype.call.bind(Function.prototype.apply);
-const Num = Number, isArray = Array.isArray, trunc = (x) => x - x % 1, mib = (n) => (n / 1048576) | 0;
-const split = String.prototype.split, filter = Array.prototype.filter, join = Array.prototype.join;
-const fail = (what, n) => {
-  const e = new RangeError(what + " would need about " + mib(n) + " MiB, more than the memory limit of " + mib(limit()) + " MiB allows; work on smaller pieces");
-  try { D(e, "stack", { value: R(join, R(filter, R(split, "" + e.stack, ["\n"]), [(l) => l.indexOf("script.js:1:") < 0]), ["\n"]), writable: true, configurable: true }); } catch (x) {}
-  throw e;
-};
-const len = (o) => { try { const l = Num(o == null ? 0 : o.length); return l > 0 ? l : 0; } catch (e) { return 0; } };
-const natives = [];
-const method = (obj, name, size, what) => {
-  const orig = obj[name];
-  if (typeof orig !== "function") return;
-  const f = { [name](x) { const a = arguments, n = size(this, a); if (n > limit()) fail(what, n); return R(orig, this, a); } }[name];
-  if (orig.length !== 1) D(f, "length", { value: orig.length, writable: false, enumerable: false, configurable: true });
-  natives.push(f, orig);
-  D(obj, name, { value: f, writable: true, enumerable: false, configurable: true });
-};
-const span = (o, a, si, ei) => {
-  const l = len(o);
-  let s = a.length > si ? trunc(Num(a[si])) || 0 : 0;
-  let e = a.length > ei && a[ei] !== undefined ? trunc(Num(a[ei])) || 0 : l;
-  s = s < 0 ? Math.max(l + s, 0) : Math.min(s, l);
-  e = e < 0 ? Math.max(l + e, 0) : Math.min(e, l);
-  return e > s ? e - s : 0;
-};
-method(Array.prototype, "fill", (o, a) => (isArray(o) ? span(o, a, 1, 2) : 0) * 16, "Array.prototype.fill");
-method(Array.prototype, "join", (o, a) => len(o) * (16 + (a.length > 0 && a[0] !== undefined ? String(a[0]).length * 2 : 2)), "Array.prototype.join");
-method(Array, "from", (o, a) => (a[0] != null && typeof a[0] === "object" && !isArray(a[0])) ? len(a[0]) * 16 : 0, "Array.from");
-const fts = Function.prototype.toString;
-const ts = { toString() { let t = this; for (let i = 0; i < natives.length; i += 2) { if (natives[i] === t) { t = natives[i + 1]; break; } } return R(fts, t, []); } }.toString;
-natives.push(ts, fts);
-D(Function.prototype, "toString", { value: ts, writable: true, enumerable: false, configurable: true });
-`
+// They are installed in each runtime before its job, when the worker makes
+// the runtime ahead (executor.warm), and read the memory limit of the job
+// the runtime then runs.
 
-// bodyPrefix opens the program's async function on the line after the
-// guards' line.
-const bodyPrefix = "(async function(){"
-
-// guardProgram is guardCode as a function of the limit getter, all on
-// line 1 of "script.js", compiled once.
-var guardProgram = sync.OnceValues(func() (*goja.Program, error) {
-	return goja.Compile("script.js", "(function(limit){"+strings.ReplaceAll(guardCode, "\n", " ")+"})", true)
-})
-
-// installGuards runs the guards in a fresh runtime; they read the memory
-// limit from *limit when called.
+// installGuards puts the size guards on a fresh runtime; they read the
+// memory limit from *limit when called.
 func installGuards(vm *goja.Runtime, limit *int64) error {
-	prg, err := guardProgram()
-	if err != nil {
-		return err
-	}
-	v, err := vm.RunProgram(prg)
-	if err != nil {
-		return err
-	}
-	fn, ok := goja.AssertFunction(v)
+	array, ok := vm.Get("Array").(*goja.Object)
 	if !ok {
-		return errors.New("worker: the size guards did not compile to a function")
+		return errors.New("worker: no Array constructor to guard")
 	}
-	get := vm.ToValue(func(goja.FunctionCall) goja.Value { return vm.ToValue(*limit) })
-	_, err = fn(goja.Undefined(), get)
-	return err
+	proto, ok := array.Get("prototype").(*goja.Object)
+	if !ok {
+		return errors.New("worker: no Array.prototype to guard")
+	}
+	rangeError, ok := goja.AssertConstructor(vm.Get("RangeError"))
+	if !ok {
+		return errors.New("worker: no RangeError constructor")
+	}
+	isArrayFn, ok := native(array.Get("isArray"))
+	if !ok {
+		return errors.New("worker: Array.isArray is not a built-in")
+	}
+	isArray := func(v goja.Value) bool {
+		return isArrayFn(goja.FunctionCall{This: array, Arguments: []goja.Value{v}}).ToBoolean()
+	}
+	// length is the length of an array-like, 0 when it has none or
+	// reading it throws.
+	length := func(o goja.Value) float64 {
+		if o == nil || goja.IsUndefined(o) || goja.IsNull(o) {
+			return 0
+		}
+		n := 0.0
+		if vm.Try(func() { n = o.ToObject(vm).Get("length").ToFloat() }) != nil || !(n > 0) {
+			return 0
+		}
+		return n
+	}
+	// integer is ToIntegerOrInfinity as the guards always computed it:
+	// NaN, ±0 and ±Infinity count as 0.
+	integer := func(v goja.Value) float64 {
+		x := v.ToFloat()
+		x -= math.Mod(x, 1)
+		if math.IsNaN(x) {
+			return 0
+		}
+		return x
+	}
+	// span is the number of elements from argument si to argument ei of
+	// a call on o, as Array.prototype.fill clamps them.
+	span := func(o goja.Value, a []goja.Value, si, ei int) float64 {
+		l := length(o)
+		s, e := 0.0, l
+		if len(a) > si {
+			s = integer(a[si])
+		}
+		if len(a) > ei && !goja.IsUndefined(a[ei]) {
+			e = integer(a[ei])
+		}
+		s = clampIndex(s, l)
+		e = clampIndex(e, l)
+		if e > s {
+			return e - s
+		}
+		return 0
+	}
+	guard := func(obj *goja.Object, name string, size func(this goja.Value, a []goja.Value) float64, what string) error {
+		orig, ok := native(obj.Get(name))
+		if !ok {
+			return fmt.Errorf("worker: %s is not a built-in", what)
+		}
+		origFn := obj.Get(name).(*goja.Object)
+		f := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+			if n, max := size(call.This, call.Arguments), *limit; n > float64(max) {
+				msg := fmt.Sprintf("%s would need about %d MiB, more than the memory limit of %d MiB allows; work on smaller pieces",
+					what, int64(n/(1<<20)), max>>20)
+				e, err := rangeError(nil, vm.ToValue(msg))
+				if err != nil {
+					panic(err)
+				}
+				panic(e)
+			}
+			return orig(call)
+		}).(*goja.Object)
+		for _, p := range []string{"length", "name"} {
+			// Not writable, configurable, not enumerable: as on built-ins.
+			if err := f.DefineDataProperty(p, origFn.Get(p), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+				return err
+			}
+		}
+		// Writable, configurable, not enumerable: as the built-in.
+		return obj.DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	if err := guard(proto, "fill", func(this goja.Value, a []goja.Value) float64 {
+		if !isArray(this) {
+			return 0
+		}
+		return span(this, a, 1, 2) * 16
+	}, "Array.prototype.fill"); err != nil {
+		return err
+	}
+	if err := guard(proto, "join", func(this goja.Value, a []goja.Value) float64 {
+		sep := 2.0
+		if len(a) > 0 && !goja.IsUndefined(a[0]) {
+			sep = float64(len(a[0].String())) * 2
+		}
+		return length(this) * (16 + sep)
+	}, "Array.prototype.join"); err != nil {
+		return err
+	}
+	return guard(array, "from", func(_ goja.Value, a []goja.Value) float64 {
+		if len(a) == 0 {
+			return 0
+		}
+		o, ok := a[0].(*goja.Object)
+		if !ok || isCallable(o) || isArray(o) {
+			return 0
+		}
+		return length(o) * 16
+	}, "Array.from")
+}
+
+// native returns the Go function of a built-in function value.
+func native(v goja.Value) (func(goja.FunctionCall) goja.Value, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return nil, false
+	}
+	f, ok := o.Export().(func(goja.FunctionCall) goja.Value)
+	return f, ok
+}
+
+// isCallable reports whether typeof o is "function".
+func isCallable(o *goja.Object) bool {
+	_, ok := goja.AssertFunction(o)
+	return ok
+}
+
+// clampIndex clamps a relative index (negative counts from the end) to
+// [0, l].
+func clampIndex(x, l float64) float64 {
+	if x < 0 {
+		return math.Max(l+x, 0)
+	}
+	return math.Min(x, l)
 }
 
 // guardLimit is the memory limit the guards hold a job to.
@@ -118,32 +190,5 @@ func guardLimit(memBytes int64) int64 {
 	return memBytes
 }
 
-// guardedSource returns the program laid out for a runtime with the
-// guards installed: line 1 empty (it is the guards'), the program from
-// line 2, and the position mapping back to the program.
-func guardedSource(source string) js.Source {
-	var b strings.Builder
-	b.Grow(len(source) + len(bodyPrefix) + 4)
-	b.WriteString("\n")
-	b.WriteString(bodyPrefix)
-	b.WriteString(source)
-	b.WriteString("\n})")
-	return js.Source{Code: b.String(), Wrapped: true, MapPosition: mapGuarded}
-}
-
 // maxGuardBytes bounds the guards' notion of memory when no limit is set.
 const maxGuardBytes = 4 << 30
-
-// mapGuarded maps a position in the guarded source to the program's source.
-func mapGuarded(line, col int) (int, int, bool) {
-	if line < 2 {
-		return 0, 0, false
-	}
-	if line == 2 {
-		col -= len(bodyPrefix)
-		if col < 1 {
-			col = 1
-		}
-	}
-	return line - 1, col, true
-}

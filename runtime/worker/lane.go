@@ -137,6 +137,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	}, warm)
 	restore()
 	_ = sendFrame(c.conn, slot, doneFrame(slot, out, logs != nil && logs.Full(), clean(out)), false)
+	c.refillWarm()
 	// Measured after the reply, off the execution's path, for the next
 	// execution's RLIMIT_DATA: after executions that grew the heap, and
 	// every vmDataEvery executions.
@@ -145,23 +146,30 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	}
 }
 
-// warmStock is how many runtimes the warmer keeps made ahead (it holds
-// one more in hand while the stock is full).
-const warmStock = 1
+// warmStock is how many runtimes the warmer keeps made ahead.
+const warmStock = 2
 
 // warmer makes JavaScript runtimes ahead of the executions that will run
-// in them, on its own goroutine (so on another core when there is one,
-// while the supervisor still handles the previous result), and keeps
-// warmStock of them. It ends when done is closed.
+// in them, on its own goroutine, until warmStock are ready; it starts
+// again when a lane has sent an execution's Done (refill), so that making
+// the next runtime overlaps the supervisor's handling of that result and
+// not the execution itself. It ends when done is closed.
 func (c *child) warmer(done <-chan struct{}) {
 	defer c.wg.Done()
 	for {
-		w := c.exec.warm()
-		if w == nil {
-			return
+		for len(c.stock) < cap(c.stock) {
+			w := c.exec.warm()
+			if w == nil {
+				return
+			}
+			select {
+			case c.stock <- w:
+			default:
+				// Full meanwhile: keep it for later.
+			}
 		}
 		select {
-		case c.stock <- w:
+		case <-c.refill:
 		case <-done:
 			return
 		}
@@ -176,5 +184,13 @@ func (c *child) takeWarm() *warmRuntime {
 		return w
 	default:
 		return nil
+	}
+}
+
+// refillWarm asks the warmer to make runtimes again.
+func (c *child) refillWarm() {
+	select {
+	case c.refill <- struct{}{}:
+	default:
 	}
 }

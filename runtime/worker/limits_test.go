@@ -91,6 +91,31 @@ func TestSizeGuards(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an uncaught guard error points at the script", func(t *testing.T) {
+		job, _ := newJob(t, "const n = 3e8;\nconst a = new Array(n).fill(1);\nreturn a.length", testLimits())
+		out := p.Run(context.Background(), job)
+		if out.Err == nil || out.Err.Kind != fault.KindScript || out.Err.Line != 2 || !strings.Contains(out.Err.Message, "RangeError") {
+			t.Fatalf("got %+v", out.Err)
+		}
+		if !strings.HasPrefix(out.Err.Stack, "at script.js:2:") || strings.Contains(out.Err.Stack, "\n") {
+			t.Errorf("stack %q, want the script's frame alone", out.Err.Stack)
+		}
+	})
+	t.Run("the guards read the execution's own limit", func(t *testing.T) {
+		// The runtime is made before the job: a limit of 8 MiB still
+		// refuses 1e6 elements (16 MB), which 64 MiB allows.
+		for _, c := range []struct {
+			mem  int64
+			want string
+		}{{8 << 20, `"RangeError"`}, {64 << 20, `"filled"`}} {
+			l := testLimits()
+			l.MemoryBytes = c.mem
+			job, _ := newJob(t, `try { new Array(1e6).fill(0); return "filled" } catch (e) { return e.name }`, l)
+			if out := p.Run(context.Background(), job); out.Err != nil || string(out.Result) != c.want {
+				t.Errorf("limit %d MiB: %s %v, want %s", c.mem>>20, out.Result, out.Err, c.want)
+			}
+		}
+	})
 	t.Run("small allocations still work", func(t *testing.T) {
 		src := `const a = new Array(1000).fill(2); const b = new Uint8Array(16); const c = Array.from({length: 3}, (_, i) => i);
 return [a.length, a[999], b.length, b instanceof Uint8Array, b.buffer instanceof ArrayBuffer, c.join("-"), String([1, 2]),
