@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,7 @@ func (c *child) serve() error {
 	if init == nil {
 		return errors.New("the first frame is not init")
 	}
+	reserveThreads(runtime.GOMAXPROCS(0) + int(init.GetExecutionsPerWorker()) + 2)
 	ready := c.setup(init)
 	// The lanes' mailboxes exist before the supervisor can send anything
 	// to them. Each lane goroutine makes its next runtime ahead and then
@@ -142,6 +144,36 @@ func (c *child) serve() error {
 		err = nil
 	}
 	return err
+}
+
+// reserveThreads makes the Go runtime start n threads now, which it then
+// keeps idle, so that it need not start one while an execution holds the
+// worker near its memory limit. A worker's goroutines block in system
+// calls on their own threads (its lanes and its Serve wait in poll), so
+// its timers, its watchdog and the collector run on further threads; a
+// thread started when RLIMIT_DATA leaves no room for its stack fails, and
+// the Go runtime aborts the worker (an INTERNAL death instead of
+// MEMORY_LIMIT). Started here, their stacks are part of the data segment
+// the per-execution limit is measured from.
+func reserveThreads(n int) {
+	// n goroutines locked to their threads at once hold n threads; once
+	// unlocked, the threads return to the runtime's idle list.
+	var locked, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		locked.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	close(release)
+	done.Wait()
 }
 
 // handle handles a frame no lane's mailbox claimed: a Cancel, or a frame
@@ -181,7 +213,9 @@ func refusal(slot uint64, why string) *wp.WorkerFrame {
 
 // tightenLimits sets the limits of one execution when the worker runs
 // one execution at a time: the Go soft memory limit near the execution's
-// limit (so the GC, and the watchdog after it, notice growth early), and
+// limit (so the GC, and the watchdog after it, notice growth early), the
+// GC target raised to executionGCPercent (the soft limit is the backstop),
+// and
 // the RLIMIT_DATA soft limit to the data segment in use now plus twice the
 // execution's memory limit (one allocation may overshoot the watchdog by
 // its own size) plus rlimitSlack. The returned function restores the
@@ -191,7 +225,11 @@ func (c *child) tightenLimits(memBytes int64) func() {
 		return func() {}
 	}
 	prev := debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
-	restore := func() { debug.SetMemoryLimit(prev) }
+	prevGC := debug.SetGCPercent(executionGCPercent)
+	restore := func() {
+		debug.SetGCPercent(prevGC)
+		debug.SetMemoryLimit(prev)
+	}
 	if c.rlimit == 0 || raceEnabled {
 		return restore
 	}
@@ -212,6 +250,14 @@ func (c *child) tightenLimits(memBytes int64) func() {
 // vmDataEvery is how often (in executions) the worker re-reads its VmData
 // when its heap did not grow much.
 const vmDataEvery = 16
+
+// executionGCPercent is the GC target while a worker runs its one
+// execution. A worker's idle heap is small (a few MiB), so at the default
+// (100) an execution that decodes tool results collects every few MiB;
+// the soft memory limit set with it still starts a collection as the heap
+// nears the execution's limit, and the default returns once the
+// execution's Done is sent.
+const executionGCPercent = 400
 
 const (
 	// rlimitSlack is the room above twice the memory limit that the

@@ -135,8 +135,10 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)
 	}, warm)
-	restore()
 	_ = sendFrame(c.conn, slot, doneFrame(slot, out, logs != nil && logs.Full(), clean(out)), false)
+	// After the Done: a collection the restored GC target starts is off
+	// the execution's path.
+	restore()
 	c.refillWarm()
 	// Measured after the reply, off the execution's path, for the next
 	// execution's RLIMIT_DATA: after executions that grew the heap, and

@@ -39,7 +39,10 @@ func TestMemoryBombs(t *testing.T) {
 			job, _ := newJob(t, c.src, l)
 			out := p.Run(context.Background(), job)
 			if out.Err == nil || out.Err.Kind != fault.KindMemoryLimit {
-				t.Fatalf("error %v, want MEMORY_LIMIT", out.Err)
+				if out.Err != nil {
+					t.Fatalf("error %v (cause: %v), want MEMORY_LIMIT", out.Err, out.Err.Cause)
+				}
+				t.Fatal("no error, want MEMORY_LIMIT")
 			}
 			if out.Err.Limit != limit {
 				t.Errorf("Limit = %d, want %d", out.Err.Limit, limit)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +268,29 @@ return await Promise.all(calls);`
 			t.Fatalf("worker\n%v\nin-process\n%v", got, want)
 		}
 	}
+}
+
+// TestReserveThreads checks that reserving threads leaves the process with
+// at least that many: started at once, none is reused for another.
+func TestReserveThreads(t *testing.T) {
+	const n = 12
+	reserveThreads(n)
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	if got := statusCount(b, "Threads:"); got < n {
+		t.Fatalf("%d threads after reserving %d", got, n)
+	}
+}
+
+// statusCount reads a count field of /proc/<pid>/status.
+func statusCount(b []byte, key string) int64 {
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
