@@ -83,7 +83,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		if err := def.Check(); err != nil {
 			return status.Errorf(codes.InvalidArgument, "client_tools: %v", err)
 		}
-		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def, Handler: ss.forward})
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def, Handler: ss.forward, Inline: true})
 	}
 	streamLogs := start.GetExecute().GetStreamLogs()
 	if streamLogs {
