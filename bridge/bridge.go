@@ -57,36 +57,6 @@ type Caller interface {
 // *CallError.
 type Invocation func() (json.RawMessage, error)
 
-// Awaiter is implemented by a Caller whose calls are answered by messages
-// it receives — a worker's call proxy, whose calls run in the supervisor —
-// rather than by running Invocations. An engine that finds it waits for
-// the answers itself, on the script's goroutine and for any of its calls
-// at once: no goroutine per call and no hand-off between threads, which
-// cost more than the call itself when the answer crosses a process
-// boundary. It is how an engine waits, not something a script can see:
-// every Caller works without it.
-type Awaiter interface {
-	// Begin starts a call as Start does (numbered in the order of Begin
-	// calls) and returns its ticket; the call's answer comes from Await.
-	// A call to an inline tool may be held back until the next Await, so
-	// that calls made together go out together.
-	Begin(ctx context.Context, name string, args json.RawMessage) uint32
-	// Await sends what Begin held back, then waits for the answer to any
-	// call begun and not yet answered, in the order the answers arrive.
-	// It returns ctx's error when ctx ends first; answers to calls never
-	// awaited are dropped.
-	Await(ctx context.Context) (Answer, error)
-}
-
-// Answer is the outcome of a call begun through an Awaiter.
-type Answer struct {
-	// Ticket is what Begin returned for the call.
-	Ticket uint32
-	// Result is the call's JSON result; Err its *CallError.
-	Result json.RawMessage
-	Err    error
-}
-
 func failed(err error) Invocation {
 	return func() (json.RawMessage, error) { return nil, err }
 }

@@ -15,12 +15,13 @@ import (
 	"github.com/ptcrun/ptc/runtime/js"
 )
 
-// awaiter is a bridge.Awaiter over a Dispatcher: each begun call runs on
-// a goroutine of its own and its answer queues for Await, in the order
-// the calls finish — as a worker's call proxy receives its answers.
+// awaiter is a Caller that answers calls itself (Begin and Await), over a
+// Dispatcher: each begun call runs on a goroutine of its own and its
+// answer queues for Await, in the order the calls finish — as a worker's
+// call proxy receives its answers.
 type awaiter struct {
 	*bridge.Dispatcher
-	answers chan bridge.Answer
+	answers chan answer
 	mu      sync.Mutex
 	begun   []string
 	// delay holds back the answer of a tool by its name.
@@ -38,17 +39,23 @@ func (a *awaiter) Begin(ctx context.Context, name string, args json.RawMessage) 
 		if d := a.delay[name]; d > 0 {
 			time.Sleep(d)
 		}
-		a.answers <- bridge.Answer{Ticket: t, Result: out, Err: err}
+		a.answers <- answer{t, out, err}
 	}()
 	return t
 }
 
-func (a *awaiter) Await(ctx context.Context) (bridge.Answer, error) {
+type answer struct {
+	ticket uint32
+	out    json.RawMessage
+	err    error
+}
+
+func (a *awaiter) Await(ctx context.Context) (uint32, json.RawMessage, error) {
 	select {
 	case ans := <-a.answers:
-		return ans, nil
+		return ans.ticket, ans.out, ans.err
 	case <-ctx.Done():
-		return bridge.Answer{}, ctx.Err()
+		return 0, nil, ctx.Err()
 	}
 }
 
@@ -57,13 +64,11 @@ func (a *awaiter) Start(ctx context.Context, name string, args json.RawMessage) 
 	panic("the engine started a call without Begin")
 }
 
-var _ bridge.Awaiter = (*awaiter)(nil)
-
 func runAwaiter(t *testing.T, src string, lim limits.Limits, delay map[string]time.Duration) (*runtime.Outcome, *awaiter) {
 	t.Helper()
 	lim = limits.DefaultPolicy().Resolve(lim, limits.Limits{})
 	d := bridge.New(bridge.Config{ExecutionID: "aw", Tools: testTools(t), MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
-	a := &awaiter{Dispatcher: d, answers: make(chan bridge.Answer, 64), delay: delay}
+	a := &awaiter{Dispatcher: d, answers: make(chan answer, 64), delay: delay}
 	job := &runtime.Job{ExecutionID: "aw", Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: a,
 		Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
 	return js.New().Run(context.Background(), job), a

@@ -66,7 +66,7 @@ type exec struct {
 	// aw is the job's Caller when it answers calls itself (a worker's call
 	// proxy): calls are begun through it and their answers awaited on the
 	// VM goroutine; tickets holds the promises of the calls not answered.
-	aw      bridge.Awaiter
+	aw      awaiter
 	tickets map[uint32]queuedCall
 
 	// keys interns property names across the tool results of the execution.
@@ -93,7 +93,7 @@ func newExec(e *Engine) *exec {
 // bind gives an execution its job; its runtime may already exist (Warm).
 func (x *exec) bind(ctx context.Context, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) {
 	x.job, x.c, x.mapPos, x.began = job, c, mapPos, time.Now()
-	x.aw, _ = job.Tools.(bridge.Awaiter)
+	x.aw, _ = job.Tools.(awaiter)
 	if job.Limits.Timeout > 0 {
 		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
 	} else {

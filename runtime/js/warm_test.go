@@ -26,28 +26,28 @@ func TestWarm(t *testing.T) {
 			Tools: bridge.New(bridge.Config{Tools: testTools(t), MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
 	}
 	mark := func(vm *goja.Runtime) error { return vm.Set("prepared", true) }
-	w, err := e.Warm(mark)
+	run, err := e.Warm(mark)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := `return [typeof prepared, input.n, (await tools.add({a: 1, b: 2}))]`
-	out := e.RunWarm(context.Background(), job(src, 0), js.Source{Code: src}, w)
+	out := run(context.Background(), job(src, 0), js.Source{Code: src})
 	if out.Err != nil || string(out.Result) != `["boolean",2,3]` {
 		t.Fatalf("warm run: %s %v", out.Result, out.Err)
 	}
 	// Used up: the next run gets a runtime of its own.
-	out = e.RunWarm(context.Background(), job(src, 0), js.Source{Code: src}, w)
+	out = run(context.Background(), job(src, 0), js.Source{Code: src})
 	if out.Err != nil || string(out.Result) != `["undefined",2,3]` {
 		t.Fatalf("second run with a used Warm: %s %v", out.Result, out.Err)
 	}
 	// The string guards read the job's memory limit, set after the
 	// runtime was made.
-	w, err = e.Warm(nil)
+	run, err = e.Warm(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src = `try { "ab".repeat(1e6); return "built" } catch (e) { return e.name }`
-	out = e.RunWarm(context.Background(), job(src, 1<<20), js.Source{Code: src}, w)
+	out = run(context.Background(), job(src, 1<<20), js.Source{Code: src})
 	if out.Err != nil || string(out.Result) != `"RangeError"` {
 		t.Fatalf("guard under a 1 MiB limit: %s %v", out.Result, out.Err)
 	}

@@ -39,7 +39,7 @@ const defaultProgramCache = 64
 // warmRuntime is a JavaScript runtime made ahead of its job with the size
 // guards installed, and the memory limit they read.
 type warmRuntime struct {
-	js    *js.Warm
+	run   func(context.Context, *ptcruntime.Job, js.Source) *ptcruntime.Outcome
 	limit int64
 }
 
@@ -47,11 +47,11 @@ type warmRuntime struct {
 // execution then makes its own).
 func (e *executor) warm() *warmRuntime {
 	w := &warmRuntime{limit: maxGuardBytes}
-	jw, err := e.js.Warm(func(vm *goja.Runtime) error { return installGuards(vm, &w.limit) })
+	run, err := e.js.Warm(func(vm *goja.Runtime) error { return installGuards(vm, &w.limit) })
 	if err != nil {
 		return nil
 	}
-	w.js = jw
+	w.run = run
 	return w
 }
 
@@ -89,7 +89,7 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 			out = &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not prepare a JavaScript runtime")}
 		} else {
 			warm.limit = guardLimit(job.Limits.MemoryBytes)
-			out = e.js.RunWarm(ctx, &inner, js.Source{Code: job.Source}, warm.js)
+			out = warm.run(ctx, &inner, js.Source{Code: job.Source})
 		}
 	}
 

@@ -22,7 +22,8 @@ import (
 // Dispatcher is answered, by the supervisor's Dispatcher, so a script sees
 // the same tools object in both modes.
 //
-// It is a bridge.Awaiter: the JavaScript engine begins calls and awaits
+// It answers calls itself (Begin and Await, which runtime/js looks for):
+// the JavaScript engine begins calls and awaits
 // their answers on the lane's own goroutine, which reads the lane's
 // mailbox itself. Invocations (Start, for the WebAssembly host's
 // concurrent calls) wait the same way from any goroutine: whoever waits
@@ -42,7 +43,7 @@ type childExec struct {
 	calls   uint32
 	refused uint32
 	// answers holds answers not yet taken, in arrival order.
-	answers []bridge.Answer
+	answers []answer
 	// queries counts Discover frames; found holds their answers.
 	queries uint32
 	found   map[uint32]*wp.DiscoverReply
@@ -52,10 +53,14 @@ type childExec struct {
 	changed chan struct{}
 }
 
-var (
-	_ bridge.Caller  = (*childExec)(nil)
-	_ bridge.Awaiter = (*childExec)(nil)
-)
+var _ bridge.Caller = (*childExec)(nil)
+
+// answer is a call's answer: its ticket, and its JSON result or error.
+type answer struct {
+	ticket uint32
+	result json.RawMessage
+	err    error
+}
 
 // refusedBase is the first ticket of a call refused before sending: call
 // numbers stay consecutive, as the supervisor requires.
@@ -97,7 +102,7 @@ func (x *childExec) Begin(ctx context.Context, name string, args json.RawMessage
 	err := sendFrame(x.lane.c.conn, x.slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{
 		Slot: x.slot, Call: id, Tool: name, ArgumentsJson: args}}}, x.inline[name])
 	if err != nil {
-		x.answers = append(x.answers, bridge.Answer{Ticket: id, Err: &bridge.CallError{Name: bridge.NameToolError, Tool: name,
+		x.answers = append(x.answers, answer{ticket: id, err: &bridge.CallError{Name: bridge.NameToolError, Tool: name,
 			Code: tools.CodeToolFailed, Message: "the tool call could not be sent"}})
 	}
 	x.mu.Unlock()
@@ -110,33 +115,38 @@ func (x *childExec) refuse(err error) uint32 {
 	defer x.mu.Unlock()
 	x.refused++
 	t := refusedBase + x.refused
-	x.answers = append(x.answers, bridge.Answer{Ticket: t, Err: err})
+	x.answers = append(x.answers, answer{ticket: t, err: err})
 	return t
 }
 
-// Await waits for the answer to any call begun and not yet answered.
-func (x *childExec) Await(ctx context.Context) (bridge.Answer, error) {
-	var a bridge.Answer
+// Await waits for the answer to any call begun and not yet answered and
+// returns its ticket and outcome; ticket 0 and the error when ctx ends or
+// the connection fails first.
+func (x *childExec) Await(ctx context.Context) (uint32, json.RawMessage, error) {
+	var a answer
 	err := x.wait(ctx, func() bool {
 		if len(x.answers) == 0 {
 			return false
 		}
 		a = x.answers[0]
-		x.answers[0] = bridge.Answer{}
+		x.answers[0] = answer{}
 		x.answers = x.answers[1:]
 		return true
 	})
-	return a, err
+	if err != nil {
+		return 0, nil, err
+	}
+	return a.ticket, a.result, a.err
 }
 
 // Start sends the call; its Invocation waits for the answer.
 func (x *childExec) Start(ctx context.Context, name string, args json.RawMessage) bridge.Invocation {
 	t := x.Begin(ctx, name, args)
 	return func() (json.RawMessage, error) {
-		var a bridge.Answer
+		var a answer
 		err := x.wait(ctx, func() bool {
 			for i := range x.answers {
-				if x.answers[i].Ticket == t {
+				if x.answers[i].ticket == t {
 					a = x.answers[i]
 					x.answers = append(x.answers[:i], x.answers[i+1:]...)
 					return true
@@ -150,7 +160,7 @@ func (x *childExec) Start(ctx context.Context, name string, args json.RawMessage
 			}
 			return nil, &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"}
 		}
-		return a.Result, a.Err
+		return a.result, a.err
 	}
 }
 
@@ -231,9 +241,9 @@ func (x *childExec) file(in *wp.SupervisorFrame) {
 		if r.GetSlot() != x.slot || r.GetCall() == 0 || r.GetCall() > x.calls {
 			return
 		}
-		a := bridge.Answer{Ticket: r.GetCall(), Result: json.RawMessage(r.GetResultJson())}
+		a := answer{ticket: r.GetCall(), result: json.RawMessage(r.GetResultJson())}
 		if r.GetError() != nil {
-			a.Result, a.Err = nil, callErrorFromPB(r.GetError())
+			a.result, a.err = nil, callErrorFromPB(r.GetError())
 		}
 		x.answers = append(x.answers, a)
 	case *wp.SupervisorFrame_DiscoverReply:
