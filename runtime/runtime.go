@@ -35,6 +35,10 @@ type Job struct {
 	Source string
 	// Module is the WebAssembly module (WASM engine).
 	Module []byte
+	// ModuleSHA256 is the hex SHA-256 of Module when the caller knows it
+	// (an engine need not hash the module again); with an empty Module,
+	// the engine must hold the module it names.
+	ModuleSHA256 string
 	// Input is the JSON input value; empty means null.
 	Input json.RawMessage
 	// Limits are the effective limits (already resolved and clamped); a

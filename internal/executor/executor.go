@@ -118,6 +118,9 @@ func New(cfg Config) (*Executor, error) {
 			if wc.MaxExecutionMemoryBytes <= 0 {
 				wc.MaxExecutionMemoryBytes = e.policy.Ceilings.MemoryBytes
 			}
+			if wc.WASM == (wasm.Config{}) {
+				wc.WASM = cfg.WASM
+			}
 			pool, err := worker.NewPool(wc)
 			if err != nil {
 				return nil, err

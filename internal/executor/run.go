@@ -11,6 +11,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -50,9 +51,16 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		job.Input = json.RawMessage("null")
 	}
 	var out *runtime.Outcome
-	if p.modEng != nil {
+	switch {
+	case p.modEng != nil && e.pool != nil && e.pool.Facts().Mode == worker.ModeWorker:
+		// WebAssembly runs in the worker processes too, without loop
+		// checks: the module was validated here, the worker compiles its
+		// own copy.
+		job.Module, job.ModuleSHA256 = p.req.Module, p.modHash
+		out = safeRun(ctx, e.pool, job)
+	case p.modEng != nil:
 		out = safeRunHash(ctx, p, job)
-	} else {
+	default:
 		out = safeRun(ctx, p.engine, job)
 	}
 

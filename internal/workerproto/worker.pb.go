@@ -5,10 +5,10 @@
 // imports no other protobuf package, so the engines that speak it never
 // depend on the gRPC contract (ptc.v1) or on gRPC.
 //
-// Frames are length-delimited protobuf messages (a varint length followed by
-// the message) over one Unix socket per worker. The supervisor writes
-// SupervisorFrame messages and reads WorkerFrame messages; each side bounds
-// the size of every frame it reads. A worker is untrusted input to the
+// Each frame is one message in an internal/ipc frame (a length and a tag
+// that routes it, see runtime/worker/transport.go) over a pair of pipes per
+// worker. The supervisor writes SupervisorFrame messages and reads
+// WorkerFrame messages; each side bounds the size of every frame it reads. A worker is untrusted input to the
 // supervisor: every field it sends is checked before use.
 //
 // Everything a script can see travels as an explicit field: the language,
@@ -49,7 +49,7 @@ const (
 	Language_LANGUAGE_JAVASCRIPT Language = 1
 	// LANGUAGE_TYPESCRIPT is a TypeScript program of the same shape.
 	Language_LANGUAGE_TYPESCRIPT Language = 2
-	// LANGUAGE_WASM is a WebAssembly module; workers refuse it.
+	// LANGUAGE_WASM is a WebAssembly module (Execute.module_sha256).
 	Language_LANGUAGE_WASM Language = 3
 )
 
@@ -194,6 +194,7 @@ type SupervisorFrame struct {
 	//	*SupervisorFrame_ToolReply
 	//	*SupervisorFrame_Cancel
 	//	*SupervisorFrame_DiscoverReply
+	//	*SupervisorFrame_Compile
 	Msg           isSupervisorFrame_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -281,6 +282,15 @@ func (x *SupervisorFrame) GetDiscoverReply() *DiscoverReply {
 	return nil
 }
 
+func (x *SupervisorFrame) GetCompile() *Compile {
+	if x != nil {
+		if x, ok := x.Msg.(*SupervisorFrame_Compile); ok {
+			return x.Compile
+		}
+	}
+	return nil
+}
+
 type isSupervisorFrame_Msg interface {
 	isSupervisorFrame_Msg()
 }
@@ -310,6 +320,12 @@ type SupervisorFrame_DiscoverReply struct {
 	DiscoverReply *DiscoverReply `protobuf:"bytes,5,opt,name=discover_reply,json=discoverReply,proto3,oneof"`
 }
 
+type SupervisorFrame_Compile struct {
+	// compile gives the worker a WebAssembly module to compile before an
+	// execution that runs it (its compilation is not the execution's time).
+	Compile *Compile `protobuf:"bytes,6,opt,name=compile,proto3,oneof"`
+}
+
 func (*SupervisorFrame_Init) isSupervisorFrame_Msg() {}
 
 func (*SupervisorFrame_Execute) isSupervisorFrame_Msg() {}
@@ -319,6 +335,8 @@ func (*SupervisorFrame_ToolReply) isSupervisorFrame_Msg() {}
 func (*SupervisorFrame_Cancel) isSupervisorFrame_Msg() {}
 
 func (*SupervisorFrame_DiscoverReply) isSupervisorFrame_Msg() {}
+
+func (*SupervisorFrame_Compile) isSupervisorFrame_Msg() {}
 
 // WorkerFrame is one frame from a worker to the supervisor.
 type WorkerFrame struct {
@@ -333,6 +351,7 @@ type WorkerFrame struct {
 	//	*WorkerFrame_Done
 	//	*WorkerFrame_Breach
 	//	*WorkerFrame_Discover
+	//	*WorkerFrame_Compiled
 	Msg           isWorkerFrame_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -429,6 +448,15 @@ func (x *WorkerFrame) GetDiscover() *Discover {
 	return nil
 }
 
+func (x *WorkerFrame) GetCompiled() *Compiled {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerFrame_Compiled); ok {
+			return x.Compiled
+		}
+	}
+	return nil
+}
+
 type isWorkerFrame_Msg interface {
 	isWorkerFrame_Msg()
 }
@@ -466,6 +494,11 @@ type WorkerFrame_Discover struct {
 	Discover *Discover `protobuf:"bytes,6,opt,name=discover,proto3,oneof"`
 }
 
+type WorkerFrame_Compiled struct {
+	// compiled answers a Compile frame.
+	Compiled *Compiled `protobuf:"bytes,7,opt,name=compiled,proto3,oneof"`
+}
+
 func (*WorkerFrame_Ready) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_ToolStart) isWorkerFrame_Msg() {}
@@ -478,6 +511,8 @@ func (*WorkerFrame_Breach) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_Discover) isWorkerFrame_Msg() {}
 
+func (*WorkerFrame_Compiled) isWorkerFrame_Msg() {}
+
 // Init configures a worker process.
 type Init struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -487,7 +522,9 @@ type Init struct {
 	// executions_per_worker is the most executions the worker runs at once.
 	ExecutionsPerWorker int32 `protobuf:"varint,2,opt,name=executions_per_worker,json=executionsPerWorker,proto3" json:"executions_per_worker,omitempty"`
 	// program_cache is the number of compiled scripts the worker keeps.
-	ProgramCache  int32 `protobuf:"varint,3,opt,name=program_cache,json=programCache,proto3" json:"program_cache,omitempty"`
+	ProgramCache int32 `protobuf:"varint,3,opt,name=program_cache,json=programCache,proto3" json:"program_cache,omitempty"`
+	// wasm configures the worker's WebAssembly engine.
+	Wasm          *WASM `protobuf:"bytes,4,opt,name=wasm,proto3" json:"wasm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +580,99 @@ func (x *Init) GetProgramCache() int32 {
 	return 0
 }
 
+func (x *Init) GetWasm() *WASM {
+	if x != nil {
+		return x.Wasm
+	}
+	return nil
+}
+
+// WASM configures a worker's WebAssembly engine: the supervisor's engine
+// settings that a guest can tell (its clock and random source) and the
+// worker's bounds. Guests in workers run without the per-loop checks that
+// in-process timeouts need: the supervisor kills a worker at its
+// execution's deadline.
+type WASM struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// real_clock gives guests the host's clocks and real sleeps.
+	RealClock bool `protobuf:"varint,1,opt,name=real_clock,json=realClock,proto3" json:"real_clock,omitempty"`
+	// real_random gives guests random bytes from the OS.
+	RealRandom bool `protobuf:"varint,2,opt,name=real_random,json=realRandom,proto3" json:"real_random,omitempty"`
+	// max_modules bounds the compiled modules the worker keeps.
+	MaxModules int32 `protobuf:"varint,3,opt,name=max_modules,json=maxModules,proto3" json:"max_modules,omitempty"`
+	// max_module_bytes bounds one module.
+	MaxModuleBytes int64 `protobuf:"varint,4,opt,name=max_module_bytes,json=maxModuleBytes,proto3" json:"max_module_bytes,omitempty"`
+	// max_memory_bytes bounds any execution's linear memory.
+	MaxMemoryBytes int64 `protobuf:"varint,5,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WASM) Reset() {
+	*x = WASM{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WASM) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WASM) ProtoMessage() {}
+
+func (x *WASM) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WASM.ProtoReflect.Descriptor instead.
+func (*WASM) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WASM) GetRealClock() bool {
+	if x != nil {
+		return x.RealClock
+	}
+	return false
+}
+
+func (x *WASM) GetRealRandom() bool {
+	if x != nil {
+		return x.RealRandom
+	}
+	return false
+}
+
+func (x *WASM) GetMaxModules() int32 {
+	if x != nil {
+		return x.MaxModules
+	}
+	return 0
+}
+
+func (x *WASM) GetMaxModuleBytes() int64 {
+	if x != nil {
+		return x.MaxModuleBytes
+	}
+	return 0
+}
+
+func (x *WASM) GetMaxMemoryBytes() int64 {
+	if x != nil {
+		return x.MaxMemoryBytes
+	}
+	return 0
+}
+
 // Ready reports what a worker put in force.
 type Ready struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -568,14 +698,19 @@ type Ready struct {
 	BaselineHeapBytes int64 `protobuf:"varint,9,opt,name=baseline_heap_bytes,json=baselineHeapBytes,proto3" json:"baseline_heap_bytes,omitempty"`
 	// inherited_fds lists the descriptors beyond the socket that the worker
 	// found open at start and closed.
-	InheritedFds  []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	InheritedFds []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	// lane_threads lists the thread id of each lane (execution slot 1, 2…):
+	// the thread that runs its executions, whose CPU clock the supervisor
+	// reads for a WebAssembly guest (which cannot be interrupted, so the
+	// worker's own watchdog may not get to run while it computes).
+	LaneThreads   []int32 `protobuf:"varint,11,rep,packed,name=lane_threads,json=laneThreads,proto3" json:"lane_threads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +722,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +735,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Ready) GetPid() int32 {
@@ -673,6 +808,13 @@ func (x *Ready) GetInheritedFds() []int32 {
 	return nil
 }
 
+func (x *Ready) GetLaneThreads() []int32 {
+	if x != nil {
+		return x.LaneThreads
+	}
+	return nil
+}
+
 // Tool is one entry of an execution's tool manifest.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -687,7 +829,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +841,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +854,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tool) GetName() string {
@@ -745,7 +887,7 @@ type Determinism struct {
 
 func (x *Determinism) Reset() {
 	*x = Determinism{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +899,7 @@ func (x *Determinism) String() string {
 func (*Determinism) ProtoMessage() {}
 
 func (x *Determinism) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +912,7 @@ func (x *Determinism) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
 func (*Determinism) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Determinism) GetSeed() uint64 {
@@ -818,14 +960,17 @@ type Execute struct {
 	// determinism, when set, seeds Math.random and gives Date a virtual clock.
 	Determinism *Determinism `protobuf:"bytes,8,opt,name=determinism,proto3" json:"determinism,omitempty"`
 	// logs tells whether console output is kept (and so forwarded).
-	Logs          bool `protobuf:"varint,9,opt,name=logs,proto3" json:"logs,omitempty"`
+	Logs bool `protobuf:"varint,9,opt,name=logs,proto3" json:"logs,omitempty"`
+	// module_sha256 is the hex SHA-256 of the WebAssembly module of a
+	// LANGUAGE_WASM execution, which the worker was given to compile before.
+	ModuleSha256  string `protobuf:"bytes,10,opt,name=module_sha256,json=moduleSha256,proto3" json:"module_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Execute) Reset() {
 	*x = Execute{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +982,7 @@ func (x *Execute) String() string {
 func (*Execute) ProtoMessage() {}
 
 func (x *Execute) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +995,7 @@ func (x *Execute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execute.ProtoReflect.Descriptor instead.
 func (*Execute) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Execute) GetSlot() uint64 {
@@ -916,6 +1061,142 @@ func (x *Execute) GetLogs() bool {
 	return false
 }
 
+func (x *Execute) GetModuleSha256() string {
+	if x != nil {
+		return x.ModuleSha256
+	}
+	return ""
+}
+
+// Compile gives a worker a WebAssembly module to compile and keep.
+type Compile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// slot identifies the execution the module is compiled for.
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// module is the module's bytes.
+	Module        []byte `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compile) Reset() {
+	*x = Compile{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compile) ProtoMessage() {}
+
+func (x *Compile) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compile.ProtoReflect.Descriptor instead.
+func (*Compile) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Compile) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *Compile) GetModule() []byte {
+	if x != nil {
+		return x.Module
+	}
+	return nil
+}
+
+// Compiled answers a Compile frame.
+type Compiled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// slot is the Compile frame's slot.
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// module_sha256 is the hex SHA-256 of the module compiled.
+	ModuleSha256 string `protobuf:"bytes,2,opt,name=module_sha256,json=moduleSha256,proto3" json:"module_sha256,omitempty"`
+	// error says why the module could not be compiled; empty on success.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// invalid means the module is not one the engine can run (the error is
+	// then the script's, as in-process: SYNTAX_ERROR).
+	Invalid       bool `protobuf:"varint,4,opt,name=invalid,proto3" json:"invalid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compiled) Reset() {
+	*x = Compiled{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compiled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compiled) ProtoMessage() {}
+
+func (x *Compiled) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compiled.ProtoReflect.Descriptor instead.
+func (*Compiled) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Compiled) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *Compiled) GetModuleSha256() string {
+	if x != nil {
+		return x.ModuleSha256
+	}
+	return ""
+}
+
+func (x *Compiled) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Compiled) GetInvalid() bool {
+	if x != nil {
+		return x.Invalid
+	}
+	return false
+}
+
 // ToolReply delivers the outcome of one tool call.
 type ToolReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -933,7 +1214,7 @@ type ToolReply struct {
 
 func (x *ToolReply) Reset() {
 	*x = ToolReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1226,7 @@ func (x *ToolReply) String() string {
 func (*ToolReply) ProtoMessage() {}
 
 func (x *ToolReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1239,7 @@ func (x *ToolReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolReply.ProtoReflect.Descriptor instead.
 func (*ToolReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolReply) GetSlot() uint64 {
@@ -1012,7 +1293,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1305,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1318,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CallError) GetName() string {
@@ -1104,7 +1385,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1397,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1410,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Violation) GetPath() string {
@@ -1164,7 +1445,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1457,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1470,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Cancel) GetSlot() uint64 {
@@ -1217,7 +1498,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1510,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1523,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1294,7 +1575,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1587,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1600,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1392,7 +1673,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1685,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1698,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Search) GetQuery() string {
@@ -1453,7 +1734,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1746,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1759,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1526,7 +1807,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1819,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1832,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -1607,7 +1888,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1900,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1913,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -1708,7 +1989,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +2001,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +2014,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -1780,14 +2061,18 @@ type Done struct {
 	// logs_truncated reports that console output was dropped at the cap.
 	LogsTruncated bool `protobuf:"varint,6,opt,name=logs_truncated,json=logsTruncated,proto3" json:"logs_truncated,omitempty"`
 	// clean is false when the worker should not run further executions.
-	Clean         bool `protobuf:"varint,7,opt,name=clean,proto3" json:"clean,omitempty"`
+	Clean bool `protobuf:"varint,7,opt,name=clean,proto3" json:"clean,omitempty"`
+	// unknown_module means the worker did not run the execution: it does not
+	// hold the module of module_sha256 (it dropped it). The supervisor sends
+	// a Compile frame and the Execute frame again.
+	UnknownModule bool `protobuf:"varint,8,opt,name=unknown_module,json=unknownModule,proto3" json:"unknown_module,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +2084,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2097,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -1864,19 +2149,27 @@ func (x *Done) GetClean() bool {
 	return false
 }
 
+func (x *Done) GetUnknownModule() bool {
+	if x != nil {
+		return x.UnknownModule
+	}
+	return false
+}
+
 var File_ptc_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1aptc/worker/v1/worker.proto\x12\rptc.worker.v1\"\xaa\x02\n" +
+	"\x1aptc/worker/v1/worker.proto\x12\rptc.worker.v1\"\xde\x02\n" +
 	"\x0fSupervisorFrame\x12)\n" +
 	"\x04init\x18\x01 \x01(\v2\x13.ptc.worker.v1.InitH\x00R\x04init\x122\n" +
 	"\aexecute\x18\x02 \x01(\v2\x16.ptc.worker.v1.ExecuteH\x00R\aexecute\x129\n" +
 	"\n" +
 	"tool_reply\x18\x03 \x01(\v2\x18.ptc.worker.v1.ToolReplyH\x00R\ttoolReply\x12/\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x15.ptc.worker.v1.CancelH\x00R\x06cancel\x12E\n" +
-	"\x0ediscover_reply\x18\x05 \x01(\v2\x1c.ptc.worker.v1.DiscoverReplyH\x00R\rdiscoverReplyB\x05\n" +
-	"\x03msg\"\xb8\x02\n" +
+	"\x0ediscover_reply\x18\x05 \x01(\v2\x1c.ptc.worker.v1.DiscoverReplyH\x00R\rdiscoverReply\x122\n" +
+	"\acompile\x18\x06 \x01(\v2\x16.ptc.worker.v1.CompileH\x00R\acompileB\x05\n" +
+	"\x03msg\"\xef\x02\n" +
 	"\vWorkerFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.ptc.worker.v1.ReadyH\x00R\x05ready\x129\n" +
 	"\n" +
@@ -1884,12 +2177,23 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x03log\x18\x03 \x01(\v2\x12.ptc.worker.v1.LogH\x00R\x03log\x12)\n" +
 	"\x04done\x18\x04 \x01(\v2\x13.ptc.worker.v1.DoneH\x00R\x04done\x12/\n" +
 	"\x06breach\x18\x05 \x01(\v2\x15.ptc.worker.v1.BreachH\x00R\x06breach\x125\n" +
-	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscoverB\x05\n" +
-	"\x03msg\"\x8d\x01\n" +
+	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscover\x125\n" +
+	"\bcompiled\x18\a \x01(\v2\x17.ptc.worker.v1.CompiledH\x00R\bcompiledB\x05\n" +
+	"\x03msg\"\xb6\x01\n" +
 	"\x04Init\x12,\n" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
 	"\x15executions_per_worker\x18\x02 \x01(\x05R\x13executionsPerWorker\x12#\n" +
-	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\"\xef\x02\n" +
+	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\x12'\n" +
+	"\x04wasm\x18\x04 \x01(\v2\x13.ptc.worker.v1.WASMR\x04wasm\"\xbb\x01\n" +
+	"\x04WASM\x12\x1d\n" +
+	"\n" +
+	"real_clock\x18\x01 \x01(\bR\trealClock\x12\x1f\n" +
+	"\vreal_random\x18\x02 \x01(\bR\n" +
+	"realRandom\x12\x1f\n" +
+	"\vmax_modules\x18\x03 \x01(\x05R\n" +
+	"maxModules\x12(\n" +
+	"\x10max_module_bytes\x18\x04 \x01(\x03R\x0emaxModuleBytes\x12(\n" +
+	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\"\x92\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +
@@ -1902,14 +2206,15 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\rnet_namespace\x18\b \x01(\tR\fnetNamespace\x12.\n" +
 	"\x13baseline_heap_bytes\x18\t \x01(\x03R\x11baselineHeapBytes\x12#\n" +
 	"\rinherited_fds\x18\n" +
-	" \x03(\x05R\finheritedFds\"2\n" +
+	" \x03(\x05R\finheritedFds\x12!\n" +
+	"\flane_threads\x18\v \x03(\x05R\vlaneThreads\"2\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06inline\x18\x02 \x01(\bR\x06inline\"}\n" +
 	"\vDeterminism\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12.\n" +
 	"\x13clock_start_seconds\x18\x02 \x01(\x03R\x11clockStartSeconds\x12*\n" +
-	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xc1\x02\n" +
+	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xe6\x02\n" +
 	"\aExecute\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12!\n" +
 	"\fexecution_id\x18\x02 \x01(\tR\vexecutionId\x123\n" +
@@ -1920,7 +2225,17 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x06limits\x18\x06 \x03(\x03R\x06limits\x12)\n" +
 	"\x05tools\x18\a \x03(\v2\x13.ptc.worker.v1.ToolR\x05tools\x12<\n" +
 	"\vdeterminism\x18\b \x01(\v2\x1a.ptc.worker.v1.DeterminismR\vdeterminism\x12\x12\n" +
-	"\x04logs\x18\t \x01(\bR\x04logs\"\x84\x01\n" +
+	"\x04logs\x18\t \x01(\bR\x04logs\x12#\n" +
+	"\rmodule_sha256\x18\n" +
+	" \x01(\tR\fmoduleSha256\"5\n" +
+	"\aCompile\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x16\n" +
+	"\x06module\x18\x02 \x01(\fR\x06module\"s\n" +
+	"\bCompiled\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12#\n" +
+	"\rmodule_sha256\x18\x02 \x01(\tR\fmoduleSha256\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x18\n" +
+	"\ainvalid\x18\x04 \x01(\bR\ainvalid\"\x84\x01\n" +
 	"\tToolReply\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x1f\n" +
@@ -1981,7 +2296,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1d.ptc.worker.v1.ExecutionErrorR\x05error\x12$\n" +
 	"\x0ecpu_time_nanos\x18\x03 \x01(\x03R\fcpuTimeNanos\x12*\n" +
-	"\x11peak_memory_bytes\x18\x04 \x01(\x03R\x0fpeakMemoryBytes\"\xff\x01\n" +
+	"\x11peak_memory_bytes\x18\x04 \x01(\x03R\x0fpeakMemoryBytes\"\xa6\x02\n" +
 	"\x04Done\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\fR\n" +
@@ -1990,7 +2305,8 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x0ecpu_time_nanos\x18\x04 \x01(\x03R\fcpuTimeNanos\x12*\n" +
 	"\x11peak_memory_bytes\x18\x05 \x01(\x03R\x0fpeakMemoryBytes\x12%\n" +
 	"\x0elogs_truncated\x18\x06 \x01(\bR\rlogsTruncated\x12\x14\n" +
-	"\x05clean\x18\a \x01(\bR\x05clean*i\n" +
+	"\x05clean\x18\a \x01(\bR\x05clean\x12%\n" +
+	"\x0eunknown_module\x18\b \x01(\bR\runknownModule*i\n" +
 	"\bLanguage\x12\x18\n" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
@@ -2023,56 +2339,62 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
 	(*SupervisorFrame)(nil), // 2: ptc.worker.v1.SupervisorFrame
 	(*WorkerFrame)(nil),     // 3: ptc.worker.v1.WorkerFrame
 	(*Init)(nil),            // 4: ptc.worker.v1.Init
-	(*Ready)(nil),           // 5: ptc.worker.v1.Ready
-	(*Tool)(nil),            // 6: ptc.worker.v1.Tool
-	(*Determinism)(nil),     // 7: ptc.worker.v1.Determinism
-	(*Execute)(nil),         // 8: ptc.worker.v1.Execute
-	(*ToolReply)(nil),       // 9: ptc.worker.v1.ToolReply
-	(*CallError)(nil),       // 10: ptc.worker.v1.CallError
-	(*Violation)(nil),       // 11: ptc.worker.v1.Violation
-	(*Cancel)(nil),          // 12: ptc.worker.v1.Cancel
-	(*ToolStart)(nil),       // 13: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 14: ptc.worker.v1.Discover
-	(*Search)(nil),          // 15: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 16: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 17: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 18: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 19: ptc.worker.v1.Breach
-	(*Done)(nil),            // 20: ptc.worker.v1.Done
+	(*WASM)(nil),            // 5: ptc.worker.v1.WASM
+	(*Ready)(nil),           // 6: ptc.worker.v1.Ready
+	(*Tool)(nil),            // 7: ptc.worker.v1.Tool
+	(*Determinism)(nil),     // 8: ptc.worker.v1.Determinism
+	(*Execute)(nil),         // 9: ptc.worker.v1.Execute
+	(*Compile)(nil),         // 10: ptc.worker.v1.Compile
+	(*Compiled)(nil),        // 11: ptc.worker.v1.Compiled
+	(*ToolReply)(nil),       // 12: ptc.worker.v1.ToolReply
+	(*CallError)(nil),       // 13: ptc.worker.v1.CallError
+	(*Violation)(nil),       // 14: ptc.worker.v1.Violation
+	(*Cancel)(nil),          // 15: ptc.worker.v1.Cancel
+	(*ToolStart)(nil),       // 16: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 17: ptc.worker.v1.Discover
+	(*Search)(nil),          // 18: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 19: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 20: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 21: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 22: ptc.worker.v1.Breach
+	(*Done)(nil),            // 23: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
-	8,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
-	9,  // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
-	12, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	16, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
-	5,  // 5: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	13, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	17, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	20, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	19, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	14, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	0,  // 11: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	6,  // 12: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	7,  // 13: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	10, // 14: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	11, // 15: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	15, // 16: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 17: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	18, // 18: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	18, // 19: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	9,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
+	12, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
+	15, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
+	19, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	10, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
+	6,  // 6: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
+	16, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	20, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	23, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	22, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	17, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	11, // 12: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
+	5,  // 13: ptc.worker.v1.Init.wasm:type_name -> ptc.worker.v1.WASM
+	0,  // 14: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	7,  // 15: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	8,  // 16: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	13, // 17: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	14, // 18: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	18, // 19: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 20: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	21, // 21: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	21, // 22: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2086,6 +2408,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*SupervisorFrame_ToolReply)(nil),
 		(*SupervisorFrame_Cancel)(nil),
 		(*SupervisorFrame_DiscoverReply)(nil),
+		(*SupervisorFrame_Compile)(nil),
 	}
 	file_ptc_worker_v1_worker_proto_msgTypes[1].OneofWrappers = []any{
 		(*WorkerFrame_Ready)(nil),
@@ -2094,8 +2417,9 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Done)(nil),
 		(*WorkerFrame_Breach)(nil),
 		(*WorkerFrame_Discover)(nil),
+		(*WorkerFrame_Compiled)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[12].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[15].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2105,7 +2429,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/wasm"
 )
 
 // The worker process's side: its main, the frames it reads, and its
@@ -83,6 +84,12 @@ type child struct {
 	runs   atomic.Int64
 	// inherited lists the descriptors found open (and closed) at start.
 	inherited []int32
+	// wasm is the WebAssembly engine, made on the first WebAssembly
+	// execution with wasmCfg (from Init).
+	wasmCfg  wasm.Config
+	wasmOnce sync.Once
+	wasm     *wasm.Engine
+	wasmErr  error
 
 	// lanes[i] runs the executions sent to lane i+1; stock holds the
 	// runtimes the warmer made for them, refill wakes the warmer.
@@ -108,6 +115,10 @@ func (c *child) serve() error {
 		return errors.New("the first frame is not init")
 	}
 	reserveThreads(runtime.GOMAXPROCS(0) + int(init.GetExecutionsPerWorker()) + 2)
+	if w := init.GetWasm(); w != nil {
+		c.wasmCfg = wasm.Config{RealClock: w.GetRealClock(), RealRandom: w.GetRealRandom(), MaxModules: int(w.GetMaxModules()),
+			MaxModuleBytes: int(w.GetMaxModuleBytes()), MaxMemory: w.GetMaxMemoryBytes()}
+	}
 	ready := c.setup(init)
 	// The lanes' mailboxes exist before the supervisor can send anything
 	// to them. Each lane goroutine makes its next runtime ahead and then
@@ -126,6 +137,9 @@ func (c *child) serve() error {
 	for _, l := range c.lanes {
 		c.wg.Add(1)
 		go l.run()
+	}
+	for _, l := range c.lanes {
+		ready.LaneThreads = append(ready.LaneThreads, <-l.thread)
 	}
 	if err := sendFrame(c.conn, controlTag, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Ready{Ready: ready}}, false); err != nil {
 		return err

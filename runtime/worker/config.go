@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime/wasm"
 )
 
 // Mode selects where a Pool runs executions.
@@ -83,6 +84,17 @@ type Config struct {
 	// MaxFrameBytes bounds one frame read from a worker. Default: the
 	// largest tool result (bridge.MaxResultBytes) plus 1 MiB.
 	MaxFrameBytes int
+	// WASM configures the WebAssembly engine of each worker (in
+	// ModeWorker, a Pool runs WebAssembly jobs too). Guests there run
+	// without per-loop checks and are killed at their deadline; CacheDir,
+	// Interpreter and NoLoopChecks are not used (workers compile natively,
+	// in memory, without loop checks), and each worker keeps at most 8
+	// compiled modules.
+	WASM wasm.Config
+	// MaxModuleBytesKept bounds the bytes of the WebAssembly modules the
+	// supervisor keeps to send to workers that have not compiled them.
+	// Default 256 MiB.
+	MaxModuleBytesKept int64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -124,6 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxFrameBytes <= 0 {
 		c.MaxFrameBytes = defaultMaxFrameBytes
+	}
+	if c.MaxModuleBytesKept <= 0 {
+		c.MaxModuleBytesKept = 256 << 20
 	}
 	if c.Mode == ModeWorker && c.Executable == "" {
 		exe, err := os.Executable()

@@ -48,15 +48,22 @@ func jobOf(m *wp.Execute) (*ptcruntime.Job, error) {
 		return nil, err
 	}
 	lang := core.Language(m.GetLanguage())
-	if lang != core.LanguageJavaScript && lang != core.LanguageTypeScript {
-		return nil, errors.New("workers run JavaScript and TypeScript only")
+	switch lang {
+	case core.LanguageJavaScript, core.LanguageTypeScript:
+	case core.LanguageWASM:
+		if m.GetModuleSha256() == "" {
+			return nil, errors.New("a WebAssembly execution needs its module's SHA-256")
+		}
+	default:
+		return nil, errors.New("workers run JavaScript, TypeScript and WebAssembly only")
 	}
 	job := &ptcruntime.Job{
-		ExecutionID: m.GetExecutionId(),
-		Language:    lang,
-		Source:      m.GetSource(),
-		Input:       json.RawMessage(m.GetInputJson()),
-		Limits:      lim,
+		ExecutionID:  m.GetExecutionId(),
+		Language:     lang,
+		Source:       m.GetSource(),
+		ModuleSHA256: m.GetModuleSha256(),
+		Input:        json.RawMessage(m.GetInputJson()),
+		Limits:       lim,
 	}
 	if d := m.GetDeterminism(); d != nil {
 		job.Determinism = core.Determinism{Deterministic: true, Seed: d.GetSeed(),

@@ -437,7 +437,7 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 	}{
 		{name: "negative limits", lane: 2, edit: func(e *wp.Execute) { e.Limits[2] = -1 }, want: "memory_bytes is out of range"},
 		{name: "limits of another table", lane: 2, edit: func(e *wp.Execute) { e.Limits = append(e.Limits, 1) }, want: "limits, want"},
-		{name: "WebAssembly", lane: 2, edit: func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, want: "JavaScript and TypeScript only"},
+		{name: "WebAssembly", lane: 2, edit: func(e *wp.Execute) { e.Language = wp.Language_LANGUAGE_WASM }, want: "needs its module's SHA-256"},
 		{name: "worker is full", lane: 99, want: "worker is full"},
 		{name: "slot already in use", lane: 1, want: "slot already in use"},
 	}

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/internal/core"
@@ -13,6 +15,7 @@ import (
 	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/wasm"
 )
 
 // lane is one execution slot of a worker: a goroutine locked to its OS
@@ -36,6 +39,9 @@ type lane struct {
 	cancel    context.CancelFunc
 	last      uint64
 	cancelled uint64
+
+	// thread receives the id of the lane's thread once it is locked.
+	thread chan int32
 }
 
 func (c *child) newLane(id uint64) (*lane, error) {
@@ -43,7 +49,7 @@ func (c *child) newLane(id uint64) (*lane, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lane{c: c, id: id, mb: mb}, nil
+	return &lane{c: c, id: id, mb: mb, thread: make(chan int32, 1)}, nil
 }
 
 // run is the lane's goroutine. It ends when the connection does.
@@ -53,6 +59,7 @@ func (l *lane) run() {
 	// and the runtime made ahead is used on the same thread. The thread
 	// ends with the goroutine.
 	runtime.LockOSThread()
+	l.thread <- int32(unix.Gettid())
 	var in wp.SupervisorFrame
 	decode := func(b []byte) error {
 		proto.Reset(&in)
@@ -65,13 +72,35 @@ func (l *lane) run() {
 			_ = l.c.conn.Close()
 			return
 		}
+		if c := in.GetCompile(); c != nil {
+			l.compile(c)
+			continue
+		}
 		m := in.GetExecute()
 		if m == nil {
 			// An answer to an execution that has ended.
 			continue
 		}
-		l.execute(m, l.c.takeWarm())
+		var warm *warmRuntime
+		if m.GetLanguage() != wp.Language_LANGUAGE_WASM {
+			warm = l.c.takeWarm()
+		}
+		l.execute(m, warm)
 	}
+}
+
+// compile compiles a WebAssembly module for the execution that follows,
+// and answers with its hash or why it failed.
+func (l *lane) compile(m *wp.Compile) {
+	r := &wp.Compiled{Slot: m.GetSlot()}
+	eng, err := l.c.wasmEngine()
+	if err == nil {
+		r.ModuleSha256, err = eng.Compile(context.Background(), m.GetModule())
+	}
+	if err != nil {
+		r.Error, r.Invalid = err.Error(), errors.Is(err, wasm.ErrInvalidModule)
+	}
+	_ = sendFrame(l.c.conn, m.GetSlot(), &wp.WorkerFrame{Msg: &wp.WorkerFrame_Compiled{Compiled: r}}, false)
 }
 
 // cancelSlot cancels execution slot if it runs on the lane now, or
@@ -131,11 +160,24 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		job.Logs = logs
 	}
 	restore := c.tightenLimits(job.Limits.MemoryBytes)
-	out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
+	onBreach := func(fe *fault.Error, cpu time.Duration, peak int64) {
 		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)
-	}, warm)
-	_ = sendFrame(c.conn, slot, doneFrame(slot, out, logs != nil && logs.Full(), clean(out)), false)
+	}
+	var out *ptcruntime.Outcome
+	unknown := false
+	if job.Language == core.LanguageWASM {
+		if eng, err := c.wasmEngine(); err != nil {
+			out = &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the worker's WebAssembly engine is unavailable")}
+		} else {
+			out, unknown = c.exec.runWASM(ctx, eng, job, c.baseLive, c.density > 1, onBreach)
+		}
+	} else {
+		out = c.exec.run(ctx, job, c.baseLive, c.density > 1, onBreach, warm)
+	}
+	done := doneFrame(slot, out, logs != nil && logs.Full(), clean(out))
+	done.GetDone().UnknownModule = unknown
+	_ = sendFrame(c.conn, slot, done, false)
 	// After the Done: a collection the restored GC target starts is off
 	// the execution's path.
 	restore()

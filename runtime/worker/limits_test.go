@@ -333,8 +333,10 @@ func TestRunWithoutToolsOrLogs(t *testing.T) {
 	if out.Err != nil || string(out.Result) != `"unknown_tool"` {
 		t.Fatalf("got %s %v", out.Result, out.Err)
 	}
+	// A module that is not one: SYNTAX_ERROR, as the engine says
+	// in-process.
 	wasm := p.Run(context.Background(), ptcJob{Module: []byte{0, 'a', 's', 'm'}}.job())
-	if wasm.Err == nil || wasm.Err.Kind != fault.KindInternal {
+	if wasm.Err == nil || wasm.Err.Kind != fault.KindSyntax {
 		t.Fatalf("wasm job: %v", wasm.Err)
 	}
 }

@@ -15,8 +15,9 @@ import (
 // execution in a pool of pre-started worker processes (or in-process, see
 // ModeInProcess). It is safe for concurrent use.
 type Pool struct {
-	cfg  Config
-	exec *executor // in-process mode only
+	cfg     Config
+	exec    *executor // in-process mode only
+	modules *modules  // WebAssembly modules to send to workers
 
 	mu       sync.Mutex
 	procs    map[*proc]struct{}
@@ -43,7 +44,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{})}
+	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), modules: &modules{max: cfg.MaxModuleBytesKept}}
 	if cfg.Mode == ModeInProcess {
 		p.exec = newExecutor(cfg.ProgramCache)
 		return p, nil
@@ -59,11 +60,12 @@ func NewPool(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
-// Run executes a JavaScript or TypeScript job. It never panics; every
-// failure is a classified error in the Outcome.
+// Run executes a JavaScript, TypeScript or (in ModeWorker) WebAssembly
+// job. It never panics; every failure is a classified error in the
+// Outcome.
 func (p *Pool) Run(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome {
-	if len(job.Module) > 0 && job.Source == "" {
-		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker pool runs JavaScript; this job holds a WebAssembly module")}
+	if isWASM(job) && p.cfg.Mode == ModeInProcess {
+		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the in-process pool runs JavaScript; run WebAssembly on the wasm engine")}
 	}
 	if job.Tools == nil {
 		j := *job
@@ -73,7 +75,10 @@ func (p *Pool) Run(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome
 	if p.cfg.Mode == ModeInProcess {
 		return p.exec.run(ctx, job, inProcessBaseline(job.Limits.MemoryBytes), true, nil, nil)
 	}
-	return p.runWorker(ctx, job)
+	if isWASM(job) {
+		return p.runWASM(ctx, job)
+	}
+	return p.runWorker(ctx, job, nil)
 }
 
 // Close stops every worker. Executions still running fail with CANCELLED.

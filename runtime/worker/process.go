@@ -42,8 +42,10 @@ type proc struct {
 
 	mu    sync.Mutex
 	execs map[uint64]*execState
-	// busy[i] is true while lane i+1 runs an execution.
+	// busy[i] is true while lane i+1 runs an execution; modules are the
+	// WebAssembly modules the worker was sent, most recent last.
 	busy     []bool
+	modules  []string
 	nextSlot uint64
 	killOnce sync.Once
 	// poolKill holds the kind and message of a Close.
@@ -226,6 +228,8 @@ func (w *proc) handshake(cfg Config) error {
 		MemoryLimitBytes:    cfg.WorkerMemoryBytes,
 		ExecutionsPerWorker: int32(cfg.ExecutionsPerWorker),
 		ProgramCache:        int32(cfg.ProgramCache),
+		Wasm: &wp.WASM{RealClock: cfg.WASM.RealClock, RealRandom: cfg.WASM.RealRandom, MaxModules: maxWorkerModules,
+			MaxModuleBytes: int64(cfg.WASM.MaxModuleBytes), MaxMemoryBytes: cfg.WASM.MaxMemory},
 	}
 	mb, err := w.conn.Mailbox(controlTag)
 	if err != nil {
@@ -247,6 +251,9 @@ func (w *proc) handshake(cfg Config) error {
 	}
 	if int(r.GetPid()) != w.pid {
 		return fmt.Errorf("the worker reports pid %d, expected %d", r.GetPid(), w.pid)
+	}
+	if len(r.GetLaneThreads()) != cfg.ExecutionsPerWorker {
+		return fmt.Errorf("the worker reports %d lane threads, expected %d", len(r.GetLaneThreads()), cfg.ExecutionsPerWorker)
 	}
 	w.ready = r
 	return nil

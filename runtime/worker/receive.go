@@ -90,12 +90,18 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 			return errors.New("breach frame without a limit breach")
 		}
 		w.mu.Lock()
-		if es := w.execs[m.Breach.GetSlot()]; es != nil && es.breach == nil {
+		es := w.execs[m.Breach.GetSlot()]
+		if es != nil && es.breach == nil {
 			es.breach = fe
 			es.breachCPU = nonNegativeDuration(m.Breach.GetCpuTimeNanos())
 			es.breachPeak = max(m.Breach.GetPeakMemoryBytes(), fe.Observed, 0)
 		}
 		w.mu.Unlock()
+		if es != nil && es.wasm {
+			// A guest runs without loop checks: nothing but the end of
+			// its worker stops it.
+			w.kill()
+		}
 		return nil
 	case *wp.WorkerFrame_Discover:
 		return w.discover(m.Discover)
@@ -226,6 +232,7 @@ func (w *proc) done(m *wp.Done) error {
 			out.Result = json.RawMessage(m.GetResultJson())
 		}
 	}
+	es.unknownModule = m.GetUnknownModule()
 	if m.GetLogsTruncated() {
 		// The worker's buffer (same limits) dropped output: mark ours too.
 		es.job.Logs.Truncate()

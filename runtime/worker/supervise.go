@@ -23,8 +23,9 @@ import (
 // outcome — waiting, cancelling, killing at the deadline, and classifying
 // the death of a worker for the executions it was running.
 
-// runWorker runs one job on a worker process.
-func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome {
+// runWorker runs one job on a worker process; mod is the module of a
+// WebAssembly job (nil for JavaScript), told whether the worker held it.
+func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job, mod *wasmJob) *ptcruntime.Outcome {
 	began := time.Now()
 	w, err := p.acquire(ctx)
 	if err != nil {
@@ -40,21 +41,46 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job) *ptcruntime.O
 			return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "no worker process could run the execution; check the server's logs")}
 		}
 	}
-	es := newExecState(ctx, job, p.cfg.KillGrace)
+	grace := p.cfg.KillGrace
+	if mod != nil {
+		// A guest cannot be interrupted: its worker is killed at the
+		// deadline.
+		grace = 0
+	}
+	es := newExecState(ctx, job, grace)
+	es.wasm = mod != nil
 	if !w.register(es) {
 		// The worker died between acquire and register.
 		p.release(w, false)
 		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker process ended before the execution started; run it again")}
 	}
-	frame := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: executeFrame(es.slot, job)}}
-	if err := w.send(es.lane, frame); err != nil {
-		w.kill()
+	x := executeFrame(es.slot, job)
+	var out *ptcruntime.Outcome
+	if mod != nil {
+		mod.frame(x)
+		out = w.compile(ctx, es, mod)
 	}
-	stop := p.watch(ctx, w, es)
-	out := w.serveExec(es)
-	stop()
+	if out == nil {
+		if err := w.send(es.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: x}}); err != nil {
+			w.kill()
+		}
+		stop := p.watch(ctx, w, es, grace)
+		stopCPU := func() {}
+		if mod != nil {
+			stopCPU = w.watchCPU(es)
+		}
+		out = w.serveExec(es)
+		stopCPU()
+		stop()
+	}
 	es.finish(out)
 	w.unregister(es)
+	if mod != nil {
+		mod.unknown = es.unknownModule
+		if mod.unknown {
+			w.dropped(mod.hash)
+		}
+	}
 	p.release(w, es.clean)
 	return out
 }
@@ -98,12 +124,12 @@ func (w *proc) serveExec(es *execState) *ptcruntime.Outcome {
 // and killed if it has not finished KillGrace later. Neither depends on
 // what the execution's goroutine is doing. The returned function disarms
 // both.
-func (p *Pool) watch(ctx context.Context, w *proc, es *execState) (stop func()) {
+func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Duration) (stop func()) {
 	var mu sync.Mutex
-	var deadline, grace *time.Timer
+	var deadline, cancelKill *time.Timer
 	disarmed := false
 	if t := es.job.Limits.Timeout; t > 0 {
-		deadline = time.AfterFunc(t+p.cfg.KillGrace, func() {
+		deadline = time.AfterFunc(t+grace, func() {
 			p.stats.killed.Add(1)
 			w.killFor(es, fault.KindTimeout)
 		})
@@ -118,7 +144,7 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState) (stop func()) 
 		if disarmed {
 			return
 		}
-		grace = time.AfterFunc(p.cfg.KillGrace, func() {
+		cancelKill = time.AfterFunc(p.cfg.KillGrace, func() {
 			if deadline != nil && !deadline.Stop() {
 				return // the deadline's kill came first
 			}
@@ -130,8 +156,8 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState) (stop func()) 
 		stopCancel()
 		mu.Lock()
 		disarmed = true
-		if grace != nil {
-			grace.Stop()
+		if cancelKill != nil {
+			cancelKill.Stop()
 		}
 		mu.Unlock()
 		if deadline != nil {
@@ -167,6 +193,10 @@ type execState struct {
 	breach     *fault.Error
 	breachCPU  time.Duration
 	breachPeak int64
+	// wasm marks a WebAssembly execution; unknownModule is set when its
+	// worker answered that it does not hold the module.
+	wasm          bool
+	unknownModule bool
 }
 
 func newExecState(ctx context.Context, job *ptcruntime.Job, grace time.Duration) *execState {
@@ -211,12 +241,21 @@ func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, pool
 			// (a built-in that cannot be interrupted): the worker then ran
 			// out of memory or overran its deadline.
 			fe = es.breach
-			fe.Message += " (the script was inside a built-in that cannot be interrupted, so its worker was stopped)"
+			if !es.wasm {
+				// A guest is never interrupted: no need to say why here.
+				fe.Message += " (the script was inside a built-in that cannot be interrupted, so its worker was stopped)"
+			}
 			fe.Cause = errors.Join(readErr, waitErr)
 			out.CPUTime, out.PeakMemoryBytes = es.breachCPU, es.breachPeak
+		case es.killKind == fault.KindTimeout && es.wasm:
+			// The in-process engine's words for the same outcome.
+			fe = fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
+				"the execution did not finish within %s; do less work per execution or raise the timeout", es.job.Limits.Timeout)
 		case es.killKind == fault.KindTimeout:
 			fe = fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
 				"the script did not finish within its %s time limit (it was stuck in a built-in that cannot be interrupted, so its worker was stopped); work on smaller data", es.job.Limits.Timeout)
+		case es.killKind == fault.KindCancelled && es.wasm:
+			fe = fault.New(fault.KindCancelled, "the execution was cancelled")
 		case es.killKind == fault.KindCancelled:
 			fe = fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
 		case poolKind != fault.KindUnspecified:
