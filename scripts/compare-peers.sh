@@ -6,8 +6,10 @@
 #
 # The other sandboxes' drivers come from the shared comparison kit, installed
 # with its install.sh into PEERS_DIR (default /tmp/peers); ptc runs through
-# cmd/ptc-peerbench. Raw JSON lines and a markdown table go to OUT (default
-# /tmp/ptc-peers).
+# cmd/ptc-peerbench: JavaScript in-process and in worker processes, and the
+# same workloads as a Go WebAssembly guest (cmd/ptc-peerbench/guest, the
+# kit's Go guest on ptc's guest SDK) in worker processes and in-process.
+# Raw JSON lines and a markdown table go to OUT (default /tmp/ptc-peers).
 #   ROUNDS=3 N=100 bash scripts/compare-peers.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,18 +20,21 @@ PEERS="${PEERS:-goja wazero-go qjs ivm monty nodevm}"
 mkdir -p "$OUT"
 RAW="$OUT/raw-$(date +%Y%m%d-%H%M%S).jsonl"
 go build -o "$OUT/ptc-peerbench" ./cmd/ptc-peerbench || exit 1
+GOOS=wasip1 GOARCH=wasm go build -trimpath -ldflags='-s -w' -o "$OUT/ptc-guest.wasm" ./cmd/ptc-peerbench/guest || exit 1
 
 one() { # peer mode n
   local p="$1" m="$2" n="$3"
   case "$p" in
     ptc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" ;;
     ptc-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -peer "ptc (worker processes)" ;;
+    ptc-wasm) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (worker processes)" ;;
+    ptc-wasm-inproc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (in-process)" ;;
     goja|wazero-go|wazero-min) timeout -s KILL 300 "$PEERS_DIR/bin/peersbench" -peer "$p" -mode "$m" -n "$n" -warm "$WARM" -guest "$PEERS_DIR/bin/guest.wasm" ;;
     *) (cd "$PEERS_DIR" && timeout -s KILL 300 node --expose-gc drivers/bench.mjs --peer "$p" --mode "$m" --n "$n" --warm "$WARM") ;;
   esac 2>/dev/null | head -1
 }
 
-ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $PEERS)
+ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $PEERS)
 for ((r = 0; r < ROUNDS; r++)); do
   k=$((r % ${#ALL[@]})); ORDER=("${ALL[@]:k}" "${ALL[@]:0:k}")
   echo "round $r: ${ORDER[*]}" >&2

@@ -3,17 +3,22 @@
 // and prints one JSON line in the comparison's format, so that ptc can be
 // measured side by side with other sandboxes in the same run:
 //
-//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30]
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm]
 //
 // The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
 // tool; 20 awaited calls returning 100 expense items each, summed in the
 // script; and the limit probes (100 ms time limit, 64 MB memory limit).
 // Tools resolve immediately, so the figures are sandbox and marshalling
-// overhead, schema validation of the arguments included.
+// overhead, schema validation of the arguments included. With -wasm, the
+// same workloads run as a Go WebAssembly guest (./guest, the comparison
+// kit's Go guest on ptc's guest SDK), sent by hash after the first
+// execution as a client that runs it again would.
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -165,6 +170,7 @@ func main() {
 	warm := flag.Int("warm", 30, "warm-up executions")
 	name := flag.String("peer", "ptc (in-process)", "the name reported")
 	workers := flag.Bool("workers", false, "run executions in isolated worker processes (as ptcd does)")
+	guestPath := flag.String("wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
 	flag.Parse()
 
 	w := newWorkload()
@@ -188,6 +194,35 @@ func main() {
 	ctx := context.Background()
 	exec := func(src string, lim ptc.Limits) (*ptc.Result, error) {
 		return r.Execute(ctx, ptc.Request{Source: src, Limits: lim})
+	}
+	if *guestPath != "" {
+		mod, err := os.ReadFile(*guestPath)
+		if err != nil {
+			fail(err)
+		}
+		sum := sha256.Sum256(mod)
+		hash := hex.EncodeToString(sum[:])
+		sent := false
+		run := func(workload string, lim ptc.Limits) (*ptc.Result, error) {
+			req := ptc.Request{Language: ptc.LanguageWASM, ModuleSHA256: hash, Input: json.RawMessage(`{"workload":"` + workload + `"}`), Limits: lim}
+			if !sent {
+				req.Module = mod
+			}
+			res, err := r.Execute(ctx, req)
+			sent = sent || err == nil
+			return res, err
+		}
+		exec = func(_ string, lim ptc.Limits) (*ptc.Result, error) { return run(*mode, lim) }
+		if *mode == "spin" || *mode == "spinAfterAwait" || *mode == "membomb" {
+			// The probes measure the limit, not the compilation: the
+			// module is compiled first, as the other drivers do at start
+			// (in each worker that may run it).
+			for i := 0; i < *warm; i++ {
+				if _, err := run("trivial", ptc.Limits{Timeout: time.Minute}); err != nil {
+					fail(err)
+				}
+			}
+		}
 	}
 
 	switch *mode {
