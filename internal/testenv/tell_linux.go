@@ -72,4 +72,3 @@ func openedForAppend(path string) bool {
 	}
 	return false
 }
-
