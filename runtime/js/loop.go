@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"regexp"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dop251/goja"
-	"github.com/dop251/goja/parser"
 
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -185,62 +180,6 @@ func (x *exec) run() (out *runtime.Outcome) {
 	}
 }
 
-// setup creates the runtime and binds input, tools and console.
-func (x *exec) setup() *fault.Error {
-	vm := goja.New()
-	vm.SetMaxCallStackSize(x.e.maxStack)
-	if x.job.Deterministic {
-		rng := rand.New(rand.NewPCG(x.job.Seed, x.job.Seed^0x9e3779b97f4a7c15))
-		vm.SetRandSource(rng.Float64)
-		now := x.job.ClockStart
-		vm.SetTimeSource(func() time.Time {
-			t := now
-			now = now.Add(runtime.VirtualClockStep)
-			return t
-		})
-	}
-	x.vm = vm
-	jsonObj := vm.Get("JSON").ToObject(vm)
-	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
-	x.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
-
-	input := goja.Null()
-	if len(x.job.Input) > 0 {
-		v, err := x.fromJSON(x.job.Input)
-		if err != nil {
-			return fault.New(fault.KindInternal, "input is not valid JSON")
-		}
-		input = v
-	}
-	g := vm.GlobalObject()
-	_ = g.Set("input", input)
-	if x.c.dispose {
-		sym := vm.Get("Symbol").ToObject(vm)
-		for _, name := range []string{"dispose", "asyncDispose"} {
-			if v := sym.Get(name); v == nil || goja.IsUndefined(v) {
-				_ = sym.Set(name, goja.NewSymbol("Symbol."+name))
-			}
-		}
-	}
-	x.lazyGlobal(g, "tools", x.toolsObject)
-	x.lazyGlobal(g, "console", x.consoleObject)
-	x.guardBuiltins()
-	return nil
-}
-
-// lazyGlobal defines a global that is built on first use (most scripts
-// touch only some of them). It is read-only: a script that wants another
-// `tools` declares its own binding.
-func (x *exec) lazyGlobal(g *goja.Object, name string, build func() goja.Value) {
-	vm := x.vm
-	getter := vm.ToValue(func(goja.FunctionCall) goja.Value {
-		v := build()
-		_ = g.DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
-		return v
-	})
-	_ = g.DefineAccessorProperty(name, getter, nil, goja.FLAG_TRUE, goja.FLAG_FALSE)
-}
-
 // watch interrupts the VM when the execution's context ends. It returns
 // when the execution finishes.
 func (x *exec) watch() {
@@ -383,233 +322,43 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 	return json.RawMessage(str), nil
 }
 
-// uncaught classifies a rejection of the main promise.
-func (x *exec) uncaught(v goja.Value) *fault.Error {
-	if obj, ok := v.(*goja.Object); ok {
-		if ce, ok := x.callErrs[obj]; ok {
-			fe := fault.New(ce.Kind(), "uncaught %s from tool %s (code %s): %s", ce.Name, ce.Tool, ce.Code, ce.Message)
-			fe.Tool = ce.Tool
-			fe.Line, fe.Column = x.position(v)
-			fe.Stack = x.stack(v)
-			return fe
-		}
-	}
-	fe := fault.New(fault.KindScript, "uncaught %s", x.describe(v))
-	if !isErrorObject(v) {
-		fe.Message = "uncaught exception: " + x.describe(v)
-	}
-	fe.Line, fe.Column = x.position(v)
-	fe.Stack = x.stack(v)
-	return fe
+// queuedCall is a started call not yet handed to a goroutine.
+type queuedCall struct {
+	inv             bridge.Invocation
+	resolve, reject func(any) error
 }
 
-// classify turns an error from goja into a fault.
-func (x *exec) classify(err error) *fault.Error {
-	var ie *goja.InterruptedError
-	if errors.As(err, &ie) {
-		switch ie.Value() {
-		case reasonCPU:
-			fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", x.job.Limits.CPUTime)
-			fe.Limit, fe.Observed = x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds()
-			return fe
-		case reasonTimeout:
-			return x.timeoutError()
-		default:
-			return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
-		}
-	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
-		fe := fault.New(fault.KindScript, "RangeError: maximum call stack size exceeded (%d frames); use iteration instead of deep recursion", x.e.maxStack)
-		if fr := so.Stack(); len(fr) > 0 {
-			p := fr[0].Position()
-			fe.Line, fe.Column = x.mapPosition(p.Line, p.Column)
-		}
-		return fe
-	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return x.uncaught(ex.Value())
-	}
-	return &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine", Cause: err}
-}
-
-func isUncatchable(err error) bool {
-	var ie *goja.InterruptedError
-	var so *goja.StackOverflowError
-	return errors.As(err, &ie) || errors.As(err, &so)
-}
-
-func isErrorObject(v goja.Value) bool {
-	obj, ok := v.(*goja.Object)
-	if !ok {
-		return false
-	}
-	st := obj.Get("stack")
-	if st == nil {
-		return false
-	}
-	_, ok = st.Export().(string)
-	return ok
-}
-
-// maxDescribe bounds the text describing a thrown value.
-const maxDescribe = 2000
-
-// describe renders a thrown value without letting a hostile toString or
-// getter escape: any exception while describing gives a placeholder.
-func (x *exec) describe(v goja.Value) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = "[value that cannot be printed]"
-		}
-		if len(s) > maxDescribe {
-			s = s[:maxDescribe] + "…"
+// spawn runs a call on its own goroutine. The goroutine ends when the
+// invocation returns (the execution's context bounds it) and its result
+// is handed over, or dropped once the execution has finished.
+func (x *exec) spawn(c queuedCall) {
+	x.pending++
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		out, err := c.inv()
+		select {
+		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err}:
+		case <-x.finished:
 		}
 	}()
-	if v == nil {
-		return "undefined"
-	}
-	x.startCPU()
-	defer x.stopCPU()
-	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
-		if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
-			return j.String()
-		}
-	}
-	if ex := x.vm.Try(func() { s = v.String() }); ex != nil {
-		return "[value that cannot be printed]"
-	}
-	if _, ok := v.Export().(string); ok && !isErrorObject(v) {
-		return strconv.Quote(s)
-	}
-	return s
 }
 
-// stackPositions caches, per compiled file name, the pattern of its
-// positions in goja stack traces ("name:line:col(pc)").
-var stackPositions sync.Map
-
-func stackPos(file string) *regexp.Regexp {
-	if re, ok := stackPositions.Load(file); ok {
-		return re.(*regexp.Regexp)
+// flush is called when the VM has gone idle. A single inline-capable call
+// that nothing else runs beside runs here, on the VM goroutine, and its
+// completion is returned for delivery — saving two goroutine hand-offs per
+// awaited call; otherwise every queued call gets its goroutine, so calls
+// made together still run concurrently.
+func (x *exec) flush() (completion, bool) {
+	if len(x.queued) == 1 && x.pending == 0 {
+		c := x.queued[0]
+		x.queued = x.queued[:0]
+		out, err := c.inv()
+		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, true
 	}
-	re := regexp.MustCompile(regexp.QuoteMeta(file) + `:(\d+):(\d+)(?:\(\d+\))?`)
-	stackPositions.Store(file, re)
-	return re
-}
-
-// stackOf returns the "stack" string of an Error object, or "".
-func stackOf(v goja.Value) string {
-	obj, ok := v.(*goja.Object)
-	if !ok {
-		return ""
+	for _, c := range x.queued {
+		x.spawn(c)
 	}
-	var s string
-	defer func() { _ = recover() }()
-	if st := obj.Get("stack"); st != nil {
-		s, _ = st.Export().(string)
-	}
-	return s
-}
-
-// position returns the first script position in an error's stack.
-func (x *exec) position(v goja.Value) (int, int) {
-	m := stackPos(x.c.file).FindStringSubmatch(stackOf(v))
-	if m == nil {
-		return 0, 0
-	}
-	l, _ := strconv.Atoi(m[1])
-	c, _ := strconv.Atoi(m[2])
-	return x.mapPosition(l, c)
-}
-
-// mapPosition maps a position in the compiled code to the caller's source.
-func (x *exec) mapPosition(line, col int) (int, int) {
-	if line == 1 && x.c.col1 > 0 {
-		col -= x.c.col1
-		if col < 1 {
-			col = 1
-		}
-	}
-	if x.mapPos != nil {
-		if l, c, ok := x.mapPos(line, col); ok {
-			return l, c
-		}
-	}
-	return line, col
-}
-
-// maxStackFrames bounds the frames reported in a stack.
-const maxStackFrames = 20
-
-// stack returns the script frames of an error's stack, positions mapped
-// to the caller's source, native and internal frames dropped.
-func (x *exec) stack(v goja.Value) string {
-	raw := stackOf(v)
-	if raw == "" {
-		return ""
-	}
-	var b strings.Builder
-	n := 0
-	for _, line := range strings.Split(raw, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "at ") || !strings.Contains(line, x.c.file) {
-			continue
-		}
-		re := stackPos(x.c.file)
-		line = re.ReplaceAllStringFunc(line, func(m string) string {
-			sm := re.FindStringSubmatch(m)
-			l, _ := strconv.Atoi(sm[1])
-			c, _ := strconv.Atoi(sm[2])
-			l, c = x.mapPosition(l, c)
-			return fmt.Sprintf("%s:%d:%d", x.c.display, l, c)
-		})
-		b.WriteString(line)
-		b.WriteByte('\n')
-		if n++; n == maxStackFrames {
-			break
-		}
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// syntaxError converts a goja parse or compile error.
-func syntaxError(err error, col1 int, mapPos func(int, int) (int, int, bool)) *fault.Error {
-	fe := &fault.Error{Kind: fault.KindSyntax, Cause: err}
-	line, col := 0, 0
-	var list parser.ErrorList
-	var pe *parser.Error
-	var se *goja.CompilerSyntaxError
-	switch {
-	case errors.As(err, &list) && len(list) > 0:
-		fe.Message = "SyntaxError: " + list[0].Message
-		line, col = list[0].Position.Line, list[0].Position.Column
-	case errors.As(err, &pe):
-		fe.Message = "SyntaxError: " + pe.Message
-		line, col = pe.Position.Line, pe.Position.Column
-	case errors.As(err, &se):
-		fe.Message = "SyntaxError: " + se.Message
-		if se.File != nil {
-			p := se.File.Position(se.Offset)
-			line, col = p.Line, p.Column
-		}
-	default:
-		fe.Message = "SyntaxError: " + err.Error()
-	}
-	if line > 0 {
-		if line == 1 && col1 > 0 {
-			col -= col1
-			if col < 1 {
-				col = 1
-			}
-		}
-		if mapPos != nil {
-			if l, c, ok := mapPos(line, col); ok {
-				line, col = l, c
-			}
-		}
-		fe.Line, fe.Column = line, col
-	}
-	return fe
+	x.queued = x.queued[:0]
+	return completion{}, false
 }
