@@ -17,6 +17,7 @@ package js
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,20 @@ type Source struct {
 	DisposeSymbols bool
 }
 
+// parserOptions are the options of every parse of JavaScript that ptc does
+// or that a script causes (eval, the Function constructors): source maps
+// off, and a loader that refuses, so that no "//# sourceMappingURL="
+// comment can make goja open a file on the host (by default it resolves
+// the URL against the working directory and reads it).
+var parserOptions = []parser.Option{
+	parser.WithDisableSourceMaps,
+	parser.WithSourceMapLoader(func(string) ([]byte, error) { return nil, errNoSourceMaps }),
+}
+
+// errNoSourceMaps is what the source map loader answers, should goja ever
+// call it.
+var errNoSourceMaps = errors.New("source maps are not loaded")
+
 // compiled is a cached program and how to map its positions.
 type compiled struct {
 	prg      *goja.Program
@@ -155,9 +170,7 @@ func (e *Engine) compile(src Source) *compiled {
 		code, col1 = bodyPrefix+src.Code+bodySuffix, len(bodyPrefix)
 	}
 	c := &compiled{col1: col1, file: scriptName, display: scriptName}
-	// Source maps off: goja would otherwise read the file named by a
-	// "//# sourceMappingURL=" comment from the server's filesystem.
-	ast, err := parser.ParseFile(nil, scriptName, code, 0, parser.WithDisableSourceMaps)
+	ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
 	if err == nil {
 		c.prg, err = goja.CompileAST(ast, false)
 	}

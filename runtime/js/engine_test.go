@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -364,27 +363,6 @@ return {first: hits[0].name, keys: Object.keys(tools).includes("$search"), ts: d
 	}
 	if d.Calls() != 0 {
 		t.Fatalf("helpers counted as tool calls: %d", d.Calls())
-	}
-}
-
-// TestSourceMapCommentIgnored: a sourceMappingURL comment must not make
-// the engine read a file from the server (goja loads them by default).
-func TestSourceMapCommentIgnored(t *testing.T) {
-	dir := t.TempDir()
-	p := dir + "/evil.map"
-	if err := os.WriteFile(p, []byte(`not a source map`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, 0); err != nil {
-		t.Fatal(err)
-	}
-	out, _, _ := run(t, js.New(), "return 1\n//# sourceMappingURL="+p, runOpts{})
-	if out.Err != nil || string(out.Result) != "1" {
-		t.Fatalf("%v %s", out.Err, out.Result)
-	}
-	out, _, _ = run(t, js.New(), "return 1\n//# sourceMappingURL=/proc/self/environ\n", runOpts{})
-	if out.Err != nil || string(out.Result) != "1" {
-		t.Fatalf("%v %s", out.Err, out.Result)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 // setup creates the runtime and binds input, tools and console.
 func (x *exec) setup() *fault.Error {
 	vm := goja.New()
+	// eval and the Function constructors parse with these options.
+	vm.SetParserOptions(parserOptions...)
 	vm.SetMaxCallStackSize(x.e.maxStack)
 	if x.job.Deterministic {
 		rng := rand.New(rand.NewPCG(x.job.Seed, x.job.Seed^0x9e3779b97f4a7c15))

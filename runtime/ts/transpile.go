@@ -163,11 +163,18 @@ func supportedOverrides() map[string]bool {
 	return m
 }
 
+// parserOptions turn source maps off, and refuse them should goja ever
+// ask: a "//# sourceMappingURL=" comment must never make goja open a file.
+var parserOptions = []parser.Option{
+	parser.WithDisableSourceMaps,
+	parser.WithSourceMapLoader(func(string) ([]byte, error) { return nil, errors.New("source maps are not loaded") }),
+}
+
 // compile parses JS with goja, checks that its last statement is the wrapper
 // function (so the script cannot close the wrapper and run code outside it),
 // and compiles it.
 func (p *Program) compile() error {
-	prg, err := parser.ParseFile(nil, CompiledName, p.JS, 0, parser.WithDisableSourceMaps)
+	prg, err := parser.ParseFile(nil, CompiledName, p.JS, 0, parserOptions...)
 	if err != nil {
 		return p.gojaError(err)
 	}
