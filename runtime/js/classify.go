@@ -104,7 +104,7 @@ func (x *exec) describe(v goja.Value) (s string) {
 	x.startCPU()
 	defer x.stopCPU()
 	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
-		if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
+		if j, err := x.stringify(obj); err == nil && j != nil && !goja.IsUndefined(j) {
 			return j.String()
 		}
 	}
@@ -228,19 +228,27 @@ func syntaxError(err error, col1 int, mapPos func(int, int) (int, int, bool)) *f
 	default:
 		fe.Message = "SyntaxError: " + err.Error()
 	}
-	if line > 0 {
-		if line == 1 && col1 > 0 {
-			col -= col1
-			if col < 1 {
-				col = 1
-			}
-		}
-		if mapPos != nil {
-			if l, c, ok := mapPos(line, col); ok {
-				line, col = l, c
-			}
-		}
-		fe.Line, fe.Column = line, col
+	return positioned(fe, line, col, col1, mapPos)
+}
+
+// positioned sets fe's position from a 1-based line and column in the
+// compiled code: the wrapper's columns on line 1 removed, then mapped to
+// the caller's source. A line of 0 leaves fe without a position.
+func positioned(fe *fault.Error, line, col, col1 int, mapPos func(int, int) (int, int, bool)) *fault.Error {
+	if line <= 0 {
+		return fe
 	}
+	if line == 1 && col1 > 0 {
+		col -= col1
+		if col < 1 {
+			col = 1
+		}
+	}
+	if mapPos != nil {
+		if l, c, ok := mapPos(line, col); ok {
+			line, col = l, c
+		}
+	}
+	fe.Line, fe.Column = line, col
 	return fe
 }

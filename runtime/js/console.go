@@ -42,7 +42,7 @@ func (x *exec) format(v goja.Value) string {
 	}
 	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
 		if _, isFn := goja.AssertFunction(obj); !isFn {
-			if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
+			if j, err := x.stringify(obj); err == nil && j != nil && !goja.IsUndefined(j) {
 				return j.String()
 			} else if err != nil && isUncatchable(err) {
 				panic(err)

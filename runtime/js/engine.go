@@ -129,8 +129,13 @@ type compiled struct {
 	col1     int // columns to subtract on line 1 (body wrapper prefix)
 	syntaxEr *fault.Error
 	dispose  bool
-	file     string // name the program was compiled under
-	display  string // name shown in stacks
+	// groups are the guard groups the program needs (lazy.go);
+	// generators: it has generator syntax (GeneratorFunction must be
+	// guarded before it runs).
+	groups     group
+	generators bool
+	file       string // name the program was compiled under
+	display    string // name shown in stacks
 }
 
 const (
@@ -149,7 +154,9 @@ func (e *Engine) Compile(src Source) (*goja.Program, *fault.Error) {
 
 func (e *Engine) compile(src Source) *compiled {
 	if src.Program != nil {
-		c := &compiled{prg: src.Program, file: src.File, display: src.Display, dispose: src.DisposeSymbols}
+		groups, info, _ := scan(src.Code)
+		c := &compiled{prg: src.Program, file: src.File, display: src.Display, dispose: src.DisposeSymbols,
+			groups: groups, generators: info.Generators}
 		if c.file == "" {
 			c.file = scriptName
 		}
@@ -170,15 +177,24 @@ func (e *Engine) compile(src Source) *compiled {
 		code, col1 = bodyPrefix+src.Code+bodySuffix, len(bodyPrefix)
 	}
 	c := &compiled{col1: col1, file: scriptName, display: scriptName}
-	ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
-	if err == nil {
-		c.prg, err = goja.CompileAST(ast, false)
-	}
-	if err != nil {
-		c.syntaxEr = syntaxError(err, col1, src.MapPosition)
-		if !src.Wrapped {
-			clampToSource(c.syntaxEr, src.Code)
+	// goja's parser and compiler recurse on nesting: deep text must not
+	// reach them (see internal/jsnest).
+	groups, info, ne := scan(code)
+	c.groups, c.generators = groups, info.Generators
+	if ne != nil {
+		c.syntaxEr = positioned(&fault.Error{Kind: fault.KindSyntax, Message: "SyntaxError: " + ne.Message(), Cause: ne},
+			ne.Line, ne.Column, col1, src.MapPosition)
+	} else {
+		ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
+		if err == nil {
+			c.prg, err = goja.CompileAST(ast, false)
 		}
+		if err != nil {
+			c.syntaxEr = syntaxError(err, col1, src.MapPosition)
+		}
+	}
+	if c.syntaxEr != nil && !src.Wrapped {
+		clampToSource(c.syntaxEr, src.Code)
 	}
 	// Syntax errors are cached too: the same bad script fails the same way.
 	e.programs.Add(key, c)

@@ -23,12 +23,18 @@ import (
 // regexp2's shared timeout clock is a package-level goroutine that stops
 // by itself a while after the last timed match.
 func TestMain(m *testing.M) {
+	if runProbeChild() {
+		return
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
 }
 
-// testTools are small tools with strict schemas used across the tests.
+// testTools are small tools with strict schemas used across the tests
+// (t may be nil in a probe child process).
 func testTools(t testing.TB) []*tools.Compiled {
-	t.Helper()
+	if t != nil {
+		t.Helper()
+	}
 	defs := []tools.Tool{
 		{Definition: tools.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }},
@@ -67,7 +73,7 @@ func testTools(t testing.TB) []*tools.Compiled {
 	for _, d := range defs {
 		c, err := tools.Compile(d)
 		if err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 		out = append(out, c)
 	}

@@ -45,9 +45,25 @@ type exec struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	vm        *goja.Runtime
-	stringify goja.Callable
-	parse     goja.Callable
+	vm *goja.Runtime
+	// rawJSONParse is goja's own JSON.parse (json.go).
+	rawJSONParse func(goja.FunctionCall) goja.Value
+
+	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
+	rawRangeError, rawSyntaxError func() goja.Value
+	// wrappers maps the proxies that stand for built-in functions to the
+	// originals.
+	wrappers map[*goja.Object]*goja.Object
+	// nativeDepth counts nested calls of guarded built-ins (recursion.go);
+	// bound and proxies record the depth of the bound functions and
+	// proxies the script made.
+	nativeDepth    int
+	bound, proxies map[*goja.Object]int
+	isArray        func(goja.FunctionCall) goja.Value
+	// generatorsGuarded: GeneratorFunction is guarded (eval.go);
+	// installed: the guard groups in place (lazy.go).
+	generatorsGuarded bool
+	installed         group
 
 	// done carries completed tool calls to the VM goroutine. Tool-call
 	// goroutines give up sending once finished is closed.
@@ -118,6 +134,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 		out.Err = x.classify(err)
 		return out
 	}
+	x.guardAsyncFunction(fnVal)
 	fn, ok := goja.AssertFunction(fnVal)
 	if !ok {
 		out.Err = fault.New(fault.KindSyntax, "the script must be the body of an async function (it closed the function early)")
@@ -287,7 +304,7 @@ func (x *exec) fromJSON(data []byte) (goja.Value, error) {
 	}
 	v, err := decodeJSON(x.vm, data, x.keys)
 	if errors.Is(err, errLoneSurrogate) {
-		return x.parse(goja.Undefined(), x.vm.ToValue(string(data)))
+		return x.parseJSON(string(data))
 	}
 	return v, err
 }
@@ -298,7 +315,7 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 		return json.RawMessage("null"), nil
 	}
 	x.startCPU()
-	s, err := x.stringify(goja.Undefined(), v)
+	s, err := x.stringify(v)
 	x.stopCPU()
 	if err != nil {
 		var ex *goja.Exception

@@ -27,9 +27,13 @@ func (x *exec) setup() *fault.Error {
 		})
 	}
 	x.vm = vm
-	jsonObj := vm.Get("JSON").ToObject(vm)
-	x.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
-	x.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
+	x.wrappers = map[*goja.Object]*goja.Object{}
+	x.bound, x.proxies = map[*goja.Object]int{}, map[*goja.Object]int{}
+	if array, ok := vm.Get("Array").(*goja.Object); ok {
+		if f, ok := array.Get("isArray").(*goja.Object); ok {
+			x.isArray, _ = f.Export().(func(goja.FunctionCall) goja.Value)
+		}
+	}
 
 	input := goja.Null()
 	if len(x.job.Input) > 0 {
@@ -52,6 +56,12 @@ func (x *exec) setup() *fault.Error {
 	x.lazyGlobal(g, "tools", x.toolsObject)
 	x.lazyGlobal(g, "console", x.consoleObject)
 	x.guardBuiltins()
+	x.guardFunction()
+	x.guardRecursion()
+	x.install(x.c.groups)
+	if x.c.generators {
+		x.guardGeneratorFunction()
+	}
 	return nil
 }
 

@@ -130,7 +130,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 		if goja.IsUndefined(arg) {
 			args = json.RawMessage("{}")
 		} else {
-			s, err := x.stringify(goja.Undefined(), arg)
+			s, err := x.stringify(arg)
 			if err != nil {
 				if isUncatchable(err) {
 					panic(err)
@@ -181,7 +181,7 @@ func (x *exec) callError(err error) goja.Value {
 	_ = obj.Set("code", ce.Code)
 	if len(ce.Errors) > 0 {
 		b, _ := json.Marshal(ce.Errors)
-		if v, err := x.parse(goja.Undefined(), vm.ToValue(string(b))); err == nil {
+		if v, err := x.parseJSON(string(b)); err == nil {
 			_ = obj.Set("errors", v)
 		}
 	}

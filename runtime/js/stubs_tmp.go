@@ -1,0 +1,4 @@
+package js
+
+func (x *exec) guardRegExp()      {}
+func (x *exec) guardTypedArrays() {}
