@@ -149,14 +149,7 @@ func (x *exec) guardStrings() {
 		x.checkChars("String.prototype.concat", total)
 		return orig(goja.FunctionCall{This: s, Arguments: args})
 	})
-	// These create regular expressions from strings: the regular
-	// expression guards must be in place first.
-	for _, name := range []string{"match", "matchAll", "search"} {
-		x.method(proto, name, func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-			x.install(groupRegExp)
-			return orig(call)
-		})
-	}
+	x.guardStringPatterns(proto)
 }
 
 // realArray reports whether v is an array whose length can be read

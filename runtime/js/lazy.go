@@ -27,6 +27,8 @@ const (
 	groupProxy
 	groupRegExp
 	groupTyped
+	// groupBacktrack: a pattern runs on regexp2 (regexp.go).
+	groupBacktrack
 	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped
 )
 
@@ -61,6 +63,12 @@ func groupsOf(info jsnest.Info) group {
 	var g group
 	if info.RegExps {
 		g |= groupRegExp
+	}
+	for _, p := range info.Patterns {
+		if backtracking(p.Source, p.Flags) {
+			g |= groupBacktrack
+			break
+		}
 	}
 	for i, w := range watchedNames {
 		if info.Names&(1<<uint(i)) != 0 {
@@ -100,5 +108,8 @@ func (x *exec) install(g group) {
 	}
 	if g&groupTyped != 0 {
 		x.guardTypedArrays()
+	}
+	if g&groupBacktrack != 0 {
+		x.guardBacktracking()
 	}
 }

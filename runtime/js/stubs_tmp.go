@@ -1,4 +1,0 @@
-package js
-
-func (x *exec) guardRegExp()      {}
-func (x *exec) guardTypedArrays() {}
