@@ -137,7 +137,7 @@ func (x *exec) guardFunctionCtor(ctor *goja.Object, kind string) *goja.Object {
 			return nil
 		}
 	}
-	p := vm.NewProxy(ctor, &goja.ProxyTrapConfig{
+	return x.fnProxy(ctor, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, _ goja.Value, args []goja.Value) goja.Value {
 			v, err := construct(nil, convert(args)...)
 			if err != nil {
@@ -156,9 +156,6 @@ func (x *exec) guardFunctionCtor(ctor *goja.Object, kind string) *goja.Object {
 			return v
 		},
 	})
-	obj := vm.ToValue(p).(*goja.Object)
-	x.wrappers[obj] = ctor
-	return obj
 }
 
 // isWrapperOf reports whether obj is the proxy standing for orig.

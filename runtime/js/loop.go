@@ -52,8 +52,11 @@ type exec struct {
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
 	rawRangeError, rawSyntaxError func() goja.Value
 	// wrappers maps the proxies that stand for built-in functions to the
-	// originals.
-	wrappers map[*goja.Object]*goja.Object
+	// originals; hasInstance is Function.prototype[Symbol.hasInstance],
+	// rawHasInstance its Go function.
+	wrappers       map[*goja.Object]*goja.Object
+	hasInstance    *goja.Object
+	rawHasInstance func(goja.FunctionCall) goja.Value
 	// nativeDepth counts nested calls of guarded built-ins (recursion.go);
 	// bound and proxies record the depth of the bound functions and
 	// proxies the script made.

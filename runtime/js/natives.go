@@ -28,13 +28,23 @@ func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.Func
 	if holder == nil {
 		return nil
 	}
-	origObj, ok := holder.Get(name).(*goja.Object)
+	fn, orig := x.wrapMethod(holder.Get(name), wrap)
+	if fn != nil {
+		_ = holder.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	return orig
+}
+
+// wrapMethod returns the proxy of v, a built-in function, whose calls run
+// wrap, and v's Go function; nil if v is not a built-in function.
+func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) (*goja.Object, func(goja.FunctionCall) goja.Value) {
+	origObj, ok := v.(*goja.Object)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	orig, ok := origObj.Export().(func(goja.FunctionCall) goja.Value)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	p := x.vm.NewProxy(origObj, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
@@ -43,8 +53,37 @@ func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.Func
 	})
 	fn := x.vm.ToValue(p).(*goja.Object)
 	x.wrappers[fn] = origObj
-	_ = holder.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	return orig
+	return fn, orig
+}
+
+// fnProxy returns a proxy of the built-in function fn with cfg's traps
+// (Apply, Construct), standing for fn: instanceof asks fn, fn's
+// Symbol.species getter answers the proxy, and Function.prototype.toString
+// prints fn.
+func (x *exec) fnProxy(fn *goja.Object, cfg *goja.ProxyTrapConfig) *goja.Object {
+	var p *goja.Object
+	var hasInstance goja.Value
+	cfg.GetSym = func(target *goja.Object, sym *goja.Symbol, receiver goja.Value) goja.Value {
+		v := target.GetSymbol(sym)
+		if o, ok := v.(*goja.Object); ok {
+			switch {
+			case o == target:
+				return receiver // a species getter's `this`
+			case sym == goja.SymHasInstance && o == x.hasInstance && x.rawHasInstance != nil:
+				// goja's instanceof rejects a proxy: ask fn itself.
+				if hasInstance == nil {
+					hasInstance = x.native("[Symbol.hasInstance]", 1, func(call goja.FunctionCall) goja.Value {
+						return x.rawHasInstance(goja.FunctionCall{This: fn, Arguments: call.Arguments})
+					})
+				}
+				return hasInstance
+			}
+		}
+		return v
+	}
+	p = x.vm.ToValue(x.vm.NewProxy(fn, cfg)).(*goja.Object)
+	x.wrappers[p] = fn
+	return p
 }
 
 // throwRange throws a RangeError with msg.

@@ -29,16 +29,15 @@ func (x *exec) enter(what string) {
 func (x *exec) leave() { x.nativeDepth-- }
 
 // guardRecursion bounds the recursion of the built-ins that recurse into
-// values or call each other: Array.prototype.join, toString and
-// toLocaleString (nested arrays), flat, bound functions, call and apply,
+// values or call each other: Array.prototype.join and toLocaleString
+// (nested arrays, in guards.go), flat, bound functions, call and apply,
 // Reflect.apply and Reflect.construct, proxies forwarding to proxies,
 // and Function.prototype.toString (a native function's name getter).
 func (x *exec) guardRecursion() {
 	counted := x.counted
-	// join and toLocaleString count in their size guards (guards.go).
-	arrayProto := x.proto("Array")
-	x.method(arrayProto, "toString", counted("Array.prototype.toString"))
-	x.method(arrayProto, "flat", x.flat)
+	// join and toLocaleString count in their size guards (guards.go);
+	// Array.prototype.toString recurses only through join.
+	x.method(x.proto("Array"), "flat", x.flat)
 	fnProto := x.proto("Function")
 	x.method(fnProto, "call", counted("Function.prototype.call")) // apply: guards.go
 	x.method(fnProto, "bind", x.bind)
@@ -57,11 +56,28 @@ func (x *exec) guardRecursion() {
 
 // guardReflect counts Reflect.apply and Reflect.construct, which call
 // functions and can nest without bound (Reflect.apply applying
-// Reflect.apply to a nested argument list).
+// Reflect.apply to a nested argument list), and checks the size of their
+// argument lists.
 func (x *exec) guardReflect() {
-	if reflect, ok := x.vm.Get("Reflect").(*goja.Object); ok {
-		x.method(reflect, "apply", x.counted("Reflect.apply"))
-		x.method(reflect, "construct", x.counted("Reflect.construct"))
+	reflect, ok := x.vm.Get("Reflect").(*goja.Object)
+	if !ok {
+		return
+	}
+	for _, m := range []string{"apply", "construct"} {
+		what := "Reflect." + m
+		// The argument list is Reflect.apply's third argument and
+		// Reflect.construct's second.
+		list := map[string]int{"apply": 2, "construct": 1}[m]
+		x.method(reflect, m, func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+			x.enter(what)
+			defer x.leave()
+			if len(call.Arguments) > list {
+				args := append([]goja.Value(nil), call.Arguments...)
+				args[list] = x.argList(args[list], what)
+				call.Arguments = args
+			}
+			return orig(call)
+		})
 	}
 }
 
@@ -179,8 +195,7 @@ func (x *exec) countedCallable(fn *goja.Object, what string) *goja.Object {
 			return v
 		}
 	}
-	p = x.vm.ToValue(x.vm.NewProxy(fn, cfg)).(*goja.Object)
-	x.wrappers[p] = fn
+	p = x.fnProxy(fn, cfg)
 	return p
 }
 
@@ -212,7 +227,7 @@ func (x *exec) guardProxy() {
 		return d + 1
 	}
 	callable, _ := goja.AssertFunction(orig)
-	wrapper := x.vm.ToValue(x.vm.NewProxy(orig, &goja.ProxyTrapConfig{
+	wrapper := x.fnProxy(orig, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
 			v, err := callable(this, args...) // throws: Proxy needs new
 			if err != nil {
@@ -229,8 +244,7 @@ func (x *exec) guardProxy() {
 			x.proxies[p] = d
 			return p
 		},
-	})).(*goja.Object)
-	x.wrappers[wrapper] = orig
+	})
 	x.method(orig, "revocable", func(call goja.FunctionCall, raw func(goja.FunctionCall) goja.Value) goja.Value {
 		d := depthOf(call.Arguments)
 		res := raw(call)

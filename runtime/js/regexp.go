@@ -124,7 +124,7 @@ func (x *exec) guardRegExp() {
 	}
 	construct, _ := goja.AssertConstructor(ctor)
 	var p *goja.Object
-	p = x.vm.ToValue(x.vm.NewProxy(ctor, &goja.ProxyTrapConfig{
+	p = x.fnProxy(ctor, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, _ goja.Value, args []goja.Value) goja.Value {
 			if len(args) > 0 {
 				if o, ok := args[0].(*goja.Object); ok && o.ClassName() == "RegExp" && (len(args) < 2 || goja.IsUndefined(args[1])) {
@@ -147,8 +147,7 @@ func (x *exec) guardRegExp() {
 			}
 			return v
 		},
-	})).(*goja.Object)
-	x.wrappers[p] = ctor
+	})
 	_ = x.vm.GlobalObject().DefineDataProperty("RegExp", p, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	proto, _ := ctor.Get("prototype").(*goja.Object)
 	if proto == nil {

@@ -29,6 +29,14 @@ func (x *exec) setup() *fault.Error {
 	x.vm = vm
 	x.wrappers = map[*goja.Object]*goja.Object{}
 	x.bound, x.proxies = map[*goja.Object]int{}, map[*goja.Object]int{}
+	if fn, ok := vm.Get("Function").(*goja.Object); ok {
+		if proto, ok := fn.Get("prototype").(*goja.Object); ok {
+			x.hasInstance, _ = proto.GetSymbol(goja.SymHasInstance).(*goja.Object)
+			if x.hasInstance != nil {
+				x.rawHasInstance, _ = x.hasInstance.Export().(func(goja.FunctionCall) goja.Value)
+			}
+		}
+	}
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {
 			x.isArray, _ = f.Export().(func(goja.FunctionCall) goja.Value)

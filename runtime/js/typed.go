@@ -127,7 +127,7 @@ func (x *exec) guardCtor(ctor *goja.Object, name string, check func([]goja.Value
 	}
 	callable, _ := goja.AssertFunction(ctor)
 	var p *goja.Object
-	p = x.vm.ToValue(x.vm.NewProxy(ctor, &goja.ProxyTrapConfig{
+	p = x.fnProxy(ctor, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
 			v, err := callable(this, args...) // throws: a constructor needs new
 			if err != nil {
@@ -145,8 +145,7 @@ func (x *exec) guardCtor(ctor *goja.Object, name string, check func([]goja.Value
 			}
 			return v
 		},
-	})).(*goja.Object)
-	x.wrappers[p] = ctor
+	})
 	_ = x.vm.GlobalObject().DefineDataProperty(name, p, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	if proto, ok := ctor.Get("prototype").(*goja.Object); ok {
 		_ = proto.DefineDataProperty("constructor", p, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
