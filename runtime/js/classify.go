@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,9 +41,7 @@ func (x *exec) classify(err error) *fault.Error {
 	if errors.As(err, &ie) {
 		switch ie.Value() {
 		case reasonCPU:
-			fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", x.job.Limits.CPUTime)
-			fe.Limit, fe.Observed = x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds()
-			return fe
+			return x.cpuError()
 		case reasonTimeout:
 			return x.timeoutError()
 		default:
@@ -65,23 +64,73 @@ func (x *exec) classify(err error) *fault.Error {
 	return &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine", Cause: err}
 }
 
+// panicFault classifies a Go panic that escaped the engine. A runtime
+// error raised inside goja (or a library it calls) while it ran the
+// script is the script's doing — the same script fails the same way, so
+// it is a SCRIPT_ERROR, not the INTERNAL that says "run it again"; a panic
+// in ptc's own code is INTERNAL.
+func panicFault(r any, stack []byte) *fault.Error {
+	cause := fmt.Errorf("panic: %v\n%s", r, stack)
+	if _, ok := r.(goruntime.Error); ok && !ptcOrigin(stack) {
+		return &fault.Error{Kind: fault.KindScript, Cause: cause,
+			Message: fmt.Sprintf("the JavaScript engine failed on what the script did (%v); change the operation that failed", r)}
+	}
+	return &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine", Cause: cause}
+}
+
+// ptcOrigin reports whether the first panic in a goroutine stack (as
+// debug.Stack prints it, innermost frame first; repanics print the
+// earlier panic lower) was raised in ptc's own code.
+func ptcOrigin(stack []byte) bool {
+	lines := strings.Split(string(stack), "\n")
+	origin := ""
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic(") && i+2 < len(lines) {
+			origin = lines[i+2] // the function after panic's file line
+		}
+	}
+	// Frames of the runtime (index checks, conversions) count as their
+	// caller's: skip them.
+	for i := 0; i < len(lines); i++ {
+		if lines[i] != origin {
+			continue
+		}
+		for j := i; j < len(lines); j += 2 {
+			if !strings.HasPrefix(lines[j], "runtime.") {
+				return strings.HasPrefix(lines[j], "github.com/ptcrun/ptc/")
+			}
+		}
+	}
+	return true
+}
+
+// cpuError is the CPU_LIMIT fault.
+func (x *exec) cpuError() *fault.Error {
+	fe := fault.New(fault.KindCPULimit, "the script used more than its %s of CPU time", x.job.Limits.CPUTime)
+	fe.Limit, fe.Observed = x.job.Limits.CPUTime.Nanoseconds(), x.busy.Nanoseconds()
+	return fe
+}
+
 func isUncatchable(err error) bool {
 	var ie *goja.InterruptedError
 	var so *goja.StackOverflowError
 	return errors.As(err, &ie) || errors.As(err, &so)
 }
 
-func isErrorObject(v goja.Value) bool {
+// isErrorObject reports whether v is an Error (of any built-in error
+// type or a subclass), from goja's own class: it runs no script code (a
+// revoked proxy, whose class goja cannot tell, is not an Error).
+func isErrorObject(v goja.Value) (is bool) {
 	obj, ok := v.(*goja.Object)
 	if !ok {
 		return false
 	}
-	st := obj.Get("stack")
-	if st == nil {
-		return false
-	}
-	_, ok = st.Export().(string)
-	return ok
+	defer func() {
+		if recover() != nil {
+			is = false
+		}
+	}()
+	return obj.ClassName() == "Error"
 }
 
 // maxDescribe bounds the text describing a thrown value.
@@ -111,7 +160,7 @@ func (x *exec) describe(v goja.Value) (s string) {
 	if ex := x.vm.Try(func() { s = v.String() }); ex != nil {
 		return "[value that cannot be printed]"
 	}
-	if _, ok := v.Export().(string); ok && !isErrorObject(v) {
+	if _, ok := v.(goja.String); ok {
 		return strconv.Quote(s)
 	}
 	return s
@@ -130,23 +179,39 @@ func stackPos(file string) *regexp.Regexp {
 	return re
 }
 
-// stackOf returns the "stack" string of an Error object, or "".
-func stackOf(v goja.Value) string {
-	obj, ok := v.(*goja.Object)
+// maxStackText bounds how much of an error's stack is read.
+const maxStackText = 64 << 10
+
+// stackOf returns the "stack" string of an Error, or "". The first read
+// formats the stack, running the error's name and message getters: a
+// getter that throws, a proxy, a stack that is not a string, give "".
+func (x *exec) stackOf(v goja.Value) (s string) {
+	if !isErrorObject(v) {
+		return ""
+	}
+	obj := v.(*goja.Object)
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	var st goja.Value
+	if x.vm.Try(func() { st = obj.Get("stack") }) != nil {
+		return ""
+	}
+	str, ok := st.(goja.String)
 	if !ok {
 		return ""
 	}
-	var s string
-	defer func() { _ = recover() }()
-	if st := obj.Get("stack"); st != nil {
-		s, _ = st.Export().(string)
+	if str.Length() > maxStackText {
+		str = str.Substring(0, maxStackText)
 	}
-	return s
+	return str.String()
 }
 
 // position returns the first script position in an error's stack.
 func (x *exec) position(v goja.Value) (int, int) {
-	m := stackPos(x.c.file).FindStringSubmatch(stackOf(v))
+	m := stackPos(x.c.file).FindStringSubmatch(x.stackOf(v))
 	if m == nil {
 		return 0, 0
 	}
@@ -177,7 +242,7 @@ const maxStackFrames = 20
 // stack returns the script frames of an error's stack, positions mapped
 // to the caller's source, native and internal frames dropped.
 func (x *exec) stack(v goja.Value) string {
-	raw := stackOf(v)
+	raw := x.stackOf(v)
 	if raw == "" {
 		return ""
 	}

@@ -37,8 +37,8 @@ func (x *exec) consoleObject() goja.Value {
 // format renders one console argument: strings as they are, other values
 // as JSON where possible.
 func (x *exec) format(v goja.Value) string {
-	if s, ok := v.Export().(string); ok {
-		return s
+	if s, ok := v.(goja.String); ok {
+		return s.String()
 	}
 	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
 		if _, isFn := goja.AssertFunction(obj); !isFn {

@@ -264,6 +264,9 @@ func (x *exec) guardArrays() {
 		})
 	}
 	x.method(proto, "fill", x.fill)
+	// A comparator that changes the array makes goja's sort fail in Go
+	// (builtinPanic turns that into a TypeError).
+	x.method(proto, "sort", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value { return orig(call) })
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		x.method(array, "from", x.arrayFrom)
 	}

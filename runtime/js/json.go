@@ -227,7 +227,7 @@ func (x *exec) gap(space goja.Value) string {
 
 // numberOf returns v's value if v is a number primitive.
 func numberOf(v goja.Value) (float64, bool) {
-	if v == nil {
+	if _, isObj := v.(*goja.Object); v == nil || isObj {
 		return 0, false
 	}
 	switch n := v.Export().(type) {

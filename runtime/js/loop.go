@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -107,10 +106,10 @@ func (x *exec) run() (out *runtime.Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			out.Result = nil
-			out.Err = &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine",
-				Cause: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+			out.Err = panicFault(r, debug.Stack())
 		}
 		x.stopCPU()
+		out.Err = x.limitHit(out.Err)
 		// Calls the script started but never waited for run like any
 		// other call at the end of an execution: on a goroutine, with the
 		// context cancelled.
@@ -198,6 +197,22 @@ func (x *exec) run() (out *runtime.Outcome) {
 			return out
 		}
 	}
+}
+
+// limitHit returns the limit error of an execution whose failure came
+// while a limit ran out (describing a thrown value can run script code
+// that is then interrupted): the limit it hit, not the script error.
+func (x *exec) limitHit(fe *fault.Error) *fault.Error {
+	if fe == nil || fe.Kind != fault.KindScript {
+		return fe
+	}
+	if x.expired() {
+		return x.ctxError()
+	}
+	if l := x.job.Limits.CPUTime; l > 0 && x.busy >= l {
+		return x.cpuError()
+	}
+	return fe
 }
 
 // watch interrupts the VM when the execution's context ends. It returns

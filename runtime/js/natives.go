@@ -2,6 +2,8 @@ package js
 
 import (
 	"errors"
+	"fmt"
+	goruntime "runtime"
 
 	"github.com/dop251/goja"
 )
@@ -48,6 +50,7 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 	}
 	p := x.vm.NewProxy(origObj, &goja.ProxyTrapConfig{
 		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			defer x.builtinPanic()
 			return wrap(goja.FunctionCall{This: this, Arguments: args}, orig)
 		},
 	})
@@ -84,6 +87,20 @@ func (x *exec) fnProxy(fn *goja.Object, cfg *goja.ProxyTrapConfig) *goja.Object 
 	p = x.vm.ToValue(x.vm.NewProxy(fn, cfg)).(*goja.Object)
 	x.wrappers[p] = fn
 	return p
+}
+
+// builtinPanic, deferred in a guarded built-in, turns a Go runtime error
+// raised inside goja's built-in (a sort comparator that empties the array
+// it sorts, say) into a catchable TypeError; anything else propagates.
+func (x *exec) builtinPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(goruntime.Error); ok {
+		panic(x.vm.NewTypeError(fmt.Sprintf("a built-in function failed on its arguments (%v)", e)))
+	}
+	panic(r)
 }
 
 // throwRange throws a RangeError with msg.

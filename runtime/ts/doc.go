@@ -39,6 +39,12 @@
 // Cache keeps transpiled programs by source hash so that repeated executions
 // of one script skip esbuild and the goja compiler.
 //
-// The package imports esbuild, goja's parser and compiler, and
-// internal/fault; it must not import bridge, gRPC or any engine.
+// Deeply nested text overflows the Go stack in esbuild's parser and in
+// goja's (a fatal error, not a panic): Transpile refuses sources that
+// internal/jsnest estimates nest more than jsnest.Max levels, and checks
+// esbuild's output the same way before goja compiles it.
+//
+// The package imports esbuild, goja's parser and compiler,
+// internal/fault and internal/jsnest; it must not import bridge, gRPC or
+// any engine.
 package ts
