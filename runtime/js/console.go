@@ -13,7 +13,7 @@ func (x *exec) consoleObject() goja.Value {
 	obj := vm.NewObject()
 	for _, level := range []string{"log", "info", "warn", "error", "debug"} {
 		level := level
-		_ = obj.Set(level, func(call goja.FunctionCall) goja.Value {
+		_ = obj.Set(level, x.native(level, 0, func(call goja.FunctionCall) goja.Value {
 			if x.job.Logs == nil || x.job.Logs.Full() {
 				return goja.Undefined()
 			}
@@ -29,7 +29,7 @@ func (x *exec) consoleObject() goja.Value {
 			}
 			x.job.Logs.Write(level, b.String())
 			return goja.Undefined()
-		})
+		}))
 	}
 	return obj
 }

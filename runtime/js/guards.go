@@ -372,7 +372,7 @@ func (x *exec) oneShotIterable(obj *goja.Object, method goja.Value) goja.Value {
 		rethrow(err)
 	}
 	o := x.vm.NewObject()
-	_ = o.SetSymbol(goja.SymIterator, x.vm.ToValue(func(goja.FunctionCall) goja.Value { return it }))
+	_ = o.SetSymbol(goja.SymIterator, x.native("[Symbol.iterator]", 0, func(goja.FunctionCall) goja.Value { return it }))
 	return o
 }
 

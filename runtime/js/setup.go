@@ -77,8 +77,7 @@ func (x *exec) setup() *fault.Error {
 // touch only some of them). It is read-only: a script that wants another
 // `tools` declares its own binding.
 func (x *exec) lazyGlobal(g *goja.Object, name string, build func() goja.Value) {
-	vm := x.vm
-	getter := vm.ToValue(func(goja.FunctionCall) goja.Value {
+	getter := x.native("get "+name, 0, func(goja.FunctionCall) goja.Value {
 		v := build()
 		_ = g.DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 		return v

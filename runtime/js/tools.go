@@ -89,7 +89,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
 		}
 		return vm.ToValue(p)
 	}
-	search := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	search := x.native("$search", 2, func(call goja.FunctionCall) goja.Value {
 		q := call.Argument(0)
 		if goja.IsUndefined(q) || goja.IsNull(q) {
 			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: bridge.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
@@ -104,7 +104,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
 		}
 		return settle(hits, nil)
 	})
-	describe := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	describe := x.native("$describe", 1, func(call goja.FunctionCall) goja.Value {
 		name := call.Argument(0).String()
 		desc, ok := d.Describe(name)
 		if !ok {
@@ -122,7 +122,8 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Describer) {
 // numbered in script order) and returns a promise settled on the VM
 // goroutine when the call completes.
 func (x *exec) toolFunc(name string) goja.Value {
-	return x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	short := name[strings.LastIndexByte(name, '.')+1:]
+	return x.native(short, 1, func(call goja.FunctionCall) goja.Value {
 		vm := x.vm
 		p, resolve, reject := vm.NewPromise()
 		arg := call.Argument(0)
