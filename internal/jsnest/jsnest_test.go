@@ -166,3 +166,22 @@ func TestScanNames(t *testing.T) {
 		}
 	}
 }
+
+func TestRegExpNesting(t *testing.T) {
+	deep := strings.Repeat("(", Max+1) + strings.Repeat(")", Max+1)
+	if CheckRegExp(deep) == nil {
+		t.Fatal("deep pattern not refused")
+	}
+	for _, p := range []string{`(a)(b)\((c)`, `[((((((]`, `\(\(\(`, `((a|b)+)*`} {
+		if err := CheckRegExp(p); err != nil {
+			t.Errorf("%q refused: %v", p, err)
+		}
+	}
+	if _, err := Check("x = /" + deep + "/"); err == nil {
+		t.Fatal("deep literal not refused")
+	}
+	info, err := Scan(`a = /x(y)/g.test(s); b = /\/[/]/`, map[string]uint{})
+	if err != nil || len(info.Patterns) != 2 || info.Patterns[0] != (Pattern{`x(y)`, "g"}) || info.Patterns[1].Source != `\/[/]` {
+		t.Fatalf("%+v %v", info.Patterns, err)
+	}
+}

@@ -66,6 +66,8 @@ func testTools(t testing.TB) []*tools.Compiled {
 			}},
 		{Definition: tools.Definition{Name: "ns.inner.deep"},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`"deep"`), nil }},
+		{Definition: tools.Definition{Name: "deepout"}, Handler: deepJSON},
+		{Definition: tools.Definition{Name: "deepoutTrusted"}, Handler: deepJSON, TrustOutput: true},
 		{Definition: tools.Definition{Name: "badout", OutputSchema: json.RawMessage(`{"type":"string"}`)},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`42`), nil }},
 	}
@@ -78,6 +80,11 @@ func testTools(t testing.TB) []*tools.Compiled {
 		out = append(out, c)
 	}
 	return out
+}
+
+// deepJSON is a tool result nested 20,000 levels deep.
+func deepJSON(context.Context, tools.Call) (json.RawMessage, error) {
+	return json.RawMessage(strings.Repeat("[", 20000) + strings.Repeat("]", 20000)), nil
 }
 
 type runOpts struct {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,8 +310,11 @@ func (x *exec) deliver(c completion) error {
 	}
 	v, err := x.fromJSON(c.out)
 	if err != nil {
-		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeInvalidOutput,
-			Message: "tool returned invalid JSON"}))
+		msg := "tool returned invalid JSON"
+		if strings.Contains(err.Error(), "nesting deeper") {
+			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", MaxJSONDepth)
+		}
+		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: bridge.CodeInvalidOutput, Message: msg}))
 	}
 	return c.resolve(v)
 }
