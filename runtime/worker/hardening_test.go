@@ -16,8 +16,8 @@ import (
 // or an error of a kind whose message contains msg.
 type hardeningProbe struct {
 	name, src, want string
-	kind             fault.Kind
-	msg              string
+	kind            fault.Kind
+	msg             string
 }
 
 // hardeningProbes are the engine's hardening cases (deep nesting on every
