@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,10 +19,10 @@ type jsonState struct {
 	replacer goja.Callable
 	props    []string // property list; nil means all enumerable keys
 	gap      string
-	stack    map[*goja.Object]bool
-	depth    int
+	stack    []*goja.Object // the objects being serialised, outermost first
 	b        []byte
-	max      int // the longest output allowed
+	max      int           // the longest output allowed
+	arg      [1]goja.Value // Array.isArray's argument, reused
 }
 
 // stringifyJS is JSON.stringify(value, replacer, space): a string, or
@@ -30,7 +31,7 @@ func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
 	if value == nil {
 		value = goja.Undefined()
 	}
-	st := &jsonState{x: x, stack: map[*goja.Object]bool{}, max: int(x.maxStringChars())}
+	st := &jsonState{x: x, max: int(x.maxStringChars())}
 	if r, ok := replacer.(*goja.Object); ok {
 		if fn, ok := goja.AssertFunction(r); ok {
 			st.replacer = fn
@@ -39,9 +40,13 @@ func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
 		}
 	}
 	st.gap = x.gap(space)
-	holder := x.vm.NewObject()
-	_ = holder.Set("", value)
-	if !st.property(holder, "") {
+	// The holder {"": value} is visible only to a replacer function.
+	var holder *goja.Object
+	if st.replacer != nil {
+		holder = x.vm.NewObject()
+		_ = holder.Set("", value)
+	}
+	if !st.value(holder, "", value) {
 		return goja.Undefined()
 	}
 	return x.vm.ToValue(string(st.b))
@@ -144,22 +149,27 @@ func numberOf(v goja.Value) (float64, bool) {
 	return 0, false
 }
 
-// property is SerializeJSONProperty: it appends holder[key] and reports
+// property appends holder[key] (SerializeJSONProperty) and reports
 // whether it had a JSON representation.
 func (st *jsonState) property(holder *goja.Object, key string) bool {
-	x := st.x
-	value := holder.Get(key)
-	if value == nil {
-		value = goja.Undefined()
+	v := holder.Get(key)
+	if v == nil {
+		v = goja.Undefined()
 	}
-	keyVal := x.vm.ToValue(key)
+	return st.value(holder, key, v)
+}
+
+// value serialises value, read from holder[key] (holder is nil for the
+// top-level value without a replacer).
+func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bool {
+	x := st.x
 	if obj, ok := value.(*goja.Object); ok {
-		value = st.toJSON(obj, value, keyVal)
-	} else if _, ok := value.Export().(interface{ BitLen() int }); ok { // BigInt: BigInt.prototype.toJSON
-		value = st.toJSON(value.ToObject(x.vm), value, keyVal)
+		value = st.toJSON(obj, value, key)
+	} else if isBigInt(value) { // BigInt.prototype.toJSON
+		value = st.toJSON(value.ToObject(x.vm), value, key)
 	}
 	if st.replacer != nil {
-		v, err := st.replacer(holder, keyVal, value)
+		v, err := st.replacer(holder, x.vm.ToValue(key), value)
 		if err != nil {
 			rethrow(err)
 		}
@@ -175,14 +185,9 @@ func (st *jsonState) property(holder *goja.Object, key string) bool {
 			value = x.vm.ToValue(obj.Export())
 		}
 	}
-	switch {
-	case value == nil || goja.IsUndefined(value):
-		return false
-	case goja.IsNull(value):
-		st.str("null")
-		return true
-	}
 	switch v := value.(type) {
+	case nil:
+		return false
 	case goja.String:
 		st.quote(v)
 		return true
@@ -193,34 +198,56 @@ func (st *jsonState) property(holder *goja.Object, key string) bool {
 		st.object(v)
 		return true
 	}
-	switch e := value.Export().(type) {
-	case bool:
-		if e {
+	switch value.ExportType() {
+	case nil: // undefined, null
+		if goja.IsNull(value) {
+			st.str("null")
+			return true
+		}
+		return false
+	case typeBool:
+		if value.ToBoolean() {
 			st.str("true")
 		} else {
 			st.str("false")
 		}
 		return true
-	case int64:
-		st.str(strconv.FormatInt(e, 10))
+	case typeInt:
+		st.b = strconv.AppendInt(st.b, value.ToInteger(), 10)
 		return true
-	case float64:
-		if math.IsNaN(e) || math.IsInf(e, 0) {
+	case typeFloat:
+		if f := value.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
 			st.str("null")
 		} else {
 			st.str(value.String())
 		}
 		return true
-	case interface{ BitLen() int }:
+	}
+	if isBigInt(value) {
 		panic(x.vm.NewTypeError("Do not know how to serialize a BigInt"))
 	}
 	return false // symbols
 }
 
+var (
+	typeBool  = reflect.TypeOf(false)
+	typeInt   = reflect.TypeOf(int64(0))
+	typeFloat = reflect.TypeOf(0.0)
+)
+
+// isBigInt reports whether v is a BigInt primitive.
+func isBigInt(v goja.Value) bool {
+	if _, ok := v.(*goja.Object); ok || v == nil {
+		return false
+	}
+	t := v.ExportType()
+	return t != nil && t.Kind() == reflect.Ptr && t.Elem().Name() == "Int"
+}
+
 // toJSON applies obj's toJSON method, if it has one, to value.
-func (st *jsonState) toJSON(obj *goja.Object, value, key goja.Value) goja.Value {
+func (st *jsonState) toJSON(obj *goja.Object, value goja.Value, key string) goja.Value {
 	if fn, ok := goja.AssertFunction(obj.Get("toJSON")); ok {
-		v, err := fn(value, key)
+		v, err := fn(value, st.x.vm.ToValue(key))
 		if err != nil {
 			rethrow(err)
 		}
@@ -233,19 +260,18 @@ func (st *jsonState) toJSON(obj *goja.Object, value, key goja.Value) goja.Value 
 // nesting deeper than MaxJSONDepth.
 func (st *jsonState) object(obj *goja.Object) {
 	x := st.x
-	if st.stack[obj] {
-		panic(x.vm.NewTypeError("Converting circular structure to JSON"))
+	for _, o := range st.stack {
+		if o == obj {
+			panic(x.vm.NewTypeError("Converting circular structure to JSON"))
+		}
 	}
-	if st.depth >= MaxJSONDepth {
+	if len(st.stack) >= MaxJSONDepth {
 		x.throwRange(fmt.Sprintf("JSON.stringify: the value nests more than %d levels deep", MaxJSONDepth))
 	}
-	st.stack[obj] = true
-	st.depth++
-	defer func() {
-		delete(st.stack, obj)
-		st.depth--
-	}()
-	if x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean() {
+	st.stack = append(st.stack, obj)
+	defer func() { st.stack = st.stack[:len(st.stack)-1] }()
+	st.arg[0] = obj
+	if x.isArray(goja.FunctionCall{Arguments: st.arg[:]}).ToBoolean() {
 		n := lengthOf(obj)
 		if n == 0 {
 			st.str("[]")
@@ -276,7 +302,7 @@ func (st *jsonState) object(obj *goja.Object) {
 			st.byte(',')
 		}
 		st.newline()
-		st.quote(x.vm.ToValue(k).(goja.String))
+		st.quoteGo(k)
 		st.byte(':')
 		if st.gap != "" {
 			st.byte(' ')
@@ -300,11 +326,11 @@ func (st *jsonState) str(s string) { st.b = append(st.b, s...) }
 func (st *jsonState) byte(c byte) { st.b = append(st.b, c) }
 
 // newline starts a line indented to the current depth.
-func (st *jsonState) newline() { st.indentTo(st.depth) }
+func (st *jsonState) newline() { st.indentTo(len(st.stack)) }
 
 // close ends an object or array on its own line.
 func (st *jsonState) close(c byte) {
-	st.indentTo(st.depth - 1)
+	st.indentTo(len(st.stack) - 1)
 	st.byte(c)
 }
 
@@ -331,6 +357,10 @@ const hexDigits = "0123456789abcdef"
 
 // quote is QuoteJSONString: escapes, and lone surrogates as \uXXXX.
 func (st *jsonState) quote(s goja.String) {
+	if rv := reflect.ValueOf(s); rv.Kind() == reflect.String {
+		st.quoteGo(rv.String()) // goja keeps ASCII strings as Go strings
+		return
+	}
 	b := append(st.b, '"')
 	r := s.Reader()
 	for {
@@ -362,5 +392,37 @@ func (st *jsonState) quote(s goja.String) {
 		}
 	}
 	st.b = append(b, '"')
+	st.checkSize()
+}
+
+// quoteGo quotes a Go (UTF-8) string, which has no lone surrogates.
+func (st *jsonState) quoteGo(s string) {
+	b := append(st.b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	st.b = append(append(b, s[start:]...), '"')
 	st.checkSize()
 }
