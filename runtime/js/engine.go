@@ -2,14 +2,29 @@
 // fresh goja runtime; the script is the body of an async function with
 // `input`, `tools` and `console` bound; tool calls run on their own
 // goroutines while promises are only ever settled on the VM goroutine,
-// through a small event loop.
+// through a small event loop (loop.go), and failures are classified in
+// classify.go.
 //
-// Hazards of goja handled here: Go panics in host functions are recovered;
-// the JS call stack is capped low so recursion through native built-ins
-// cannot overflow the Go stack; an interrupted runtime is never reused;
-// tool results become real JS values (JSON.parse), never lazy Go wrappers;
-// regexp2 backtracking is bounded by a match timeout; allocation-heavy
-// string built-ins are size-guarded.
+// Scripts are hostile input, and in-process a Go stack overflow or
+// out-of-memory kills the whole process, so the engine bounds what goja
+// leaves unbounded (docs/RATIONALE.md, "The JavaScript engine against
+// hostile scripts"):
+//   - every parse runs with source maps off (no file is ever read);
+//   - source text is nesting-checked before goja parses it, the program and
+//     whatever eval and the Function constructors compile (eval.go);
+//   - JSON.parse/stringify are depth-bounded (json.go, stringify.go);
+//   - built-ins calling built-ins without a JavaScript frame between are
+//     counted (recursion.go), proxies and bound functions included;
+//   - built-ins that allocate in one step are size-guarded against the
+//     memory limit (guards.go, typed.go);
+//   - a regular expression cut off by regexp2's match timeout throws instead
+//     of reporting no match (regexp.go);
+//   - Go panics of goja on a script's doing are script errors.
+//
+// Guards on built-ins reachable only through a global are installed when
+// code that could reach them is about to run (lazy.go). Go panics in host
+// functions are recovered; an interrupted runtime is never reused; tool
+// results become real JS values, never lazy Go wrappers.
 //
 // Package js imports runtime, bridge and internal packages, never gRPC.
 package js
@@ -34,7 +49,8 @@ import (
 const (
 	// DefaultMaxCallStack is the default JS call-stack depth. Deep
 	// recursion through native built-ins (String(o) calling o.toString
-	// calling String(o)…) uses Go stack per frame, so the cap stays low.
+	// calling String(o)…) uses Go stack per frame, so the cap stays low;
+	// built-ins calling built-ins directly are bounded by MaxNativeDepth.
 	DefaultMaxCallStack = 1000
 	// DefaultProgramCache is the default number of compiled scripts kept.
 	DefaultProgramCache = 512
