@@ -94,16 +94,16 @@ func gojaEval(expr string) string {
 // TestJSONDeep: the bounded JSON built-ins end deep nesting with a
 // catchable RangeError, in a child process that must survive.
 func TestJSONDeep(t *testing.T) {
-	nested := `let o = {}; for (let i = 0; i < 2e5; i++) o = {a: o};`
+	nested := `let o = {}; for (let i = 0; i < 2e4; i++) o = {a: o};`
 	caught := func(expr string) string {
 		return `try { ` + expr + `; return "no error" } catch (e) { return [e.name, e instanceof RangeError] }`
 	}
 	runProbes(t, []probeCase{
 		{name: "JSON.parse of nested brackets", src: caught(`JSON.parse("[".repeat(5e6) + "]".repeat(5e6))`), want: `["RangeError",true]`},
 		{name: "JSON.parse of nested objects", src: caught(`JSON.parse('{"a":'.repeat(1e6) + "1" + "}".repeat(1e6))`), want: `["RangeError",true]`},
-		{name: "JSON.parse reviver growing the value", src: caught(`JSON.parse('[1, 2]', function (k, v) { if (k === "0") { let o = {}; for (let i = 0; i < 2e5; i++) o = {a: o}; this[1] = o } return v })`), want: `["RangeError",true]`},
+		{name: "JSON.parse reviver growing the value", src: caught(`JSON.parse('[1, 2]', function (k, v) { if (k === "0") { let o = {}; for (let i = 0; i < 2e4; i++) o = {a: o}; this[1] = o } return v })`), want: `["RangeError",true]`},
 		{name: "JSON.stringify of a nested object", src: nested + caught(`JSON.stringify(o)`), want: `["RangeError",true]`},
-		{name: "JSON.stringify of a nested array", src: `let a = []; for (let i = 0; i < 2e5; i++) a = [a];` + caught(`JSON.stringify(a)`), want: `["RangeError",true]`},
+		{name: "JSON.stringify of a nested array", src: `let a = []; for (let i = 0; i < 2e4; i++) a = [a];` + caught(`JSON.stringify(a)`), want: `["RangeError",true]`},
 		{name: "JSON.stringify with a replacer", src: nested + caught(`JSON.stringify(o, (k, v) => v)`), want: `["RangeError",true]`},
 		{name: "JSON.stringify with indentation", src: nested + caught(`JSON.stringify(o, null, 2)`), want: `["RangeError",true]`},
 		{name: "JSON.stringify through toJSON", src: `const mk = (n) => n === 0 ? 1 : {toJSON() { return [mk(n - 1)] }}; ` + caught(`JSON.stringify(mk(5e4))`), want: `["RangeError",true]`},

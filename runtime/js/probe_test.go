@@ -68,6 +68,14 @@ func runProbeChild() bool {
 // fails if the child did not exit cleanly.
 func probe(t *testing.T, src string, lim limits.Limits) probeResult {
 	t.Helper()
+	// Generous time: the probes build large values, and the race detector
+	// slows them tenfold.
+	if lim.CPUTime == 0 {
+		lim.CPUTime = 5 * time.Minute
+	}
+	if lim.Timeout == 0 {
+		lim.Timeout = 5 * time.Minute
+	}
 	b, err := json.Marshal(map[string]any{"source": src, "limits": lim})
 	if err != nil {
 		t.Fatal(err)

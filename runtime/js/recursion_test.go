@@ -14,7 +14,7 @@ func TestNativeRecursionBounded(t *testing.T) {
 	caught := func(setup, expr string) string {
 		return setup + `; try { ` + expr + `; return "no error" } catch (e) { return [e.name, /call stack|nest|bound|proxies/.test(e.message)] }`
 	}
-	const nested = `let a = []; for (let i = 0; i < 2e5; i++) a = [a]`
+	const nested = `let a = []; for (let i = 0; i < 2e4; i++) a = [a]`
 	want := `["RangeError",true]`
 	runProbes(t, []probeCase{
 		{name: "String of a nested array", src: caught(nested, `String(a)`), want: want},
@@ -22,17 +22,17 @@ func TestNativeRecursionBounded(t *testing.T) {
 		{name: "toLocaleString of a nested array", src: caught(nested, `a.toLocaleString()`), want: want},
 		{name: "template literal of a nested array", src: caught(nested, "`${a}`"), want: want},
 		{name: "flat(Infinity)", src: caught(nested, `a.flat(Infinity)`), want: want},
-		{name: "bound String chain", src: caught(`let o = {}; for (let i = 0; i < 2e5; i++) { const p = o; o = {}; o.toString = String.bind(null, p) }`, `String(o)`), want: want},
-		{name: "bound getter chain", src: caught(`let o = {x: 1}; for (let i = 0; i < 2e5; i++) { const p = o; o = {}; Object.defineProperty(o, "x", {get: Reflect.get.bind(null, p, "x")}) }`, `o.x`), want: want},
+		{name: "bound String chain", src: caught(`let o = {}; for (let i = 0; i < 2e4; i++) { const p = o; o = {}; o.toString = String.bind(null, p) }`, `String(o)`), want: want},
+		{name: "bound getter chain", src: caught(`let o = {x: 1}; for (let i = 0; i < 2e4; i++) { const p = o; o = {}; Object.defineProperty(o, "x", {get: Reflect.get.bind(null, p, "x")}) }`, `o.x`), want: want},
 		{name: "native name getter of toString", src: caught(`Object.defineProperty(Math.max, "name", {get: Function.prototype.toString})`, `String(Math.max)`), want: want},
 		{name: "call applied to itself", src: caught(`const c = Function.prototype.call`, `c.apply(c, new Array(1e6).fill(c))`), want: want},
-		{name: "Reflect.apply nested", src: caught(`let args = [Math.max, null, [1]]; for (let i = 0; i < 2e5; i++) args = [Reflect.apply, null, args]`, `Reflect.apply(...args)`), want: want},
-		{name: "bind chain", src: caught(`let f = () => 1`, `for (let i = 0; i < 2e5; i++) f = f.bind(null)`), want: want},
-		{name: "proxy target chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e5; i++) p = new Proxy(p, {})`), want: want},
-		{name: "proxy handler chain", src: caught(`let h = {}`, `for (let i = 0; i < 2e5; i++) h = new Proxy({}, h)`), want: want},
-		{name: "revocable proxy chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e5; i++) p = Proxy.revocable(p, {}).proxy`), want: want},
+		{name: "Reflect.apply nested", src: caught(`let args = [Math.max, null, [1]]; for (let i = 0; i < 2e4; i++) args = [Reflect.apply, null, args]`, `Reflect.apply(...args)`), want: want},
+		{name: "bind chain", src: caught(`let f = () => 1`, `for (let i = 0; i < 2e4; i++) f = f.bind(null)`), want: want},
+		{name: "proxy target chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e4; i++) p = new Proxy(p, {})`), want: want},
+		{name: "proxy handler chain", src: caught(`let h = {}`, `for (let i = 0; i < 2e4; i++) h = new Proxy({}, h)`), want: want},
+		{name: "revocable proxy chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e4; i++) p = Proxy.revocable(p, {}).proxy`), want: want},
 		// JavaScript frames in the chain: goja's own call-stack limit.
-		{name: "getter chain in JavaScript", src: `let o = {x: 1}; for (let i = 0; i < 2e5; i++) { const p = o; o = {get x() { return p.x }} } return o.x`, kind: fault.KindScript, msg: "call stack"},
+		{name: "getter chain in JavaScript", src: `let o = {x: 1}; for (let i = 0; i < 2e4; i++) { const p = o; o = {get x() { return p.x }} } return o.x`, kind: fault.KindScript, msg: "call stack"},
 		{name: "proxy trap chain in JavaScript", src: `let p = {x: 1}; for (let i = 0; i < 500; i++) { const t = p; p = new Proxy({}, {get: (_, k) => t[k]}) } return p.x`, want: `1`},
 		{name: "toString chain in JavaScript", src: `const o = {}; o.toString = () => String(o); return String(o)`, kind: fault.KindScript, msg: "call stack"},
 	})
