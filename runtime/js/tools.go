@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -89,7 +88,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 		}
 		return vm.ToValue(p)
 	}
-	search := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	search := x.native("$search", 2, func(call goja.FunctionCall) goja.Value {
 		q := call.Argument(0)
 		if goja.IsUndefined(q) || goja.IsNull(q) {
 			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: tools.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
@@ -104,7 +103,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 		}
 		return settle(hits, nil)
 	})
-	describe := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	describe := x.native("$describe", 1, func(call goja.FunctionCall) goja.Value {
 		name := call.Argument(0).String()
 		desc, ok := d.Describe(name)
 		if !ok {
@@ -122,7 +121,8 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 // numbered in script order) and returns a promise settled on the VM
 // goroutine when the call completes.
 func (x *exec) toolFunc(name string) goja.Value {
-	return x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	short := name[strings.LastIndexByte(name, '.')+1:]
+	return x.native(short, 1, func(call goja.FunctionCall) goja.Value {
 		vm := x.vm
 		p, resolve, reject := vm.NewPromise()
 		arg := call.Argument(0)
@@ -130,7 +130,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 		if goja.IsUndefined(arg) {
 			args = json.RawMessage("{}")
 		} else {
-			s, err := x.stringify(goja.Undefined(), arg)
+			s, err := x.stringify(arg)
 			if err != nil {
 				if isUncatchable(err) {
 					panic(err)
@@ -163,47 +163,6 @@ func (x *exec) toolFunc(name string) goja.Value {
 	})
 }
 
-// queuedCall is a started call not yet handed to a goroutine.
-type queuedCall struct {
-	inv             bridge.Invocation
-	resolve, reject func(any) error
-}
-
-// spawn runs a call on its own goroutine. The goroutine ends when the
-// invocation returns (the execution's context bounds it) and its result
-// is handed over, or dropped once the execution has finished.
-func (x *exec) spawn(c queuedCall) {
-	x.pending++
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		out, err := c.inv()
-		select {
-		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err}:
-		case <-x.finished:
-		}
-	}()
-}
-
-// flush is called when the VM has gone idle. A single inline-capable call
-// that nothing else runs beside runs here, on the VM goroutine, and its
-// completion is returned for delivery — saving two goroutine hand-offs per
-// awaited call; otherwise every queued call gets its goroutine, so calls
-// made together still run concurrently.
-func (x *exec) flush() (completion, bool) {
-	if len(x.queued) == 1 && x.pending == 0 {
-		c := x.queued[0]
-		x.queued = x.queued[:0]
-		out, err := c.inv()
-		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, true
-	}
-	for _, c := range x.queued {
-		x.spawn(c)
-	}
-	x.queued = x.queued[:0]
-	return completion{}, false
-}
-
 // callError makes the JS error object for a failed call: an Error with
 // name, tool, code, message and (for schema failures) errors.
 func (x *exec) callError(err error) goja.Value {
@@ -222,7 +181,7 @@ func (x *exec) callError(err error) goja.Value {
 	_ = obj.Set("code", ce.Code)
 	if len(ce.Errors) > 0 {
 		b, _ := json.Marshal(ce.Errors)
-		if v, err := x.parse(goja.Undefined(), vm.ToValue(string(b))); err == nil {
+		if v, err := x.parseJSON(string(b)); err == nil {
 			_ = obj.Set("errors", v)
 		}
 	}
@@ -230,124 +189,5 @@ func (x *exec) callError(err error) goja.Value {
 		x.callErrs = map[*goja.Object]*bridge.CallError{}
 	}
 	x.callErrs[obj] = ce
-	return obj
-}
-
-// consoleObject builds `console`: log, info, warn, error and debug write to
-// the execution's capped log buffer.
-func (x *exec) consoleObject() goja.Value {
-	vm := x.vm
-	obj := vm.NewObject()
-	for _, level := range []string{"log", "info", "warn", "error", "debug"} {
-		level := level
-		_ = obj.Set(level, func(call goja.FunctionCall) goja.Value {
-			if x.job.Logs == nil || x.job.Logs.Full() {
-				return goja.Undefined()
-			}
-			var b strings.Builder
-			for i, a := range call.Arguments {
-				if i > 0 {
-					b.WriteByte(' ')
-				}
-				b.WriteString(x.format(a))
-				if int64(b.Len()) > x.job.Limits.MaxLogBytes && x.job.Limits.MaxLogBytes > 0 {
-					break
-				}
-			}
-			x.job.Logs.Write(level, b.String())
-			return goja.Undefined()
-		})
-	}
-	return obj
-}
-
-// format renders one console argument: strings as they are, other values
-// as JSON where possible.
-func (x *exec) format(v goja.Value) string {
-	if s, ok := v.Export().(string); ok {
-		return s
-	}
-	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
-		if _, isFn := goja.AssertFunction(obj); !isFn {
-			if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
-				return j.String()
-			} else if err != nil && isUncatchable(err) {
-				panic(err)
-			}
-		}
-	}
-	var s string
-	if ex := x.vm.Try(func() { s = v.String() }); ex != nil {
-		return "[value that cannot be printed]"
-	}
-	return s
-}
-
-// guardBuiltins puts size guards on string built-ins that allocate in one
-// native step (and so cannot be interrupted): an oversized request throws
-// a catchable RangeError instead of exhausting memory.
-func (x *exec) guardBuiltins() {
-	vm := x.vm
-	maxChars := x.maxStringChars()
-	strProto := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
-	guard := func(method string, size func(this goja.Value, args []goja.Value) float64) {
-		orig, ok := goja.AssertFunction(strProto.Get(method))
-		if !ok {
-			return
-		}
-		fn := vm.ToValue(func(call goja.FunctionCall) goja.Value {
-			if n := size(call.This, call.Arguments); n > float64(maxChars) {
-				panic(x.rangeError(fmt.Sprintf("String.prototype.%s would build a string of %.0f characters, more than the %d the memory limit allows", method, n, maxChars)))
-			}
-			v, err := orig(call.This, call.Arguments...)
-			if err != nil {
-				panic(err)
-			}
-			return v
-		})
-		_ = strProto.DefineDataProperty(method, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	}
-	thisLen := func(this goja.Value) float64 {
-		if s, ok := this.Export().(string); ok {
-			return float64(len(s))
-		}
-		return 0
-	}
-	guard("repeat", func(this goja.Value, args []goja.Value) float64 {
-		if len(args) == 0 {
-			return 0
-		}
-		n := args[0].ToFloat()
-		if math.IsNaN(n) || n < 0 {
-			return 0
-		}
-		return thisLen(this) * n
-	})
-	pad := func(this goja.Value, args []goja.Value) float64 {
-		if len(args) == 0 {
-			return 0
-		}
-		return args[0].ToFloat()
-	}
-	guard("padStart", pad)
-	guard("padEnd", pad)
-}
-
-// maxStringChars is the largest string a guarded built-in may build: half
-// the memory limit (strings may take two bytes a character), at most 256 Mi.
-func (x *exec) maxStringChars() int64 {
-	const hard = 256 << 20
-	m := x.job.Limits.MemoryBytes / 2
-	if m <= 0 || m > hard {
-		m = hard
-	}
-	return m
-}
-
-func (x *exec) rangeError(msg string) goja.Value {
-	obj, err := x.vm.New(x.vm.Get("RangeError"), x.vm.ToValue(msg))
-	if err != nil {
-		return x.vm.ToValue(msg)
-	}
 	return obj
 }
