@@ -34,6 +34,8 @@ var rules = []rule{
 		"the request model is below every layer that uses it"},
 	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
+	{mod + "/internal/plural", []string{mod + "/..."}, "plural imports nothing of ptc"},
+	{mod + "/internal/testenv", []string{mod + "/..."}, "testenv imports nothing of ptc"},
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
 		"the executor sits below the root package and knows no wire"},
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
@@ -88,6 +90,12 @@ func TestLayering(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no package matched a rule")
+	}
+	// Only tests import testenv: no package does.
+	for pkg, ds := range deps {
+		if contains(ds, mod+"/internal/testenv") {
+			t.Errorf("%s depends on internal/testenv, which is for tests only", pkg)
+		}
 	}
 }
 
