@@ -66,6 +66,7 @@ func (s *scanner) template() *Error {
 		case '`':
 			s.i++
 			s.operand()
+			s.unclosedKind = 0
 			return nil
 		case '$':
 			if s.at(1) == '{' {

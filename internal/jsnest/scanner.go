@@ -67,6 +67,16 @@ type scanner struct {
 	full  bool
 	info  Info
 	watch map[string]uint
+	// For Balance: opens holds the offset of each bracket of stack; extra
+	// is one past the offset of the first closing bracket that closed
+	// nothing (0: none); unclosed is the offset of the comment or template
+	// literal the text ends in, with unclosedKind '*' or '`' (0: none).
+	opens        []int
+	extra        int
+	extraOpen    int // one past the offset of the bracket it did not match
+	extraOpenC   byte
+	unclosed     int
+	unclosedKind byte
 }
 
 func (s *scanner) cur() *level {
@@ -118,12 +128,18 @@ func (s *scanner) position(off int) (int, int) {
 
 func (s *scanner) push(l level) *Error {
 	s.stack = append(s.stack, l)
+	off := s.i - 1 // just past the bracket
+	if l.open == '$' {
+		off-- // "${"
+	}
+	s.opens = append(s.opens, off)
 	return s.check()
 }
 
 // pop closes the innermost level if it matches c and returns it.
 func (s *scanner) pop(c byte) (level, bool) {
 	if len(s.stack) == 0 {
+		s.closedNothing()
 		return level{}, false
 	}
 	l := s.stack[len(s.stack)-1]
@@ -138,9 +154,11 @@ func (s *scanner) pop(c byte) (level, bool) {
 	}
 	if l.open != want && !(c == '}' && l.open == '$') {
 		// Unbalanced: leave the stack as it is (the parser reports it).
+		s.closedNothing()
 		return level{}, false
 	}
 	s.stack = s.stack[:len(s.stack)-1]
+	s.opens = s.opens[:len(s.opens)-1]
 	s.sumRun -= l.run
 	return l, true
 }
@@ -177,6 +195,7 @@ func (s *scanner) run() *Error {
 		case c == '/' && s.at(1) == '*':
 			end := indexFrom(s.src, "*/", s.i+2)
 			if end < 0 {
+				s.unclosed, s.unclosedKind = s.i, '*'
 				return nil // unterminated comment: the parser reports it
 			}
 			for j := s.i; j < end; j++ {
@@ -198,6 +217,7 @@ func (s *scanner) run() *Error {
 			} else {
 				s.beforeOperand()
 			}
+			s.unclosed, s.unclosedKind = s.i, '`'
 			s.i++
 			if err := s.template(); err != nil {
 				return err

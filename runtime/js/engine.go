@@ -33,7 +33,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -210,21 +209,11 @@ func (e *Engine) compile(src Source) *compiled {
 		}
 	}
 	if c.syntaxEr != nil && !src.Wrapped {
-		clampToSource(c.syntaxEr, src.Code)
+		explainSyntax(c.syntaxEr, src.Code)
 	}
 	// Syntax errors are cached too: the same bad script fails the same way.
 	e.programs.Add(key, c)
 	return c
-}
-
-// clampToSource moves a syntax error reported in the wrapper's closing
-// line (an unclosed bracket, say) to the end of the caller's source.
-func clampToSource(fe *fault.Error, code string) {
-	lines := strings.Split(code, "\n")
-	if fe.Line > len(lines) {
-		fe.Line = len(lines)
-		fe.Column = len(lines[len(lines)-1]) + 1
-	}
 }
 
 // Run executes job.Source as the body of an async function.

@@ -388,12 +388,26 @@ func esbuildError(src string, srcLine []int, m api.Message) error {
 		return e
 	}
 	e.Line, e.Column = fromWrapped(src, srcLine, m.Location.Line, m.Location.Column+1)
-	if m.Location.Line-1 > len(srcLine) {
-		// The error is in the wrapper's closing "})": the script ended
-		// inside a block, a call or a literal.
-		e.Message = "unexpected end of script: close every '{', '(', '[', string and comment"
-	} else if strings.HasPrefix(m.Text, `Expected ")" but found`) && closesWrapper(src, m.Location) {
-		e.Message = unbalancedMessage
+	// An error in the wrapper's closing "})" (past the script) or about
+	// its parenthesis: the script ended inside a block, a call, a literal
+	// or a comment, or it closed a bracket it did not open (a '}' would
+	// close the wrapper). Say which, inside the script.
+	atEnd := m.Location.Line-1 > len(srcLine)
+	closes := strings.HasPrefix(m.Text, `Expected ")" but found`) && closesWrapper(src, m.Location)
+	if atEnd || closes {
+		u, unbalanced := jsnest.Balance(src)
+		switch {
+		case unbalanced && u.Extra:
+			e.Message, e.Line, e.Column = u.Message(), u.Line, u.Column
+		case closes:
+			e.Message = unbalancedMessage
+		default:
+			e.Message = jsnest.EndOfScript
+			if unbalanced {
+				e.Message = u.Message()
+			}
+			e.Line, e.Column = jsnest.LastChar(src)
+		}
 	}
 	// An import or export inside a function body is a syntax error whose
 	// message ("Unexpected "x"") does not say why; report it plainly, also
