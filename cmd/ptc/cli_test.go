@@ -351,3 +351,67 @@ func TestLanguageOf(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestScriptErrorsForTheModel checks, in JavaScript and TypeScript, the
+// errors a first script often meets, as stderr and the model message
+// (--json) give them: a script cut short is reported at its last line,
+// never past it nor with the wrapper's tokens; an uncaught tool error at
+// the line of the call; a property of the missing input as a property of
+// null.
+func TestScriptErrorsForTheModel(t *testing.T) {
+	cases := []struct {
+		name, src string
+		stderr    string // the first line of stderr, after "ptc: "
+		model     string // a part of the model message
+	}{
+		{"cut short", "const a = 1;\nreturn a +",
+			"SYNTAX_ERROR at line 2:10: SyntaxError: unexpected end of script: close every '{', '(', '[', string, template literal and comment",
+			"at line 2, column 10: SyntaxError: unexpected end of script"},
+		{"unclosed if", "if (input) {\n  return 1",
+			"SYNTAX_ERROR at line 2:10: SyntaxError: unexpected end of script: the '{' opened at line 1, column 12 is not closed",
+			"at line 2, column 10: SyntaxError: unexpected end of script: the '{' opened at line 1, column 12 is not closed"},
+		{"tool error", "const team = await tools.get_team_members({department: \"sales\"});\nconst e = await tools.get_expenses({member_id: \"nope\", quarter: \"Q3\"});\nreturn e",
+			"SCRIPT_ERROR at line 2:35: uncaught ToolError from tool get_expenses (code not_found): no team member has id \"nope\": use an id returned by get_team_members",
+			"SCRIPT_ERROR at line 2, column 35: uncaught ToolError from tool get_expenses"},
+		{"null input", "const dept = input.department;\nreturn dept",
+			"SCRIPT_ERROR at line 1:20: uncaught TypeError: Cannot read property 'department' of null (input is null: the request has no input)",
+			"at line 1, column 20: uncaught TypeError: Cannot read property 'department' of null (input is null: the request has no input)"},
+	}
+	for _, tc := range cases {
+		for _, ext := range []string{".js", ".ts"} {
+			t.Run(tc.name+ext, func(t *testing.T) {
+				p := writeScript(t, "s"+ext, tc.src)
+				_, _, stderr := ptcMain(t, "run", p)
+				first, _, _ := strings.Cut(stderr, "\n")
+				want := "ptc: " + tc.stderr
+				model := tc.model
+				if ext == ".ts" {
+					// TypeScript's syntax errors are esbuild's, without the
+					// "SyntaxError: " of goja's; its positions are the same.
+					want = strings.Replace(want, "SyntaxError: ", "", 1)
+					model = strings.Replace(model, "SyntaxError: ", "", 1)
+					if tc.name == "tool error" {
+						want = strings.Replace(want, "2:35", "2:23", 1)
+						model = strings.Replace(model, "column 35", "column 23", 1)
+					}
+				}
+				if first != want {
+					t.Fatalf("stderr\n%s\nwant\n%s", first, want)
+				}
+				_, stdout, _ := ptcMain(t, "run", p, "--json")
+				var res ptcv1.ExecuteResponse
+				if err := protojson.Unmarshal([]byte(stdout), &res); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(res.GetModelMessage(), model) {
+					t.Fatalf("model message %q lacks %q", res.GetModelMessage(), model)
+				}
+				for _, bad := range []string{"Unexpected token }", "Unexpected token )", "of undefined", "line 0"} {
+					if strings.Contains(stderr+res.GetModelMessage(), bad) {
+						t.Fatalf("%q in %s / %s", bad, stderr, res.GetModelMessage())
+					}
+				}
+			})
+		}
+	}
+}

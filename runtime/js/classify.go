@@ -35,6 +35,9 @@ func (x *exec) uncaught(v goja.Value) *fault.Error {
 	}
 	fe.Line, fe.Column = x.position(v)
 	fe.Stack = x.stack(v)
+	if isErrorObject(v) {
+		fe.Message = "uncaught " + x.nullInputMessage(strings.TrimPrefix(fe.Message, "uncaught "), fe.Line, fe.Column)
+	}
 	return fe
 }
 

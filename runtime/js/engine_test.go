@@ -168,7 +168,7 @@ func TestErrors(t *testing.T) {
 		{"cycle", `const a = {}; a.a = a; return a`, limits.Limits{}, fault.KindScript, "cannot be converted to JSON", 0, 0},
 		{"bigint", `return {n: 10n}`, limits.Limits{}, fault.KindScript, "BigInt", 0, 0},
 		{"throwing getter", `return {get x() { throw new Error("getter") }}`, limits.Limits{}, fault.KindScript, "getter", 1, 25},
-		{"uncaught tool error", `await tools.fail({})`, limits.Limits{}, fault.KindScript, "uncaught ToolError from tool fail", 0, 0},
+		{"uncaught tool error", `await tools.fail({})`, limits.Limits{}, fault.KindScript, "uncaught ToolError from tool fail", 1, 17},
 		{"never settles", `await new Promise(() => {})`, limits.Limits{}, fault.KindScript, "can never settle", 0, 0},
 		{"timeout spin", `while (true) {}`, limits.Limits{Timeout: 50 * time.Millisecond, CPUTime: time.Minute}, fault.KindTimeout, "time limit", 0, 0},
 		{"timeout waiting on tool", `await tools.block({})`, limits.Limits{Timeout: 50 * time.Millisecond}, fault.KindTimeout, "time limit", 0, 0},

@@ -34,6 +34,8 @@ type completion struct {
 	resolve, reject func(any) error
 	out             json.RawMessage
 	err             error
+	// site is where the script made the call (see callSite).
+	site goja.StackFrame
 }
 
 // exec is one execution. Its methods, except the watchdog goroutines and
@@ -85,6 +87,10 @@ type exec struct {
 	// callErrs maps the JS error objects made for failed calls back to
 	// the bridge errors, so an uncaught one is classified by its kind.
 	callErrs map[*goja.Object]*bridge.CallError
+	// frames is callSite's buffer.
+	frames []goja.StackFrame
+	// inputNull: the script's input is null (see nullInputMessage).
+	inputNull bool
 
 	// busy accounting: the VM's running time stands in for CPU time
 	// in-process (worker processes measure the OS CPU clock).
@@ -309,7 +315,7 @@ func (x *exec) deliver(c completion) error {
 	x.startCPU()
 	defer x.stopCPU()
 	if c.err != nil {
-		return c.reject(x.callError(c.err))
+		return c.reject(x.callError(c.err, c.site))
 	}
 	v, err := x.fromJSON(c.out)
 	if err != nil {
@@ -317,7 +323,7 @@ func (x *exec) deliver(c completion) error {
 		if strings.Contains(err.Error(), "nesting deeper") {
 			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", MaxJSONDepth)
 		}
-		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}))
+		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}, c.site))
 	}
 	return c.resolve(v)
 }
@@ -367,6 +373,7 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 type queuedCall struct {
 	inv             bridge.Invocation
 	resolve, reject func(any) error
+	site            goja.StackFrame
 }
 
 // spawn runs a call on its own goroutine. The goroutine ends when the
@@ -379,7 +386,7 @@ func (x *exec) spawn(c queuedCall) {
 		defer x.wg.Done()
 		out, err := c.inv()
 		select {
-		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err}:
+		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err, site: c.site}:
 		case <-x.finished:
 		}
 	}()
@@ -395,7 +402,7 @@ func (x *exec) flush() (completion, bool) {
 		c := x.queued[0]
 		x.queued = x.queued[:0]
 		out, err := c.inv()
-		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, true
+		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err, site: c.site}, true
 	}
 	for _, c := range x.queued {
 		x.spawn(c)

@@ -44,6 +44,7 @@ func (x *exec) setup() *fault.Error {
 	}
 
 	input := goja.Null()
+	x.inputNull = len(x.job.Input) == 0 || string(x.job.Input) == "null"
 	if len(x.job.Input) > 0 {
 		v, err := x.fromJSON(x.job.Input)
 		if err != nil {

@@ -76,7 +76,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 	settle := func(v any, err error) goja.Value {
 		p, resolve, reject := vm.NewPromise()
 		if err != nil {
-			_ = reject(x.callError(err))
+			_ = reject(x.callError(err, x.callSite()))
 			return vm.ToValue(p)
 		}
 		b, _ := json.Marshal(v)
@@ -125,6 +125,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 	return x.native(short, 1, func(call goja.FunctionCall) goja.Value {
 		vm := x.vm
 		p, resolve, reject := vm.NewPromise()
+		site := x.callSite()
 		arg := call.Argument(0)
 		var args json.RawMessage
 		if goja.IsUndefined(arg) {
@@ -141,7 +142,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 					msg = x.describe(ex.Value())
 				}
 				_ = reject(x.callError(&bridge.CallError{Name: bridge.NameArgumentError, Tool: name,
-					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}))
+					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}, site))
 				return vm.ToValue(p)
 			}
 			if s == nil || goja.IsUndefined(s) {
@@ -151,7 +152,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 			}
 		}
 		inv := x.job.Tools.Start(x.ctx, name, args)
-		c := queuedCall{inv: inv, resolve: resolve, reject: reject}
+		c := queuedCall{inv: inv, resolve: resolve, reject: reject, site: site}
 		if x.job.Tools.Inline(name) {
 			// Deferred: if it is the only thing the script waits for when
 			// the VM goes idle, it runs right there (see flush).
@@ -163,9 +164,29 @@ func (x *exec) toolFunc(name string) goja.Value {
 	})
 }
 
-// callError makes the JS error object for a failed call: an Error with
-// name, tool, code, message and (for schema failures) errors.
-func (x *exec) callError(err error) goja.Value {
+// callSite returns the script's innermost frame on the stack: where it
+// calls a tool (a zero frame when the script's code is not on the stack).
+// The frame is kept, not formatted: a call that succeeds never needs its
+// position.
+func (x *exec) callSite() goja.StackFrame {
+	x.frames = x.vm.CaptureCallStack(maxSiteFrames, x.frames[:0])
+	for _, f := range x.frames {
+		if f.SrcName() == x.c.file {
+			return f
+		}
+	}
+	return goja.StackFrame{}
+}
+
+// maxSiteFrames bounds the frames callSite looks at: the tool function's
+// own native frame, then the script's.
+const maxSiteFrames = 4
+
+// callError makes the Error a failed call rejects with: name, tool, code,
+// message and, for argument errors, errors. Its stack is the call site, so
+// an uncaught one is reported at the line that made the call and a script
+// that catches it can print where.
+func (x *exec) callError(err error, site goja.StackFrame) goja.Value {
 	vm := x.vm
 	var ce *bridge.CallError
 	if !errors.As(err, &ce) {
@@ -184,6 +205,11 @@ func (x *exec) callError(err error) goja.Value {
 		if v, err := x.parseJSON(string(b)); err == nil {
 			_ = obj.Set("errors", v)
 		}
+	}
+	if site.SrcName() == x.c.file {
+		pos := site.Position()
+		_ = obj.DefineDataProperty("stack", vm.ToValue(fmt.Sprintf("%s: %s\n\tat %s:%d:%d", ce.Name, ce.Message, x.c.file, pos.Line, pos.Column)),
+			goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	}
 	if x.callErrs == nil {
 		x.callErrs = map[*goja.Object]*bridge.CallError{}
