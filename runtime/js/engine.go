@@ -206,10 +206,12 @@ func (e *Engine) compile(src Source) *compiled {
 		}
 		if err != nil {
 			c.syntaxEr = syntaxError(err, col1, src.MapPosition)
+			if !src.Wrapped {
+				// The scan behind the explanation is bounded by the
+				// nesting check above.
+				explainSyntax(c.syntaxEr, src.Code)
+			}
 		}
-	}
-	if c.syntaxEr != nil && !src.Wrapped {
-		explainSyntax(c.syntaxEr, src.Code)
 	}
 	// Syntax errors are cached too: the same bad script fails the same way.
 	e.programs.Add(key, c)
