@@ -126,6 +126,9 @@ type Config struct {
 	Start time.Time
 	// KeepResults stores each call's result JSON in the trace.
 	KeepResults bool
+	// OnCall, when set, is told when each call starts and ends (see
+	// core.Request.OnToolCall); it must not block.
+	OnCall func(rec core.Record, done bool)
 }
 
 // Dispatcher runs the tool calls of one execution. It is safe for
@@ -199,64 +202,73 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 	seq := d.calls
 	over := d.cfg.MaxCalls > 0 && seq > d.cfg.MaxCalls
 	idx := -1
+	rec := core.Record{Seq: seq, Tool: name, StartedAfter: start.Sub(d.cfg.Start)}
 	if !over || d.refused < MaxRefusedRecords {
 		idx = len(d.trace)
-		d.trace = append(d.trace, core.Record{Seq: seq, Tool: name, Arguments: traceArgs(args), StartedAfter: start.Sub(d.cfg.Start)})
+		rec.Arguments = traceArgs(args)
+		d.trace = append(d.trace, rec)
 	}
 	if over {
 		d.refused++
 	}
 	d.mu.Unlock()
+	if d.cfg.OnCall != nil {
+		d.cfg.OnCall(rec, false)
+	}
 
 	if over {
 		err := &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
 			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
 			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
-		d.finish(idx, start, nil, err)
+		d.finish(idx, rec, start, nil, err)
 		return failed(err)
 	}
 	t, ok := d.tools[name]
 	if !ok {
 		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
 			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))}
-		d.finish(idx, start, nil, err)
+		d.finish(idx, rec, start, nil, err)
 		return failed(err)
 	}
 
 	args, err := checkArgs(t, args)
 	if err != nil {
-		d.finish(idx, start, nil, err)
+		d.finish(idx, rec, start, nil, err)
 		return failed(err)
 	}
 	return func() (json.RawMessage, error) {
 		out, err := d.run(ctx, t, seq, args)
-		d.finish(idx, start, out, err)
+		d.finish(idx, rec, start, out, err)
 		return out, err
 	}
 }
 
-func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err == nil {
-		d.resultBytes += int64(len(out))
-	}
-	if idx < 0 {
-		return
-	}
-	rec := &d.trace[idx]
+// finish completes the call's trace record (idx, -1 when it is not
+// recorded) and tells OnCall; rec is the record as the call started.
+func (d *Dispatcher) finish(idx int, rec core.Record, start time.Time, out json.RawMessage, err error) {
 	rec.Duration = time.Since(start)
 	if err != nil {
 		var ce *CallError
 		if errors.As(err, &ce) {
 			rec.ErrorCode, rec.ErrorMessage = ce.Code, ce.Message
 		}
-		return
+	} else {
+		rec.OK = true
+		rec.ResultBytes = int64(len(out))
+		if d.cfg.KeepResults {
+			rec.Result = out
+		}
 	}
-	rec.OK = true
-	rec.ResultBytes = int64(len(out))
-	if d.cfg.KeepResults {
-		rec.Result = out
+	d.mu.Lock()
+	if err == nil {
+		d.resultBytes += int64(len(out))
+	}
+	if idx >= 0 {
+		d.trace[idx] = rec
+	}
+	d.mu.Unlock()
+	if d.cfg.OnCall != nil {
+		d.cfg.OnCall(rec, true)
 	}
 }
 

@@ -108,6 +108,11 @@ type Request struct {
 	Determinism
 	// OnLog, when set, receives each kept log entry as it is written.
 	OnLog func(LogEntry)
+	// OnToolCall, when set, is told of every tool call twice: when the
+	// script makes it (done false: Seq, Tool, Arguments and StartedAfter
+	// are set) and when it ends (done true: the whole record). It runs on
+	// the goroutine that made or finished the call and must not block.
+	OnToolCall func(rec Record, done bool)
 }
 
 // LogEntry is one line of console output (or of a module's stderr).

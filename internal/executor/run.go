@@ -33,6 +33,7 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		MaxConcurrent: p.limits.MaxConcurrentToolCalls,
 		Start:         start,
 		KeepResults:   p.req.IncludeToolResults,
+		OnCall:        p.req.OnToolCall,
 	})
 	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
 	job := &runtime.Job{
