@@ -39,6 +39,8 @@ var rules = []rule{
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
 	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/runtime/...", mod + "/bridge/..."},
 		"conversions know the model and the contract, not the engines"},
+	{mod + "/internal/mcpserve", append([]string{mod + "/runtime/...", mod + "/bridge/..."}, append(append([]string{}, grpcAndContract...), aboveEngines...)...),
+		"the MCP front end speaks the request model to a backend it is given; it knows no engine, no gRPC and no server"},
 }
 
 // match reports whether pkg matches pattern (a path, or a path ending in
