@@ -10,8 +10,8 @@
 // sources start, so a printout shows the variable's name, never its value.
 //
 // Besides limits and tool sources it holds the serving sections: logging,
-// auth and tenants, admission, metrics, tls and grpc (see
-// docs/operations.md). The workers section is reserved.
+// auth and tenants, admission, metrics, tls, grpc and mcp (see
+// docs/operations.md and docs/mcp.md), and the workers section.
 //
 // Package config is wiring for cmd/ptcd: it may import tool sources,
 // internal/limits, internal/auth, internal/admission and the root package
@@ -81,6 +81,9 @@ type Config struct {
 	TLS TLS `yaml:"tls,omitempty"`
 	// GRPC holds transport settings: message sizes and keepalive.
 	GRPC GRPC `yaml:"grpc"`
+	// MCP is the Model Context Protocol endpoint (off unless mcp.listen is
+	// set).
+	MCP MCP `yaml:"mcp"`
 
 	// Workers configures the worker processes that run JavaScript and
 	// TypeScript executions.

@@ -96,6 +96,11 @@ tool_sources:
 	//     max_connection_idle: 0s
 	//     max_connection_age: 0s
 	//     max_connection_age_grace: 0s
+	// mcp:
+	//   listen: ""
+	//   path: /mcp
+	//   session_timeout: 30m0s
+	//   description_bytes: 16KiB
 	// workers:
 	//   mode: worker
 	//   idle: 2
