@@ -7,9 +7,10 @@
 //	ptcd check                         # the isolation worker processes get here
 //
 // Besides RunnerService, ptcd serves the gRPC health service (NOT_SERVING
-// while draining) and server reflection (for grpcurl), and an HTTP
-// listener (--metrics-listen, default 127.0.0.1:9090) with /metrics,
-// /healthz and /readyz.
+// while draining) and server reflection (for grpcurl), an HTTP listener
+// (--metrics-listen, default 127.0.0.1:9090) with /metrics, /healthz and
+// /readyz, and, when mcp.listen is set, an MCP endpoint (streamable HTTP,
+// default path /mcp; see docs/mcp.md) with the same authentication.
 //
 // Authentication is off by default only on a loopback listener; elsewhere
 // ptcd needs tenants with credentials, or --insecure-no-auth.
@@ -231,11 +232,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
-	creds, err := transportCredentials(c.TLS)
+	tc, err := tlsConfig(c.TLS)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
+	creds := insecure.NewCredentials()
+	if tc != nil {
+		creds = credentials.NewTLS(tc)
+	}
+	// mcpEP is the MCP endpoint once started (tool sources refresh its
+	// descriptions when their tools change).
+	var mcpEP atomic.Pointer[mcpEndpoint]
 
 	reg := tools.NewRegistry()
 	if c.DemoTools {
@@ -266,6 +274,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 				return
 			}
 			log.Info("tool source changed", "source", s.Name(), "tools", len(s.Tools()))
+			mcpEP.Load().refresh()
 		})
 	}
 	wcfg := workerConfig(c)
@@ -296,8 +305,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	}
 	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met))
 	ka := c.GRPC.Keepalive
+	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
+	limiter := auth.NewRateLimiter(authn)
 	opts := server.Interceptors(server.ChainConfig{Log: log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
-		Auth: authn.Authenticate, Limiter: auth.NewRateLimiter(authn)})
+		Auth: authn.Authenticate, Limiter: limiter})
 	opts = append(opts,
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(int(c.GRPC.MaxRecvBytes)),
@@ -338,6 +349,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		go func() { httpDone <- hsrv.Serve(mlis) }()
 		log.Info("metrics listening", "addr", mlis.Addr().String())
 	}
+	mep, err := startMCP(c, srv, authn, limiter, tc, log)
+	if err != nil {
+		_ = lis.Close()
+		if hsrv != nil {
+			_ = hsrv.Close()
+		}
+		fmt.Fprintln(stderr, "ptcd: mcp:", err)
+		return 1
+	}
+	if mep != nil {
+		mcpEP.Store(mep)
+		log.Info("mcp listening", "addr", mep.addr, "path", c.MCP.Path, "tls", tc != nil)
+	}
 
 	// The serve goroutine ends when gs stops (GracefulStop below).
 	served := make(chan error, 1)
@@ -357,14 +381,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	case err := <-httpDone:
 		log.Error("metrics listener failed", "err", err)
 		code = 1
+	case err := <-mep.failed():
+		log.Error("mcp listener failed", "err", err)
+		code = 1
 	case <-ctx.Done():
 	}
 	draining.Store(true)
 	hs.Shutdown() // every service NOT_SERVING; watchers are told
 	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", grace.String())
-	drained := make(chan struct{})
-	// The drain goroutine ends when GracefulStop returns: every RPC done.
-	go func() { gs.GracefulStop(); close(drained) }()
+	// The drain goroutines end when every gRPC call is done and every MCP
+	// execution has ended (or, for MCP, when drainCtx is cancelled below).
+	drainCtx, stopDrain := context.WithCancel(context.Background())
+	defer stopDrain()
+	grpcDrained, mcpDrained, drained := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { gs.GracefulStop(); close(grpcDrained) }()
+	go func() { mep.drain(drainCtx); close(mcpDrained) }()
+	go func() { <-grpcDrained; <-mcpDrained; close(drained) }()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -379,9 +411,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		case <-time.After(min(grace, maxForceStopAfter)):
 			log.Warn("streams still open after cancelling; closing every connection")
 			gs.Stop()
+			stopDrain()
 			<-drained
 		}
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), min(grace, maxForceStopAfter))
+	mep.stop(sctx) // after the drain: MCP answers are written; sessions end here
+	cancel()
 	if hsrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = hsrv.Shutdown(sctx)
@@ -406,11 +442,11 @@ func sourcesReady(c *config.Config, sources []config.Source) error {
 	return nil
 }
 
-// transportCredentials returns TLS credentials when the tls section is
-// set, plaintext otherwise.
-func transportCredentials(t config.TLS) (credentials.TransportCredentials, error) {
+// tlsConfig returns the TLS configuration of the gRPC and MCP listeners
+// when the tls section is set, nil (plaintext) otherwise.
+func tlsConfig(t config.TLS) (*tls.Config, error) {
 	if !t.Enabled() {
-		return insecure.NewCredentials(), nil
+		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
@@ -432,5 +468,5 @@ func transportCredentials(t config.TLS) (credentials.TransportCredentials, error
 			tc.ClientAuth = tls.RequireAndVerifyClientCert
 		}
 	}
-	return credentials.NewTLS(tc), nil
+	return tc, nil
 }

@@ -73,6 +73,12 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
+		if r.Method != http.MethodGet {
+			// A drain waits for these (a call's answer is written before
+			// its POST ends), not for event streams, which last.
+			s.beginPost()
+			defer s.endPost()
+		}
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 	return http.NewCrossOriginProtection().Handler(h)

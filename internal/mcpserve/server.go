@@ -86,8 +86,11 @@ type Server struct {
 	mu       sync.Mutex
 	byCaller map[string]*callerServer
 	draining bool
-	running  int
-	idle     chan struct{} // closed when draining and running is 0
+	// running counts tool calls in progress, posts HTTP requests other
+	// than event streams (a call's answer is written before its POST
+	// ends).
+	running, posts int
+	idle           chan struct{} // closed when draining and both are 0
 }
 
 // callerServer is the MCP server of one caller and the descriptions its
@@ -201,20 +204,40 @@ func (s *Server) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running--
-	if s.draining && s.running == 0 && s.idle != nil {
+	s.checkIdle()
+}
+
+// beginPost and endPost count an HTTP request other than an event stream.
+func (s *Server) beginPost() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.posts++
+}
+
+func (s *Server) endPost() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.posts--
+	s.checkIdle()
+}
+
+// checkIdle ends a drain when nothing runs; s.mu is held.
+func (s *Server) checkIdle() {
+	if s.draining && s.running == 0 && s.posts == 0 && s.idle != nil {
 		close(s.idle)
 		s.idle = nil
 	}
 }
 
 // Drain refuses new tool calls (they answer isError with ErrDraining's
-// message) and waits until the running ones have ended or ctx is done.
-// It is the first step of a graceful shutdown; closing the HTTP server
-// (or ending Run's context) is the next.
+// message) and waits until the running ones have ended and their answers
+// are written (every HTTP request but event streams is over), or ctx is
+// done. It is the first step of a graceful shutdown; closing the HTTP
+// server (or ending Run's context), then CloseSessions, are the next.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
-	if s.running == 0 {
+	if s.running == 0 && s.posts == 0 {
 		s.mu.Unlock()
 		return nil
 	}
@@ -228,6 +251,23 @@ func (s *Server) Drain(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// CloseSessions ends every open session (their clients must start new
+// ones): the end of a shutdown, after Drain and once the HTTP server is
+// closed, so that no session outlives its transport.
+func (s *Server) CloseSessions() {
+	s.mu.Lock()
+	all := make([]*callerServer, 0, len(s.byCaller))
+	for _, cs := range s.byCaller {
+		all = append(all, cs)
+	}
+	s.mu.Unlock()
+	for _, cs := range all {
+		for ss := range cs.mcp.Sessions() {
+			_ = ss.Close()
+		}
 	}
 }
 
