@@ -42,6 +42,8 @@ const usage = `usage:
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
+      serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
 
 exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
   11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "test":
 		return testCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -158,27 +158,6 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// workerConfig maps the workers section onto the pool's configuration.
-func workerConfig(c *config.Config) worker.Config {
-	w := c.Workers
-	mode := worker.ModeWorker
-	if w.Mode == "inprocess" {
-		mode = worker.ModeInProcess
-	}
-	idle := w.Idle
-	if idle == 0 {
-		idle = -1 // the pool's "none"
-	}
-	return worker.Config{
-		Mode:                    mode,
-		Workers:                 idle,
-		MaxWorkers:              w.Max,
-		ExecutionsPerWorker:     w.ExecutionsPerWorker,
-		RecycleAfter:            w.RecycleAfter,
-		MaxExecutionMemoryBytes: c.Policy().Ceilings.MemoryBytes,
-	}
-}
-
 // check prints what isolation the worker processes get on this host.
 func check(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr, os.LookupEnv)
@@ -186,7 +165,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ptcd check:", err)
 		return 2
 	}
-	cfg := workerConfig(o.cfg)
+	cfg := o.cfg.WorkerConfig()
 	facts, err := worker.Check(cfg)
 	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
 	if err != nil {
@@ -277,7 +256,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			mcpEP.Load().refresh()
 		})
 	}
-	wcfg := workerConfig(c)
+	wcfg := c.WorkerConfig()
 	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)

@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/mcpserve/mcptest"
 )
 
 const (
@@ -139,12 +139,9 @@ func TestMCPEndpoint(t *testing.T) {
 		}
 	}
 
-	var mu sync.Mutex
-	var progress []string
+	progress := make(chan string, 256)
 	all, err := mcpConnect(t, url, mcpTokenAll, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		progress = append(progress, r.Params.Message)
+		progress <- r.Params.Message
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +180,19 @@ func TestMCPEndpoint(t *testing.T) {
 	if err != nil || res.IsError || mcpText(res) != wantC.String() {
 		t.Fatalf("expenses: %v %s", err, mcpText(res))
 	}
-	// Progress notifications arrive on the call's stream, before its answer.
-	mu.Lock()
-	n := len(progress)
-	mu.Unlock()
-	if n != 52 {
-		t.Errorf("%d progress notifications for 26 calls", n)
+	// Every call is reported started and finished (or, had notifications
+	// been dropped, summarised); the client may handle them after the
+	// answer, in order.
+	summary := "26 tool calls started, 26 finished"
+	for n := 0; n < 52; n++ {
+		select {
+		case m := <-progress:
+			if m == summary {
+				n = 52
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d progress notifications for 26 calls", n)
+		}
 	}
 
 	cases := []struct {
@@ -291,5 +295,41 @@ tool_sources:
 	}
 	if code := <-exited; code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// TestMCPEndpointTypeScriptClient drives ptcd's MCP endpoint with the
+// official TypeScript SDK client over streamable HTTP: the acceptance
+// steps as the "all" tenant (the denied tool is one the source's allow
+// list leaves out), a tool outside the "narrow" tenant's set, and
+// authentication refused.
+func TestMCPEndpointTypeScriptClient(t *testing.T) {
+	_, _, logs := startPtcd(t, "--config", mcpConfig(t, weatherAPI(t).URL))
+	url := mcpURL(t, logs)
+	src, _ := os.ReadFile(filepath.Join("..", "..", "examples", "expenses.js"))
+	want, _ := os.ReadFile(filepath.Join("..", "..", "examples", "expenses.expected.json"))
+	var wantC bytes.Buffer
+	_ = json.Compact(&wantC, want)
+
+	r := mcptest.RunTSClient(t, mcptest.Plan{Transport: "http", URL: url, Token: mcpTokenAll,
+		Steps: mcptest.AcceptanceSteps(string(src), `return await tools.everything["get-env"]({})`)})
+	mcptest.CheckAcceptance(t, r, wantC.String(), "everything.get-env")
+
+	r = mcptest.RunTSClient(t, mcptest.Plan{Transport: "http", URL: url, Token: mcpTokenNarrow, Steps: []mcptest.Step{
+		{Name: "denied", Tool: "execute", Arguments: map[string]any{"code": `return await tools.get_expenses({member_id: "eng-01", quarter: "Q3"})`}},
+		{Name: "allowed", Tool: "execute", Arguments: map[string]any{"code": `return (await tools.get_team_members({department: "sales"})).length > 0`}},
+	}})
+	if s := r.Steps["denied"]; !s.IsError || !strings.Contains(s.Text, `unknown tool "get_expenses"`) {
+		t.Errorf("narrow tenant, get_expenses: %+v", s)
+	}
+	if s := r.Steps["allowed"]; s.IsError || s.Text != "true" {
+		t.Errorf("narrow tenant, get_team_members: %+v", s)
+	}
+
+	for _, token := range []string{"", "wrong-token"} {
+		r = mcptest.RunTSClient(t, mcptest.Plan{Transport: "http", URL: url, Token: token, ExpectConnectError: true})
+		if r.ConnectError == nil || !strings.Contains(*r.ConnectError, "unauthenticated: ") {
+			t.Errorf("token %q: %v", token, *r.ConnectError)
+		}
 	}
 }
