@@ -78,7 +78,7 @@ func (s *Server) descriptions(ctx context.Context) descriptions {
 	}
 	n := len(l.Tools)
 	var b strings.Builder
-	b.WriteString("Runs a JavaScript program in ptc's sandbox (TypeScript with language \"typescript\") and returns only its result: the tool results it does not return never reach you, so one program can make many calls and keep your context small.\n\n")
+	b.WriteString("Runs a JavaScript program (TypeScript with language \"typescript\") in ptc's sandbox and returns only its result, so one program can make many tool calls and keep your context small.\n\n")
 	b.WriteString(l.Prompt)
 	decls, inline := "", false
 	if s.cfg.DescriptionBytes > 0 && n > 0 {
