@@ -134,7 +134,11 @@ func (s *Server) search(ctx context.Context, cs *callerServer, req *sdk.CallTool
 		if left := len(l.Tools) - len(defs); left > 0 {
 			fmt.Fprintf(&b, " %d more matched but their declarations do not fit in one answer: narrow the query.", left)
 		}
-		b.WriteString(" Call them in execute's programs as declared:\n\n")
+		if len(defs) == 1 {
+			b.WriteString(" Call it in execute's programs as declared:\n\n")
+		} else {
+			b.WriteString(" Call them in execute's programs as declared:\n\n")
+		}
 		b.WriteString(decls)
 	}
 	return &sdk.CallToolResult{
