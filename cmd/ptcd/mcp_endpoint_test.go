@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -332,4 +334,72 @@ func TestMCPEndpointTypeScriptClient(t *testing.T) {
 			t.Errorf("token %q: %v", token, *r.ConnectError)
 		}
 	}
+}
+
+// TestMCPEndpointTLS: the MCP listener uses the tls section, and client
+// certificates authenticate there as on gRPC.
+func TestMCPEndpointTLS(t *testing.T) {
+	pki := newPKI(t)
+	cfg := writeFile(t, "ptcd.yaml", fmt.Sprintf(`
+demo_tools: true
+mcp: {listen: "127.0.0.1:0"}
+tls: {cert_file: %s, key_file: %s, client_ca_file: %s}
+auth: {enabled: true}
+tenants:
+  - name: a
+    token_hashes: [%q]
+  - name: harness
+    client_identities: [harness-b]
+    tools: [get_expenses]
+`, pki.certFile, pki.keyFil, pki.caFile, auth.HashToken(mcpTokenAll)))
+	_, _, logs := startPtcd(t, "--config", cfg)
+	url := strings.Replace(mcpURL(t, logs), "http://", "https://", 1)
+	client := func(token string, certs ...tls.Certificate) *http.Client {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool, ServerName: "localhost", Certificates: certs, MinVersion: tls.VersionTLS12}}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: bearerRT{token: token, next: tr}}
+	}
+	cases := []struct {
+		name  string
+		http  *http.Client
+		ok    bool
+		tools string
+	}{
+		{"token", client(mcpTokenAll), true, "The 3 tools"},
+		{"client certificate of a tenant", client("", pki.issue(t, "harness-b", x509.ExtKeyUsageClientAuth)), true, "The 1 tools"},
+		{"client certificate of no tenant", client("", pki.issue(t, "stranger", x509.ExtKeyUsageClientAuth)), false, ""},
+		{"no credentials", client(""), false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := mcpConnectTransport(t, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: tc.http, MaxRetries: -1}, nil)
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+					t.Fatalf("connected: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := cs.ListTools(context.Background(), nil)
+			if err != nil || !strings.Contains(l.Tools[0].Description, tc.tools) {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+}
+
+// bearerRT adds a bearer token (when set) on top of another transport.
+type bearerRT struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
 }
