@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/prompt"
 	"github.com/ptcrun/ptc/internal/tsdecl"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -64,6 +65,9 @@ type descriptions struct {
 	execute, search string
 	// tools is the number of tools the caller may use.
 	tools int
+	// failed reports that the backend could not list the tools (the
+	// descriptions point to search; the next call tries again).
+	failed bool
 }
 
 // descriptions describes the two tools for the caller ctx carries: the
@@ -73,8 +77,8 @@ type descriptions struct {
 func (s *Server) descriptions(ctx context.Context) descriptions {
 	l, ferr := s.cfg.Backend.Tools(ctx, core.ToolQuery{})
 	if ferr != nil {
-		s.log.Error("mcp: listing the tools for the descriptions failed; execute's description points to search", "err", ferr)
-		l = &core.ToolList{}
+		s.log.Error("mcp: listing the tools for the descriptions failed; the next call tries again", "err", ferr)
+		l = &core.ToolList{Prompt: prompt.Prompt(prompt.Options{})}
 	}
 	n := len(l.Tools)
 	var b strings.Builder
@@ -88,6 +92,7 @@ func (s *Server) descriptions(ctx context.Context) descriptions {
 		}
 	}
 	switch {
+	case ferr != nil:
 	case n == 0:
 		b.WriteString("\nNo tools are available to you: programs can only compute.\n")
 	case inline:
@@ -100,6 +105,9 @@ func (s *Server) descriptions(ctx context.Context) descriptions {
 	search := fmt.Sprintf("Finds tools for execute's programs: ranks the %d tools available to you by relevance to a query (their names, descriptions and arguments) and returns the best matches with their TypeScript declarations.", n)
 	if inline {
 		search += " Every tool is already declared in execute's description."
+	}
+	if ferr != nil {
+		return descriptions{execute: b.String() + "\nThe tool list is unavailable right now: call search to see the tools.\n", search: search, failed: true}
 	}
 	return descriptions{execute: b.String(), search: search, tools: n}
 }

@@ -127,6 +127,7 @@ func (s *Server) executeHandler(cs *callerServer) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
 		ctx = cs.caller.Bind(ctx)
+		s.redescribeIfStale(cs)
 		res, outcome, id := s.execute(ctx, req)
 		s.log.LogAttrs(ctx, logLevel(outcome), "mcp call", logAttrs(cs, req, ToolExecute, outcome, id, start)...)
 		return res, nil

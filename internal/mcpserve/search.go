@@ -69,6 +69,7 @@ func (s *Server) searchHandler(cs *callerServer) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
 		ctx = cs.caller.Bind(ctx)
+		s.redescribeIfStale(cs)
 		res, outcome := s.search(ctx, cs, req)
 		s.log.LogAttrs(ctx, logLevel(outcome), "mcp call", logAttrs(cs, req, ToolSearch, outcome, "", start)...)
 		return res, nil

@@ -103,6 +103,8 @@ type callerServer struct {
 	searchDesc     string
 	sessionTag     string
 	describedTools int
+	// stale: the last describe could not list the tools; calls retry it.
+	stale bool
 }
 
 // New returns a Server over cfg.Backend.
@@ -179,13 +181,25 @@ func (s *Server) describe(cs *callerServer) {
 	d := s.descriptions(cs.caller.Bind(context.Background()))
 	s.mu.Lock()
 	changed := d.execute != cs.execDesc || d.search != cs.searchDesc
-	cs.execDesc, cs.searchDesc, cs.describedTools = d.execute, d.search, d.tools
+	cs.execDesc, cs.searchDesc, cs.describedTools, cs.stale = d.execute, d.search, d.tools, d.failed
 	s.mu.Unlock()
 	if !changed {
 		return
 	}
 	cs.mcp.AddTool(searchTool(d.search), s.searchHandler(cs))
 	cs.mcp.AddTool(executeTool(d.execute), s.executeHandler(cs))
+}
+
+// redescribeIfStale retries the descriptions of a caller whose tools could
+// not be listed (a remote ptcd that was down); sessions are told when they
+// change.
+func (s *Server) redescribeIfStale(cs *callerServer) {
+	s.mu.Lock()
+	stale := cs.stale
+	s.mu.Unlock()
+	if stale {
+		s.describe(cs)
+	}
 }
 
 // begin registers a running tool call; it fails once draining.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +126,53 @@ func TestDrain(t *testing.T) {
 	}
 	if res := <-first; res == nil || text(res) != `"done"` {
 		t.Fatalf("the running execution: %+v", res)
+	}
+}
+
+// flakyBackend cannot list its tools until up is set (a remote ptcd that
+// is down when the MCP server starts).
+type flakyBackend struct {
+	changingBackend
+	up atomic.Bool
+}
+
+func (f *flakyBackend) Tools(ctx context.Context, q core.ToolQuery) (*core.ToolList, *fault.Error) {
+	if !f.up.Load() {
+		return nil, fault.Reject(fault.CodeUnavailable, "connection refused")
+	}
+	return f.changingBackend.Tools(ctx, q)
+}
+
+// TestToolsUnavailableAtStart: descriptions made while the backend could
+// not list the tools say so, and the next call makes them again.
+func TestToolsUnavailableAtStart(t *testing.T) {
+	b := &flakyBackend{}
+	b.set(tools.Definition{Name: "crm.find", Description: "Find a customer."})
+	s := mcpserve.New(mcpserve.Config{Backend: b})
+	changed := make(chan struct{}, 8)
+	cs := connect(t, s, &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	desc := func() string {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tools[0].Description
+	}
+	if d := desc(); !strings.Contains(d, "tool list is unavailable right now") || !strings.Contains(d, "body of an async function") {
+		t.Fatalf("while down:\n%s", d)
+	}
+	b.up.Store(true)
+	if res := call(t, cs, "execute", codeArgs("return 1")); res.IsError {
+		t.Fatal(text(res))
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed")
+	}
+	if d := desc(); !strings.Contains(d, "The 1 tools") {
+		t.Fatalf("after:\n%s", d)
 	}
 }
