@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ptcrun/ptc/bridge"
-	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -172,43 +169,5 @@ func TestCancelledWhileQueued(t *testing.T) {
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestOnCall: every call is reported when it starts and when it ends, in
-// that order, refused calls included, with the record the trace keeps.
-func TestOnCall(t *testing.T) {
-	type event struct {
-		seq  int32
-		tool string
-		done bool
-		ok   bool
-		code string
-	}
-	var mu sync.Mutex
-	var events []event
-	d := bridge.New(bridge.Config{ExecutionID: "ex", MaxCalls: 3, MaxConcurrent: 2,
-		OnCall: func(rec core.Record, done bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			events = append(events, event{rec.Seq, rec.Tool, done, rec.OK, rec.ErrorCode})
-		},
-		Tools: []*tools.Compiled{compile(t, tools.Tool{Definition: tools.Definition{Name: "ok"},
-			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`1`), nil }})},
-	})
-	for _, name := range []string{"ok", "nope", "ok", "ok"} {
-		_, _ = d.Call(context.Background(), name, nil)
-	}
-	want := []event{
-		{1, "ok", false, false, ""}, {1, "ok", true, true, ""},
-		{2, "nope", false, false, ""}, {2, "nope", true, false, tools.CodeUnknownTool},
-		{3, "ok", false, false, ""}, {3, "ok", true, true, ""},
-		{4, "ok", false, false, ""}, {4, "ok", true, false, tools.CodeCallLimit},
-	}
-	if fmt.Sprint(events) != fmt.Sprint(want) {
-		t.Fatalf("events\n%v\nwant\n%v", events, want)
-	}
-	if tr := d.Trace(); len(tr) != 4 || !tr[0].OK || tr[1].ErrorCode != tools.CodeUnknownTool || tr[3].ErrorCode != tools.CodeCallLimit {
-		t.Fatalf("trace %+v", tr)
 	}
 }

@@ -246,9 +246,25 @@ func (r remoteBackend) Tools(ctx context.Context, q core.ToolQuery) (*core.ToolL
 	return out, nil
 }
 
-// Run implements mcpserve.Backend.
+// Run implements mcpserve.Backend: over a Session stream, so that the
+// server's progress events reach the request's observer.
 func (r remoteBackend) Run(ctx context.Context, req core.Request) (*core.Result, *fault.Error) {
-	res, err := r.c.Execute(ctx, ptc.Request{Language: ptc.Language(req.Language), Source: req.Source, Input: req.Input})
+	preq := ptc.Request{Language: ptc.Language(req.Language), Source: req.Source, Input: req.Input}
+	if obs := req.Observer; obs != nil {
+		preq.OnProgress = func(p ptc.ProgressEvent) {
+			ev := &core.CallEvent{Seq: p.Seq, Tool: p.Tool, StartedAfter: p.StartedAfter, Finished: p.Finished, Duration: p.Duration}
+			if !p.Finished {
+				obs.CallStarted(ctx, ev)
+				return
+			}
+			ev.OK = p.Outcome == "ok"
+			if !ev.OK {
+				ev.ErrorCode = p.Outcome
+			}
+			obs.CallFinished(ctx, ev)
+		}
+	}
+	res, err := r.c.Run(ctx, preq)
 	if err != nil {
 		return nil, remoteFault(err)
 	}

@@ -190,7 +190,7 @@ func TestMCPStdio(t *testing.T) {
 
 // runMCP runs `ptc mcp args...` in this process on pipes and returns a
 // Go SDK client session on them.
-func runMCP(t *testing.T, args ...string) *sdk.ClientSession {
+func runMCP(t *testing.T, opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -202,7 +202,7 @@ func runMCP(t *testing.T, args ...string) *sdk.ClientSession {
 		code <- run(ctx, append([]string{"mcp"}, args...), inR, outW, &stderr)
 		_ = outW.Close()
 	}()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		cancel()
 		t.Fatalf("%v: %s", err, stderr.String())
@@ -245,7 +245,10 @@ func TestMCPFrontsServer(t *testing.T) {
 	defer gs.Stop()
 
 	t.Setenv(tokenEnv, "front-token-0123456789")
-	cs := runMCP(t, "--server", lis.Addr().String())
+	progress := make(chan string, 16)
+	cs := runMCP(t, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		progress <- r.Params.Message
+	}}, "--server", lis.Addr().String())
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil || !strings.Contains(list.Tools[0].Description, "The 1 tools") {
 		t.Fatalf("%v %+v", err, list)
@@ -259,9 +262,17 @@ func TestMCPFrontsServer(t *testing.T) {
 	if err != nil || res.IsError || !strings.Contains(resultText(res), "get_team_members") {
 		t.Fatalf("%v %s", err, resultText(res))
 	}
+	// Progress comes through ptcd's Session stream.
+	params := &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{
+		"code": `await tools.get_team_members({department: "sales"}); return 2`}}
+	params.SetProgressToken("remote")
+	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("%v %s", err, resultText(res))
+	}
+	waitProgress(t, progress, 1)
 
 	t.Setenv(tokenEnv, "not-the-token")
-	cs = runMCP(t, "--server", lis.Addr().String())
+	cs = runMCP(t, nil, "--server", lis.Addr().String())
 	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{"code": "return 1"}})
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "bearer token is not valid") {
 		t.Fatalf("%v %s", err, resultText(res))

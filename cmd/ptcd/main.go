@@ -54,6 +54,7 @@ import (
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
@@ -64,6 +65,9 @@ import (
 // are cancelled at the end of the grace period (the grace itself, if
 // shorter).
 const maxForceStopAfter = 5 * time.Second
+
+// maxTracingFlush bounds the export of the last spans at shutdown.
+const maxTracingFlush = 5 * time.Second
 
 func main() {
 	// The same binary runs the worker processes of the pool.
@@ -224,6 +228,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	// descriptions when their tools change).
 	var mcpEP atomic.Pointer[mcpEndpoint]
 
+	prov, err := startTracing(ctx, c, os.LookupEnv, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd:", err)
+		return 2
+	}
+	var tracing telemetry.Tracing
+	if prov != nil {
+		tracing = prov.Tracing
+		// Runs last: the spans of the final RPCs are exported too, within
+		// the shutdown grace (at most 5s).
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), min(time.Duration(c.ShutdownGrace), maxTracingFlush))
+			defer cancel()
+			if err := prov.Shutdown(sctx); err != nil {
+				log.Warn("tracing: spans still queued at shutdown were dropped", "err", err)
+			}
+		}()
+	}
+
 	reg := tools.NewRegistry()
 	if c.DemoTools {
 		if err := demo.Register(reg); err != nil {
@@ -231,7 +254,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			return 2
 		}
 	}
-	sources, err := config.StartSources(ctx, c, nil, log)
+	sources, err := config.StartTracedSources(ctx, c, nil, log, tracing)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
@@ -257,7 +280,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		})
 	}
 	wcfg := c.WorkerConfig()
-	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2
@@ -282,7 +305,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 1
 	}
-	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met))
+	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing))
 	ka := c.GRPC.Keepalive
 	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
 	limiter := auth.NewRateLimiter(authn)
@@ -298,6 +321,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			MaxConnectionIdle: time.Duration(ka.MaxConnectionIdle), MaxConnectionAge: time.Duration(ka.MaxConnectionAge),
 			MaxConnectionAgeGrace: time.Duration(ka.MaxConnectionAgeGrace)}),
 	)
+	if tracing.Enabled() {
+		opts = append(opts, grpcTracing(tracing))
+	}
 	gs := grpc.NewServer(opts...)
 	ptcv1.RegisterRunnerServiceServer(gs, srv)
 	hs := health.NewServer()

@@ -10,7 +10,7 @@
 // sources start, so a printout shows the variable's name, never its value.
 //
 // Besides limits and tool sources it holds the serving sections: logging,
-// auth and tenants, admission, metrics, tls, grpc and mcp (see
+// auth and tenants, admission, metrics, tls, grpc, tracing and mcp (see
 // docs/operations.md and docs/mcp.md), and the workers section.
 //
 // Package config is wiring for cmd/ptcd: it may import tool sources,
@@ -81,6 +81,8 @@ type Config struct {
 	TLS TLS `yaml:"tls,omitempty"`
 	// GRPC holds transport settings: message sizes and keepalive.
 	GRPC GRPC `yaml:"grpc"`
+	// Tracing exports OpenTelemetry spans over OTLP; off by default.
+	Tracing Tracing `yaml:"tracing"`
 	// MCP is the Model Context Protocol endpoint (off unless mcp.listen is
 	// set).
 	MCP MCP `yaml:"mcp"`
@@ -203,6 +205,7 @@ func Default() *Config {
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
+	defaultTracing(c)
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
 	return c
 }
@@ -299,6 +302,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.validateServing(); err != nil {
+		return err
+	}
+	if err := c.validateTracing(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

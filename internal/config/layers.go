@@ -147,6 +147,7 @@ func settings() []setting {
 		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
 	}
 	s = append(s, servingSettings()...)
+	s = append(s, tracingSettings()...)
 	s = append(s,
 		setting{"workers.mode", "worker (isolated processes) or inprocess", func(c *Config) flag.Value { return stringValue{&c.Workers.Mode} }},
 		setting{"workers.idle", "started workers kept waiting", func(c *Config) flag.Value { return intValue{&c.Workers.Idle} }},
@@ -294,6 +295,9 @@ func UnknownEnv(environ []string, c *Config) []string {
 	known := map[string]bool{}
 	for _, k := range Keys() {
 		known[EnvName(k)] = true
+	}
+	for _, v := range c.Tracing.HeadersFromEnv {
+		known[v] = true
 	}
 	for _, s := range c.ToolSources {
 		for _, m := range []map[string]string{s.EnvFromEnv, s.HeadersFromEnv} {

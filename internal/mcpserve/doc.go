@@ -20,8 +20,8 @@
 // a message that says what to change; the session keeps serving.
 //
 // When the client sends a progress token, each tool call of the program is
-// reported as it starts and ends (notifications/progress), without ever
-// blocking the program. A tool call that needs a person's approval is
+// reported as it starts and ends (notifications/progress; the execution's
+// core.CallObserver), without ever blocking the program. A tool call that needs a person's approval is
 // asked through elicitation when the client supports it and is denied with
 // a reason otherwise (see Approval).
 //

@@ -153,7 +153,7 @@ func (s *Server) execute(ctx context.Context, req *sdk.CallToolRequest) (res *sd
 	var rep *reporter
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		rep = newReporter(ctx, req.Session, token)
-		creq.OnToolCall = rep.onCall
+		creq.Observer = rep
 	}
 	ctx = withApprover(ctx, newElicitor(req.Session))
 	r, ferr := s.cfg.Backend.Run(ctx, creq)

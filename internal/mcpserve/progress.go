@@ -23,10 +23,10 @@ type progressEvent struct {
 }
 
 // reporter sends a call's progress notifications: one when each tool call
-// of the program starts and one when it ends. The program's goroutines
-// only queue events (onCall never blocks); the reporter's goroutine sends
-// them. Progress counts the events, so it increases with every
-// notification; the total is unknown.
+// of the program starts and one when it ends. It is the execution's
+// core.CallObserver: the program's goroutines only queue events (it never
+// blocks them); the reporter's goroutine sends them. Progress counts the
+// events, so it increases with every notification; the total is unknown.
 type reporter struct {
 	ctx   context.Context
 	ss    *sdk.ServerSession
@@ -52,22 +52,31 @@ func newReporter(ctx context.Context, ss *sdk.ServerSession, token any) *reporte
 	return r
 }
 
-// onCall is the execution's core.Request.OnToolCall.
-func (r *reporter) onCall(rec core.Record, done bool) {
+// CallStarted implements core.CallObserver.
+func (r *reporter) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
+	r.observe(ev)
+	return ctx
+}
+
+// CallFinished implements core.CallObserver.
+func (r *reporter) CallFinished(_ context.Context, ev *core.CallEvent) { r.observe(ev) }
+
+// observe queues the notification of one event.
+func (r *reporter) observe(ev *core.CallEvent) {
 	r.mu.Lock()
 	r.events++
 	var msg string
-	if done {
+	if ev.Finished {
 		r.finished++
 		switch {
-		case rec.OK:
-			msg = fmt.Sprintf("call %d %s: ok in %s", rec.Seq, rec.Tool, rec.Duration.Round(time.Millisecond))
+		case ev.OK:
+			msg = fmt.Sprintf("call %d %s: ok in %s", ev.Seq, ev.Tool, ev.Duration.Round(time.Millisecond))
 		default:
-			msg = fmt.Sprintf("call %d %s: failed (%s)", rec.Seq, rec.Tool, rec.ErrorCode)
+			msg = fmt.Sprintf("call %d %s: failed (%s)", ev.Seq, ev.Tool, ev.ErrorCode)
 		}
 	} else {
 		r.started++
-		msg = fmt.Sprintf("call %d %s: started", rec.Seq, rec.Tool)
+		msg = fmt.Sprintf("call %d %s: started", ev.Seq, ev.Tool)
 	}
 	if len(r.queue) < MaxQueuedProgress {
 		r.queue = append(r.queue, progressEvent{progress: r.events, message: msg})

@@ -35,6 +35,12 @@ type stats struct {
 	ToolResultBytes int64   `json:"toolResultBytes"`
 	OutputBytes     int64   `json:"outputBytes"`
 	LogBytes        int64   `json:"logBytes"`
+	// The result was cut to fit the output limits (overflow policy
+	// truncate): its size before, and what was cut.
+	ResultTruncated        bool  `json:"resultTruncated,omitempty"`
+	UntruncatedOutputBytes int64 `json:"untruncatedOutputBytes,omitempty"`
+	DroppedItems           int64 `json:"droppedItems,omitempty"`
+	CutStrings             int64 `json:"cutStrings,omitempty"`
 }
 
 // logEntry is one entry of MetaLogs.
@@ -79,6 +85,8 @@ func renderResult(r *core.Result) *sdk.CallToolResult {
 		DurationMs: ms(r.Stats.Duration), CPUTimeMs: ms(r.Stats.CPUTime), QueueTimeMs: ms(r.Stats.QueueTime),
 		PeakMemoryBytes: r.Stats.PeakMemoryBytes, ToolCalls: r.Stats.ToolCalls, ToolResultBytes: r.Stats.ToolResultBytes,
 		OutputBytes: r.Stats.OutputBytes, LogBytes: r.Stats.LogBytes,
+		ResultTruncated: r.Stats.ResultTruncated, UntruncatedOutputBytes: r.Stats.UntruncatedOutputBytes,
+		DroppedItems: r.Stats.DroppedItems, CutStrings: r.Stats.CutStrings,
 	}}}
 	if len(r.Logs) > 0 {
 		logs := make([]logEntry, len(r.Logs))

@@ -27,6 +27,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
@@ -44,6 +45,7 @@ type Server struct {
 
 	adm     *admission.Controller
 	metrics *metrics.Metrics
+	tracing telemetry.Tracing
 
 	mu       sync.Mutex
 	inflight int
@@ -61,6 +63,11 @@ func WithAdmission(c *admission.Controller) Option { return func(s *Server) { s.
 
 // WithMetrics records every execution in m.
 func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
+
+// WithTracing makes a span of each wait for admission and tags the RPC's
+// span with the tenant and execution id (the RPC spans themselves come from
+// otelgrpc's stats handler, the execution's from the executor).
+func WithTracing(t telemetry.Tracing) Option { return func(s *Server) { s.tracing = t } }
 
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
