@@ -36,10 +36,13 @@ const usage = `usage:
   ptc run FILE [--input JSON|@FILE] [--language L] [--server ADDR] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
-               [--deterministic] [--seed N] [--record CASSETTE]
+               [--deterministic] [--seed N] [--record CASSETTE] [--progress]
+               [--truncate] [--max-result-tokens N]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
+      serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
 
 FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssembly
 module (.wasm); --language javascript|typescript|wasm runs a file of another name.
@@ -63,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "test":
 		return testCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -100,6 +105,7 @@ type runFlags struct {
 	// language names the script's language when its extension does not.
 	language            string
 	clientDemo, jsonOut bool
+	progress, truncate  bool
 	limits              ptc.Limits
 	// record and replay name cassettes; see record.go.
 	record, replay string
@@ -118,6 +124,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
 	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
+	fs.BoolVar(&f.progress, "progress", false, "print a line on stderr as each tool call starts and finishes")
+	fs.BoolVar(&f.truncate, "truncate", false, "cut a result over the output limits to fit (overflow policy truncate) instead of failing")
 	var lim limits.Limits
 	for _, lf := range limits.Fields() {
 		fs.Var(limits.Value{L: &lim, Field: lf}, strings.ReplaceAll(lf.Name, "_", "-"), lf.Doc+" (0: the default)")
@@ -126,7 +134,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.replay, "replay", "", "answer every tool call from the cassette FILE (the script FILE is then optional)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true})); err != nil {
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true})); err != nil {
 		return exitUsage
 	}
 	f.limits = ptc.Limits(lim)
@@ -155,6 +163,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		req.AllowedTools = strings.Split(f.allow, ",")
 	}
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
+	if f.progress {
+		req.OnProgress = progressPrinter(stderr)
+	}
+	req.TruncateResult = f.truncate
 	applyDeterminism(f, &req)
 	if f.record != "" {
 		return recordCmd(ctx, f, req, path, stdout, stderr)
@@ -246,6 +258,10 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if res.LogsTruncated {
 		fmt.Fprintln(stderr, "ptc: console output was truncated at the log limit")
+	}
+	if s.ResultTruncated {
+		fmt.Fprintf(stderr, "ptc: the result was truncated from %d to %d bytes (%d items or keys dropped, %d strings cut)\n",
+			s.UntruncatedOutputBytes, s.OutputBytes, s.DroppedItems, s.CutStrings)
 	}
 	ratio := ""
 	if s.OutputBytes > 0 && s.ToolResultBytes > s.OutputBytes {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,25 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
-
-// ptcBin is the ptc binary built by TestMain: the CLI tests run what a
-// user runs.
-var ptcBin string
-
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildCommand()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ptcBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
 
 // runCLI runs the built ptc binary with stdin and returns its exit code
 // and output.

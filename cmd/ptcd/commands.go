@@ -179,7 +179,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cfg := workerConfig(o.cfg)
+	cfg := o.cfg.WorkerConfig()
 	facts, err := worker.Check(cfg)
 	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
 	if err != nil {

@@ -32,8 +32,8 @@ func TestErrorMessages(t *testing.T) {
 		{"limit set twice", "limits:\n  defaults:\n    timeout: 1s\n    timeout: 2s\n", nil, nil, `config: FILE:4:5: limits.defaults.timeout is set twice (first at line 3): keep one`},
 
 		// Unknown keys, at every level, with the keys allowed there.
-		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, workers`},
-		{"unknown limit", "limits:\n  defaults:\n    timeot: 1s\n", nil, nil, `config: FILE:3:5: limits.defaults.timeot: unknown key "timeot" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries`},
+		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, tracing, mcp, workers`},
+		{"unknown limit", "limits:\n  defaults:\n    timeot: 1s\n", nil, nil, `config: FILE:3:5: limits.defaults.timeot: unknown key "timeot" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens`},
 		{"unknown section key", "logging:\n  levl: x\n", nil, nil, `config: FILE:2:3: logging.levl: unknown key "levl" (did you mean level?): the keys here are level, format`},
 		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    comand: x\n", nil, nil, `config: FILE:4:5: tool_sources[0].comand: unknown key "comand" (did you mean command?): the keys here are name, type, required, command, args, dir, env, env_from_env, url, headers_from_env, allow, deny, connect_timeout, policy, tools`},
 		{"unknown policy key", "tool_sources:\n  - {name: a, type: mcp_stdio, command: x, policy: {retris: 2}}\n", nil, nil, `config: FILE:2:53: tool_sources[0].policy.retris: unknown key "retris" (did you mean retries?): the keys here are timeout, retries, backoff_base, backoff_max, max_calls_per_execution, max_concurrent`},
@@ -90,6 +90,14 @@ func TestErrorMessages(t *testing.T) {
 		{"require without ca", "tls: {cert_file: a, key_file: b, require_client_cert: true}\n", nil, nil, `config: FILE:1:55: tls.require_client_cert needs tls.client_ca_file to verify the certificates`},
 		{"workers mode", "workers: {mode: fast}\n", nil, nil, `config: FILE:1:17: workers.mode: "fast" is not a mode: use worker (isolated processes) or inprocess`},
 		{"workers max", "workers: {max: 0}\n", nil, nil, `config: FILE:1:16: workers.max: 0 is below 1: allow at least one worker process`},
+		{"mcp listen", "mcp: {listen: nowhere}\n", nil, nil, `config: FILE:1:15: mcp.listen: "nowhere" is not host:port: write e.g. "127.0.0.1:7879", or "" to turn MCP off`},
+		{"mcp path", "mcp: {path: a/../mcp}\n", nil, nil, `config: FILE:1:13: mcp.path: "a/../mcp" is not a clean absolute path: write e.g. "/mcp"`},
+		{"mcp session timeout", "mcp: {session_timeout: 0s}\n", nil, nil, `config: FILE:1:24: mcp.session_timeout: 0s is not positive: use a duration such as "30m"`},
+		{"mcp description bytes", "mcp: {description_bytes: -1}\n", nil, nil, `config: FILE:1:26: mcp.description_bytes: -1 is negative: use a size such as "16KiB", or 0 to never declare the tools there`},
+		{"mcp unknown key", "mcp: {port: 7879}\n", nil, nil, `config: FILE:1:7: mcp.port: unknown key "port": the keys here are listen, path, session_timeout, description_bytes`},
+		{"tracing ratio", "tracing: {endpoint: 127.0.0.1:4317, sampling_ratio: 1.5}\n", nil, nil, `config: FILE:1:53: tracing.sampling_ratio: 1.5 is out of range: use a number from 0 (no traces) to 1 (every trace), e.g. 0.1`},
+		{"tracing ratio not a number", "tracing: {sampling_ratio: lots}\n", nil, nil, `config: FILE:1:27: tracing.sampling_ratio: "lots" is not a number: write a ratio from 0 to 1, e.g. 0.1`},
+		{"tracing protocol", "tracing: {endpoint: 127.0.0.1:4317, protocol: zipkin}\n", nil, nil, `config: FILE:1:47: tracing.protocol: "zipkin" is not a protocol: use grpc or http`},
 
 		// Tenants.
 		{"tenant without name", "tenants:\n  - tools: [x]\n", nil, nil, `config: FILE:2:5: tenants[0].name is required: name the tenant (it appears in logs and metrics)`},

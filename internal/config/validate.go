@@ -19,7 +19,7 @@ import (
 func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.Workers.validate, c.validateTop, c.validateLimits, c.validateServing, c.validateTLS,
-		c.validateTenants, c.validateSources,
+		c.MCP.validate, c.validateTenants, c.validateTracing, c.validateSources,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -69,14 +69,21 @@ var skipped struct {
 // skip is recorded for SkipReport.
 func NodeBin(t testing.TB, name string) string {
 	t.Helper()
+	return NodeModule(t, ".bin/"+name)
+}
+
+// NodeModule is NodeBin for any path below node_modules, such as a
+// package's package.json.
+func NodeModule(t testing.TB, rel string) string {
+	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(root, "node_modules", ".bin", name)
+	bin := filepath.Join(root, "node_modules", filepath.FromSlash(rel))
 	reason := ""
 	if _, err := os.Stat(bin); err != nil {
-		reason = "node_modules/.bin/" + name + " is missing"
+		reason = "node_modules/" + rel + " is missing"
 	} else if _, err := exec.LookPath("node"); err != nil {
 		reason = "node is not on PATH"
 	}
