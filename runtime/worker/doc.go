@@ -1,11 +1,12 @@
-// Package worker isolates JavaScript and TypeScript executions in a pool of
+// Package worker isolates JavaScript, TypeScript and WebAssembly executions in a pool of
 // worker processes with honest limits: a Pool is a runtime.Engine that runs
 // each execution in a pre-started process (the same binary, re-executed in
 // worker mode) with a hard OS memory limit (RLIMIT_DATA), a heap watchdog
 // that reports MEMORY_LIMIT before the OS refuses memory, CPU time read
-// from the OS thread clock (CPU_LIMIT; tool waits do not count), and size
-// guards that turn oversized single allocations into catchable
-// RangeErrors. A worker that breaks a limit, is killed at a deadline or
+// from the OS thread clock (CPU_LIMIT; tool waits do not count), and the
+// JavaScript engine's size guards that turn oversized single allocations
+// into catchable RangeErrors. WebAssembly guests run there without loop
+// checks and are stopped by their worker's death (wasm.go). A worker that breaks a limit, is killed at a deadline or
 // dies takes only the executions it was running with it; the pool replaces
 // it.
 //
@@ -25,9 +26,9 @@
 // tools.$search or tools.$describe, and the supervisor answers. The Execute
 // frame carries everything a script can see as explicit fields — the
 // language, the tool manifest with inline flags, the limits (by the limits table) and
-// determinism — so no capability depends on the mode. Frames are
-// length-delimited protobuf messages (internal/workerproto, package
-// ptc.worker.v1) over a Unix socket; a worker is untrusted input to the
+// determinism — so no capability depends on the mode. Frames are protobuf
+// messages (internal/workerproto, package ptc.worker.v1) in internal/ipc
+// frames over a pair of pipes; a worker is untrusted input to the
 // supervisor, and every frame is bounded and checked.
 //
 // ModeInProcess runs the same executor (guards, CPU clock, watchdog) in
@@ -40,10 +41,12 @@
 // (one execution on a worker; deaths classified), receive.go (the
 // supervisor's side of a worker's frames), process.go (starting, talking
 // to and killing a worker process), child.go (the worker's main and its
-// executions), harden.go (what a worker puts in force), proxy.go (the call
-// proxy: a script's bridge.Caller inside a worker), exec.go, meter.go and
-// guards.go (the executor, its watchdog and size guards), convert.go and
-// transport.go (frames), facts.go (what `ptcd check` reports).
+// executions), lane.go (a worker's execution slots and the warmer that
+// makes their runtimes ahead), harden.go (what a worker puts in force),
+// proxy.go (the call proxy: a script's bridge.Caller inside a worker),
+// exec.go and meter.go (the executor and its watchdog), wasm.go
+// (WebAssembly in workers), convert.go and transport.go (frames),
+// facts.go (what `ptcd check` reports).
 //
 // Package worker imports runtime, runtime/js, runtime/ts, bridge, tools and
 // internal packages; never gRPC, ptc.v1 or the root package ptc.

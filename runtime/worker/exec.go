@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/dop251/goja"
-
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 
@@ -36,23 +34,21 @@ func newExecutor(programCache int) *executor {
 // defaultProgramCache is the number of compiled programs an executor keeps.
 const defaultProgramCache = 64
 
-// warmRuntime is a JavaScript runtime made ahead of its job with the size
-// guards installed, and the memory limit they read.
+// warmRuntime is a JavaScript runtime made ahead of its job (js.Engine's
+// Warm: the runtime and the guards every script gets), and the function
+// that runs the job in it.
 type warmRuntime struct {
-	run   func(context.Context, *ptcruntime.Job, js.Source) *ptcruntime.Outcome
-	limit int64
+	run func(context.Context, *ptcruntime.Job, js.Source) *ptcruntime.Outcome
 }
 
 // warm makes a runtime for the next execution; nil if it cannot (the
 // execution then makes its own).
 func (e *executor) warm() *warmRuntime {
-	w := &warmRuntime{limit: maxGuardBytes}
-	run, err := e.js.Warm(func(vm *goja.Runtime) error { return installGuards(vm, &w.limit) })
+	run, err := e.js.Warm()
 	if err != nil {
 		return nil
 	}
-	w.run = run
-	return w
+	return &warmRuntime{run: run}
 }
 
 // run executes job. baseLive is the live heap that does not belong to the
@@ -78,18 +74,12 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 	inner.Limits.CPUTime = 0
 	var out *ptcruntime.Outcome
 	if job.Language == core.LanguageTypeScript {
-		// TypeScript runs without the array size guards (its program is
-		// not a function body); the watchdog and the OS limit still apply.
 		out = e.ts.Run(ctx, &inner)
 	} else {
-		if warm == nil {
-			warm = e.warm()
-		}
-		if warm == nil {
-			out = &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not prepare a JavaScript runtime")}
-		} else {
-			warm.limit = guardLimit(job.Limits.MemoryBytes)
+		if warm != nil {
 			out = warm.run(ctx, &inner, js.Source{Code: job.Source})
+		} else {
+			out = e.js.Run(ctx, &inner)
 		}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -78,7 +77,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 	settle := func(v any, err error) goja.Value {
 		p, resolve, reject := vm.NewPromise()
 		if err != nil {
-			_ = reject(x.callError(err))
+			_ = reject(x.callError(err, x.callSite()))
 			return vm.ToValue(p)
 		}
 		b, _ := json.Marshal(v)
@@ -90,7 +89,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 		}
 		return vm.ToValue(p)
 	}
-	search := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	search := x.native("$search", 2, func(call goja.FunctionCall) goja.Value {
 		q := call.Argument(0)
 		if goja.IsUndefined(q) || goja.IsNull(q) {
 			return settle(nil, &bridge.CallError{Name: bridge.NameArgumentError, Tool: "$search", Code: tools.CodeInvalidArguments, Message: "tools.$search(query, limit?) needs a query string"})
@@ -105,7 +104,7 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 		}
 		return settle(hits, nil)
 	})
-	describe := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	describe := x.native("$describe", 1, func(call goja.FunctionCall) goja.Value {
 		name := call.Argument(0).String()
 		desc, ok := d.Describe(name)
 		if !ok {
@@ -123,15 +122,17 @@ func (x *exec) defineHelpers(root *goja.Object, d bridge.Caller) {
 // numbered in script order) and returns a promise settled on the VM
 // goroutine when the call completes.
 func (x *exec) toolFunc(name string) goja.Value {
-	return x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	short := name[strings.LastIndexByte(name, '.')+1:]
+	return x.native(short, 1, func(call goja.FunctionCall) goja.Value {
 		vm := x.vm
 		p, resolve, reject := vm.NewPromise()
+		site := x.callSite()
 		arg := call.Argument(0)
 		var args json.RawMessage
 		if goja.IsUndefined(arg) {
 			args = json.RawMessage("{}")
 		} else {
-			s, err := x.stringify(goja.Undefined(), arg)
+			s, err := x.stringify(arg)
 			if err != nil {
 				if isUncatchable(err) {
 					panic(err)
@@ -142,7 +143,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 					msg = x.describe(ex.Value())
 				}
 				_ = reject(x.callError(&bridge.CallError{Name: bridge.NameArgumentError, Tool: name,
-					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}))
+					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}, site))
 				return vm.ToValue(p)
 			}
 			if s == nil || goja.IsUndefined(s) {
@@ -158,11 +159,11 @@ func (x *exec) toolFunc(name string) goja.Value {
 			if x.tickets == nil {
 				x.tickets = map[uint32]queuedCall{}
 			}
-			x.tickets[t] = queuedCall{resolve: resolve, reject: reject}
+			x.tickets[t] = queuedCall{resolve: resolve, reject: reject, site: site}
 			return vm.ToValue(p)
 		}
 		inv := x.job.Tools.Start(x.ctx, name, args)
-		c := queuedCall{inv: inv, resolve: resolve, reject: reject}
+		c := queuedCall{inv: inv, resolve: resolve, reject: reject, site: site}
 		if x.job.Tools.Inline(name) {
 			// Deferred: if it is the only thing the script waits for when
 			// the VM goes idle, it runs right there (see flush).
@@ -174,45 +175,58 @@ func (x *exec) toolFunc(name string) goja.Value {
 	})
 }
 
-// queuedCall is a started call not yet handed to a goroutine.
-type queuedCall struct {
-	inv             bridge.Invocation
-	resolve, reject func(any) error
-}
-
-// spawn runs a call on its own goroutine. The goroutine ends when the
-// invocation returns (the execution's context bounds it) and its result
-// is handed over, or dropped once the execution has finished.
-func (x *exec) spawn(c queuedCall) {
-	x.pending++
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		out, err := c.inv()
-		select {
-		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err}:
-		case <-x.finished:
+// callSite returns the script's innermost frame on the stack: where it
+// calls a tool (a zero frame when the script's code is not on the stack).
+// The frame is kept, not formatted: a call that succeeds never needs its
+// position.
+func (x *exec) callSite() goja.StackFrame {
+	x.frames = x.vm.CaptureCallStack(maxSiteFrames, x.frames[:0])
+	for _, f := range x.frames {
+		if f.SrcName() == x.c.file {
+			return f
 		}
-	}()
+	}
+	return goja.StackFrame{}
 }
 
-// flush is called when the VM has gone idle. A single inline-capable call
-// that nothing else runs beside runs here, on the VM goroutine, and its
-// completion is returned for delivery — saving two goroutine hand-offs per
-// awaited call; otherwise every queued call gets its goroutine, so calls
-// made together still run concurrently.
-func (x *exec) flush() (completion, bool) {
-	if len(x.queued) == 1 && x.pending == 0 {
-		c := x.queued[0]
-		x.queued = x.queued[:0]
-		out, err := c.inv()
-		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, true
+// maxSiteFrames bounds the frames callSite looks at: the tool function's
+// own native frame, then the script's.
+const maxSiteFrames = 4
+
+// callError makes the Error a failed call rejects with: name, tool, code,
+// message and, for argument errors, errors. Its stack is the call site, so
+// an uncaught one is reported at the line that made the call and a script
+// that catches it can print where.
+func (x *exec) callError(err error, site goja.StackFrame) goja.Value {
+	vm := x.vm
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) {
+		ce = &bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeToolFailed, Message: err.Error()}
 	}
-	for _, c := range x.queued {
-		x.spawn(c)
+	obj, e := vm.New(vm.Get("Error"), vm.ToValue(ce.Message))
+	if e != nil {
+		obj = vm.NewObject()
+		_ = obj.Set("message", ce.Message)
 	}
-	x.queued = x.queued[:0]
-	return completion{}, false
+	_ = obj.Set("name", ce.Name)
+	_ = obj.Set("tool", ce.Tool)
+	_ = obj.Set("code", ce.Code)
+	if len(ce.Errors) > 0 {
+		b, _ := json.Marshal(ce.Errors)
+		if v, err := x.parseJSON(string(b)); err == nil {
+			_ = obj.Set("errors", v)
+		}
+	}
+	if site.SrcName() == x.c.file {
+		pos := site.Position()
+		_ = obj.DefineDataProperty("stack", vm.ToValue(fmt.Sprintf("%s: %s\n\tat %s:%d:%d", ce.Name, ce.Message, x.c.file, pos.Line, pos.Column)),
+			goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	}
+	if x.callErrs == nil {
+		x.callErrs = map[*goja.Object]*bridge.CallError{}
+	}
+	x.callErrs[obj] = ce
+	return obj
 }
 
 // awaiter is implemented by a bridge.Caller whose calls are answered by
@@ -251,155 +265,6 @@ func (x *exec) await() (completion, error) {
 			continue
 		}
 		delete(x.tickets, t)
-		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err}, nil
+		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err, site: c.site}, nil
 	}
-}
-
-// callError makes the JS error object for a failed call: an Error with
-// name, tool, code, message and (for schema failures) errors.
-func (x *exec) callError(err error) goja.Value {
-	vm := x.vm
-	var ce *bridge.CallError
-	if !errors.As(err, &ce) {
-		ce = &bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeToolFailed, Message: err.Error()}
-	}
-	obj, e := vm.New(vm.Get("Error"), vm.ToValue(ce.Message))
-	if e != nil {
-		obj = vm.NewObject()
-		_ = obj.Set("message", ce.Message)
-	}
-	_ = obj.Set("name", ce.Name)
-	_ = obj.Set("tool", ce.Tool)
-	_ = obj.Set("code", ce.Code)
-	if len(ce.Errors) > 0 {
-		b, _ := json.Marshal(ce.Errors)
-		if v, err := x.parse(goja.Undefined(), vm.ToValue(string(b))); err == nil {
-			_ = obj.Set("errors", v)
-		}
-	}
-	if x.callErrs == nil {
-		x.callErrs = map[*goja.Object]*bridge.CallError{}
-	}
-	x.callErrs[obj] = ce
-	return obj
-}
-
-// consoleObject builds `console`: log, info, warn, error and debug write to
-// the execution's capped log buffer.
-func (x *exec) consoleObject() goja.Value {
-	vm := x.vm
-	obj := vm.NewObject()
-	for _, level := range []string{"log", "info", "warn", "error", "debug"} {
-		level := level
-		_ = obj.Set(level, func(call goja.FunctionCall) goja.Value {
-			if x.job.Logs == nil || x.job.Logs.Full() {
-				return goja.Undefined()
-			}
-			var b strings.Builder
-			for i, a := range call.Arguments {
-				if i > 0 {
-					b.WriteByte(' ')
-				}
-				b.WriteString(x.format(a))
-				if int64(b.Len()) > x.job.Limits.MaxLogBytes && x.job.Limits.MaxLogBytes > 0 {
-					break
-				}
-			}
-			x.job.Logs.Write(level, b.String())
-			return goja.Undefined()
-		})
-	}
-	return obj
-}
-
-// format renders one console argument: strings as they are, other values
-// as JSON where possible.
-func (x *exec) format(v goja.Value) string {
-	if s, ok := v.Export().(string); ok {
-		return s
-	}
-	if obj, ok := v.(*goja.Object); ok && !isErrorObject(v) {
-		if _, isFn := goja.AssertFunction(obj); !isFn {
-			if j, err := x.stringify(goja.Undefined(), obj); err == nil && j != nil && !goja.IsUndefined(j) {
-				return j.String()
-			} else if err != nil && isUncatchable(err) {
-				panic(err)
-			}
-		}
-	}
-	var s string
-	if ex := x.vm.Try(func() { s = v.String() }); ex != nil {
-		return "[value that cannot be printed]"
-	}
-	return s
-}
-
-// guardBuiltins puts size guards on string built-ins that allocate in one
-// native step (and so cannot be interrupted): an oversized request throws
-// a catchable RangeError instead of exhausting memory.
-func (x *exec) guardBuiltins() {
-	vm := x.vm
-	strProto := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
-	guard := func(method string, size func(this goja.Value, args []goja.Value) float64) {
-		orig, ok := goja.AssertFunction(strProto.Get(method))
-		if !ok {
-			return
-		}
-		fn := vm.ToValue(func(call goja.FunctionCall) goja.Value {
-			// The limit is the job's, read when called: the runtime may
-			// have been made before the job (Warm).
-			if n, maxChars := size(call.This, call.Arguments), x.maxStringChars(); n > float64(maxChars) {
-				panic(x.rangeError(fmt.Sprintf("String.prototype.%s would build a string of %.0f characters, more than the %d the memory limit allows", method, n, maxChars)))
-			}
-			v, err := orig(call.This, call.Arguments...)
-			if err != nil {
-				panic(err)
-			}
-			return v
-		})
-		_ = strProto.DefineDataProperty(method, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	}
-	thisLen := func(this goja.Value) float64 {
-		if s, ok := this.Export().(string); ok {
-			return float64(len(s))
-		}
-		return 0
-	}
-	guard("repeat", func(this goja.Value, args []goja.Value) float64 {
-		if len(args) == 0 {
-			return 0
-		}
-		n := args[0].ToFloat()
-		if math.IsNaN(n) || n < 0 {
-			return 0
-		}
-		return thisLen(this) * n
-	})
-	pad := func(this goja.Value, args []goja.Value) float64 {
-		if len(args) == 0 {
-			return 0
-		}
-		return args[0].ToFloat()
-	}
-	guard("padStart", pad)
-	guard("padEnd", pad)
-}
-
-// maxStringChars is the largest string a guarded built-in may build: half
-// the memory limit (strings may take two bytes a character), at most 256 Mi.
-func (x *exec) maxStringChars() int64 {
-	const hard = 256 << 20
-	m := x.job.Limits.MemoryBytes / 2
-	if m <= 0 || m > hard {
-		m = hard
-	}
-	return m
-}
-
-func (x *exec) rangeError(msg string) goja.Value {
-	obj, err := x.vm.New(x.vm.Get("RangeError"), x.vm.ToValue(msg))
-	if err != nil {
-		return x.vm.ToValue(msg)
-	}
-	return obj
 }
