@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -581,6 +582,24 @@ func TestCloseDuringCompile(t *testing.T) {
 		}
 		if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
 			t.Fatalf("compile after close: %v", err)
+		}
+	}
+}
+
+// TestWithoutLoopChecksOutputFlood: a guest that writes to stdout forever
+// and ignores the failed writes is stopped at the output limit without
+// loop checks too (the write past the limit traps), not at its deadline.
+func TestWithoutLoopChecksOutputFlood(t *testing.T) {
+	// loop { fd_write(1, iov 0, 1, nwritten 8); drop; br 0 } (fd_write is
+	// the module's only import, function 0).
+	flood := bytes.Join([][]byte{{0x03, 0x40}, i32c(1), i32c(0), i32c(1), i32c(8), call(0), opDrop, {0x0c, 0x00, 0x0b}}, nil)
+	mod := writeModule(`"0123456789"`, flood)
+	for _, cfg := range []Config{{}, {NoLoopChecks: true}} {
+		e := newEngine(t, cfg)
+		j, _ := job(mod, ``, limits.Limits{MaxOutputBytes: 4096, Timeout: time.Minute}, testTools(t))
+		out := e.Run(context.Background(), j)
+		if out.Err == nil || out.Err.Kind != fault.KindOutputLimit {
+			t.Fatalf("NoLoopChecks %v: %s %v, want OUTPUT_LIMIT", cfg.NoLoopChecks, out.Result, out.Err)
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
 		maxOut = int(lim.MaxOutputBytes)
 	}
-	stdout := &outputWriter{max: maxOut + outputSlack, onFull: func() { cancel(errOutputLimit) }}
+	stdout := &outputWriter{max: maxOut + outputSlack, onFull: func() { cancel(errOutputLimit) }, trap: e.opts.NoLoopChecks}
 	stderr := &logWriter{logs: job.Logs}
 
 	input := []byte(job.Input)

@@ -17,6 +17,11 @@ var errOutputFull = errors.New("stdout is over the output limit")
 type outputWriter struct {
 	max    int
 	onFull func()
+	// trap stops the guest when it passes max (a trap from the write):
+	// without loop checks (Config.NoLoopChecks) a cancelled context does
+	// not stop it, and a guest that ignores failed writes would write on
+	// until its deadline.
+	trap bool
 
 	mu   sync.Mutex
 	buf  bytes.Buffer
@@ -37,6 +42,9 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 		w.full = true
 		if w.onFull != nil {
 			w.onFull()
+		}
+		if w.trap {
+			trapf("the module wrote more than %d bytes to stdout", w.max)
 		}
 		return 0, errOutputFull
 	}
