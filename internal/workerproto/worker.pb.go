@@ -1492,6 +1492,12 @@ type ToolStart struct {
 	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
 	// arguments_json is the call's arguments as JSON.
 	ArgumentsJson []byte `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// alone means the script waits for this call and no other call of the
+	// execution is open: the supervisor may run an inline tool's call where
+	// it reads the frame, as the engine in-process runs an inline call the
+	// script awaits alone on its own goroutine. Calls started together run
+	// concurrently, as in-process.
+	Alone         bool `protobuf:"varint,5,opt,name=alone,proto3" json:"alone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1552,6 +1558,13 @@ func (x *ToolStart) GetArgumentsJson() []byte {
 		return x.ArgumentsJson
 	}
 	return nil
+}
+
+func (x *ToolStart) GetAlone() bool {
+	if x != nil {
+		return x.Alone
+	}
+	return false
 }
 
 // Discover asks for a search over, or a description of, the execution's
@@ -2257,12 +2270,13 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\akeyword\x18\x02 \x01(\tR\akeyword\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x1c\n" +
 	"\x06Cancel\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x04R\x04slot\"n\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\"\x84\x01\n" +
 	"\tToolStart\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12%\n" +
-	"\x0earguments_json\x18\x04 \x01(\fR\rargumentsJson\"\x88\x01\n" +
+	"\x0earguments_json\x18\x04 \x01(\fR\rargumentsJson\x12\x14\n" +
+	"\x05alone\x18\x05 \x01(\bR\x05alone\"\x88\x01\n" +
 	"\bDiscover\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\rR\x02id\x12/\n" +

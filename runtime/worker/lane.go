@@ -175,6 +175,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	} else {
 		out = c.exec.run(ctx, job, c.baseLive, c.density > 1, onBreach, warm)
 	}
+	x.release()
 	done := doneFrame(slot, out, logs != nil && logs.Full(), clean(out))
 	done.GetDone().UnknownModule = unknown
 	_ = sendFrame(c.conn, slot, done, false)

@@ -44,6 +44,12 @@ type childExec struct {
 	refused uint32
 	// answers holds answers not yet taken, in arrival order.
 	answers []answer
+	// held are the calls to inline tools begun and not sent yet: they go
+	// out when a goroutine waits (or the next call that is sent at once
+	// goes), so that calls made together go out together; open counts the
+	// calls begun and not answered, held ones included.
+	held []*wp.ToolStart
+	open int
 	// queries counts Discover frames; found holds their answers.
 	queries uint32
 	found   map[uint32]*wp.DiscoverReply
@@ -86,9 +92,10 @@ func (x *childExec) Names() []string { return x.names }
 // Inline reports the manifest's inline flag of a tool.
 func (x *childExec) Inline(name string) bool { return x.inline[name] }
 
-// Begin sends the call to the supervisor — a call to an inline tool with
-// the next write, so that calls made together go out together, any other
-// at once, as in-process it would start at once — and returns its ticket.
+// Begin sends the call to the supervisor — a call to an inline tool when
+// a goroutine next waits, so that calls made together go out together and
+// the supervisor learns whether the script waits on it alone, any other at
+// once, as in-process it would start at once — and returns its ticket.
 func (x *childExec) Begin(ctx context.Context, name string, args json.RawMessage) uint32 {
 	if len(args) > bridge.MaxArgumentBytes {
 		// The frame would be refused; answer as the bridge does.
@@ -96,17 +103,55 @@ func (x *childExec) Begin(ctx context.Context, name string, args json.RawMessage
 			Message: fmt.Sprintf("arguments are %d bytes, more than the %d allowed", len(args), bridge.MaxArgumentBytes)})
 	}
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.calls++
-	id := x.calls
+	x.open++
+	m := &wp.ToolStart{Slot: x.slot, Call: x.calls, Tool: name, ArgumentsJson: args}
+	if x.inline[name] {
+		x.held = append(x.held, m)
+		return m.Call
+	}
 	// Sent under the lock: frames go out in call order.
-	err := sendFrame(x.lane.c.conn, x.slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: &wp.ToolStart{
-		Slot: x.slot, Call: id, Tool: name, ArgumentsJson: args}}}, x.inline[name])
-	if err != nil {
-		x.answers = append(x.answers, answer{ticket: id, err: &bridge.CallError{Name: bridge.NameToolError, Tool: name,
+	x.releaseLocked(false)
+	x.sendLocked(m, false)
+	return m.Call
+}
+
+// releaseLocked queues the held calls (under x.mu), in call order; a
+// waiter passes waiting when it waits for a call's answer: a held call
+// that is then the only open one is marked alone.
+func (x *childExec) releaseLocked(waiting bool) {
+	if len(x.held) == 0 {
+		return
+	}
+	if waiting && len(x.held) == 1 && x.open == 1 {
+		x.held[0].Alone = true
+	}
+	for i, m := range x.held {
+		x.sendLocked(m, true)
+		x.held[i] = nil
+	}
+	x.held = x.held[:0]
+}
+
+// sendLocked sends (or queues) a ToolStart frame; a call that cannot be
+// sent is answered with the failure.
+func (x *childExec) sendLocked(m *wp.ToolStart, queue bool) {
+	if err := sendFrame(x.lane.c.conn, x.slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_ToolStart{ToolStart: m}}, queue); err != nil {
+		x.open--
+		x.answers = append(x.answers, answer{ticket: m.Call, err: &bridge.CallError{Name: bridge.NameToolError, Tool: m.Tool,
 			Code: tools.CodeToolFailed, Message: "the tool call could not be sent"}})
 	}
-	x.mu.Unlock()
-	return id
+}
+
+// release sends the held calls: at the end of an execution, calls the
+// script began and never waited for reach the supervisor, as in-process
+// they start when begun.
+func (x *childExec) release() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.releaseLocked(false)
+	_ = x.lane.c.conn.Flush()
 }
 
 // refuse answers a call that is not sent.
@@ -124,7 +169,7 @@ func (x *childExec) refuse(err error) uint32 {
 // the connection fails first.
 func (x *childExec) Await(ctx context.Context) (uint32, json.RawMessage, error) {
 	var a answer
-	err := x.wait(ctx, func() bool {
+	err := x.wait(ctx, true, func() bool {
 		if len(x.answers) == 0 {
 			return false
 		}
@@ -144,7 +189,7 @@ func (x *childExec) Start(ctx context.Context, name string, args json.RawMessage
 	t := x.Begin(ctx, name, args)
 	return func() (json.RawMessage, error) {
 		var a answer
-		err := x.wait(ctx, func() bool {
+		err := x.wait(ctx, true, func() bool {
 			for i := range x.answers {
 				if x.answers[i].ticket == t {
 					a = x.answers[i]
@@ -179,9 +224,13 @@ func (x *childExec) Call(ctx context.Context, name string, args json.RawMessage)
 // for. While no other goroutine reads the lane's mailbox, the caller reads
 // it, filing the answers it reads; otherwise it waits to be told of new
 // ones. Frames the caller queued go out before it blocks (Next writes
-// them).
-func (x *childExec) wait(ctx context.Context, got func() bool) error {
+// them). forCall tells that the caller waits for a call's answer (not for
+// a discovery).
+func (x *childExec) wait(ctx context.Context, forCall bool, got func() bool) error {
 	x.mu.Lock()
+	// The held calls go out before this goroutine waits: it may wait for
+	// their answers.
+	x.releaseLocked(forCall)
 	for {
 		if got() {
 			x.mu.Unlock()
@@ -241,6 +290,9 @@ func (x *childExec) file(in *wp.SupervisorFrame) {
 		if r.GetSlot() != x.slot || r.GetCall() == 0 || r.GetCall() > x.calls {
 			return
 		}
+		if x.open > 0 {
+			x.open--
+		}
 		a := answer{ticket: r.GetCall(), result: json.RawMessage(r.GetResultJson())}
 		if r.GetError() != nil {
 			a.result, a.err = nil, callErrorFromPB(r.GetError())
@@ -293,7 +345,7 @@ func (x *childExec) discover(m *wp.Discover) *wp.DiscoverReply {
 		return nil
 	}
 	var r *wp.DiscoverReply
-	if x.wait(x.ctx, func() bool {
+	if x.wait(x.ctx, false, func() bool {
 		r = x.found[m.Id]
 		delete(x.found, m.Id)
 		return r != nil

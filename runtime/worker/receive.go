@@ -138,12 +138,15 @@ func (w *proc) lookup(slot uint64, remove bool) *execState {
 }
 
 // toolStart starts a tool call through the execution's bridge, in frame
-// order. A call to an inline tool that can run at once (a concurrency
-// slot is free) runs right here, on the goroutine that read its frame,
-// and its answer is queued: answers to calls read together go out
-// together, and one call costs no goroutine hand-off. Any other call runs
-// on its own goroutine (ended by the invocation, which the execution's
-// tool context bounds), which this goroutine lets start at once.
+// order. A call to an inline tool that the script waits on alone (as the
+// worker tells) and that can run at once (a concurrency slot is free)
+// runs right here, on the goroutine that read its frame, and its answer
+// is queued: one call costs no goroutine hand-off, as in-process the
+// engine runs such a call on the script's goroutine. Calls made together
+// run concurrently, as in-process: an inline tool may wait (a Session's
+// client tool waits for its client). Any other call runs on its own
+// goroutine (ended by the invocation, which the execution's tool context
+// bounds), which this goroutine lets start at once.
 func (w *proc) toolStart(m *wp.ToolStart) error {
 	es := w.lookup(m.GetSlot(), false)
 	if es == nil {
@@ -155,7 +158,7 @@ func (w *proc) toolStart(m *wp.ToolStart) error {
 	es.calls++
 	slot, call := m.GetSlot(), m.GetCall()
 	inv, now := es.job.Tools.StartNow(es.tctx, m.GetTool(), json.RawMessage(m.GetArgumentsJson()))
-	if now && es.job.Tools.Inline(m.GetTool()) {
+	if now && m.GetAlone() && es.job.Tools.Inline(m.GetTool()) {
 		out, err := inv()
 		return w.queue(es.lane, toolReply(slot, call, out, err))
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ type fakeSupervisor struct {
 	conn  *ipc.Conn
 	delay map[string]time.Duration
 	wg    sync.WaitGroup
+	// alone records the alone flag of each call.
+	mu    sync.Mutex
+	alone map[uint32]bool
 }
 
 func (f *fakeSupervisor) handle(tag uint64, payload []byte) error {
@@ -73,6 +77,12 @@ func (f *fakeSupervisor) handle(tag uint64, payload []byte) error {
 	switch m := in.Msg.(type) {
 	case *wp.WorkerFrame_ToolStart:
 		ts := m.ToolStart
+		f.mu.Lock()
+		if f.alone == nil {
+			f.alone = map[uint32]bool{}
+		}
+		f.alone[ts.GetCall()] = ts.GetAlone()
+		f.mu.Unlock()
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
@@ -128,6 +138,37 @@ func proxyPair(t *testing.T, slot uint64, delay map[string]time.Duration) (*chil
 // JavaScript engine (Begin, then Await on one goroutine) and the
 // WebAssembly host (Start, and Invocations on many goroutines at once).
 func TestProxyAnswers(t *testing.T) {
+	t.Run("alone only when the script waits on one call", func(t *testing.T) {
+		x, f := proxyPair(t, 7, nil)
+		ctx := context.Background()
+		await := func(n int) {
+			for range n {
+				if got, _, err := x.Await(ctx); got == 0 {
+					t.Fatal(err)
+				}
+			}
+		}
+		x.Begin(ctx, "fast", json.RawMessage(`{}`)) // 1: awaited alone
+		await(1)
+		x.Begin(ctx, "fast", json.RawMessage(`{}`)) // 2, 3: together
+		x.Begin(ctx, "fast", json.RawMessage(`{}`))
+		await(2)
+		x.Begin(ctx, "slow", json.RawMessage(`{}`)) // 4: not inline
+		await(1)
+		x.Begin(ctx, "slow", json.RawMessage(`{}`)) // 5, 6: another call open
+		x.Begin(ctx, "fast", json.RawMessage(`{}`))
+		await(2)
+		x.Begin(ctx, "fast", json.RawMessage(`{}`)) // 7: sent at the end of the execution
+		x.release()
+		await(1) // its answer: the supervisor has read it
+		want := map[uint32]bool{1: true, 2: false, 3: false, 4: false, 5: false, 6: false, 7: false}
+		f.wg.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !reflect.DeepEqual(f.alone, want) {
+			t.Fatalf("alone flags %v, want %v", f.alone, want)
+		}
+	})
 	t.Run("await any, in arrival order", func(t *testing.T) {
 		x, _ := proxyPair(t, 7, map[string]time.Duration{"slow": 100 * time.Millisecond})
 		ctx := context.Background()
