@@ -56,6 +56,7 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job, mod *wasmJob)
 	}
 	x := executeFrame(es.slot, job)
 	var out *ptcruntime.Outcome
+	killed := false
 	if mod != nil {
 		mod.frame(x)
 		out = w.compile(ctx, es, mod)
@@ -65,13 +66,15 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job, mod *wasmJob)
 			w.kill()
 		}
 		stop := p.watch(ctx, w, es, grace)
-		stopCPU := func() {}
+		stopCPU := func() bool { return false }
 		if mod != nil {
 			stopCPU = w.watchCPU(es)
 		}
 		out = w.serveExec(es)
-		stopCPU()
-		stop()
+		// A kill that fired as the execution finished must not hand the
+		// dying worker to the next execution.
+		killed = stopCPU()
+		killed = stop() || killed
 	}
 	es.finish(out)
 	w.unregister(es)
@@ -81,7 +84,7 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job, mod *wasmJob)
 			w.dropped(mod.hash)
 		}
 	}
-	p.release(w, es.clean)
+	p.release(w, es.clean && !killed)
 	return out
 }
 
@@ -123,8 +126,8 @@ func (w *proc) serveExec(es *execState) *ptcruntime.Outcome {
 // when ctx ends first, the worker is asked to cancel it (a Cancel frame)
 // and killed if it has not finished KillGrace later. Neither depends on
 // what the execution's goroutine is doing. The returned function disarms
-// both.
-func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Duration) (stop func()) {
+// both and reports whether either had already fired.
+func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Duration) (stop func() (fired bool)) {
 	var mu sync.Mutex
 	var deadline, cancelKill *time.Timer
 	disarmed := false
@@ -152,17 +155,16 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Dur
 			w.killFor(es, fault.KindCancelled)
 		})
 	})
-	return func() {
+	return func() bool {
 		stopCancel()
 		mu.Lock()
 		disarmed = true
-		if cancelKill != nil {
-			cancelKill.Stop()
-		}
+		fired := cancelKill != nil && !cancelKill.Stop()
 		mu.Unlock()
-		if deadline != nil {
-			deadline.Stop()
+		if deadline != nil && !deadline.Stop() {
+			fired = true
 		}
+		return fired
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
@@ -48,9 +49,17 @@ import (
 // compiled Go guest takes tens of MiB of machine code).
 const maxWorkerModules = 8
 
-// isWASM reports whether a job runs a WebAssembly module.
+// isWASM reports whether a job runs a WebAssembly module: by its
+// language, or, when that is not set, by holding a module and no source.
+// A JavaScript job that also carries module bytes runs its source.
 func isWASM(job *ptcruntime.Job) bool {
-	return len(job.Module) > 0 || (job.Source == "" && job.ModuleSHA256 != "")
+	switch job.Language {
+	case core.LanguageWASM:
+		return true
+	case core.LanguageUnspecified:
+		return job.Source == "" && (len(job.Module) > 0 || job.ModuleSHA256 != "")
+	}
+	return false
 }
 
 // moduleHash returns the hex SHA-256 of a job's module.
@@ -306,22 +315,23 @@ func wasmBreach(fe *fault.Error) *fault.Error {
 // worker reported at start): it reads the clock when the limit could first
 // have been used (one thread uses at most wall time), then again when the
 // rest could have been, and kills the worker with a CPU_LIMIT breach once
-// the guest used its limit. The returned function disarms it.
-func (w *proc) watchCPU(es *execState) (stop func()) {
+// the guest used its limit. The returned function disarms it and reports
+// whether it had killed the worker.
+func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	lim := es.job.Limits.CPUTime
 	threads := w.ready.GetLaneThreads()
 	if lim <= 0 || es.lane == 0 || es.lane > uint64(len(threads)) {
-		return func() {}
+		return func() bool { return false }
 	}
 	path := fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, threads[es.lane-1])
 	start, err := threadCPU(path)
 	if err != nil {
 		// The worker's own watchdog is then the only one.
-		return func() {}
+		return func() bool { return false }
 	}
 	var mu sync.Mutex
 	var t *time.Timer
-	stopped := false
+	stopped, killed := false, false
 	check := func() {
 		used, err := threadCPU(path)
 		mu.Lock()
@@ -339,17 +349,19 @@ func (w *proc) watchCPU(es *execState) (stop func()) {
 			es.breachCPU = used
 		}
 		w.mu.Unlock()
+		killed = true
 		w.pool.stats.killed.Add(1)
 		w.kill()
 	}
 	mu.Lock()
 	t = time.AfterFunc(lim, check)
 	mu.Unlock()
-	return func() {
+	return func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		stopped = true
 		t.Stop()
-		mu.Unlock()
+		return killed
 	}
 }
 

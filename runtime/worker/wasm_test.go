@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/wasm"
@@ -189,6 +190,15 @@ func TestWASMInWorkers(t *testing.T) {
 		out := p.Run(context.Background(), job)
 		if out.Err == nil || out.Err.Kind != fault.KindMemoryLimit {
 			t.Fatalf("got %v, want MEMORY_LIMIT", out.Err)
+		}
+	})
+	t.Run("a JavaScript job that carries module bytes runs its source", func(t *testing.T) {
+		for _, q := range []*Pool{p, newPool(t, Config{Mode: ModeInProcess})} {
+			job, _ := newJob(t, `return 1`, testLimits())
+			job.Language, job.Module = core.LanguageJavaScript, []byte{0, 1, 2}
+			if out := q.Run(context.Background(), job); out.Err != nil || string(out.Result) != `1` {
+				t.Fatalf("%s %v", out.Result, out.Err)
+			}
 		}
 	})
 	t.Run("in-process pool refuses", func(t *testing.T) {
