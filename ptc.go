@@ -46,7 +46,7 @@ func (l Language) String() string { return core.Language(l).String() }
 // Result.EffectiveLimits reports the limits that applied.
 type Limits struct {
 	// Timeout is the wall-clock budget of the execution, tool waits
-	// included. Breach: KindTimeout.
+	// included (time paused for the caller excluded). Breach: KindTimeout.
 	Timeout time.Duration
 	// CPUTime is the time the sandbox itself may compute. Breach:
 	// KindCPULimit.
@@ -72,6 +72,13 @@ type Limits struct {
 	// MaxLogEntries bounds the number of captured console entries; the
 	// rest are dropped and Result.LogsTruncated set.
 	MaxLogEntries int32
+	// MaxPauses bounds how often a resumable execution (Request.Resumable)
+	// may pause for its caller. Breach: KindPauseLimit.
+	MaxPauses int32
+	// MaxPausedTime bounds the total time a resumable execution may wait
+	// paused, across its pauses (paused time is not part of Timeout).
+	// Breach: KindPauseLimit, when it is resumed.
+	MaxPausedTime time.Duration
 }
 
 // Request is one execution request.

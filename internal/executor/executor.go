@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
@@ -58,6 +59,16 @@ type Config struct {
 	// WASM configures the WebAssembly engine, created on the first WASM
 	// request.
 	WASM wasm.Config
+	// Durable seals paused executions into continuations and opens them;
+	// nil refuses resumable executions.
+	Durable *durable.Manager
+	// Approve, when set, reports the server tools whose every call needs
+	// approval (the operator's rules), besides those whose definition says
+	// so.
+	Approve func(tool string) bool
+	// Parked bounds the paused executions kept waiting in memory, to be
+	// resumed without a re-run (see parked.go); zero keeps the defaults.
+	Parked ParkedConfig
 }
 
 // Executor validates, prepares and runs executions. It is safe for
@@ -70,6 +81,10 @@ type Executor struct {
 	maxInput  int
 	schemas   *lru.Cache[[32]byte, *tools.Schema]
 	pool      *worker.Pool
+
+	durable *durable.Manager
+	approve func(string) bool
+	parked  *parkedSet
 
 	wasmCfg  wasm.Config
 	wasmOnce sync.Once
@@ -88,9 +103,14 @@ func New(cfg Config) (*Executor, error) {
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 		wasmCfg:   cfg.WASM,
+		durable:   cfg.Durable,
+		approve:   cfg.Approve,
 	}
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
+	}
+	if e.durable != nil {
+		e.parked = newParkedSet(cfg.Parked)
 	}
 	if e.policy == (limits.Policy{}) {
 		e.policy = limits.DefaultPolicy()
@@ -145,6 +165,7 @@ func New(cfg Config) (*Executor, error) {
 // Close releases the engines: the worker pool and the WebAssembly runtime.
 // Executions must have finished.
 func (e *Executor) Close() error {
+	e.parked.closeAll()
 	var err error
 	if e.pool != nil {
 		err = e.pool.Close()

@@ -32,6 +32,15 @@ type Prepared struct {
 	modEng  *wasm.Engine
 	det     core.Determinism
 	queued  time.Duration
+
+	// approvals names the tools whose calls need approval, with why.
+	approvals map[string]string
+	// resumable: the execution may pause (see resumable.go); clientNames
+	// are its client tools, whose calls pause it.
+	resumable   bool
+	clientNames []string
+	// resume is set when p resumes a paused execution.
+	resume *resumed
 }
 
 // ExecutionID returns the execution's id (generated if the request had none).
@@ -80,7 +89,19 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	} else if err := CheckExecutionID(id); err != nil {
 		return nil, err
 	}
-	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id)}
+	if req.Resumable {
+		if e.durable == nil {
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)")
+		}
+		// A resumable execution is re-run to resume it: it is always
+		// deterministic, its virtual clock starting now unless set.
+		req.Deterministic = true
+		if req.ClockStart.IsZero() {
+			req.ClockStart = time.Now().UTC().Truncate(time.Millisecond)
+		}
+	}
+	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id),
+		resumable: req.Resumable}
 	if req.Language == core.LanguageWASM {
 		if err := e.prepareModule(p); err != nil {
 			return nil, err
@@ -89,6 +110,12 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	var err *fault.Error
 	if p.tools, err = e.selectTools(req); err != nil {
 		return nil, err
+	}
+	if p.approvals, err = e.approvalsOf(req, p.tools); err != nil {
+		return nil, err
+	}
+	for _, t := range req.ClientTools {
+		p.clientNames = append(p.clientNames, t.Name)
 	}
 	if len(req.ResultSchema) > 0 {
 		s, serr := e.compileResultSchema(req.ResultSchema)
@@ -222,6 +249,10 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		if seen[t.Name] {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q collides with a server tool of the same name", t.Name)
 		}
+		if t.Handler == nil && req.Resumable {
+			// Its calls pause the execution: the handler never runs.
+			t.Handler = unreachable
+		}
 		c, err := tools.Compile(t)
 		if err != nil {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
@@ -233,6 +264,56 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		}
 		out = append(out, c)
 		seen[t.Name] = true
+	}
+	return out, nil
+}
+
+// unreachable is the handler of a resumable execution's client tool: its
+// calls wait for the caller and never reach a handler.
+func unreachable(context.Context, tools.Call) (json.RawMessage, error) {
+	return nil, tools.Errorf(tools.CodeToolFailed, "a client tool of a resumable execution is answered by its caller")
+}
+
+// approvalsOf names the selected server tools whose calls need approval,
+// each with why: its definition says so, the server's configuration
+// does, or the request asks to approve it (a name the script cannot call
+// is refused).
+func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (map[string]string, *fault.Error) {
+	client := map[string]bool{}
+	for _, t := range req.ClientTools {
+		client[t.Name] = true
+	}
+	asked := map[string]bool{}
+	for _, n := range req.RequireApproval {
+		asked[n] = true
+	}
+	var out map[string]string
+	set := func(name, why string) {
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, ok := out[name]; !ok {
+			out[name] = why
+		}
+	}
+	for _, t := range selected {
+		if client[t.Name] {
+			continue
+		}
+		switch {
+		case asked[t.Name]:
+			set(t.Name, "the caller asked to approve its calls")
+			delete(asked, t.Name)
+		case t.RequiresApproval:
+			set(t.Name, "its definition requires approval")
+		case e.approve != nil && e.approve(t.Name):
+			set(t.Name, "the server's configuration requires approval for it")
+		}
+	}
+	for _, n := range req.RequireApproval {
+		if asked[n] {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "require_approval names %q, which is not a server tool this execution may call", n)
+		}
 	}
 	return out, nil
 }

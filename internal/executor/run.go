@@ -23,25 +23,46 @@ func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.
 	return e.Run(ctx, p), nil
 }
 
-// Run executes a prepared request. It always returns a Result.
+// Run executes a prepared request. It always returns a Result; a
+// resumable one may be paused (Result.Pending and Continuation set).
 func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
+	if p.resumable {
+		return e.runResumable(ctx, p)
+	}
 	start := time.Now()
-	d := bridge.New(bridge.Config{
+	d := bridge.New(e.bridgeConfig(p, start))
+	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
+	job := e.job(p, d, logs, p.limits)
+	out := e.runJob(ctx, p, job)
+	res := result(p, out, d, logs)
+	res.Stats.Duration = time.Since(start)
+	res.ModelMessage = core.ModelMessage(res)
+	return res
+}
+
+// bridgeConfig is the dispatcher configuration of p's execution.
+func (e *Executor) bridgeConfig(p *Prepared, start time.Time) bridge.Config {
+	return bridge.Config{
 		ExecutionID:   p.id,
 		Tools:         p.tools,
 		MaxCalls:      p.limits.MaxToolCalls,
 		MaxConcurrent: p.limits.MaxConcurrentToolCalls,
 		Start:         start,
 		KeepResults:   p.req.IncludeToolResults,
-	})
-	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
+		Approvals:     p.approvals,
+		Approve:       p.req.Approve,
+	}
+}
+
+// job is the engine's view of p's execution, under lim.
+func (e *Executor) job(p *Prepared, d *bridge.Dispatcher, logs *runtime.LogBuffer, lim limits.Limits) *runtime.Job {
 	job := &runtime.Job{
 		ExecutionID: p.id,
 		Language:    p.req.Language,
 		Source:      p.req.Source,
 		Module:      p.req.Module,
 		Input:       p.req.Input,
-		Limits:      p.limits,
+		Limits:      lim,
 		Tools:       d,
 		Logs:        logs,
 		Determinism: p.det,
@@ -49,13 +70,21 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	if len(job.Input) == 0 {
 		job.Input = json.RawMessage("null")
 	}
-	var out *runtime.Outcome
-	if p.modEng != nil {
-		out = safeRunHash(ctx, p, job)
-	} else {
-		out = safeRun(ctx, p.engine, job)
-	}
+	return job
+}
 
+// runJob runs a job on p's engine.
+func (e *Executor) runJob(ctx context.Context, p *Prepared, job *runtime.Job) *runtime.Outcome {
+	if p.modEng != nil {
+		return safeRunHash(ctx, p, job)
+	}
+	return safeRun(ctx, p.engine, job)
+}
+
+// result assembles the Result of an execution that ended: the result
+// (checked against the result schema) or the failure, the logs, the trace
+// and the stats (Duration and ModelMessage are the caller's).
+func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runtime.LogBuffer) *core.Result {
 	res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits}
 	if out.Err == nil && p.result != nil {
 		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
@@ -74,7 +103,6 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	res.Logs, res.LogsTruncated = logs.Entries()
 	res.Trace = d.Trace()
 	res.Stats = core.Stats{
-		Duration:        time.Since(start),
 		CPUTime:         out.CPUTime,
 		QueueTime:       p.queued,
 		PeakMemoryBytes: out.PeakMemoryBytes,
@@ -83,7 +111,6 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		OutputBytes:     int64(len(res.Result)),
 		LogBytes:        logs.Bytes(),
 	}
-	res.ModelMessage = core.ModelMessage(res)
 	return res
 }
 
