@@ -260,11 +260,7 @@ func (u *durable) apply(ctx context.Context, g *gate, ans core.Answer) (json.Raw
 func (u *durable) complete(g *gate, out json.RawMessage, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if g.action != nil {
-		u.parked--
-	} else {
-		u.running--
-	}
+	u.running--
 	g.done, g.out = true, out
 	if err != nil {
 		g.err = callErrorOf(g.tool, err)
@@ -364,6 +360,10 @@ func (u *durable) answerLocked(answers map[int32]core.Answer) {
 			continue
 		}
 		if ans, ok := answers[seq]; ok {
+			// From now on the call runs: the execution cannot pause
+			// until it is delivered.
+			u.parked--
+			u.running++
 			g.answer <- ans
 		}
 	}

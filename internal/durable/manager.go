@@ -253,4 +253,3 @@ func (m *Manager) Consume(ctx context.Context, o *Opened) *fault.Error {
 	}
 	return nil
 }
-
