@@ -1,6 +1,8 @@
 package ptc
 
 import (
+	"context"
+
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
@@ -32,6 +34,18 @@ func requestCore(r Request) core.Request {
 	if on := r.OnLog; on != nil {
 		out.OnLog = func(e core.LogEntry) { on(LogEntry(e)) }
 	}
+	out.Resumable, out.RequireApproval = r.Resumable, r.RequireApproval
+	if ap := r.Approve; ap != nil {
+		out.Approve = func(ctx context.Context, a core.Action) (bool, string) { return ap(ctx, actionOf(a)) }
+	}
+	return out
+}
+
+func answersCore(as []Answer) []core.Answer {
+	out := make([]core.Answer, len(as))
+	for i, a := range as {
+		out[i] = core.Answer(a)
+	}
 	return out
 }
 
@@ -56,6 +70,13 @@ func resultOf(r *core.Result) *Result {
 		for i, t := range r.Trace {
 			out.Trace[i] = ToolCallRecord(t)
 		}
+	}
+	if len(r.Pending) > 0 {
+		out.Pending = make([]Action, len(r.Pending))
+		for i, a := range r.Pending {
+			out.Pending[i] = actionOf(a)
+		}
+		out.Continuation, out.ContinuationExpires = r.Continuation, r.ContinuationExpires
 	}
 	return out
 }
@@ -90,4 +111,9 @@ func toolListOf(l *core.ToolList) *ToolList {
 		out.Scores = append(out.Scores, m.Score)
 	}
 	return out
+}
+
+func actionOf(a core.Action) Action {
+	return Action{CallID: a.CallID, Kind: ActionKind(a.Kind), Seq: a.Seq, Tool: a.Tool, Arguments: a.Arguments,
+		IdempotencyKey: a.IdempotencyKey, Reason: a.Reason}
 }

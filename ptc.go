@@ -19,6 +19,7 @@
 package ptc
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -123,6 +124,81 @@ type Request struct {
 	Seed uint64
 	// ClockStart is where the virtual clock starts when Deterministic is set.
 	ClockStart time.Time
+	// Resumable lets the execution pause at calls only the caller can
+	// answer — calls to ClientTools (whose Handler may then be nil) and
+	// calls that need approval — instead of running or failing them: the
+	// Result then has Pending actions and a Continuation, and Resume (of
+	// the Runner or Client, on any process that shares the continuation
+	// keys) goes on with the answers. Calls started together pause
+	// together; server tools keep running until the script waits only for
+	// the caller. A resumable execution is re-run to resume it, so it is
+	// always deterministic (Seed; the virtual clock starts at ClockStart,
+	// or at the time it starts). Client.Run refuses it.
+	Resumable bool
+	// RequireApproval names server tools whose calls the caller wants to
+	// approve, besides those the server requires approval for
+	// (tools.Definition.RequiresApproval, or the server's configuration).
+	RequireApproval []string
+	// Approve decides, while the script runs, the calls that need
+	// approval: approved (the tool runs) or denied with a reason (the
+	// script gets a ToolError with code "denied" and the reason, and the
+	// tool does not run). It applies to Runner.Execute and Client.Run
+	// without Resumable; a resumable execution pauses for approvals
+	// instead. Without it those calls are denied.
+	Approve func(ctx context.Context, a Action) (approved bool, reason string)
+}
+
+// ActionKind says what a paused call waits for.
+type ActionKind int32
+
+// The kinds of Action.
+const (
+	// ActionClientTool is a call to a client tool: answer it with its
+	// Output or its Error.
+	ActionClientTool ActionKind = 1
+	// ActionApproval is a call to a server tool that needs approval:
+	// answer it with Approve (it then runs, once) or Deny and a Reason.
+	ActionApproval ActionKind = 2
+)
+
+// String returns "client_tool" or "approval".
+func (k ActionKind) String() string { return core.ActionKind(k).String() }
+
+// Action is one call a paused execution waits for (Result.Pending), or
+// one an Approve callback decides.
+type Action struct {
+	// CallID names the call in its Answer.
+	CallID string
+	// Kind says what the call waits for.
+	Kind ActionKind
+	// Seq is the call's 1-based number among the execution's calls.
+	Seq int32
+	// Tool is the tool called: a client tool, or the server tool that
+	// runs if approved.
+	Tool string
+	// Arguments is the call's JSON arguments, validated against the
+	// tool's input schema.
+	Arguments json.RawMessage
+	// IdempotencyKey is "<execution id>/<seq>", the same on every resume.
+	IdempotencyKey string
+	// Reason says why a call needs approval.
+	Reason string
+}
+
+// Answer answers one pending Action in Resume: exactly one of Output and
+// Error (for a client tool), or of Approve and Deny (for an approval).
+type Answer struct {
+	// CallID is the Action's CallID.
+	CallID string
+	// Output is the client tool's JSON result, checked against its output
+	// schema.
+	Output json.RawMessage
+	// Error is the client tool's failure (its Code is required).
+	Error *tools.Error
+	// Approve lets the call run; Deny refuses it with Reason, which the
+	// script sees as the message of a ToolError with code "denied".
+	Approve, Deny bool
+	Reason        string
 }
 
 // Result is the outcome of an execution that ran, successfully or not.
@@ -146,7 +222,22 @@ type Result struct {
 	Trace []ToolCallRecord
 	// EffectiveLimits are the limits that applied, every field set.
 	EffectiveLimits Limits
+	// Pending lists the calls a paused resumable execution waits for, by
+	// Seq; empty when the execution ended. A paused Result has no Result
+	// and no Error; its Logs are those written since the previous pause;
+	// its Stats and Trace cover the execution so far (the pending calls
+	// are not in the Trace).
+	Pending []Action
+	// Continuation resumes a paused execution (Runner.Resume,
+	// Client.Resume) until ContinuationExpires, once. It is opaque,
+	// signed and encrypted, and bound to the caller's tenant.
+	Continuation        string
+	ContinuationExpires time.Time
 }
+
+// RequiresAction reports whether the execution paused: Pending lists what
+// it waits for and Continuation resumes it.
+func (r *Result) RequiresAction() bool { return len(r.Pending) > 0 }
 
 // Stats measure one execution.
 type Stats struct {

@@ -49,6 +49,9 @@ func (p *Prepared) ExecutionID() string { return p.id }
 // Language returns the script's language (unspecified resolved).
 func (p *Prepared) Language() core.Language { return p.req.Language }
 
+// Request returns the request p runs (for a resume, the paused one's).
+func (p *Prepared) Request() core.Request { return p.req }
+
 // Limits returns the effective limits.
 func (p *Prepared) Limits() limits.Limits { return p.limits }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/wire"
@@ -101,6 +102,10 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
+	if len(req.ClientTools) > 0 && !req.Resumable {
+		return nil, wire.Status(fault.Reject(fault.CodeInvalidArgument,
+			"client_tools in Execute need resumable (calls to them pause the execution); Session takes its client tools in SessionStart"))
+	}
 	tenant, err := s.applyTenant(ctx, &req)
 	if err != nil {
 		return nil, err
@@ -119,6 +124,36 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	res := s.exec.Run(ectx, p)
 	s.observe(ctx, req, p, res)
 	return wire.ResultPB(res), nil
+}
+
+// Resume goes on with a paused execution.
+func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.ResumeResponse, error) {
+	tok, answers, module, ferr := wire.ResumeFromPB(in)
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	tenant := tenantOf{}
+	if t, ok := auth.FromContext(ctx); ok {
+		tenant = tenantOf{t}
+	}
+	p, ferr := s.exec.PrepareResume(ctx, executor.Resume{Continuation: tok, Answers: answers,
+		Tenant: tenant.name(), Ceilings: tenant.ceilings(), Module: module})
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	ectx, done := s.execContext(ctx)
+	defer done()
+	release, err := s.admit(ectx, p, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, ferr := s.exec.Continue(ectx, p)
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	s.observe(ctx, p.Request(), p, res)
+	return &ptcv1.ResumeResponse{Execution: wire.ResultPB(res)}, nil
 }
 
 // ListTools lists the server tools the caller's tenant may use: all of

@@ -20,6 +20,7 @@ func DefinitionPB(d tools.Definition) *ptcv1.ToolDefinition {
 		Description:      d.Description,
 		InputSchemaJson:  string(d.InputSchema),
 		OutputSchemaJson: string(d.OutputSchema),
+		RequiresApproval: d.RequiresApproval,
 	}
 }
 
@@ -29,7 +30,8 @@ func DefinitionFromPB(d *ptcv1.ToolDefinition) tools.Definition {
 		Name:         d.GetName(),
 		Description:  d.GetDescription(),
 		InputSchema:  rawOrNil(d.GetInputSchemaJson()),
-		OutputSchema: rawOrNil(d.GetOutputSchemaJson()),
+		OutputSchema:     rawOrNil(d.GetOutputSchemaJson()),
+		RequiresApproval: d.GetRequiresApproval(),
 	}
 }
 

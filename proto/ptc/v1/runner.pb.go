@@ -143,6 +143,16 @@ const (
 	// ERROR_KIND_INTERNAL means ptc itself failed (for example a worker process
 	// died for a reason other than a limit). Retrying may succeed.
 	ErrorKind_ERROR_KIND_INTERNAL ErrorKind = 10
+	// ERROR_KIND_PAUSE_LIMIT means a resumable execution would pause more
+	// often than Limits.max_pauses, waited paused longer than
+	// Limits.max_paused_time, or its paused state did not fit a continuation
+	// (and the server has no state store).
+	ErrorKind_ERROR_KIND_PAUSE_LIMIT ErrorKind = 11
+	// ERROR_KIND_RESUME_DIVERGED means a resumed execution, re-run to its
+	// pause, made a different call than the paused run did (another tool,
+	// other arguments, or a call it had not made); ExecutionError.message
+	// names the call. Resumable scripts must be deterministic.
+	ErrorKind_ERROR_KIND_RESUME_DIVERGED ErrorKind = 12
 )
 
 // Enum value maps for ErrorKind.
@@ -159,6 +169,8 @@ var (
 		8:  "ERROR_KIND_RESULT_SCHEMA_VIOLATION",
 		9:  "ERROR_KIND_CANCELLED",
 		10: "ERROR_KIND_INTERNAL",
+		11: "ERROR_KIND_PAUSE_LIMIT",
+		12: "ERROR_KIND_RESUME_DIVERGED",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_UNSPECIFIED":             0,
@@ -172,6 +184,8 @@ var (
 		"ERROR_KIND_RESULT_SCHEMA_VIOLATION": 8,
 		"ERROR_KIND_CANCELLED":               9,
 		"ERROR_KIND_INTERNAL":                10,
+		"ERROR_KIND_PAUSE_LIMIT":             11,
+		"ERROR_KIND_RESUME_DIVERGED":         12,
 	}
 )
 
@@ -200,6 +214,118 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
 	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{1}
+}
+
+// ExecutionState says whether an execution completed or waits for its
+// caller.
+type ExecutionState int32
+
+const (
+	// EXECUTION_STATE_UNSPECIFIED is never sent.
+	ExecutionState_EXECUTION_STATE_UNSPECIFIED ExecutionState = 0
+	// EXECUTION_STATE_COMPLETED means the execution ended: result_json or
+	// error is set.
+	ExecutionState_EXECUTION_STATE_COMPLETED ExecutionState = 1
+	// EXECUTION_STATE_REQUIRES_ACTION means a resumable execution paused:
+	// pending_actions lists what it waits for and continuation resumes it.
+	ExecutionState_EXECUTION_STATE_REQUIRES_ACTION ExecutionState = 2
+)
+
+// Enum value maps for ExecutionState.
+var (
+	ExecutionState_name = map[int32]string{
+		0: "EXECUTION_STATE_UNSPECIFIED",
+		1: "EXECUTION_STATE_COMPLETED",
+		2: "EXECUTION_STATE_REQUIRES_ACTION",
+	}
+	ExecutionState_value = map[string]int32{
+		"EXECUTION_STATE_UNSPECIFIED":     0,
+		"EXECUTION_STATE_COMPLETED":       1,
+		"EXECUTION_STATE_REQUIRES_ACTION": 2,
+	}
+)
+
+func (x ExecutionState) Enum() *ExecutionState {
+	p := new(ExecutionState)
+	*p = x
+	return p
+}
+
+func (x ExecutionState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExecutionState) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[2].Descriptor()
+}
+
+func (ExecutionState) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[2]
+}
+
+func (x ExecutionState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExecutionState.Descriptor instead.
+func (ExecutionState) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{2}
+}
+
+// ActionKind says what a paused call waits for.
+type ActionKind int32
+
+const (
+	// ACTION_KIND_UNSPECIFIED is never sent.
+	ActionKind_ACTION_KIND_UNSPECIFIED ActionKind = 0
+	// ACTION_KIND_CLIENT_TOOL is a call to one of ExecuteRequest.client_tools:
+	// the answer is the tool's output_json or its error.
+	ActionKind_ACTION_KIND_CLIENT_TOOL ActionKind = 1
+	// ACTION_KIND_APPROVAL is a call to a server tool that needs approval:
+	// the answer approves it (it then runs, once) or denies it with a reason
+	// (the program sees a ToolError with code "denied" and the reason).
+	ActionKind_ACTION_KIND_APPROVAL ActionKind = 2
+)
+
+// Enum value maps for ActionKind.
+var (
+	ActionKind_name = map[int32]string{
+		0: "ACTION_KIND_UNSPECIFIED",
+		1: "ACTION_KIND_CLIENT_TOOL",
+		2: "ACTION_KIND_APPROVAL",
+	}
+	ActionKind_value = map[string]int32{
+		"ACTION_KIND_UNSPECIFIED": 0,
+		"ACTION_KIND_CLIENT_TOOL": 1,
+		"ACTION_KIND_APPROVAL":    2,
+	}
+)
+
+func (x ActionKind) Enum() *ActionKind {
+	p := new(ActionKind)
+	*p = x
+	return p
+}
+
+func (x ActionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ActionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[3].Descriptor()
+}
+
+func (ActionKind) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[3]
+}
+
+func (x ActionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ActionKind.Descriptor instead.
+func (ActionKind) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{3}
 }
 
 // ExecuteRequest asks the server to run one program.
@@ -241,9 +367,29 @@ type ExecuteRequest struct {
 	IncludeToolResults bool `protobuf:"varint,10,opt,name=include_tool_results,json=includeToolResults,proto3" json:"include_tool_results,omitempty"`
 	// stream_logs makes Session send each console entry as a LogEntry message
 	// while the program runs. Ignored by Execute.
-	StreamLogs    bool `protobuf:"varint,11,opt,name=stream_logs,json=streamLogs,proto3" json:"stream_logs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StreamLogs bool `protobuf:"varint,11,opt,name=stream_logs,json=streamLogs,proto3" json:"stream_logs,omitempty"`
+	// resumable lets Execute pause the program at calls only the caller can
+	// answer — calls to client_tools, and calls to server tools that need
+	// approval — instead of failing them: the response then has state
+	// EXECUTION_STATE_REQUIRES_ACTION, the pending actions and a continuation
+	// for Resume. Calls started together (Promise.all) pause together; server
+	// tools keep running until the program waits only for the caller. A
+	// resumable execution is deterministic (seeded random, virtual clock
+	// starting at clock_start, or now when unset): to resume it, ptc re-runs
+	// it and feeds the recorded results. Refused by Session.
+	Resumable bool `protobuf:"varint,12,opt,name=resumable,proto3" json:"resumable,omitempty"`
+	// client_tools are tools the caller serves in a resumable Execute: a call
+	// to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
+	// resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
+	// its client tools in SessionStart).
+	ClientTools []*ToolDefinition `protobuf:"bytes,13,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
+	// require_approval names server tools whose calls the caller wants to
+	// approve, besides those the server requires approval for. An unknown
+	// name, or one the program may not call, is refused with
+	// INVALID_ARGUMENT.
+	RequireApproval []string `protobuf:"bytes,14,rep,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -353,6 +499,27 @@ func (x *ExecuteRequest) GetStreamLogs() bool {
 	return false
 }
 
+func (x *ExecuteRequest) GetResumable() bool {
+	if x != nil {
+		return x.Resumable
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetClientTools() []*ToolDefinition {
+	if x != nil {
+		return x.ClientTools
+	}
+	return nil
+}
+
+func (x *ExecuteRequest) GetRequireApproval() []string {
+	if x != nil {
+		return x.RequireApproval
+	}
+	return nil
+}
+
 // Script is a program in one of the supported languages.
 type Script struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -436,8 +603,10 @@ func (x *Script) GetModuleSha256() string {
 // field above the operator's ceiling is clamped to that ceiling.
 type Limits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// timeout bounds the wall-clock time of the execution, tool waits included.
-	// Breach: ERROR_KIND_TIMEOUT.
+	// timeout bounds the wall-clock time of the execution, tool waits included
+	// (time paused waiting for Resume excluded). The limits of a resumable
+	// execution span all its runs: what earlier runs used is carried. Breach:
+	// ERROR_KIND_TIMEOUT.
 	Timeout *durationpb.Duration `protobuf:"bytes,1,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// cpu_time bounds the time the sandbox itself computes. Breach:
 	// ERROR_KIND_CPU_LIMIT.
@@ -465,6 +634,14 @@ type Limits struct {
 	// beyond it are dropped and ExecuteResponse.logs_truncated is set; it never
 	// fails the execution.
 	MaxLogEntries int32 `protobuf:"varint,8,opt,name=max_log_entries,json=maxLogEntries,proto3" json:"max_log_entries,omitempty"`
+	// max_pauses bounds how often a resumable execution may pause. Breach:
+	// ERROR_KIND_PAUSE_LIMIT (the pause that would exceed it ends the
+	// execution instead).
+	MaxPauses int32 `protobuf:"varint,9,opt,name=max_pauses,json=maxPauses,proto3" json:"max_pauses,omitempty"`
+	// max_paused_time bounds the total time a resumable execution may wait
+	// paused, across its pauses; paused time is not part of timeout. Breach:
+	// ERROR_KIND_PAUSE_LIMIT, when a Resume comes too late.
+	MaxPausedTime *durationpb.Duration `protobuf:"bytes,10,opt,name=max_paused_time,json=maxPausedTime,proto3" json:"max_paused_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -555,6 +732,20 @@ func (x *Limits) GetMaxLogEntries() int32 {
 	return 0
 }
 
+func (x *Limits) GetMaxPauses() int32 {
+	if x != nil {
+		return x.MaxPauses
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxPausedTime() *durationpb.Duration {
+	if x != nil {
+		return x.MaxPausedTime
+	}
+	return nil
+}
+
 // ExecuteResponse is the outcome of one execution.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -585,8 +776,25 @@ type ExecuteResponse struct {
 	// effective_limits are the limits that applied after defaults and operator
 	// ceilings, with every field set.
 	EffectiveLimits *Limits `protobuf:"bytes,9,opt,name=effective_limits,json=effectiveLimits,proto3" json:"effective_limits,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// state is EXECUTION_STATE_COMPLETED when the execution ended, and
+	// EXECUTION_STATE_REQUIRES_ACTION when a resumable execution paused. A
+	// paused response has no result_json and no error; its logs are those
+	// written since the previous pause, its stats and trace cover the whole
+	// execution so far (the pending calls are in pending_actions, not in the
+	// trace).
+	State ExecutionState `protobuf:"varint,10,opt,name=state,proto3,enum=ptc.v1.ExecutionState" json:"state,omitempty"`
+	// pending_actions are the calls a paused execution waits for, by seq;
+	// Resume needs one answer for each.
+	PendingActions []*PendingAction `protobuf:"bytes,11,rep,name=pending_actions,json=pendingActions,proto3" json:"pending_actions,omitempty"`
+	// continuation resumes a paused execution (Resume). It is opaque: a
+	// signed and encrypted token of at most a few hundred KiB (or a short
+	// reference to state the server keeps), bound to the caller's tenant,
+	// usable once, until continuation_expire_time.
+	Continuation string `protobuf:"bytes,12,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	// continuation_expire_time is when the continuation expires.
+	ContinuationExpireTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=continuation_expire_time,json=continuationExpireTime,proto3" json:"continuation_expire_time,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
@@ -682,6 +890,423 @@ func (x *ExecuteResponse) GetEffectiveLimits() *Limits {
 	return nil
 }
 
+func (x *ExecuteResponse) GetState() ExecutionState {
+	if x != nil {
+		return x.State
+	}
+	return ExecutionState_EXECUTION_STATE_UNSPECIFIED
+}
+
+func (x *ExecuteResponse) GetPendingActions() []*PendingAction {
+	if x != nil {
+		return x.PendingActions
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetContinuation() string {
+	if x != nil {
+		return x.Continuation
+	}
+	return ""
+}
+
+func (x *ExecuteResponse) GetContinuationExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ContinuationExpireTime
+	}
+	return nil
+}
+
+// PendingAction is one call a paused execution waits for.
+type PendingAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_id identifies the call in an ActionAnswer: "c" and its seq.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// kind says what the call waits for.
+	Kind ActionKind `protobuf:"varint,2,opt,name=kind,proto3,enum=ptc.v1.ActionKind" json:"kind,omitempty"`
+	// seq is the call's 1-based number among the execution's calls.
+	Seq int32 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tool is the tool called: a client tool, or the server tool that would
+	// run if approved.
+	Tool string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// arguments_json is the call's JSON arguments, validated against the
+	// tool's input schema.
+	ArgumentsJson string `protobuf:"bytes,5,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// idempotency_key is "<execution_id>/<seq>", the same on every resume:
+	// a client serving the call can deduplicate side effects with it, and an
+	// approved server tool runs with it.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// reason says, for an approval, why the call needs one.
+	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingAction) Reset() {
+	*x = PendingAction{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingAction) ProtoMessage() {}
+
+func (x *PendingAction) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingAction.ProtoReflect.Descriptor instead.
+func (*PendingAction) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PendingAction) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *PendingAction) GetKind() ActionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ActionKind_ACTION_KIND_UNSPECIFIED
+}
+
+func (x *PendingAction) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PendingAction) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *PendingAction) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *PendingAction) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *PendingAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ResumeRequest goes on with a paused execution.
+type ResumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// continuation is the continuation of the paused response. Required.
+	Continuation string `protobuf:"bytes,1,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	// answers answer the pending actions, one each, in any order.
+	Answers []*ActionAnswer `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
+	// wasm_module is the WebAssembly module of a paused WASM execution, sent
+	// only when the server answered FAILED_PRECONDITION because it no longer
+	// holds the module.
+	WasmModule    []byte `protobuf:"bytes,3,opt,name=wasm_module,json=wasmModule,proto3" json:"wasm_module,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRequest) Reset() {
+	*x = ResumeRequest{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRequest) ProtoMessage() {}
+
+func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRequest) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ResumeRequest) GetContinuation() string {
+	if x != nil {
+		return x.Continuation
+	}
+	return ""
+}
+
+func (x *ResumeRequest) GetAnswers() []*ActionAnswer {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *ResumeRequest) GetWasmModule() []byte {
+	if x != nil {
+		return x.WasmModule
+	}
+	return nil
+}
+
+// ResumeResponse is the next state of a resumed execution.
+type ResumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// execution is the execution's state: paused again (with a new
+	// continuation) or completed, as an Execute response reports it.
+	Execution     *ExecuteResponse `protobuf:"bytes,1,opt,name=execution,proto3" json:"execution,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeResponse) Reset() {
+	*x = ResumeResponse{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeResponse) ProtoMessage() {}
+
+func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
+func (*ResumeResponse) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResumeResponse) GetExecution() *ExecuteResponse {
+	if x != nil {
+		return x.Execution
+	}
+	return nil
+}
+
+// ActionAnswer answers one PendingAction (in Resume) or one ApprovalRequest
+// (in Session).
+type ActionAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_id is the PendingAction.call_id answered.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// outcome is the answer; it must fit the action's kind.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*ActionAnswer_OutputJson
+	//	*ActionAnswer_Error
+	//	*ActionAnswer_Approval
+	Outcome       isActionAnswer_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionAnswer) Reset() {
+	*x = ActionAnswer{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionAnswer) ProtoMessage() {}
+
+func (x *ActionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionAnswer.ProtoReflect.Descriptor instead.
+func (*ActionAnswer) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ActionAnswer) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ActionAnswer) GetOutcome() isActionAnswer_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *ActionAnswer) GetOutputJson() string {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_OutputJson); ok {
+			return x.OutputJson
+		}
+	}
+	return ""
+}
+
+func (x *ActionAnswer) GetError() *ToolError {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *ActionAnswer) GetApproval() *Approval {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
+type isActionAnswer_Outcome interface {
+	isActionAnswer_Outcome()
+}
+
+type ActionAnswer_OutputJson struct {
+	// output_json is a client tool's JSON result, validated against the
+	// tool's output schema.
+	OutputJson string `protobuf:"bytes,2,opt,name=output_json,json=outputJson,proto3,oneof"`
+}
+
+type ActionAnswer_Error struct {
+	// error is a client tool's failure: the program sees a ToolError with
+	// this code (required) and message.
+	Error *ToolError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+type ActionAnswer_Approval struct {
+	// approval approves or denies a call that needs approval.
+	Approval *Approval `protobuf:"bytes,4,opt,name=approval,proto3,oneof"`
+}
+
+func (*ActionAnswer_OutputJson) isActionAnswer_Outcome() {}
+
+func (*ActionAnswer_Error) isActionAnswer_Outcome() {}
+
+func (*ActionAnswer_Approval) isActionAnswer_Outcome() {}
+
+// Approval is the decision on a call that needs approval.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// approved lets the call run (once, with its idempotency key).
+	Approved bool `protobuf:"varint,1,opt,name=approved,proto3" json:"approved,omitempty"`
+	// reason says why a call is denied (at most 4 KiB); the program sees it
+	// as the message of a ToolError with code "denied".
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Approval) GetApproved() bool {
+	if x != nil {
+		return x.Approved
+	}
+	return false
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ExecutionError is a classified failure of a program.
 type ExecutionError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -712,7 +1337,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	mi := &file_ptc_v1_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +1349,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	mi := &file_ptc_v1_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +1362,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -825,7 +1450,7 @@ type ExecutionStats struct {
 
 func (x *ExecutionStats) Reset() {
 	*x = ExecutionStats{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	mi := &file_ptc_v1_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +1462,7 @@ func (x *ExecutionStats) String() string {
 func (*ExecutionStats) ProtoMessage() {}
 
 func (x *ExecutionStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	mi := &file_ptc_v1_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1475,7 @@ func (x *ExecutionStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionStats.ProtoReflect.Descriptor instead.
 func (*ExecutionStats) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{5}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecutionStats) GetDuration() *durationpb.Duration {
@@ -925,7 +1550,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	mi := &file_ptc_v1_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1562,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	mi := &file_ptc_v1_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1575,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{6}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LogEntry) GetLevel() string {
@@ -1013,7 +1638,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	mi := &file_ptc_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1650,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	mi := &file_ptc_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1663,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCallRecord) GetSeq() int32 {
@@ -1125,13 +1750,16 @@ type ToolDefinition struct {
 	// output_schema_json is the JSON Schema (draft 2020-12) of the tool's
 	// result. Empty means the result is not validated.
 	OutputSchemaJson string `protobuf:"bytes,4,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	// requires_approval means every call of the server tool waits for the
+	// caller's approval before it runs. Ignored on client tools.
+	RequiresApproval bool `protobuf:"varint,5,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	mi := &file_ptc_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1771,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	mi := &file_ptc_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1784,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1187,6 +1815,13 @@ func (x *ToolDefinition) GetOutputSchemaJson() string {
 	return ""
 }
 
+func (x *ToolDefinition) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
+}
+
 // ListToolsRequest selects tools to describe.
 type ListToolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1206,7 +1841,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[9]
+	mi := &file_ptc_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1853,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[9]
+	mi := &file_ptc_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1866,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListToolsRequest) GetQuery() string {
@@ -1285,7 +1920,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[10]
+	mi := &file_ptc_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1932,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[10]
+	mi := &file_ptc_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1945,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{10}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -1362,7 +1997,7 @@ type ToolMatch struct {
 
 func (x *ToolMatch) Reset() {
 	*x = ToolMatch{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[11]
+	mi := &file_ptc_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +2009,7 @@ func (x *ToolMatch) String() string {
 func (*ToolMatch) ProtoMessage() {}
 
 func (x *ToolMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[11]
+	mi := &file_ptc_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +2022,7 @@ func (x *ToolMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolMatch.ProtoReflect.Descriptor instead.
 func (*ToolMatch) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolMatch) GetName() string {
@@ -1414,6 +2049,7 @@ type SessionRequest struct {
 	//	*SessionRequest_Start
 	//	*SessionRequest_ToolResult
 	//	*SessionRequest_Cancel
+	//	*SessionRequest_ApprovalAnswer
 	Msg           isSessionRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1421,7 +2057,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[12]
+	mi := &file_ptc_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +2069,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[12]
+	mi := &file_ptc_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +2082,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionRequest) GetMsg() isSessionRequest_Msg {
@@ -1483,6 +2119,15 @@ func (x *SessionRequest) GetCancel() *CancelExecution {
 	return nil
 }
 
+func (x *SessionRequest) GetApprovalAnswer() *ActionAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionRequest_ApprovalAnswer); ok {
+			return x.ApprovalAnswer
+		}
+	}
+	return nil
+}
+
 type isSessionRequest_Msg interface {
 	isSessionRequest_Msg()
 }
@@ -1503,11 +2148,19 @@ type SessionRequest_Cancel struct {
 	Cancel *CancelExecution `protobuf:"bytes,3,opt,name=cancel,proto3,oneof"`
 }
 
+type SessionRequest_ApprovalAnswer struct {
+	// approval_answer answers an ApprovalRequest; its outcome must be an
+	// approval.
+	ApprovalAnswer *ActionAnswer `protobuf:"bytes,4,opt,name=approval_answer,json=approvalAnswer,proto3,oneof"`
+}
+
 func (*SessionRequest_Start) isSessionRequest_Msg() {}
 
 func (*SessionRequest_ToolResult) isSessionRequest_Msg() {}
 
 func (*SessionRequest_Cancel) isSessionRequest_Msg() {}
+
+func (*SessionRequest_ApprovalAnswer) isSessionRequest_Msg() {}
 
 // SessionStart begins the execution of a Session.
 type SessionStart struct {
@@ -1524,7 +2177,7 @@ type SessionStart struct {
 
 func (x *SessionStart) Reset() {
 	*x = SessionStart{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[13]
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +2189,7 @@ func (x *SessionStart) String() string {
 func (*SessionStart) ProtoMessage() {}
 
 func (x *SessionStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[13]
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +2202,7 @@ func (x *SessionStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStart.ProtoReflect.Descriptor instead.
 func (*SessionStart) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionStart) GetExecute() *ExecuteRequest {
@@ -1584,7 +2237,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[14]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +2249,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[14]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +2262,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1679,7 +2332,7 @@ type ToolError struct {
 
 func (x *ToolError) Reset() {
 	*x = ToolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[15]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +2344,7 @@ func (x *ToolError) String() string {
 func (*ToolError) ProtoMessage() {}
 
 func (x *ToolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[15]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +2357,7 @@ func (x *ToolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolError.ProtoReflect.Descriptor instead.
 func (*ToolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolError) GetCode() string {
@@ -1732,7 +2385,7 @@ type CancelExecution struct {
 
 func (x *CancelExecution) Reset() {
 	*x = CancelExecution{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[16]
+	mi := &file_ptc_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +2397,7 @@ func (x *CancelExecution) String() string {
 func (*CancelExecution) ProtoMessage() {}
 
 func (x *CancelExecution) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[16]
+	mi := &file_ptc_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +2410,7 @@ func (x *CancelExecution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelExecution.ProtoReflect.Descriptor instead.
 func (*CancelExecution) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelExecution) GetReason() string {
@@ -1778,6 +2431,7 @@ type SessionResponse struct {
 	//	*SessionResponse_Log
 	//	*SessionResponse_Result
 	//	*SessionResponse_ProtocolError
+	//	*SessionResponse_ApprovalRequest
 	Msg           isSessionResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1785,7 +2439,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[17]
+	mi := &file_ptc_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +2451,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[17]
+	mi := &file_ptc_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +2464,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionResponse) GetMsg() isSessionResponse_Msg {
@@ -1856,6 +2510,15 @@ func (x *SessionResponse) GetProtocolError() *ProtocolError {
 	return nil
 }
 
+func (x *SessionResponse) GetApprovalRequest() *ApprovalRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionResponse_ApprovalRequest); ok {
+			return x.ApprovalRequest
+		}
+	}
+	return nil
+}
+
 type isSessionResponse_Msg interface {
 	isSessionResponse_Msg()
 }
@@ -1884,6 +2547,13 @@ type SessionResponse_ProtocolError struct {
 	ProtocolError *ProtocolError `protobuf:"bytes,4,opt,name=protocol_error,json=protocolError,proto3,oneof"`
 }
 
+type SessionResponse_ApprovalRequest struct {
+	// approval_request asks the caller to approve one call; the call waits
+	// for the caller's approval_answer (and is denied if the caller
+	// half-closes first).
+	ApprovalRequest *ApprovalRequest `protobuf:"bytes,5,opt,name=approval_request,json=approvalRequest,proto3,oneof"`
+}
+
 func (*SessionResponse_ToolCall) isSessionResponse_Msg() {}
 
 func (*SessionResponse_Log) isSessionResponse_Msg() {}
@@ -1891,6 +2561,65 @@ func (*SessionResponse_Log) isSessionResponse_Msg() {}
 func (*SessionResponse_Result) isSessionResponse_Msg() {}
 
 func (*SessionResponse_ProtocolError) isSessionResponse_Msg() {}
+
+func (*SessionResponse_ApprovalRequest) isSessionResponse_Msg() {}
+
+// ApprovalRequest asks a Session's caller to approve one call.
+type ApprovalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// action is the call: kind ACTION_KIND_APPROVAL, the tool that would run,
+	// its validated arguments, its idempotency key and why approval is
+	// needed.
+	Action *PendingAction `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// deadline is when the execution's timeout expires.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequest) Reset() {
+	*x = ApprovalRequest{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequest) ProtoMessage() {}
+
+func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
+func (*ApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ApprovalRequest) GetAction() *PendingAction {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *ApprovalRequest) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
 
 // ToolCall asks the caller to run one of its client tools.
 type ToolCall struct {
@@ -1916,7 +2645,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2657,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2670,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -1992,7 +2721,7 @@ type ProtocolError struct {
 
 func (x *ProtocolError) Reset() {
 	*x = ProtocolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2733,7 @@ func (x *ProtocolError) String() string {
 func (*ProtocolError) ProtoMessage() {}
 
 func (x *ProtocolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2746,7 @@ func (x *ProtocolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolError.ProtoReflect.Descriptor instead.
 func (*ProtocolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProtocolError) GetCallId() string {
@@ -2038,7 +2767,7 @@ var File_ptc_v1_runner_proto protoreflect.FileDescriptor
 
 const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x03\n" +
+	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x04\n" +
 	"\x0eExecuteRequest\x12&\n" +
 	"\x06script\x18\x01 \x01(\v2\x0e.ptc.v1.ScriptR\x06script\x12\x1d\n" +
 	"\n" +
@@ -2054,13 +2783,16 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x14include_tool_results\x18\n" +
 	" \x01(\bR\x12includeToolResults\x12\x1f\n" +
 	"\vstream_logs\x18\v \x01(\bR\n" +
-	"streamLogs\"\x94\x01\n" +
+	"streamLogs\x12\x1c\n" +
+	"\tresumable\x18\f \x01(\bR\tresumable\x129\n" +
+	"\fclient_tools\x18\r \x03(\v2\x16.ptc.v1.ToolDefinitionR\vclientTools\x12)\n" +
+	"\x10require_approval\x18\x0e \x03(\tR\x0frequireApproval\"\x94\x01\n" +
 	"\x06Script\x12,\n" +
 	"\blanguage\x18\x01 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
 	"\vwasm_module\x18\x03 \x01(\fR\n" +
 	"wasmModule\x12#\n" +
-	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xed\x02\n" +
+	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xcf\x03\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
@@ -2069,7 +2801,11 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x19max_concurrent_tool_calls\x18\x05 \x01(\x05R\x16maxConcurrentToolCalls\x12(\n" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\"\n" +
 	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\x12&\n" +
-	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\"\x8c\x03\n" +
+	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\x12\x1d\n" +
+	"\n" +
+	"max_pauses\x18\t \x01(\x05R\tmaxPauses\x12A\n" +
+	"\x0fmax_paused_time\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\rmaxPausedTime\"\xf4\x04\n" +
 	"\x0fExecuteResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\tR\n" +
@@ -2080,7 +2816,37 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x0elogs_truncated\x18\x06 \x01(\bR\rlogsTruncated\x12,\n" +
 	"\x05stats\x18\a \x01(\v2\x16.ptc.v1.ExecutionStatsR\x05stats\x12,\n" +
 	"\x05trace\x18\b \x03(\v2\x16.ptc.v1.ToolCallRecordR\x05trace\x129\n" +
-	"\x10effective_limits\x18\t \x01(\v2\x0e.ptc.v1.LimitsR\x0feffectiveLimits\"\xd9\x01\n" +
+	"\x10effective_limits\x18\t \x01(\v2\x0e.ptc.v1.LimitsR\x0feffectiveLimits\x12,\n" +
+	"\x05state\x18\n" +
+	" \x01(\x0e2\x16.ptc.v1.ExecutionStateR\x05state\x12>\n" +
+	"\x0fpending_actions\x18\v \x03(\v2\x15.ptc.v1.PendingActionR\x0ependingActions\x12\"\n" +
+	"\fcontinuation\x18\f \x01(\tR\fcontinuation\x12T\n" +
+	"\x18continuation_expire_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x16continuationExpireTime\"\xde\x01\n" +
+	"\rPendingAction\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12&\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x12.ptc.v1.ActionKindR\x04kind\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12%\n" +
+	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"\x84\x01\n" +
+	"\rResumeRequest\x12\"\n" +
+	"\fcontinuation\x18\x01 \x01(\tR\fcontinuation\x12.\n" +
+	"\aanswers\x18\x02 \x03(\v2\x14.ptc.v1.ActionAnswerR\aanswers\x12\x1f\n" +
+	"\vwasm_module\x18\x03 \x01(\fR\n" +
+	"wasmModule\"G\n" +
+	"\x0eResumeResponse\x125\n" +
+	"\texecution\x18\x01 \x01(\v2\x17.ptc.v1.ExecuteResponseR\texecution\"\xb0\x01\n" +
+	"\fActionAnswer\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12!\n" +
+	"\voutput_json\x18\x02 \x01(\tH\x00R\n" +
+	"outputJson\x12)\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.ptc.v1.ToolErrorH\x00R\x05error\x12.\n" +
+	"\bapproval\x18\x04 \x01(\v2\x10.ptc.v1.ApprovalH\x00R\bapprovalB\t\n" +
+	"\aoutcome\">\n" +
+	"\bApproval\x12\x1a\n" +
+	"\bapproved\x18\x01 \x01(\bR\bapproved\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd9\x01\n" +
 	"\x0eExecutionError\x12%\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x11.ptc.v1.ErrorKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -2118,12 +2884,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\fresult_bytes\x18\t \x01(\x03R\vresultBytes\x12\x1f\n" +
 	"\vresult_json\x18\n" +
 	" \x01(\tR\n" +
-	"resultJson\"\xa0\x01\n" +
+	"resultJson\"\xcd\x01\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
 	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12,\n" +
-	"\x12output_schema_json\x18\x04 \x01(\tR\x10outputSchemaJson\"\x83\x01\n" +
+	"\x12output_schema_json\x18\x04 \x01(\tR\x10outputSchemaJson\x12+\n" +
+	"\x11requires_approval\x18\x05 \x01(\bR\x10requiresApproval\"\x83\x01\n" +
 	"\x10ListToolsRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
@@ -2139,12 +2906,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\amatches\x18\x05 \x03(\v2\x11.ptc.v1.ToolMatchR\amatches\"5\n" +
 	"\tToolMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x02R\x05score\"\xaf\x01\n" +
+	"\x05score\x18\x02 \x01(\x02R\x05score\"\xf0\x01\n" +
 	"\x0eSessionRequest\x12,\n" +
 	"\x05start\x18\x01 \x01(\v2\x14.ptc.v1.SessionStartH\x00R\x05start\x125\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x12.ptc.v1.ToolResultH\x00R\n" +
 	"toolResult\x121\n" +
-	"\x06cancel\x18\x03 \x01(\v2\x17.ptc.v1.CancelExecutionH\x00R\x06cancelB\x05\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x17.ptc.v1.CancelExecutionH\x00R\x06cancel\x12?\n" +
+	"\x0fapproval_answer\x18\x04 \x01(\v2\x14.ptc.v1.ActionAnswerH\x00R\x0eapprovalAnswerB\x05\n" +
 	"\x03msg\"{\n" +
 	"\fSessionStart\x120\n" +
 	"\aexecute\x18\x01 \x01(\v2\x16.ptc.v1.ExecuteRequestR\aexecute\x129\n" +
@@ -2160,13 +2928,17 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\")\n" +
 	"\x0fCancelExecution\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xe2\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xa8\x02\n" +
 	"\x0fSessionResponse\x12/\n" +
 	"\ttool_call\x18\x01 \x01(\v2\x10.ptc.v1.ToolCallH\x00R\btoolCall\x12$\n" +
 	"\x03log\x18\x02 \x01(\v2\x10.ptc.v1.LogEntryH\x00R\x03log\x121\n" +
 	"\x06result\x18\x03 \x01(\v2\x17.ptc.v1.ExecuteResponseH\x00R\x06result\x12>\n" +
-	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolErrorB\x05\n" +
-	"\x03msg\"\xbf\x01\n" +
+	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolError\x12D\n" +
+	"\x10approval_request\x18\x05 \x01(\v2\x17.ptc.v1.ApprovalRequestH\x00R\x0fapprovalRequestB\x05\n" +
+	"\x03msg\"x\n" +
+	"\x0fApprovalRequest\x12-\n" +
+	"\x06action\x18\x01 \x01(\v2\x15.ptc.v1.PendingActionR\x06action\x126\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xbf\x01\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
@@ -2180,7 +2952,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
 	"\x13LANGUAGE_TYPESCRIPT\x10\x02\x12\x11\n" +
-	"\rLANGUAGE_WASM\x10\x03*\xc8\x02\n" +
+	"\rLANGUAGE_WASM\x10\x03*\x84\x03\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_KIND_SYNTAX_ERROR\x10\x01\x12\x1b\n" +
@@ -2193,11 +2965,23 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\"ERROR_KIND_RESULT_SCHEMA_VIOLATION\x10\b\x12\x18\n" +
 	"\x14ERROR_KIND_CANCELLED\x10\t\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\n" +
-	"2\xcd\x01\n" +
+	"\x12\x1a\n" +
+	"\x16ERROR_KIND_PAUSE_LIMIT\x10\v\x12\x1e\n" +
+	"\x1aERROR_KIND_RESUME_DIVERGED\x10\f*u\n" +
+	"\x0eExecutionState\x12\x1f\n" +
+	"\x1bEXECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19EXECUTION_STATE_COMPLETED\x10\x01\x12#\n" +
+	"\x1fEXECUTION_STATE_REQUIRES_ACTION\x10\x02*`\n" +
+	"\n" +
+	"ActionKind\x12\x1b\n" +
+	"\x17ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17ACTION_KIND_CLIENT_TOOL\x10\x01\x12\x18\n" +
+	"\x14ACTION_KIND_APPROVAL\x10\x022\x86\x02\n" +
 	"\rRunnerService\x12:\n" +
 	"\aExecute\x12\x16.ptc.v1.ExecuteRequest\x1a\x17.ptc.v1.ExecuteResponse\x12@\n" +
 	"\tListTools\x12\x18.ptc.v1.ListToolsRequest\x1a\x19.ptc.v1.ListToolsResponse\x12>\n" +
-	"\aSession\x12\x16.ptc.v1.SessionRequest\x1a\x17.ptc.v1.SessionResponse(\x010\x01B*Z(github.com/ptcrun/ptc/proto/ptc/v1;ptcv1b\x06proto3"
+	"\aSession\x12\x16.ptc.v1.SessionRequest\x1a\x17.ptc.v1.SessionResponse(\x010\x01\x127\n" +
+	"\x06Resume\x12\x15.ptc.v1.ResumeRequest\x1a\x16.ptc.v1.ResumeResponseB*Z(github.com/ptcrun/ptc/proto/ptc/v1;ptcv1b\x06proto3"
 
 var (
 	file_ptc_v1_runner_proto_rawDescOnce sync.Once
@@ -2211,77 +2995,101 @@ func file_ptc_v1_runner_proto_rawDescGZIP() []byte {
 	return file_ptc_v1_runner_proto_rawDescData
 }
 
-var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_ptc_v1_runner_proto_goTypes = []any{
 	(Language)(0),                 // 0: ptc.v1.Language
 	(ErrorKind)(0),                // 1: ptc.v1.ErrorKind
-	(*ExecuteRequest)(nil),        // 2: ptc.v1.ExecuteRequest
-	(*Script)(nil),                // 3: ptc.v1.Script
-	(*Limits)(nil),                // 4: ptc.v1.Limits
-	(*ExecuteResponse)(nil),       // 5: ptc.v1.ExecuteResponse
-	(*ExecutionError)(nil),        // 6: ptc.v1.ExecutionError
-	(*ExecutionStats)(nil),        // 7: ptc.v1.ExecutionStats
-	(*LogEntry)(nil),              // 8: ptc.v1.LogEntry
-	(*ToolCallRecord)(nil),        // 9: ptc.v1.ToolCallRecord
-	(*ToolDefinition)(nil),        // 10: ptc.v1.ToolDefinition
-	(*ListToolsRequest)(nil),      // 11: ptc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 12: ptc.v1.ListToolsResponse
-	(*ToolMatch)(nil),             // 13: ptc.v1.ToolMatch
-	(*SessionRequest)(nil),        // 14: ptc.v1.SessionRequest
-	(*SessionStart)(nil),          // 15: ptc.v1.SessionStart
-	(*ToolResult)(nil),            // 16: ptc.v1.ToolResult
-	(*ToolError)(nil),             // 17: ptc.v1.ToolError
-	(*CancelExecution)(nil),       // 18: ptc.v1.CancelExecution
-	(*SessionResponse)(nil),       // 19: ptc.v1.SessionResponse
-	(*ToolCall)(nil),              // 20: ptc.v1.ToolCall
-	(*ProtocolError)(nil),         // 21: ptc.v1.ProtocolError
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(ExecutionState)(0),           // 2: ptc.v1.ExecutionState
+	(ActionKind)(0),               // 3: ptc.v1.ActionKind
+	(*ExecuteRequest)(nil),        // 4: ptc.v1.ExecuteRequest
+	(*Script)(nil),                // 5: ptc.v1.Script
+	(*Limits)(nil),                // 6: ptc.v1.Limits
+	(*ExecuteResponse)(nil),       // 7: ptc.v1.ExecuteResponse
+	(*PendingAction)(nil),         // 8: ptc.v1.PendingAction
+	(*ResumeRequest)(nil),         // 9: ptc.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 10: ptc.v1.ResumeResponse
+	(*ActionAnswer)(nil),          // 11: ptc.v1.ActionAnswer
+	(*Approval)(nil),              // 12: ptc.v1.Approval
+	(*ExecutionError)(nil),        // 13: ptc.v1.ExecutionError
+	(*ExecutionStats)(nil),        // 14: ptc.v1.ExecutionStats
+	(*LogEntry)(nil),              // 15: ptc.v1.LogEntry
+	(*ToolCallRecord)(nil),        // 16: ptc.v1.ToolCallRecord
+	(*ToolDefinition)(nil),        // 17: ptc.v1.ToolDefinition
+	(*ListToolsRequest)(nil),      // 18: ptc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 19: ptc.v1.ListToolsResponse
+	(*ToolMatch)(nil),             // 20: ptc.v1.ToolMatch
+	(*SessionRequest)(nil),        // 21: ptc.v1.SessionRequest
+	(*SessionStart)(nil),          // 22: ptc.v1.SessionStart
+	(*ToolResult)(nil),            // 23: ptc.v1.ToolResult
+	(*ToolError)(nil),             // 24: ptc.v1.ToolError
+	(*CancelExecution)(nil),       // 25: ptc.v1.CancelExecution
+	(*SessionResponse)(nil),       // 26: ptc.v1.SessionResponse
+	(*ApprovalRequest)(nil),       // 27: ptc.v1.ApprovalRequest
+	(*ToolCall)(nil),              // 28: ptc.v1.ToolCall
+	(*ProtocolError)(nil),         // 29: ptc.v1.ProtocolError
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
 }
 var file_ptc_v1_runner_proto_depIdxs = []int32{
-	3,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
-	4,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
-	22, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
-	0,  // 3: ptc.v1.Script.language:type_name -> ptc.v1.Language
-	23, // 4: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
-	23, // 5: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
-	6,  // 6: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
-	8,  // 7: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
-	7,  // 8: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
-	9,  // 9: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
-	4,  // 10: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
-	1,  // 11: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
-	23, // 12: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
-	23, // 13: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
-	23, // 14: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
-	23, // 15: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
-	23, // 16: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
-	23, // 17: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
-	10, // 18: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
-	13, // 19: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
-	15, // 20: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
-	16, // 21: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
-	18, // 22: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
-	2,  // 23: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
-	10, // 24: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
-	17, // 25: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
-	20, // 26: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
-	8,  // 27: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
-	5,  // 28: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
-	21, // 29: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
-	22, // 30: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	2,  // 31: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
-	11, // 32: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
-	14, // 33: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
-	5,  // 34: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
-	12, // 35: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
-	19, // 36: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
-	34, // [34:37] is the sub-list for method output_type
-	31, // [31:34] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	5,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
+	6,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
+	30, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
+	17, // 3: ptc.v1.ExecuteRequest.client_tools:type_name -> ptc.v1.ToolDefinition
+	0,  // 4: ptc.v1.Script.language:type_name -> ptc.v1.Language
+	31, // 5: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
+	31, // 6: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
+	31, // 7: ptc.v1.Limits.max_paused_time:type_name -> google.protobuf.Duration
+	13, // 8: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
+	15, // 9: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
+	14, // 10: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
+	16, // 11: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
+	6,  // 12: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
+	2,  // 13: ptc.v1.ExecuteResponse.state:type_name -> ptc.v1.ExecutionState
+	8,  // 14: ptc.v1.ExecuteResponse.pending_actions:type_name -> ptc.v1.PendingAction
+	30, // 15: ptc.v1.ExecuteResponse.continuation_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 16: ptc.v1.PendingAction.kind:type_name -> ptc.v1.ActionKind
+	11, // 17: ptc.v1.ResumeRequest.answers:type_name -> ptc.v1.ActionAnswer
+	7,  // 18: ptc.v1.ResumeResponse.execution:type_name -> ptc.v1.ExecuteResponse
+	24, // 19: ptc.v1.ActionAnswer.error:type_name -> ptc.v1.ToolError
+	12, // 20: ptc.v1.ActionAnswer.approval:type_name -> ptc.v1.Approval
+	1,  // 21: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
+	31, // 22: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
+	31, // 23: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
+	31, // 24: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
+	31, // 25: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
+	31, // 26: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
+	31, // 27: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
+	17, // 28: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
+	20, // 29: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
+	22, // 30: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
+	23, // 31: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
+	25, // 32: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
+	11, // 33: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
+	4,  // 34: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
+	17, // 35: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
+	24, // 36: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
+	28, // 37: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
+	15, // 38: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
+	7,  // 39: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
+	29, // 40: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
+	27, // 41: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
+	8,  // 42: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
+	30, // 43: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
+	30, // 44: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	4,  // 45: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
+	18, // 46: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
+	21, // 47: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
+	9,  // 48: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
+	7,  // 49: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
+	19, // 50: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
+	26, // 51: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
+	10, // 52: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
+	49, // [49:53] is the sub-list for method output_type
+	45, // [45:49] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_ptc_v1_runner_proto_init() }
@@ -2289,28 +3097,35 @@ func file_ptc_v1_runner_proto_init() {
 	if File_ptc_v1_runner_proto != nil {
 		return
 	}
-	file_ptc_v1_runner_proto_msgTypes[12].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[7].OneofWrappers = []any{
+		(*ActionAnswer_OutputJson)(nil),
+		(*ActionAnswer_Error)(nil),
+		(*ActionAnswer_Approval)(nil),
+	}
+	file_ptc_v1_runner_proto_msgTypes[17].OneofWrappers = []any{
 		(*SessionRequest_Start)(nil),
 		(*SessionRequest_ToolResult)(nil),
 		(*SessionRequest_Cancel)(nil),
+		(*SessionRequest_ApprovalAnswer)(nil),
 	}
-	file_ptc_v1_runner_proto_msgTypes[14].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[19].OneofWrappers = []any{
 		(*ToolResult_OutputJson)(nil),
 		(*ToolResult_Error)(nil),
 	}
-	file_ptc_v1_runner_proto_msgTypes[17].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[22].OneofWrappers = []any{
 		(*SessionResponse_ToolCall)(nil),
 		(*SessionResponse_Log)(nil),
 		(*SessionResponse_Result)(nil),
 		(*SessionResponse_ProtocolError)(nil),
+		(*SessionResponse_ApprovalRequest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_v1_runner_proto_rawDesc), len(file_ptc_v1_runner_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   20,
+			NumEnums:      4,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
