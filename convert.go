@@ -114,6 +114,6 @@ func toolListOf(l *core.ToolList) *ToolList {
 }
 
 func actionOf(a core.Action) Action {
-	return Action{CallID: a.CallID, Kind: ActionKind(a.Kind), Seq: a.Seq, Tool: a.Tool, Arguments: a.Arguments,
+	return Action{CallID: a.CallID, Approval: a.Kind == core.ActionApproval, Seq: a.Seq, Tool: a.Tool, Arguments: a.Arguments,
 		IdempotencyKey: a.IdempotencyKey, Reason: a.Reason}
 }

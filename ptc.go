@@ -148,29 +148,16 @@ type Request struct {
 	Approve func(ctx context.Context, a Action) (approved bool, reason string)
 }
 
-// ActionKind says what a paused call waits for.
-type ActionKind int32
-
-// The kinds of Action.
-const (
-	// ActionClientTool is a call to a client tool: answer it with its
-	// Output or its Error.
-	ActionClientTool ActionKind = 1
-	// ActionApproval is a call to a server tool that needs approval:
-	// answer it with Approve (it then runs, once) or Deny and a Reason.
-	ActionApproval ActionKind = 2
-)
-
-// String returns "client_tool" or "approval".
-func (k ActionKind) String() string { return core.ActionKind(k).String() }
-
 // Action is one call a paused execution waits for (Result.Pending), or
 // one an Approve callback decides.
 type Action struct {
 	// CallID names the call in its Answer.
 	CallID string
-	// Kind says what the call waits for.
-	Kind ActionKind
+	// Approval is set when the call waits for approval of a server tool
+	// (answer it with Approve, and it runs once, or Deny with a Reason);
+	// otherwise it is a call to a client tool (answer it with its Output
+	// or its Error).
+	Approval bool
 	// Seq is the call's 1-based number among the execution's calls.
 	Seq int32
 	// Tool is the tool called: a client tool, or the server tool that

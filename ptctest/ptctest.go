@@ -52,9 +52,9 @@ type Answer struct {
 	err error
 }
 
-// Output returns an answer with output v, marshalled as JSON (a
+// output returns an answer with output v, marshalled as JSON (a
 // json.RawMessage is used as it is).
-func Output(v any) Answer {
+func output(v any) Answer {
 	b, err := toJSON(v)
 	return Answer{a: fixture.Answer{Output: b}, err: err}
 }
@@ -69,7 +69,7 @@ func answerOf(v any) Answer {
 	if a, ok := v.(Answer); ok {
 		return a
 	}
-	return Output(v)
+	return output(v)
 }
 
 func toJSON(v any) (json.RawMessage, error) {
@@ -225,9 +225,8 @@ func WithRecord(path string) Option { return func(c *config) { c.record = path }
 // WithScript replaces the recorded script in Replay.
 func WithScript(source string) Option { return func(c *config) { c.script = &source } }
 
-// WithContext sets the context of the run (context.Background without it).
-func WithContext(ctx context.Context) Option { return func(c *config) { c.ctx = ctx } }
-
+// newConfig applies opts. A run is bounded by its limits (WithLimits),
+// not by a context.
 func newConfig(opts []Option) *config {
 	c := &config{ctx: context.Background()}
 	for _, o := range opts {

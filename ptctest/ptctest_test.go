@@ -73,7 +73,7 @@ return out`,
 			fakes: []*Fake{Sequence("get_budget_by_level",
 				map[string]any{"level": "mid", "travel_limit": 1},
 				Fail("rate_limited", "slow down"),
-				Output(map[string]any{"level": "mid", "travel_limit": 3}))},
+				map[string]any{"level": "mid", "travel_limit": 3})},
 			want: `[1, "rate_limited", 3]`,
 		},
 		{

@@ -106,7 +106,7 @@ func (r *Registry) SetGroup(group string, ts []Tool) error {
 			if name == c.Name {
 				return fmt.Errorf("tool %q is already registered", c.Name)
 			}
-			if NamespaceClash(name, c.Name) {
+			if namespaceClash(name, c.Name) {
 				return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", c.Name, name)
 			}
 		}
@@ -123,9 +123,19 @@ func (r *Registry) SetGroup(group string, ts []Tool) error {
 	return nil
 }
 
-// Register compiles t and adds it. A second tool with the same name, or a
-// name that is a namespace of another ("a" beside "a.b"), is an error.
-func (r *Registry) Register(t Tool) error {
+// Register compiles tools and adds them, in order. A second tool with the
+// same name, or a name that is a namespace of another ("a" beside "a.b"),
+// is an error (the tools before it are added).
+func (r *Registry) Register(ts ...Tool) error {
+	for _, t := range ts {
+		if err := r.register(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) register(t Tool) error {
 	c, err := Compile(t)
 	if err != nil {
 		return err
@@ -136,7 +146,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q is already registered", t.Name)
 	}
 	for name := range r.tools {
-		if NamespaceClash(name, t.Name) {
+		if namespaceClash(name, t.Name) {
 			return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, name)
 		}
 	}
@@ -144,9 +154,11 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
-// NamespaceClash reports whether one name is a dotted prefix of the other,
-// so that both cannot live in one tools object.
-func NamespaceClash(a, b string) bool {
+// Clashes reports whether d's name and name cannot both be tools: one is
+// a dotted prefix of the other (a name cannot also be a namespace).
+func (d Definition) Clashes(name string) bool { return namespaceClash(d.Name, name) }
+
+func namespaceClash(a, b string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
 	}

@@ -239,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 
 	reg := tools.NewRegistry()
 	if c.DemoTools {
-		if err := demo.Register(reg); err != nil {
+		if err := reg.Register(demo.Tools()...); err != nil {
 			fmt.Fprintln(stderr, "ptcd:", err)
 			return 2
 		}

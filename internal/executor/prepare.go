@@ -261,7 +261,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
 		}
 		for _, o := range out {
-			if tools.NamespaceClash(o.Name, t.Name) {
+			if o.Clashes(t.Name) {
 				return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, o.Name)
 			}
 		}
