@@ -310,6 +310,18 @@ func (r *Runner) Execute(ctx context.Context, req Request) (*Result, error) {
 	return resultOf(res), nil
 }
 
+// LoadModule compiles a WebAssembly module (or finds it in the cache) and
+// returns its hex SHA-256, by which requests (Request.ModuleSHA256) and
+// resumes find it: a paused WebAssembly execution's continuation names its
+// module without carrying it, so a Runner that resumes it must hold it.
+func (r *Runner) LoadModule(ctx context.Context, module []byte) (string, error) {
+	h, ferr := r.ex.LoadModule(ctx, module)
+	if ferr != nil {
+		return "", errorOf(ferr)
+	}
+	return h, nil
+}
+
 // Resume goes on with a paused execution (Result.RequiresAction): the
 // continuation it returned and one answer per pending action. It returns
 // the execution's next state: paused again, or ended. Nothing runs when it

@@ -320,3 +320,27 @@ func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (ma
 	}
 	return out, nil
 }
+
+// LoadModule compiles a WebAssembly module (or finds it in the cache) so
+// that requests and resumes can name it by its SHA-256, which it returns.
+func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *fault.Error) {
+	l, ok := e.engines[core.LanguageWASM].(lazyWASM)
+	if !ok {
+		return "", fault.Reject(fault.CodeUnimplemented, "WebAssembly is not enabled")
+	}
+	me, err := l.engine()
+	if err != nil {
+		return "", fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
+	}
+	if max := e.maxSource * wasmModuleFactor; len(module) > max {
+		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
+	}
+	h, err := me.Compile(ctx, module)
+	if err != nil {
+		if errors.Is(err, wasm.ErrInvalidModule) {
+			return "", fault.Reject(fault.CodeInvalidArgument, "%v", err)
+		}
+		return "", fault.Reject(fault.CodeUnavailable, "%v", err)
+	}
+	return h, nil
+}

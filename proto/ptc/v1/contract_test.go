@@ -78,6 +78,7 @@ func TestRunnerServiceShape(t *testing.T) {
 		{"Execute", "ptc.v1.ExecuteRequest", "ptc.v1.ExecuteResponse", false, false},
 		{"ListTools", "ptc.v1.ListToolsRequest", "ptc.v1.ListToolsResponse", false, false},
 		{"Session", "ptc.v1.SessionRequest", "ptc.v1.SessionResponse", true, true},
+		{"Resume", "ptc.v1.ResumeRequest", "ptc.v1.ResumeResponse", false, false},
 	}
 	svc := ptcv1.File_ptc_v1_runner_proto.Services().ByName("RunnerService")
 	if svc == nil {
@@ -151,6 +152,9 @@ func TestMessageFields(t *testing.T) {
 			"9 clock_start google.protobuf.Timestamp",
 			"10 include_tool_results bool",
 			"11 stream_logs bool",
+			"12 resumable bool",
+			"13 client_tools repeated ptc.v1.ToolDefinition",
+			"14 require_approval repeated string",
 		}},
 		{"Script", []string{
 			"1 language ptc.v1.Language",
@@ -167,6 +171,8 @@ func TestMessageFields(t *testing.T) {
 			"6 max_output_bytes int64",
 			"7 max_log_bytes int64",
 			"8 max_log_entries int32",
+			"9 max_pauses int32",
+			"10 max_paused_time google.protobuf.Duration",
 		}},
 		{"ExecuteResponse", []string{
 			"1 execution_id string",
@@ -178,6 +184,41 @@ func TestMessageFields(t *testing.T) {
 			"7 stats ptc.v1.ExecutionStats",
 			"8 trace repeated ptc.v1.ToolCallRecord",
 			"9 effective_limits ptc.v1.Limits",
+			"10 state ptc.v1.ExecutionState",
+			"11 pending_actions repeated ptc.v1.PendingAction",
+			"12 continuation string",
+			"13 continuation_expire_time google.protobuf.Timestamp",
+		}},
+		{"PendingAction", []string{
+			"1 call_id string",
+			"2 kind ptc.v1.ActionKind",
+			"3 seq int32",
+			"4 tool string",
+			"5 arguments_json string",
+			"6 idempotency_key string",
+			"7 reason string",
+		}},
+		{"ResumeRequest", []string{
+			"1 continuation string",
+			"2 answers repeated ptc.v1.ActionAnswer",
+			"3 wasm_module bytes",
+		}},
+		{"ResumeResponse", []string{
+			"1 execution ptc.v1.ExecuteResponse",
+		}},
+		{"ActionAnswer", []string{
+			"1 call_id string",
+			"2 output_json string oneof outcome",
+			"3 error ptc.v1.ToolError oneof outcome",
+			"4 approval ptc.v1.Approval oneof outcome",
+		}},
+		{"Approval", []string{
+			"1 approved bool",
+			"2 reason string",
+		}},
+		{"ApprovalRequest", []string{
+			"1 action ptc.v1.PendingAction",
+			"2 deadline google.protobuf.Timestamp",
 		}},
 		{"ExecutionError", []string{
 			"1 kind ptc.v1.ErrorKind",
@@ -221,6 +262,7 @@ func TestMessageFields(t *testing.T) {
 			"2 description string",
 			"3 input_schema_json string",
 			"4 output_schema_json string",
+			"5 requires_approval bool",
 		}},
 		{"ListToolsRequest", []string{
 			"1 query string",
@@ -243,6 +285,7 @@ func TestMessageFields(t *testing.T) {
 			"1 start ptc.v1.SessionStart oneof msg",
 			"2 tool_result ptc.v1.ToolResult oneof msg",
 			"3 cancel ptc.v1.CancelExecution oneof msg",
+			"4 approval_answer ptc.v1.ActionAnswer oneof msg",
 		}},
 		{"SessionStart", []string{
 			"1 execute ptc.v1.ExecuteRequest",
@@ -265,6 +308,7 @@ func TestMessageFields(t *testing.T) {
 			"2 log ptc.v1.LogEntry oneof msg",
 			"3 result ptc.v1.ExecuteResponse oneof msg",
 			"4 protocol_error ptc.v1.ProtocolError oneof msg",
+			"5 approval_request ptc.v1.ApprovalRequest oneof msg",
 		}},
 		{"ToolCall", []string{
 			"1 call_id string",
