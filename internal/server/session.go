@@ -49,8 +49,8 @@ type session struct {
 	// approvals holds the calls waiting for the client's approval, by
 	// call id ("a" and the call's seq).
 	approvals map[string]chan *ptcv1.Approval
-	closed   bool // the client half-closed: no more results can arrive
-	nextID   int64
+	closed    bool // the client half-closed: no more results can arrive
+	nextID    int64
 }
 
 // Session runs one execution whose client tools are served by the caller
@@ -82,9 +82,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		return err
 	}
 	ss := &session{
-		stream:   stream,
-		sendLock: make(chan struct{}, 1),
-		logs:     make(chan *ptcv1.SessionResponse, sendQueue),
+		stream:    stream,
+		sendLock:  make(chan struct{}, 1),
+		logs:      make(chan *ptcv1.SessionResponse, sendQueue),
 		pending:   map[string]chan *ptcv1.ToolResult{},
 		answered:  map[string]bool{},
 		approvals: map[string]chan *ptcv1.Approval{},

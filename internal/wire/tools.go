@@ -27,9 +27,9 @@ func DefinitionPB(d tools.Definition) *ptcv1.ToolDefinition {
 // DefinitionFromPB converts a tool definition.
 func DefinitionFromPB(d *ptcv1.ToolDefinition) tools.Definition {
 	return tools.Definition{
-		Name:         d.GetName(),
-		Description:  d.GetDescription(),
-		InputSchema:  rawOrNil(d.GetInputSchemaJson()),
+		Name:             d.GetName(),
+		Description:      d.GetDescription(),
+		InputSchema:      rawOrNil(d.GetInputSchemaJson()),
 		OutputSchema:     rawOrNil(d.GetOutputSchemaJson()),
 		RequiresApproval: d.GetRequiresApproval(),
 	}
