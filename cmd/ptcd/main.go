@@ -268,8 +268,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			log.Info("tool source changed", "source", s.Name(), "tools", len(s.Tools()))
 		})
 	}
+	dm, ephemeral, err := c.DurableManager(ctx, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd: durable:", err)
+		return 2
+	}
+	defer dm.Close()
+	if ephemeral {
+		log.Warn("continuations are signed with a key made at start: paused executions cannot be resumed after a restart or on another replica; set durable.keys")
+	}
 	wcfg := workerConfig(c)
-	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg,
+		Durable: dm, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2

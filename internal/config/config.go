@@ -85,6 +85,11 @@ type Config struct {
 	// Workers configures the worker processes that run JavaScript and
 	// TypeScript executions.
 	Workers Workers `yaml:"workers"`
+
+	// Durable configures resumable executions and their continuations.
+	Durable Durable `yaml:"durable"`
+	// Approvals lists the server tools whose calls need approval.
+	Approvals Approvals `yaml:"approvals,omitempty"`
 }
 
 // Limits holds the limits section. Each side is a limits.Limits, written
@@ -138,6 +143,11 @@ type ToolSource struct {
 
 	// Policy applies to every tool of the source.
 	Policy Policy `yaml:"policy,omitempty"`
+	// Approval is the approval policy of an MCP server's tools, from
+	// their annotations: none (the default), all, not_read_only (every
+	// tool not marked readOnlyHint) or destructive (every tool not marked
+	// read-only whose destructiveHint is not false).
+	Approval string `yaml:"approval,omitempty"`
 
 	// Tools are the endpoints of an http source.
 	Tools []HTTPTool `yaml:"tools,omitempty"`
@@ -201,6 +211,7 @@ func Default() *Config {
 	}
 	defaultServing(c)
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
+	c.Durable = defaultDurable()
 	return c
 }
 
@@ -298,6 +309,12 @@ func (c *Config) Validate() error {
 	if err := c.validateServing(); err != nil {
 		return err
 	}
+	if err := c.Durable.validate(); err != nil {
+		return err
+	}
+	if err := c.Approvals.validate(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i := range c.ToolSources {
 		s := &c.ToolSources[i]
@@ -360,6 +377,7 @@ func (s *ToolSource) validate() error {
 		only("allow", len(s.Allow) > 0, TypeMCPStdio, TypeMCPHTTP),
 		only("deny", len(s.Deny) > 0, TypeMCPStdio, TypeMCPHTTP),
 		only("connect_timeout", s.ConnectTimeout != 0, TypeMCPStdio, TypeMCPHTTP),
+		only("approval", s.Approval != "", TypeMCPStdio, TypeMCPHTTP),
 		only("tools", len(s.Tools) > 0, TypeHTTP),
 	} {
 		if err != nil {
@@ -379,6 +397,11 @@ func (s *ToolSource) validate() error {
 	}
 	if s.ConnectTimeout < 0 {
 		return errors.New("connect_timeout is negative")
+	}
+	switch s.Approval {
+	case "", ApprovalNone, ApprovalAll, ApprovalNotReadOnly, ApprovalDestructive:
+	default:
+		return fmt.Errorf("approval %q is unknown: use none, all, not_read_only or destructive", s.Approval)
 	}
 	if err := s.Policy.Config().Validate(); err != nil {
 		return err

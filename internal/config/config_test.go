@@ -277,7 +277,7 @@ func TestSetUnknownKey(t *testing.T) {
 	}
 	// 3 top-level keys, one key per limit on each side, 21 serving keys and
 	// 5 worker keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+21+5 {
+	if len(Keys()) != 3+2*len(limits.Fields())+21+5+5 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

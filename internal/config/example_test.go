@@ -56,6 +56,8 @@ tool_sources:
 	//     max_output_bytes: 1MiB
 	//     max_log_bytes: 64KiB
 	//     max_log_entries: 1000
+	//     max_pauses: 20
+	//     max_paused_time: 24h0m0s
 	//   ceilings:
 	//     timeout: 5m0s
 	//     cpu_time: 2m0s
@@ -65,6 +67,8 @@ tool_sources:
 	//     max_output_bytes: 16MiB
 	//     max_log_bytes: 4MiB
 	//     max_log_entries: 100000
+	//     max_pauses: 1000
+	//     max_paused_time: 720h0m0s
 	// tool_sources:
 	//   - name: github
 	//     type: mcp_http
@@ -102,4 +106,12 @@ tool_sources:
 	//   max: 64
 	//   executions_per_worker: 1
 	//   recycle_after: 1000
+	// durable:
+	//   ttl: 24h0m0s
+	//   max_token_bytes: 256KiB
+	//   max_state_bytes: 64MiB
+	//   parked:
+	//     max: 64
+	//     max_bytes: 256MiB
+	//     max_age: 10m0s
 }

@@ -94,6 +94,7 @@ func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (st
 			Policy:         ts.Policy.Config(),
 			ConnectTimeout: time.Duration(ts.ConnectTimeout),
 			Logger:         log,
+			Approval:       ts.Approval,
 		}
 		return mcp.Start(ctx, cfg)
 	case TypeHTTP:
@@ -186,3 +187,4 @@ var (
 	_ Source = (*mcp.Source)(nil)
 	_ Source = (*httpsource.Source)(nil)
 )
+
