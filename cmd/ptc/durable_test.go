@@ -1,0 +1,51 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// TestRunResumableAndResume pauses the review example twice from the
+// command line and resumes it from the pause files, in-process with the
+// local key: a used pause file is refused.
+func TestRunResumableAndResume(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "p1.json"), filepath.Join(dir, "p2.json")
+	code, stdout, stderr := ptcMain(t, "run", "../../examples/durable/review.js", "--resumable",
+		"--client-tools", `[{"name":"ask_reviewer"},{"name":"notify_member"}]`, "--continuation", p1)
+	if code != exitPaused {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var st ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(stdout), &st); err != nil || st.GetState() != ptcv1.ExecutionState_EXECUTION_STATE_REQUIRES_ACTION ||
+		len(st.GetPendingActions()) != 1 || st.GetPendingActions()[0].GetTool() != "ask_reviewer" {
+		t.Fatalf("pause state: %v\n%s", err, stdout)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p1, "--answer", `c2={"member_id":"sal-04"}`, "--continuation", p2)
+	if code != exitPaused || !strings.Contains(stdout, `"tool": "notify_member"`) || !strings.Contains(stderr, "Xavier Dubois") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p2, "--error", "c5=bounced:the mailbox is full")
+	if code != exitKindBase+2 || !strings.Contains(stderr, "uncaught ToolError from tool notify_member (code bounced)") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = ptcMain(t, "resume", p2, "--error", "c5=bounced:again")
+	if code != exitRejected || !strings.Contains(stderr, "used already") {
+		t.Fatalf("a used pause: exit %d\n%s", code, stderr)
+	}
+	// Approvals: all of them at once.
+	code, stdout, _ = ptcMain(t, "run", "../../examples/expenses.js", "--resumable", "--require-approval", "get_budget_by_level", "--continuation", p1)
+	if code != exitPaused {
+		t.Fatalf("exit %d", code)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p1, "--approve", "all")
+	if code != exitOK || !strings.Contains(stdout, `"over_by"`) {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
