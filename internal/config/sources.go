@@ -187,4 +187,3 @@ var (
 	_ Source = (*mcp.Source)(nil)
 	_ Source = (*httpsource.Source)(nil)
 )
-
