@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -190,11 +191,21 @@ func verify(k derived, signed, mac []byte) bool {
 	return hmac.Equal(m.Sum(nil), mac)
 }
 
+// writers and readers keep flate's state between uses (a writer holds
+// about a megabyte).
+var (
+	writers = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }}
+	readers = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+)
+
 // encrypt compresses and encrypts a state's encoding (AES-256-CTR, the
 // pause id as IV).
 func encrypt(k derived, pauseID [pauseIDLen]byte, plain []byte) ([]byte, error) {
 	var z bytes.Buffer
-	w, _ := flate.NewWriter(&z, flate.DefaultCompression)
+	z.Grow(len(plain)/3 + 64)
+	w := writers.Get().(*flate.Writer)
+	defer writers.Put(w)
+	w.Reset(&z)
 	if _, err := w.Write(plain); err != nil {
 		return nil, err
 	}
@@ -210,8 +221,11 @@ func encrypt(k derived, pauseID [pauseIDLen]byte, plain []byte) ([]byte, error) 
 func decrypt(k derived, pauseID [pauseIDLen]byte, body []byte, max int) ([]byte, error) {
 	buf := append([]byte(nil), body...)
 	ctr(k, pauseID, buf)
-	r := flate.NewReader(bytes.NewReader(buf))
-	defer r.Close()
+	r := readers.Get().(io.ReadCloser)
+	defer readers.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(buf), nil); err != nil {
+		return nil, fmt.Errorf("%w: the state does not decompress", errMalformed)
+	}
 	out, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: the state does not decompress", errMalformed)
