@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -33,15 +34,22 @@ func BenchmarkResume(b *testing.B) {
 
 // BenchmarkResumeExpense resumes the expense example paused at its budget
 // lookups (approvals), after its 21 earlier calls (about 200 KB of tool
-// results); it reports the continuation's size.
+// results): the resume includes the rest of the script (the lookups, and
+// the sums over 2,000 items). "end" pauses it once more after everything,
+// at a client tool, to time the resume alone. It reports the
+// continuation's size.
 func BenchmarkResumeExpense(b *testing.B) {
 	src, err := os.ReadFile("examples/expenses.js")
 	if err != nil {
 		b.Fatal(err)
 	}
+	atEnd := strings.Replace(string(src), "return over;", "await tools.ask({});\nreturn over;", 1)
 	for _, mode := range []string{"rerun", "parked"} {
 		b.Run(mode, func(b *testing.B) {
 			benchResume(b, mode, string(src), []string{"get_budget_by_level"}, "")
+		})
+		b.Run(mode+"/end", func(b *testing.B) {
+			benchResume(b, mode, atEnd, nil, "ask")
 		})
 	}
 }
