@@ -1,4 +1,4 @@
-"""The runnable example in examples/clients/python, run against a ptcd with
+"""The runnable examples in examples/clients/python, run against a ptcd with
 the demo tools."""
 
 from __future__ import annotations
@@ -29,3 +29,22 @@ def test_quickstart(demo_server):
     # Live console lines are best effort; everything else is exact.
     assert [line for line in out if not line.startswith("  [script ")] == EXPECTED
     assert set(line for line in out if line.startswith("  [script ")) <= {"  [script log] senior travel budget 3000"}
+
+
+DURABLE = [
+    "paused: answer tools.ask_reviewer(...)",
+    'paused: approve tools.get_budget_by_level({"level":"staff"})',
+    'resumed: {"member":"Xavier Dubois","level":"staff","travel_limit":4000}',
+    "reused: USED (FAILED_PRECONDITION)",
+    'approvals: {"senior":3000,"principal":"denied: principal budgets are confidential"}',
+    'asyncio: {"principal": "denied: principal budgets are confidential", "senior": 3000}',
+]
+
+
+def test_durable(demo_server):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "clients/python")}
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples/clients/python/durable.py"), demo_server.addr],
+        env=env, capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.splitlines()
+    assert out == DURABLE

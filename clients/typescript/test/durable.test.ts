@@ -22,6 +22,7 @@ import {
   type PendingAction,
   type Result,
 } from "@ptcrun/client";
+import { ptcTool } from "@ptcrun/client/ai";
 import { startPtcd, type Ptcd } from "./ptcd.js";
 
 // A review that asks the caller whom to review (a client tool: pause 1)
@@ -304,5 +305,15 @@ describe("approvals in run (a Session)", () => {
     assert.equal(res.ok, true, res.error?.message);
     assert.deepEqual(res.value, { out: [1500, 3000, "denied"], note: { n: 3 } });
     assert.deepEqual(decisions.sort(), ["junior", "senior", "staff"]);
+  });
+
+  test("the code-mode adapters pass onApproval to the run", async () => {
+    const t = await ptcTool({ client, onApproval: () => ({ approved: false, reason: "ask a human" }) });
+    const out = await t.execute!({ code: budgetJS }, { toolCallId: "c1", messages: [], context: {} });
+    assert.deepEqual(out, { ok: true, result: { ok: false, code: "denied", message: "ask a human" } });
+    // ListTools reports approval declared by a tool's own definition; the
+    // server's approvals.tools configuration is not part of it.
+    const list = await client.listTools({ names: ["get_budget_by_level"] });
+    assert.equal(list.tools[0].requiresApproval, false);
   });
 });

@@ -1,4 +1,4 @@
-// The runnable example in examples/clients/typescript, compiled by
+// The runnable examples in examples/clients/typescript, compiled by
 // tsconfig.examples.json and run against a ptcd with the demo tools.
 
 import assert from "node:assert/strict";
@@ -30,4 +30,15 @@ test("quickstart", async () => {
     "cancelled: CANCELLED",
   ]);
   for (const l of lines.filter((l) => l.startsWith("  [script "))) assert.equal(l, "  [script log] senior travel budget 3000");
+});
+
+test("durable", async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(built, "durable.mjs"), srv.addr], { timeout: 60_000 });
+  assert.deepEqual(stdout.trimEnd().split("\n"), [
+    "paused: answer tools.ask_reviewer(...)",
+    'paused: approve tools.get_budget_by_level({"level":"staff"})',
+    'resumed: {"member":"Xavier Dubois","level":"staff","travel_limit":4000}',
+    "reused: USED (FAILED_PRECONDITION)",
+    'approvals: {"senior":3000,"principal":"denied: principal budgets are confidential"}',
+  ]);
 });
