@@ -149,7 +149,7 @@ func TestResumableWASM(t *testing.T) {
 	if len(res.Pending) != 1 || res.Pending[0].Tool != "get_team_members" {
 		t.Fatalf("first pause %+v %v", res.Pending, res.Error)
 	}
-	if _, err := b.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Approve: true}); ptc.CodeOf(err) != ptc.FailedPrecondition ||
+	if _, err := b.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Approve: true}); !isReason(err, ptc.FailedPrecondition, "WASM_MODULE_MISSING") ||
 		!strings.Contains(err.Error(), "module") {
 		t.Fatalf("a runner without the module: %v", err)
 	}
@@ -254,14 +254,14 @@ func TestContinuationsRefused(t *testing.T) {
 		{"altered", a, string(flip), ptc.InvalidArgument, "continuation", "CONTINUATION_TAMPERED"},
 		{"foreign key", other, tok, ptc.InvalidArgument, `signed with key "k1"`, "CONTINUATION_UNKNOWN_KEY"},
 		{"malformed", a, "not a continuation!", ptc.InvalidArgument, "malformed", "CONTINUATION_MALFORMED"},
-		{"truncated", a, tok[:len(tok)/2], ptc.InvalidArgument, "continuation", "CONTINUATION_MALFORMED"},
+		{"truncated", a, tok[:len(tok)/2], ptc.InvalidArgument, "continuation", ""}, // malformed or tampered, by where the cut falls
 		{"empty", a, "", ptc.InvalidArgument, "empty", "CONTINUATION_MALFORMED"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.runner.Resume(ctx, tc.tok, ok)
 			var pe *ptc.Error
-			if !errors.As(err, &pe) || pe.Code != tc.code || !strings.Contains(pe.Message, tc.msg) || pe.Reason != tc.reason {
+			if !errors.As(err, &pe) || pe.Code != tc.code || !strings.Contains(pe.Message, tc.msg) || pe.Reason == "" || tc.reason != "" && pe.Reason != tc.reason {
 				t.Fatalf("got %v (reason %q), want %s with %q (reason %q)", err, pe.Reason, tc.code, tc.msg, tc.reason)
 			}
 		})
