@@ -38,7 +38,8 @@ const usage = `usage:
   ptc run FILE [--input JSON|@FILE] [--server ADDR] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
-               [--deterministic] [--seed N] [--record CASSETTE]
+               [--deterministic] [--seed N] [--record CASSETTE] [--progress]
+               [--truncate] [--max-result-tokens N]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc run FILE --resumable [--client-tools JSON|@FILE] [--require-approval TOOL,...]
                [--continuation FILE] [--server ADDR] ...
@@ -46,6 +47,8 @@ const usage = `usage:
                [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
+      serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
 
 exit codes of run and resume: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
   5 paused (the pause state is on stdout), 11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT,
@@ -68,6 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "test":
 		return testCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -114,6 +119,7 @@ func splitArgs(args []string, boolFlags map[string]bool) []string {
 type runFlags struct {
 	input, server, resultSchema, allow string
 	clientDemo, jsonOut                bool
+	progress, truncate                 bool
 	limits                             ptc.Limits
 	// record and replay name cassettes; see record.go.
 	record, replay string
@@ -132,6 +138,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
 	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) as JSON on stdout")
+	fs.BoolVar(&f.progress, "progress", false, "print a line on stderr as each tool call starts and finishes")
+	fs.BoolVar(&f.truncate, "truncate", false, "cut a result over the output limits to fit (overflow policy truncate) instead of failing")
 	var lim limits.Limits
 	for _, lf := range limits.Fields() {
 		fs.Var(limits.Value{L: &lim, Field: lf}, strings.ReplaceAll(lf.Name, "_", "-"), lf.Doc+" (0: the default)")
@@ -141,7 +149,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
 	f.durable.define(fs)
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "resumable": true})); err != nil {
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true})); err != nil {
 		return exitUsage
 	}
 	f.limits = ptc.Limits(lim)
@@ -167,6 +175,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		req.AllowedTools = strings.Split(f.allow, ",")
 	}
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
+	if f.progress {
+		req.OnProgress = progressPrinter(stderr)
+	}
+	req.TruncateResult = f.truncate
 	applyDeterminism(f, &req)
 	if err := f.durable.apply(&req, stdin); err != nil {
 		fmt.Fprintln(stderr, "ptc:", err)
@@ -309,6 +321,10 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if res.LogsTruncated {
 		fmt.Fprintln(stderr, "ptc: console output was truncated at the log limit")
+	}
+	if s.ResultTruncated {
+		fmt.Fprintf(stderr, "ptc: the result was truncated from %d to %d bytes (%d items or keys dropped, %d strings cut)\n",
+			s.UntruncatedOutputBytes, s.OutputBytes, s.DroppedItems, s.CutStrings)
 	}
 	ratio := ""
 	if s.OutputBytes > 0 && s.ToolResultBytes > s.OutputBytes {

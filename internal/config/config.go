@@ -10,8 +10,8 @@
 // sources start, so a printout shows the variable's name, never its value.
 //
 // Besides limits and tool sources it holds the serving sections: logging,
-// auth and tenants, admission, metrics, tls and grpc (see
-// docs/operations.md). The workers section is reserved.
+// auth and tenants, admission, metrics, tls, grpc, tracing and mcp (see
+// docs/operations.md and docs/mcp.md), and the workers section.
 //
 // Package config is wiring for cmd/ptcd: it may import tool sources,
 // internal/limits, internal/auth, internal/admission and the root package
@@ -81,6 +81,11 @@ type Config struct {
 	TLS TLS `yaml:"tls,omitempty"`
 	// GRPC holds transport settings: message sizes and keepalive.
 	GRPC GRPC `yaml:"grpc"`
+	// Tracing exports OpenTelemetry spans over OTLP; off by default.
+	Tracing Tracing `yaml:"tracing"`
+	// MCP is the Model Context Protocol endpoint (off unless mcp.listen is
+	// set).
+	MCP MCP `yaml:"mcp"`
 
 	// Workers configures the worker processes that run JavaScript and
 	// TypeScript executions.
@@ -210,6 +215,7 @@ func Default() *Config {
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
+	defaultTracing(c)
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
 	c.Durable = defaultDurable()
 	return c
@@ -313,6 +319,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Approvals.validate(); err != nil {
+		return err
+	}
+	if err := c.validateTracing(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -275,9 +275,9 @@ func TestSetUnknownKey(t *testing.T) {
 	if err := Default().Set("tool_sources", "x"); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("err = %v", err)
 	}
-	// 3 top-level keys, one key per limit on each side, 21 serving keys and
-	// 5 worker keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+21+5+5 {
+	// 3 top-level keys, one key per limit on each side, 21 serving keys, 6
+	// tracing keys, 4 MCP keys, 5 worker keys and 5 durable keys.
+	if len(Keys()) != 3+2*len(limits.Fields())+21+6+4+5+5 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

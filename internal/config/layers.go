@@ -122,6 +122,10 @@ func servingSettings() []setting {
 		{"grpc.keepalive.max_connection_idle", "close connections idle this long (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionIdle }},
 		{"grpc.keepalive.max_connection_age", "close connections this old so clients rebalance (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAge }},
 		{"grpc.keepalive.max_connection_age_grace", "time RPCs get to finish after max_connection_age", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAgeGrace }},
+		{"mcp.listen", "HTTP address of the MCP endpoint (\"\" = off)", func(c *Config) flag.Value { return stringValue{&c.MCP.Listen} }},
+		{"mcp.path", "path of the MCP endpoint", func(c *Config) flag.Value { return stringValue{&c.MCP.Path} }},
+		{"mcp.session_timeout", "close MCP sessions idle this long", func(c *Config) flag.Value { return &c.MCP.SessionTimeout }},
+		{"mcp.description_bytes", "most bytes of tool declarations in the execute tool's description (0 = none: point to search)", func(c *Config) flag.Value { return &c.MCP.DescriptionBytes }},
 	}
 }
 
@@ -143,6 +147,7 @@ func settings() []setting {
 		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
 	}
 	s = append(s, servingSettings()...)
+	s = append(s, tracingSettings()...)
 	s = append(s,
 		setting{"workers.mode", "worker (isolated processes) or inprocess", func(c *Config) flag.Value { return stringValue{&c.Workers.Mode} }},
 		setting{"workers.idle", "started workers kept waiting", func(c *Config) flag.Value { return intValue{&c.Workers.Idle} }},
@@ -300,6 +305,9 @@ func UnknownEnv(environ []string, c *Config) []string {
 		known[k.SecretEnv] = true
 	}
 	if v := c.Durable.Store.RedisURLEnv; v != "" {
+		known[v] = true
+	}
+	for _, v := range c.Tracing.HeadersFromEnv {
 		known[v] = true
 	}
 	for _, s := range c.ToolSources {

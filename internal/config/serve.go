@@ -133,6 +133,7 @@ func defaultServing(c *Config) {
 	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes, Keepalive: Keepalive{
 		MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
 		Time: Duration(time.Minute), Timeout: Duration(20 * time.Second)}}
+	c.MCP = defaultMCP()
 }
 
 // IsLoopback reports whether a listen address binds only loopback
@@ -151,8 +152,8 @@ func IsLoopback(listen string) bool {
 }
 
 // AuthEnabled reports whether callers must authenticate: auth.enabled,
-// or when unset, whether the listener is not loopback; insecure_no_auth
-// turns it off.
+// or when unset, whether a listener (gRPC, or MCP when on) is not
+// loopback; insecure_no_auth turns it off.
 func (c *Config) AuthEnabled() bool {
 	if c.Auth.InsecureNoAuth {
 		return false
@@ -160,7 +161,21 @@ func (c *Config) AuthEnabled() bool {
 	if c.Auth.Enabled != nil {
 		return *c.Auth.Enabled
 	}
-	return !IsLoopback(c.Listen)
+	return !c.loopbackOnly()
+}
+
+// loopbackOnly reports whether every listener that serves executions
+// binds loopback only.
+func (c *Config) loopbackOnly() bool {
+	return IsLoopback(c.Listen) && (!c.MCP.Enabled() || IsLoopback(c.MCP.Listen))
+}
+
+// listeners names the listeners that serve executions, for messages.
+func (c *Config) listeners() string {
+	if c.MCP.Enabled() {
+		return fmt.Sprintf("listen %s and mcp.listen %s", c.Listen, c.MCP.Listen)
+	}
+	return "listen " + c.Listen
 }
 
 // AuthTenants converts the tenants section.
@@ -208,6 +223,9 @@ func (c *Config) validateServing() error {
 	if err := c.validateTLS(); err != nil {
 		return err
 	}
+	if err := c.MCP.validate(); err != nil {
+		return err
+	}
 	return c.validateTenants()
 }
 
@@ -247,9 +265,9 @@ func (c *Config) CheckServe() error {
 	}
 	switch {
 	case c.AuthEnabled() && !creds:
-		return fmt.Errorf("config: auth is on (listen %s is not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.Listen)
-	case !c.AuthEnabled() && !IsLoopback(c.Listen) && !c.Auth.InsecureNoAuth:
-		return fmt.Errorf("config: listen %s is not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.Listen)
+		return fmt.Errorf("config: auth is on (%s not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.listeners())
+	case !c.AuthEnabled() && !c.loopbackOnly() && !c.Auth.InsecureNoAuth:
+		return fmt.Errorf("config: %s: not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.listeners())
 	}
 	return nil
 }

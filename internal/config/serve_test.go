@@ -42,6 +42,9 @@ func TestServingDefaults(t *testing.T) {
 	if c.AuthEnabled() {
 		t.Fatal("auth must be off by default on the loopback default listener")
 	}
+	if c.MCP.Enabled() || c.MCP.Path != "/mcp" {
+		t.Fatalf("mcp %+v: off by default, at /mcp", c.MCP)
+	}
 }
 
 func TestIsLoopback(t *testing.T) {
@@ -78,6 +81,11 @@ func TestCheckServe(t *testing.T) {
 		{"all interfaces, tenants", "listen: \":1\"\n" + token, true, ""},
 		{"loopback, auth on, no tenants", "listen: 127.0.0.1:1\nauth: {enabled: true}\n", true, "no tenant"},
 		{"loopback, auth on, tenants", "listen: 127.0.0.1:1\nauth: {enabled: true}\n" + token, true, ""},
+		{"mcp on loopback too", "listen: 127.0.0.1:1\nmcp: {listen: \"127.0.0.1:2\"}\n", false, ""},
+		{"mcp on all interfaces, no tenants", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\n", true, "mcp.listen :2"},
+		{"mcp on all interfaces, auth off", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\nauth: {enabled: false}\n", false, "not loopback"},
+		{"mcp on all interfaces, tenants", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\n" + token, true, ""},
+		{"mcp on all interfaces, insecure", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\nauth: {insecure_no_auth: true}\n", false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +126,13 @@ func TestServingErrors(t *testing.T) {
 		{"workers mode", "workers: {mode: fast}\n", "workers.mode"},
 		{"workers max", "workers: {max: 0}\n", "executions_per_worker"},
 		{"workers unknown key", "workers: {count: 3}\n", "count"},
+		{"mcp listen", "mcp: {listen: nowhere}\n", "mcp.listen"},
+		{"mcp relative path", "mcp: {path: mcp}\n", "mcp.path"},
+		{"mcp unclean path", "mcp: {path: /a/../mcp}\n", "mcp.path"},
+		{"mcp path with a query", "mcp: {path: \"/mcp?x=1\"}\n", "mcp.path"},
+		{"mcp session timeout", "mcp: {session_timeout: 0s}\n", "mcp.session_timeout"},
+		{"mcp description bytes", "mcp: {description_bytes: -1}\n", "mcp.description_bytes"},
+		{"mcp unknown key", "mcp: {port: 7879}\n", "port"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +156,14 @@ func TestServingFlagsAndEnv(t *testing.T) {
 	}
 	if c.Admission.MaxConcurrent != 3 || c.Auth.Enabled == nil || *c.Auth.Enabled || c.Metrics.Listen != "" || c.GRPC.Keepalive.MaxConnectionAge != Duration(time.Minute) {
 		t.Fatalf("%+v", c)
+	}
+	c, err = Load(Options{LookupEnv: env(map[string]string{"PTC_MCP_LISTEN": "127.0.0.1:0", "PTC_MCP_DESCRIPTION_BYTES": "4KiB"}),
+		Overrides: map[string]string{"mcp.path": "/ptc/mcp", "mcp.session_timeout": "5m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.MCP.Enabled() || c.MCP.Listen != "127.0.0.1:0" || c.MCP.Path != "/ptc/mcp" || c.MCP.SessionTimeout != Duration(5*time.Minute) || c.MCP.DescriptionBytes != 4<<10 {
+		t.Fatalf("mcp %+v", c.MCP)
 	}
 	if _, err := Load(Options{LookupEnv: env(map[string]string{"PTC_AUTH_ENABLED": "maybe"})}); err == nil {
 		t.Fatal("a bad boolean was accepted")

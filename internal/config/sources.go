@@ -10,6 +10,10 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/httpsource"
 	"github.com/ptcrun/ptc/tools/mcp"
@@ -35,6 +39,13 @@ type Source interface {
 // (the sources started so far are closed); an optional MCP source that
 // cannot connect starts unavailable.
 func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger) ([]Source, error) {
+	return StartTracedSources(ctx, c, lookupEnv, log, telemetry.Tracing{})
+}
+
+// StartTracedSources is StartSources with tracing: every MCP call and HTTP
+// request of the sources is a span of tr, and carries its W3C trace
+// context to the server.
+func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) ([]Source, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -47,7 +58,7 @@ func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string
 	}
 	for i := range c.ToolSources {
 		ts := &c.ToolSources[i]
-		s, err := startSource(ctx, ts, lookupEnv, log)
+		s, err := startSource(ctx, ts, lookupEnv, log, tr)
 		if err != nil {
 			if !ts.IsRequired() && ts.Type == TypeHTTP {
 				if log != nil {
@@ -62,7 +73,16 @@ func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string
 	return started, nil
 }
 
-func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger) (Source, error) {
+func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
+	// The tool sources fall back to OpenTelemetry's globals; ptcd sets
+	// none, so without tracing they get explicit no-ops.
+	provider, prop := tr.Provider, tr.Propagator
+	if provider == nil {
+		provider = tracenoop.NewTracerProvider()
+	}
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator()
+	}
 	switch ts.Type {
 	case TypeMCPStdio, TypeMCPHTTP:
 		env := maps.Clone(ts.Env)
@@ -94,11 +114,13 @@ func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (st
 			Policy:         ts.Policy.Config(),
 			ConnectTimeout: time.Duration(ts.ConnectTimeout),
 			Logger:         log,
+			TracerProvider: provider,
+			Propagator:     prop,
 			Approval:       ts.Approval,
 		}
 		return mcp.Start(ctx, cfg)
 	case TypeHTTP:
-		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv}
+		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv, TracerProvider: provider, Propagator: prop}
 		for _, t := range ts.Tools {
 			ep, err := t.endpoint(ts)
 			if err != nil {

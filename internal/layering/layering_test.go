@@ -43,7 +43,21 @@ var rules = []rule{
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
 	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/runtime/...", mod + "/bridge/..."},
 		"conversions know the model and the contract, not the engines"},
+	{mod + "/internal/mcpserve", append([]string{mod + "/runtime/...", mod + "/bridge/..."}, append(append([]string{}, grpcAndContract...), aboveEngines...)...),
+		"the MCP front end speaks the request model to a backend it is given; it knows no engine, no gRPC and no server"},
+	{mod + "/internal/truncate", []string{mod + "/..."}, "truncation imports nothing of ptc"},
+	{mod + "/bridge/...", []string{"go.opentelemetry.io/..."}, "the bridge reports tool calls to observers; it knows no tracing"},
+	{mod + "/runtime/...", []string{"go.opentelemetry.io/..."}, "engines know no tracing: the executor and the bridge's observers make the spans"},
+	{mod + "/internal/telemetry", append([]string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", "google.golang.org/grpc"}, aboveEngines...),
+		"spans are made with the OpenTelemetry API only"},
+	{mod, []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", mod + "/internal/telemetry/otlp"},
+		"the library uses the OpenTelemetry API; the SDK and exporters are ptcd's"},
+	{mod + "/tools/...", []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/..."},
+		"tool sources use the OpenTelemetry API only"},
 }
+
+// openTelemetrySDK is the OpenTelemetry SDK, which only commands set up.
+const openTelemetrySDK = "go.opentelemetry.io/otel/sdk/..."
 
 // match reports whether pkg matches pattern (a path, or a path ending in
 // /... for the path and everything under it).
