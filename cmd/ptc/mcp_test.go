@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,50 +22,23 @@ import (
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/mcpserve/mcptest"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-// binary builds this command once per test run.
-var ptcBuild struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
+// ptcBinary is the ptc binary TestMain built.
 func ptcBinary(t *testing.T) string {
 	t.Helper()
-	ptcBuild.once.Do(func() {
-		ptcBuild.dir, ptcBuild.err = os.MkdirTemp("", "ptc-mcp-test")
-		if ptcBuild.err != nil {
-			return
-		}
-		ptcBuild.path = filepath.Join(ptcBuild.dir, "ptc")
-		out, err := exec.Command("go", "build", "-o", ptcBuild.path, ".").CombinedOutput()
-		if err != nil {
-			ptcBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if ptcBuild.err != nil {
-		t.Fatal(ptcBuild.err)
-	}
-	return ptcBuild.path
+	return ptcBin
 }
 
-// everythingBin is the reference MCP server installed by `npm ci`; CI must
-// have it.
+// everythingBin is the reference MCP server installed by `npm ci` (see
+// testenv.NodeBin: a skip without it, a failure in CI).
 func everythingBin(t *testing.T) string {
 	t.Helper()
-	p, _ := filepath.Abs("../../node_modules/.bin/mcp-server-everything")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mcp-server-everything is missing (run npm ci): %v", err)
-		}
-		t.Skip("mcp-server-everything not installed; run npm ci")
-	}
-	return p
+	return testenv.NodeBin(t, "mcp-server-everything")
 }
 
 // stdioConfig is a ptcd.yaml for `ptc mcp --config`: the demo tools and

@@ -5,6 +5,7 @@
 //	ptcd --print-config                # the effective configuration
 //	ptcd hash-token < token.txt        # the hash to put in a tenant's token_hashes
 //	ptcd check                         # the isolation worker processes get here
+//	ptcd help                          # the commands and every flag (or -h)
 //
 // Besides RunnerService, ptcd serves the gRPC health service (NOT_SERVING
 // while draining) and server reflection (for grpcurl), an HTTP listener
@@ -21,12 +22,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,7 +33,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -56,7 +54,6 @@ import (
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
@@ -72,83 +69,9 @@ const maxTracingFlush = 5 * time.Second
 func main() {
 	// The same binary runs the worker processes of the pool.
 	ptc.RunWorker()
-	if len(os.Args) > 1 && os.Args[1] == "check" {
-		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "hash-token" {
-		os.Exit(hashToken(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
-}
-
-// hashToken prints the stored form of the token on the first line of
-// stdin, for a tenant's token_hashes.
-func hashToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "ptcd hash-token: the token is read from standard input, not from arguments (they end up in shell history)")
-		return 2
-	}
-	line, err := bufio.NewReader(io.LimitReader(stdin, auth.MaxTokenBytes+2)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		fmt.Fprintln(stderr, "ptcd hash-token:", err)
-		return 1
-	}
-	token := strings.TrimSpace(line)
-	switch {
-	case token == "":
-		fmt.Fprintln(stderr, "ptcd hash-token: standard input holds no token: pipe one in, e.g. `openssl rand -hex 32 | tee token.txt | ptcd hash-token`")
-		return 2
-	case len(token) > auth.MaxTokenBytes:
-		fmt.Fprintf(stderr, "ptcd hash-token: the token is longer than %d bytes\n", auth.MaxTokenBytes)
-		return 2
-	case len(token) < 16:
-		fmt.Fprintln(stderr, "ptcd hash-token: warning: the token is shorter than 16 characters; use a long random token")
-	}
-	fmt.Fprintln(stdout, auth.HashToken(token))
-	return 0
-}
-
-// options are ptcd's command-line settings beyond the config keys.
-type options struct {
-	configPath  string
-	printConfig bool
-	cfg         *config.Config
-}
-
-// parseFlags parses the command line and loads the configuration:
-// the file (--config) < PTC_ environment variables < flags.
-func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("ptcd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "YAML configuration file (see docs/config.md)")
-	fs.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
-	metricsListen := fs.String("metrics-listen", "", "short for -metrics.listen")
-	insecure := fs.Bool("insecure-no-auth", false, "short for -auth.insecure-no-auth: serve without authentication on a non-loopback address")
-	config.DefineFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	over := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "metrics-listen":
-			over["metrics.listen"] = *metricsListen
-		case "insecure-no-auth":
-			over["auth.insecure_no_auth"] = fmt.Sprint(*insecure)
-		}
-	})
-	cfg, err := config.Load(config.Options{File: o.configPath, Flags: fs, LookupEnv: lookupEnv, Overrides: over})
-	if err != nil {
-		return nil, err
-	}
-	o.cfg = cfg
-	return o, nil
+	os.Exit(dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // newLogger returns the logger the logging section asks for.
@@ -162,34 +85,13 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// check prints what isolation the worker processes get on this host.
-func check(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr, os.LookupEnv)
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd check:", err)
-		return 2
-	}
-	cfg := o.cfg.WorkerConfig()
-	facts, err := worker.Check(cfg)
-	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd check:", err)
-		return 1
-	}
-	return 0
-}
-
 // run starts the server and blocks until ctx is done and the server has
 // shut down. ready, when not nil, receives the bound gRPC address (the
 // metrics address is logged as "metrics listening").
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
-	o, err := parseFlags(args, stderr, os.LookupEnv)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "ptcd:", err)
-		return 2
+	o, code, ok := parseOrExit("ptcd", args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	c := o.cfg
 	if o.printConfig {
@@ -388,7 +290,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		ready <- lis.Addr().String()
 	}
 
-	code := 0
+	code = 0
 	select {
 	case err := <-served:
 		log.Error("serve failed", "err", err)

@@ -186,10 +186,10 @@ func TestTracingMisconfigured(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--tracing.endpoint", "127.0.0.1:4317", "--tracing.sampling-ratio", "1.5"}, "tracing.sampling_ratio is 1.5: use a number from 0 (no traces) to 1"},
+		{[]string{"--tracing.endpoint", "127.0.0.1:4317", "--tracing.sampling-ratio", "1.5"}, "ptcd: config: tracing.sampling_ratio (flag -tracing.sampling-ratio): 1.5 is out of range: use a number from 0 (no traces) to 1"},
 		{[]string{"--tracing.sampling-ratio", "often"}, `"often" is not a number`},
 		{[]string{"--config", writeFile(t, "ptcd.yaml", "tracing: {endpoint: 127.0.0.1:4317, headers_from_env: {x-api-key: PTC_TEST_UNSET_OTLP_KEY}}")},
-			"environment variable PTC_TEST_UNSET_OTLP_KEY (headers_from_env.x-api-key) is not set"},
+			"ptcd: config: tracing.headers_from_env.x-api-key names the environment variable PTC_TEST_UNSET_OTLP_KEY, which is not set: set it before starting ptcd"},
 	} {
 		var stderr syncBuffer
 		if code := run(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tc.args...), io.Discard, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), tc.want) {

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"path"
 	"strings"
@@ -41,19 +39,19 @@ func defaultMCP() MCP {
 	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes}
 }
 
-func (m MCP) validate() error {
+func (m MCP) validate() *Error {
 	if m.Listen != "" {
 		if _, _, err := net.SplitHostPort(m.Listen); err != nil {
-			return fmt.Errorf("config: mcp.listen %q is not host:port (e.g. \"127.0.0.1:7879\"); use \"\" to turn MCP off", m.Listen)
+			return keyError("mcp.listen", "%q is not host:port: write e.g. \"127.0.0.1:7879\", or \"\" to turn MCP off", m.Listen)
 		}
 	}
 	switch {
 	case !strings.HasPrefix(m.Path, "/") || path.Clean(m.Path) != m.Path || strings.ContainsAny(m.Path, "?#% \t"):
-		return fmt.Errorf("config: mcp.path %q must be a clean absolute path such as \"/mcp\"", m.Path)
+		return keyError("mcp.path", "%q is not a clean absolute path: write e.g. \"/mcp\"", m.Path)
 	case m.SessionTimeout <= 0:
-		return errors.New("config: mcp.session_timeout must be positive, e.g. \"30m\"")
+		return keyError("mcp.session_timeout", "%s is not positive: use a duration such as \"30m\"", m.SessionTimeout)
 	case m.DescriptionBytes < 0:
-		return errors.New("config: mcp.description_bytes is negative: use a size such as \"16KiB\", or 0 to never declare the tools there")
+		return keyError("mcp.description_bytes", "%s is negative: use a size such as \"16KiB\", or 0 to never declare the tools there", m.DescriptionBytes)
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (
 	}
 	for i := range c.ToolSources {
 		ts := &c.ToolSources[i]
-		s, err := startSource(ctx, ts, lookupEnv, log, tr)
+		key := fmt.Sprintf("tool_sources[%d]", i)
+		s, err := startSource(ctx, key, ts, lookupEnv, log, tr)
 		if err != nil {
 			if !ts.IsRequired() && ts.Type == TypeHTTP {
 				if log != nil {
@@ -66,14 +67,19 @@ func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (
 				}
 				continue
 			}
-			return fail(fmt.Errorf("tool source %s: %w", ts.Name, err))
+			var ce *Error
+			if errors.As(err, &ce) {
+				return fail(err)
+			}
+			return fail(fmt.Errorf("tool source %s (%s): %w", ts.Name, key, err))
 		}
 		started = append(started, s)
 	}
 	return started, nil
 }
 
-func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
+// startSource starts the source whose keys start with key.
+func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
 	// The tool sources fall back to OpenTelemetry's globals; ptcd sets
 	// none, so without tracing they get explicit no-ops.
 	provider, prop := tr.Provider, tr.Propagator
@@ -89,14 +95,14 @@ func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (st
 		for k, name := range ts.EnvFromEnv {
 			v, ok := lookupEnv(name)
 			if !ok {
-				return nil, fmt.Errorf("environment variable %s (env_from_env.%s) is not set: set it before starting ptcd", name, k)
+				return nil, keyError(key+".env_from_env."+k, "names the environment variable %s, which is not set: set it before starting ptcd", name)
 			}
 			if env == nil {
 				env = map[string]string{}
 			}
 			env[k] = v
 		}
-		headers, err := resolveHeaders(ts.HeadersFromEnv, lookupEnv)
+		headers, err := resolveHeaders(key+".headers_from_env", ts.HeadersFromEnv, lookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +174,9 @@ func (t HTTPTool) endpoint(ts *ToolSource) (httpsource.Endpoint, error) {
 	return ep, nil
 }
 
-func resolveHeaders(m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
+// resolveHeaders reads the headers whose variables the mapping at key
+// names.
+func resolveHeaders(key string, m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
@@ -176,7 +184,7 @@ func resolveHeaders(m map[string]string, lookupEnv func(string) (string, bool)) 
 	for h, name := range m {
 		v, ok := lookupEnv(name)
 		if !ok {
-			return nil, fmt.Errorf("environment variable %s (headers_from_env.%s) is not set: set it before starting ptcd", name, h)
+			return nil, keyError(key+"."+h, "names the environment variable %s, which is not set: set it before starting ptcd", name)
 		}
 		out[h] = v
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/goccy/go-yaml/ast"
 )
 
 // Tracing is the tracing section: OpenTelemetry spans exported over OTLP.
@@ -42,12 +44,8 @@ func (t Tracing) Enabled() bool { return t.Endpoint != "" }
 type Ratio float64
 
 // UnmarshalYAML reads a number (or a string holding one).
-func (r *Ratio) UnmarshalYAML(unmarshal func(any) error) error {
-	var v any
-	if err := unmarshal(&v); err != nil {
-		return err
-	}
-	switch v := v.(type) {
+func (r *Ratio) UnmarshalYAML(node ast.Node) error {
+	switch v := scalar(node).(type) {
 	case float64:
 		*r = Ratio(v)
 	case uint64:
@@ -55,9 +53,11 @@ func (r *Ratio) UnmarshalYAML(unmarshal func(any) error) error {
 	case int64:
 		*r = Ratio(v)
 	case string:
-		return r.Set(v)
+		if err := r.Set(v); err != nil {
+			return &nodeError{node, err.Error()}
+		}
 	default:
-		return fmt.Errorf("%v is not a number: write a ratio from 0 to 1, e.g. 0.1", v)
+		return &nodeError{node, fmt.Sprintf("%s is not a number: write a ratio from 0 to 1, e.g. 0.1", valueName(node))}
 	}
 	return nil
 }
@@ -95,35 +95,35 @@ func tracingSettings() []setting {
 }
 
 // validateTracing checks the tracing section.
-func (c *Config) validateTracing() error {
+func (c *Config) validateTracing() *Error {
 	t := c.Tracing
 	r := float64(t.SamplingRatio)
 	if !(r >= 0 && r <= 1) {
-		return fmt.Errorf("config: tracing.sampling_ratio is %s: use a number from 0 (no traces) to 1 (every trace), e.g. 0.1", t.SamplingRatio)
+		return keyError("tracing.sampling_ratio", "%s is out of range: use a number from 0 (no traces) to 1 (every trace), e.g. 0.1", t.SamplingRatio)
 	}
 	switch t.Protocol {
 	case "grpc", "http":
 	default:
-		return fmt.Errorf("config: tracing.protocol %q is unknown: use grpc or http", t.Protocol)
+		return keyError("tracing.protocol", "%q is not a protocol: use grpc or http", t.Protocol)
 	}
 	if err := checkEnvNames("tracing.headers_from_env", t.HeadersFromEnv); err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	if t.Endpoint == "" {
 		return nil
 	}
 	if t.ServiceName == "" {
-		return fmt.Errorf("config: tracing.service_name is empty: name the service (default ptcd)")
+		return keyError("tracing.service_name", "is empty: name the service (default ptcd)")
 	}
 	if strings.Contains(t.Endpoint, "://") {
 		u, err := url.Parse(t.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: tracing.endpoint %q is not a URL with http:// or https:// and a host, nor host:port", t.Endpoint)
+			return keyError("tracing.endpoint", "%q is not a URL with http:// or https:// and a host, nor host:port", t.Endpoint)
 		}
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(t.Endpoint); err != nil {
-		return fmt.Errorf("config: tracing.endpoint %q is not host:port (e.g. \"127.0.0.1:4317\") nor a URL", t.Endpoint)
+		return keyError("tracing.endpoint", "%q is not host:port (e.g. \"127.0.0.1:4317\") nor a URL", t.Endpoint)
 	}
 	return nil
 }
@@ -131,9 +131,5 @@ func (c *Config) validateTracing() error {
 // TracingHeaders resolves the tracing headers from the environment; a
 // variable that is not set is an error naming it.
 func (c *Config) TracingHeaders(lookupEnv func(string) (string, bool)) (map[string]string, error) {
-	h, err := resolveHeaders(c.Tracing.HeadersFromEnv, lookupEnv)
-	if err != nil {
-		return nil, fmt.Errorf("tracing: %w", err)
-	}
-	return h, nil
+	return resolveHeaders("tracing.headers_from_env", c.Tracing.HeadersFromEnv, lookupEnv)
 }

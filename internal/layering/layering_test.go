@@ -38,6 +38,8 @@ var rules = []rule{
 		"the request model is below every layer that uses it"},
 	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
+	{mod + "/internal/plural", []string{mod + "/..."}, "plural imports nothing of ptc"},
+	{mod + "/internal/testenv", []string{mod + "/..."}, "testenv imports nothing of ptc"},
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
 		"the executor sits below the root package and knows no wire"},
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
@@ -106,6 +108,14 @@ func TestLayering(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no package matched a rule")
+	}
+	// Only tests and internal test helpers (internal/.../*test) import
+	// testenv.
+	for pkg, ds := range deps {
+		helper := strings.HasPrefix(pkg, mod+"/internal/") && strings.HasSuffix(pkg, "test")
+		if contains(ds, mod+"/internal/testenv") && !helper && pkg != mod+"/internal/testenv" {
+			t.Errorf("%s depends on internal/testenv, which is for tests only", pkg)
+		}
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/ptcrun/ptc/internal/mcpserve"
 	"github.com/ptcrun/ptc/internal/prompt"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 	"github.com/ptcrun/ptc/tools/mcp"
@@ -30,13 +29,7 @@ import (
 //
 //	go test -run TestDefinitionBytes -v ./internal/mcpserve/
 func TestDefinitionBytes(t *testing.T) {
-	bin, _ := filepath.Abs("../../node_modules/.bin/mcp-server-everything")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mcp-server-everything is missing (run npm ci): %v", err)
-		}
-		t.Skip("mcp-server-everything not installed; run npm ci")
-	}
+	bin := testenv.NodeBin(t, "mcp-server-everything")
 
 	// Directly: what server-everything lists, as a client receives it.
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "measure", Version: "1"}, nil).Connect(context.Background(),

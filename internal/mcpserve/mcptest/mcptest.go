@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 // Step is one tool call of a Plan.
@@ -74,16 +76,10 @@ func RunTSClient(tb testing.TB, plan Plan) Report {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Dir(file)
-	root := filepath.Join(dir, "..", "..", "..")
+	testenv.NodeModule(tb, "@modelcontextprotocol/sdk/package.json")
 	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(root, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("node or @modelcontextprotocol/sdk is missing (run npm ci): %v", err)
-		}
-		tb.Skipf("node or @modelcontextprotocol/sdk is missing (run npm ci): %v", err)
+		tb.Fatal(err)
 	}
 	raw, err := json.Marshal(plan)
 	if err != nil {
