@@ -160,7 +160,7 @@ func localBackend(ctx context.Context, path string, inProcess bool, log *slog.Lo
 			}
 		})
 	}
-	ecfg := executor.Config{Registry: reg, Policy: cfg.Policy()}
+	ecfg := executor.Config{Registry: reg, Policy: cfg.Policy(), Approve: cfg.ApprovalRule()}
 	if !inProcess {
 		w := cfg.WorkerConfig()
 		ecfg.Workers = &w

@@ -155,14 +155,9 @@ func (s *Server) execute(ctx context.Context, req *sdk.CallToolRequest) (res *sd
 		rep = newReporter(ctx, req.Session, token)
 		creq.Observer = rep
 	}
-	ask := newElicitor(req.Session)
-	ctx = withApprover(ctx, ask)
 	// Calls that need approval (docs/durable.md) are put to the MCP
 	// client's user through elicitation.
-	creq.Approve = func(ctx context.Context, a core.Action) (bool, string) {
-		d := ask(ctx, Approval{Tool: a.Tool, Arguments: a.Arguments, Reason: a.Reason})
-		return d.Approved, d.Reason
-	}
+	creq.Approve = newElicitor(req.Session)
 	r, ferr := s.cfg.Backend.Run(ctx, creq)
 	if rep != nil {
 		rep.stop()
