@@ -85,7 +85,7 @@ func (c *Client) ListTools(ctx context.Context, q ToolQuery) (*ToolList, error) 
 // failures come back as Result.Error. A resumable request
 // (Request.Resumable) may come back paused, its ClientTools (served by
 // the caller: their handlers are not used) and approvals pending; Resume
-// goes on. Otherwise ClientTools, OnLog and Approve need Run.
+// goes on. Otherwise ClientTools, OnLog, OnProgress and Approve need Run.
 func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 	if len(req.ClientTools) > 0 && !req.Resumable {
 		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream), or a resumable request"}
@@ -115,9 +115,10 @@ func (c *Client) Resume(ctx context.Context, continuation string, answers ...Ans
 // (or, for a Tool marked Inline, on the stream's goroutine, so calls to it
 // are served one at a time), and its result goes back into the running
 // script. A panicking handler becomes a tool error. Log lines stream to
-// req.OnLog when it is set. Calls that need approval are decided by
-// req.Approve (denied without it). A resumable request is refused: a
-// Session holds its stream instead of pausing.
+// req.OnLog and tool call progress to req.OnProgress when they are set.
+// Calls that need approval are decided by req.Approve (denied without
+// it). A resumable request is refused: a Session holds its stream instead
+// of pausing.
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
 	if req.Resumable {
 		return nil, &Error{Code: InvalidArgument, Message: "a resumable request runs with Client.Execute (Run holds a stream and never pauses)"}
@@ -170,6 +171,11 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 		case *ptcv1.SessionResponse_Log:
 			if req.OnLog != nil {
 				req.OnLog(LogEntry(wire.LogFromPB(msg.Log)))
+			}
+		case *ptcv1.SessionResponse_Progress:
+			if req.OnProgress != nil {
+				ev, args, res, dropped := wire.ProgressFromPB(msg.Progress)
+				req.OnProgress(progressOf(&ev, args, res, dropped, req.ProgressValues))
 			}
 		case *ptcv1.SessionResponse_ProtocolError:
 			// Only a client that broke the protocol gets one; ignore.

@@ -126,6 +126,10 @@ type Config struct {
 	Start time.Time
 	// KeepResults stores each call's result JSON in the trace.
 	KeepResults bool
+	// Observer, when set, watches every call that is recorded in the trace
+	// (see core.CallObserver): live progress, tracing. Calls a resumed
+	// execution's re-run answers from its journal are not observed again.
+	Observer core.CallObserver
 	// Approvals names the tools whose calls need approval, each with the
 	// reason; Approve decides them (without it they are denied).
 	Approvals map[string]string
@@ -221,40 +225,44 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 	if d.dur != nil {
 		return d.dur.start(ctx, name, args)
 	}
-	b := d.begin(name, args)
+	b := d.begin(ctx, name, args, true)
 	if b.err != nil {
-		d.finish(b.idx, b.start, nil, b.err)
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, b.err)
 		return failed(b.err)
 	}
 	t, args, err := d.check(name, args)
 	if err != nil {
-		d.finish(b.idx, b.start, nil, err)
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, err)
 		return failed(err)
 	}
 	return func() (json.RawMessage, error) {
-		out, err := d.invoke(ctx, t, b.seq, args)
-		d.finish(b.idx, b.start, out, err)
+		out, err := d.invoke(b.ctx, t, b.seq, b.key, args)
+		d.finish(b.ctx, b.ev, b.idx, b.start, out, err)
 		return out, err
 	}
 }
 
 // begun is a call that was numbered and traced: its seq, its trace index
-// (-1 when not recorded), when it started, and the budget's refusal.
+// (-1 when not recorded), when it started, its observer's context and
+// event, and the budget's refusal.
 type begun struct {
 	seq   int32
 	idx   int
 	start time.Time
+	ctx   context.Context
+	ev    *core.CallEvent
+	key   string
 	err   *CallError
 }
 
-// begin numbers a call, records it in the trace and checks the call
-// budget.
-func (d *Dispatcher) begin(name string, args json.RawMessage) begun {
+// begin numbers a call, records it in the trace, tells the observer (when
+// observe is set) and checks the call budget.
+func (d *Dispatcher) begin(ctx context.Context, name string, args json.RawMessage, observe bool) begun {
 	start := time.Now()
 	d.mu.Lock()
 	if d.calls == math.MaxInt32 {
 		d.mu.Unlock()
-		return begun{idx: -1, start: start, err: &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
+		return begun{idx: -1, start: start, ctx: ctx, err: &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
 			Message: "the execution made more tool calls than can be counted"}}
 	}
 	d.calls++
@@ -269,13 +277,27 @@ func (d *Dispatcher) begin(name string, args json.RawMessage) begun {
 		d.refused++
 	}
 	d.mu.Unlock()
-	b := begun{seq: seq, idx: idx, start: start}
+	b := begun{seq: seq, idx: idx, start: start, ctx: ctx}
+	if observe {
+		d.observe(&b, name, args)
+	}
 	if over {
 		b.err = &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
 			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
 			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
 	}
 	return b
+}
+
+// observe tells the observer that a begun call started.
+func (d *Dispatcher) observe(b *begun, name string, args json.RawMessage) {
+	if d.cfg.Observer == nil || b.idx < 0 {
+		return
+	}
+	b.key = d.idempotencyKey(b.seq)
+	b.ev = &core.CallEvent{ExecutionID: d.cfg.ExecutionID, Seq: b.seq, Tool: name, IdempotencyKey: b.key,
+		StartedAfter: b.start.Sub(d.cfg.Start), Arguments: args}
+	b.ctx = d.cfg.Observer.CallStarted(b.ctx, b.ev)
 }
 
 // check finds the tool and validates the arguments.
@@ -293,13 +315,13 @@ func (d *Dispatcher) check(name string, args json.RawMessage) (*tools.Compiled, 
 }
 
 // invoke asks for approval when the tool needs it, then runs the call.
-func (d *Dispatcher) invoke(ctx context.Context, t *tools.Compiled, seq int32, args json.RawMessage) (json.RawMessage, error) {
+func (d *Dispatcher) invoke(ctx context.Context, t *tools.Compiled, seq int32, key string, args json.RawMessage) (json.RawMessage, error) {
 	if reason, ok := d.cfg.Approvals[t.Name]; ok {
 		if err := d.approve(ctx, t.Name, seq, args, reason); err != nil {
 			return nil, err
 		}
 	}
-	return d.run(ctx, t, seq, args)
+	return d.run(ctx, t, seq, key, args)
 }
 
 // approve asks the execution's approver about one call; without one the
@@ -333,33 +355,44 @@ func (d *Dispatcher) action(kind core.ActionKind, name string, seq int32, args j
 		IdempotencyKey: d.idempotencyKey(seq), Reason: reason}
 }
 
-func (d *Dispatcher) idempotencyKey(seq int32) string {
-	return d.cfg.ExecutionID + "/" + strconv.Itoa(int(seq))
-}
-
-func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err error) {
+// finish completes the call's trace record and, with an observer, its
+// event.
+func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, start time.Time, out json.RawMessage, err error) {
+	took := time.Since(start)
+	var ce *CallError
+	if err != nil {
+		errors.As(err, &ce)
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err == nil {
 		d.resultBytes += int64(len(out))
 	}
-	if idx < 0 {
-		return
-	}
-	rec := &d.trace[idx]
-	rec.Duration = time.Since(start)
-	if err != nil {
-		var ce *CallError
-		if errors.As(err, &ce) {
+	if idx >= 0 {
+		rec := &d.trace[idx]
+		rec.Duration = took
+		switch {
+		case err == nil:
+			rec.OK = true
+			rec.ResultBytes = int64(len(out))
+			if d.cfg.KeepResults {
+				rec.Result = out
+			}
+		case ce != nil:
 			rec.ErrorCode, rec.ErrorMessage = ce.Code, ce.Message
 		}
+	}
+	d.mu.Unlock()
+	if ev == nil {
 		return
 	}
-	rec.OK = true
-	rec.ResultBytes = int64(len(out))
-	if d.cfg.KeepResults {
-		rec.Result = out
+	ev.Finished, ev.Duration = true, took
+	switch {
+	case err == nil:
+		ev.OK, ev.Result = true, out
+	case ce != nil:
+		ev.ErrorCode, ev.ErrorMessage = ce.Code, ce.Message
 	}
+	d.cfg.Observer.CallFinished(ctx, ev)
 }
 
 // checkArgs bounds and validates a call's arguments.
@@ -384,7 +417,7 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 	return args, nil
 }
 
-func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args json.RawMessage) (json.RawMessage, error) {
+func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, key string, args json.RawMessage) (json.RawMessage, error) {
 	name := t.Name
 	select {
 	case d.sem <- struct{}{}:
@@ -399,9 +432,12 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 	call := tools.Call{
 		ExecutionID:    d.cfg.ExecutionID,
 		Seq:            seq,
-		IdempotencyKey: d.idempotencyKey(seq),
+		IdempotencyKey: key,
 		Tool:           name,
 		Arguments:      args,
+	}
+	if call.IdempotencyKey == "" {
+		call.IdempotencyKey = d.idempotencyKey(seq)
 	}
 	out, err := safeHandle(ctx, t.Handler, call)
 	if err != nil {
@@ -433,6 +469,11 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 		return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 	}
 	return out, nil
+}
+
+// idempotencyKey is the key of call seq: "<execution id>/<seq>".
+func (d *Dispatcher) idempotencyKey(seq int32) string {
+	return d.cfg.ExecutionID + "/" + strconv.Itoa(int(seq))
 }
 
 // safeHandle runs h, turning a panic into an error so that one bad tool

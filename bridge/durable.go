@@ -46,6 +46,8 @@ type gate struct {
 	args json.RawMessage
 	idx  int
 	t    *tools.Compiled
+	// b is how the call began (its observer's context and event).
+	b begun
 	// start is when the call started (or was answered, for a call that
 	// waited for its caller).
 	start time.Time
@@ -134,7 +136,7 @@ func (u *durable) start(ctx context.Context, name string, args json.RawMessage) 
 	if u.paused || u.diverged != nil {
 		return failed(&CallError{Name: NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"})
 	}
-	b := d.begin(name, args)
+	b := d.begin(ctx, name, args, false)
 	g := &gate{seq: b.seq, tool: name, args: args, idx: b.idx, start: b.start, release: make(chan struct{})}
 	sum, kept := entryArgs(args)
 	if u.replaying || b.seq <= u.maxSeq {
@@ -158,6 +160,8 @@ func (u *durable) start(ctx context.Context, name string, args json.RawMessage) 
 				return failed(&CallError{Name: NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"})
 			}
 			g.t = d.tools[name]
+			d.observe(&b, name, args)
+			g.b = b
 			u.parkLocked(g, *a)
 			return u.invocation(ctx, g)
 		}
@@ -167,16 +171,18 @@ func (u *durable) start(ctx context.Context, name string, args json.RawMessage) 
 	}
 
 	// A live call. One refused at once is complete already.
+	d.observe(&b, name, args)
+	g.b = b
 	u.open[g.seq] = g
 	if b.err != nil {
-		d.finish(b.idx, b.start, nil, b.err)
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, b.err)
 		g.done, g.err = true, b.err
 		u.held = append(u.held, g)
 		return u.invocation(ctx, g)
 	}
 	t, args, cerr := d.check(name, args)
 	if cerr != nil {
-		d.finish(b.idx, b.start, nil, cerr)
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, cerr)
 		g.done, g.err = true, cerr
 		u.held = append(u.held, g)
 		return u.invocation(ctx, g)
@@ -219,8 +225,8 @@ func (u *durable) invocation(ctx context.Context, g *gate) Invocation {
 					return nil, ctxError(g.tool, ctx)
 				}
 			} else {
-				out, err = d.invoke(ctx, g.t, g.seq, g.args)
-				d.finish(g.idx, g.start, out, err)
+				out, err = d.invoke(g.b.ctx, g.t, g.seq, g.b.key, g.args)
+				d.finish(g.b.ctx, g.b.ev, g.idx, g.start, out, err)
 			}
 			u.complete(g, out, err)
 		}
@@ -247,11 +253,11 @@ func (u *durable) apply(ctx context.Context, g *gate, ans core.Answer) (json.Raw
 		err = &CallError{Name: NameToolError, Tool: g.tool, Code: tools.CodeUnknownTool,
 			Message: "the approved tool is no longer available on this server"}
 	case approve:
-		out, err = d.run(ctx, g.t, g.seq, g.args)
+		out, err = d.run(g.b.ctx, g.t, g.seq, g.b.key, g.args)
 	case cerr != nil:
 		err = cerr
 	}
-	d.finish(g.idx, start, out, err)
+	d.finish(g.b.ctx, g.b.ev, g.idx, start, out, err)
 	return out, err
 }
 

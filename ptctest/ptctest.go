@@ -33,13 +33,15 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/cassette/fixture"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
 // What makes every run of Run reproducible.
 const (
-	// DefaultSeed seeds Math.random when no WithSeed option is given.
+	// DefaultSeed seeds Math.random unless a WithRequest option sets
+	// Request.Seed.
 	DefaultSeed = 1
 	// ExecutionID is the execution id of runs made by Run (tool
 	// idempotency keys are "ptctest/<seq>").
@@ -177,7 +179,6 @@ type config struct {
 	tools      []tools.Tool
 	demo       bool
 	limits     ptc.Limits
-	seed       uint64
 	edit       []func(*ptc.Request)
 	runnerOpts []ptc.Option
 	record     string
@@ -204,9 +205,6 @@ func WithDemoTools() Option { return func(c *config) { c.demo = true } }
 
 // WithLimits sets the requested limits.
 func WithLimits(l ptc.Limits) Option { return func(c *config) { c.limits = l } }
-
-// WithSeed seeds Math.random (DefaultSeed without it).
-func WithSeed(seed uint64) Option { return func(c *config) { c.seed = seed } }
 
 // WithRequest edits the request just before it runs.
 func WithRequest(edit func(*ptc.Request)) Option {
@@ -294,7 +292,7 @@ func (c *config) toolset() ([]tools.Tool, error) {
 	return out, nil
 }
 
-// apply sets the input, seed and edits of the options on req.
+// apply sets the input, limits and edits of the options on req.
 func (c *config) apply(req *ptc.Request) error {
 	if c.hasInput {
 		in, err := toJSON(c.input)
@@ -302,9 +300,6 @@ func (c *config) apply(req *ptc.Request) error {
 			return fmt.Errorf("input: %w", err)
 		}
 		req.Input = in
-	}
-	if c.seed != 0 {
-		req.Seed = c.seed
 	}
 	if c.limits != (ptc.Limits{}) {
 		req.Limits = c.limits
@@ -351,7 +346,8 @@ func record(path string, req ptc.Request, defs []tools.Definition, res *ptc.Resu
 // recording (no tool is called), and reports a divergence from the
 // recording — a call with other arguments, an extra or missing call, or
 // another result — with Errorf. The recorded script, input and seed are
-// used unless WithScript, WithInput or WithSeed override them.
+// used unless WithScript, WithInput or WithRequest (Request.Seed, say)
+// override them.
 func Replay(t testing.TB, path string, opts ...Option) *ptc.Result {
 	t.Helper()
 	f, err := os.Open(path)
@@ -441,7 +437,7 @@ func AssertCalls(t testing.TB, res *ptc.Result, tools ...string) bool {
 func AssertCall(t testing.TB, res *ptc.Result, seq int, tool string, args any) bool {
 	t.Helper()
 	if seq < 1 || seq > len(res.Trace) {
-		t.Errorf("ptctest: want call #%d to %s, but the script made %d calls", seq, tool, len(res.Trace))
+		t.Errorf("ptctest: want call #%d to %s, but the script made %s", seq, tool, plural.Count(len(res.Trace), "call", "calls"))
 		return false
 	}
 	r := res.Trace[seq-1]

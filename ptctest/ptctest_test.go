@@ -209,7 +209,7 @@ func TestRecordReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	tape := filepath.Join(t.TempDir(), "exp.jsonl")
-	rec := Run(t, string(src), WithDemoTools(), WithSeed(3), WithInput(map[string]string{"department": "support"}), WithRecord(tape))
+	rec := Run(t, string(src), WithDemoTools(), WithRequest(func(r *ptc.Request) { r.Seed = 3 }), WithInput(map[string]string{"department": "support"}), WithRecord(tape))
 	rep := Replay(t, tape)
 	AssertResult(t, rep, rec.Result)
 	if len(rep.Trace) != len(rec.Trace) {

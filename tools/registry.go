@@ -154,9 +154,9 @@ func (r *Registry) register(t Tool) error {
 	return nil
 }
 
-// Clashes reports whether d's name and name cannot both be tools: one is
-// a dotted prefix of the other (a name cannot also be a namespace).
-func (d Definition) Clashes(name string) bool { return namespaceClash(d.Name, name) }
+// NamespaceClash reports whether d's name and name cannot both live in one
+// tools object: one is a dotted prefix of the other ("a" beside "a.b").
+func (d Definition) NamespaceClash(name string) bool { return namespaceClash(d.Name, name) }
 
 func namespaceClash(a, b string) bool {
 	if len(a) > len(b) {

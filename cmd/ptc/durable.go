@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/plural"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
@@ -68,29 +68,19 @@ func (d *durableFlags) apply(req *ptc.Request, stdin io.Reader) error {
 	return nil
 }
 
-// pauseState is the pause of res as ptc.v1 renders it (state, pending
-// actions, continuation and its expiry).
-func pauseState(res *ptc.Result) *ptcv1.ExecuteResponse {
-	out := &ptcv1.ExecuteResponse{ExecutionId: res.ExecutionID, State: ptcv1.ExecutionState_EXECUTION_STATE_REQUIRES_ACTION,
-		Continuation: res.Continuation, ContinuationExpireTime: timestamppb.New(res.ContinuationExpires)}
-	for _, a := range res.Pending {
-		kind := ptcv1.ActionKind_ACTION_KIND_CLIENT_TOOL
-		if a.Approval {
-			kind = ptcv1.ActionKind_ACTION_KIND_APPROVAL
-		}
-		out.PendingActions = append(out.PendingActions, &ptcv1.PendingAction{CallId: a.CallID, Kind: kind, Seq: a.Seq, Tool: a.Tool,
-			ArgumentsJson: string(a.Arguments), IdempotencyKey: a.IdempotencyKey, Reason: a.Reason})
-	}
-	return out
-}
-
-// reportPause prints a paused execution's state (protobuf JSON) on stdout,
+// reportPause prints a paused execution's state — the ExecuteResponse,
+// with its pending actions and continuation, in protobuf's JSON mapping —
+// on stdout,
 // writes it to --continuation when given, and returns exitPaused.
 func reportPause(res *ptc.Result, out string, stdout, stderr io.Writer) int {
-	b, _ := protojson.MarshalOptions{Multiline: true}.Marshal(pauseState(res))
-	fmt.Fprintln(stdout, string(b))
+	var b bytes.Buffer
+	if err := printJSON(&b, responsePB(res)); err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
+	_, _ = stdout.Write(b.Bytes())
 	if out != "" {
-		if err := os.WriteFile(out, append(b, '\n'), 0o600); err != nil {
+		if err := os.WriteFile(out, b.Bytes(), 0o600); err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
 		}
@@ -98,7 +88,7 @@ func reportPause(res *ptc.Result, out string, stdout, stderr io.Writer) int {
 	for _, l := range res.Logs {
 		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
 	}
-	fmt.Fprintf(stderr, "ptc: paused, waiting for %d call(s); continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE\n", len(res.Pending))
+	fmt.Fprintf(stderr, "ptc: paused, waiting for %s; continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE\n", plural.Count(len(res.Pending), "call", "calls"))
 	return exitPaused
 }
 
@@ -164,7 +154,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", "resume on a ptcd server at ADDR (default: in-process, with the local key)")
-	jsonOut := fs.Bool("json", false, "print the whole response as JSON")
+	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
 	out := fs.String("continuation", "", "write the next pause state to FILE")
 	var a answerFlags
 	fs.Var(a.flag("answer"), "answer", "ID=JSON: a client tool's output (repeatable)")

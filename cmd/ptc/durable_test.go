@@ -49,3 +49,37 @@ func TestRunResumableAndResume(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestPauseStateIsProtoJSON: the pause state is the ExecuteResponse in
+// protobuf's JSON mapping, as --json prints every response; ptc resume
+// reads it from stdin, and a denied call rejects in the script.
+func TestPauseStateIsProtoJSON(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	script := writeScript(t, "pay.js", `
+		try { return await tools.get_budget_by_level({level: "senior"}); }
+		catch (e) { return {code: e.code, message: e.message}; }`)
+	code, pause, stderr := ptcMain(t, "run", script, "--resumable", "--require-approval", "get_budget_by_level")
+	if code != exitPaused || !strings.Contains(stderr, "waiting for 1 call;") {
+		t.Fatalf("exit %d\n%s%s", code, pause, stderr)
+	}
+	for _, want := range []string{`"executionId"`, `"state": "EXECUTION_STATE_REQUIRES_ACTION"`, `"pendingActions": [`,
+		`"kind": "ACTION_KIND_APPROVAL"`, `"argumentsJson": "{\"level\":\"senior\"}"`, `"continuationExpireTime"`, `"effectiveLimits"`} {
+		if !strings.Contains(pause, want) {
+			t.Errorf("pause state without %s:\n%s", want, pause)
+		}
+	}
+	var st ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(pause), &st); err != nil || len(st.GetPendingActions()) != 1 {
+		t.Fatalf("pause state: %v\n%s", err, pause)
+	}
+	id := st.GetPendingActions()[0].GetCallId()
+	code, stdout, stderr := runCLI(t, pause, "resume", "-", "--deny", id+"=over the limit for this quarter", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var done ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(stdout), &done); err != nil || done.GetState() != ptcv1.ExecutionState_EXECUTION_STATE_COMPLETED ||
+		done.GetResultJson() != `{"code":"denied","message":"over the limit for this quarter"}` {
+		t.Fatalf("resumed: %v\n%s", err, stdout)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,33 +16,6 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/durable/redistest"
 )
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// ptcdBinary builds this command once per test binary.
-func ptcdBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ptcd-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ptcd")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building ptcd: %v", binErr)
-	}
-	return binPath
-}
 
 // ptcdProcess is a ptcd binary running in its own process.
 type ptcdProcess struct {
@@ -60,7 +32,7 @@ func startProcess(t *testing.T, config string, env ...string) *ptcdProcess {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ptcdBinary(t), "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess")
+	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess")
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -232,5 +204,43 @@ func TestSharedStore(t *testing.T) {
 	res, err = dialClient(t, c.addr).Execute(context.Background(), ptc.Request{Source: string(src), Resumable: true, RequireApproval: []string{"get_budget_by_level"}})
 	if err != nil || res.Error == nil || res.Error.Kind != ptc.KindPauseLimit || !strings.Contains(res.Error.Message, "state store") {
 		t.Fatalf("no store: %v %+v", err, res.Error)
+	}
+}
+
+// TestApprovalsSection: the approvals section of ptcd.yaml makes calls of
+// the matching server tools wait for approval, with no request asking; a
+// caller that cannot be asked has them denied.
+func TestApprovalsSection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ptcd binaries")
+	}
+	p := startProcess(t, durableConfig+"approvals:\n  tools: [\"get_budget_*\"]\n", durableEnv)
+	c := dialClient(t, p.addr)
+	src, err := os.ReadFile("../../examples/expenses.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Execute(context.Background(), ptc.Request{Source: string(src), Resumable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.RequiresAction() || len(res.Pending) < 2 {
+		t.Fatalf("not paused at the budget lookups: %+v %v", res.Pending, res.Error)
+	}
+	for _, a := range res.Pending {
+		if !a.Approval || a.Tool != "get_budget_by_level" || a.Reason == "" {
+			t.Fatalf("pending %+v", a)
+		}
+	}
+	// Not resumable, no callback: the lookups are denied, the script sees
+	// ToolError code denied.
+	res, err = c.Execute(context.Background(), ptc.Request{Source: `
+		try { await tools.get_budget_by_level({level: "junior"}); return "ran"; }
+		catch (e) { return e.code + ": " + e.message; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Result); !strings.HasPrefix(got, `"denied: `) || !strings.Contains(got, "no way to ask") {
+		t.Fatalf("unasked approval: %s %v", got, res.Error)
 	}
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -87,33 +86,39 @@ func defaultDurable() Durable {
 			MaxAge: Duration(executor.DefaultParkedMaxAge)}}
 }
 
-func (d *Durable) validate() error {
-	seen := map[string]bool{}
+// validate checks the durable section, naming the key.
+func (d *Durable) validate() *Error {
+	ids := map[string]int{}
 	for i, k := range d.Keys {
+		key := fmt.Sprintf("durable.keys[%d]", i)
 		if k.ID == "" || len(k.ID) > durable.MaxKeyIDLength {
-			return fmt.Errorf("config: durable.keys[%d].id must have 1 to %d characters", i, durable.MaxKeyIDLength)
+			return keyError(key+".id", "%q is not a key id: use 1 to %d characters; continuations name the key that signed them", k.ID, durable.MaxKeyIDLength)
 		}
-		if seen[k.ID] {
-			return fmt.Errorf("config: durable.keys[%d].id %q is used twice", i, k.ID)
+		if j, dup := ids[k.ID]; dup {
+			return keyError(key+".id", "%q is also the id of durable.keys[%d]: give each key its own id", k.ID, j)
 		}
-		seen[k.ID] = true
+		ids[k.ID] = i
 		if !envNameRE.MatchString(k.SecretEnv) {
-			return fmt.Errorf("config: durable.keys[%d].secret_env must name an environment variable (e.g. PTC_DURABLE_KEY_%d), not hold the secret", i, i)
+			return keyError(key+".secret_env", "must name an environment variable (e.g. PTC_DURABLE_KEY_%d), not hold the secret: secrets come only from the environment", i)
 		}
 	}
 	switch {
 	case d.TTL <= 0:
-		return errors.New("config: durable.ttl must be positive, e.g. \"24h\"")
+		return keyError("durable.ttl", "%s is not positive: use a duration such as \"24h\"", d.TTL)
 	case d.MaxTokenBytes < 1024:
-		return errors.New("config: durable.max_token_bytes must be at least 1KiB")
+		return keyError("durable.max_token_bytes", "%s is below 1KiB: use a size such as 64KiB", d.MaxTokenBytes)
 	case d.MaxStateBytes < d.MaxTokenBytes:
-		return errors.New("config: durable.max_state_bytes must be at least durable.max_token_bytes")
+		return keyError("durable.max_state_bytes", "%s is below durable.max_token_bytes (%s): a paused state in the store can be no smaller than one in a continuation", d.MaxStateBytes, d.MaxTokenBytes)
 	case d.Store.File != "" && d.Store.RedisURLEnv != "":
-		return errors.New("config: durable.store: give file or redis_url_env, not both")
+		return keyError("durable.store", "has both file and redis_url_env: give one (file for one replica, Redis for several)")
 	case d.Store.RedisURLEnv != "" && !envNameRE.MatchString(d.Store.RedisURLEnv):
-		return errors.New("config: durable.store.redis_url_env must name an environment variable")
-	case d.Parked.Max < 0 || d.Parked.MaxBytes < 0 || d.Parked.MaxAge < 0:
-		return errors.New("config: durable.parked: max, max_bytes and max_age must not be negative")
+		return keyError("durable.store.redis_url_env", "must name an environment variable (e.g. PTC_REDIS_URL), not hold the URL: it may carry a password")
+	case d.Parked.Max < 0:
+		return keyError("durable.parked.max", "%d is negative: use 0 to keep no paused execution in memory, or more", d.Parked.Max)
+	case d.Parked.MaxBytes < 0:
+		return keyError("durable.parked.max_bytes", "%s is negative: use a size such as 256MiB", d.Parked.MaxBytes)
+	case d.Parked.MaxAge < 0:
+		return keyError("durable.parked.max_age", "%s is negative: use a duration such as \"10m\"", d.Parked.MaxAge)
 	}
 	return nil
 }
@@ -182,10 +187,11 @@ func (c *Config) ApprovalRule() func(string) bool {
 	}
 }
 
-func (a Approvals) validate() error {
+// validate checks the approvals section.
+func (a Approvals) validate() *Error {
 	for i, p := range a.Tools {
 		if _, err := path.Match(p, ""); err != nil || p == "" {
-			return fmt.Errorf("config: approvals.tools[%d] %q is not a glob pattern", i, p)
+			return keyError(fmt.Sprintf("approvals.tools[%d]", i), "%q is not a tool name or glob: use names or globs such as \"crm.delete_*\"", p)
 		}
 	}
 	return nil

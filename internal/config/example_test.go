@@ -56,6 +56,7 @@ tool_sources:
 	//     max_output_bytes: 1MiB
 	//     max_log_bytes: 64KiB
 	//     max_log_entries: 1000
+	//     max_result_tokens: 1048576
 	//     max_pauses: 20
 	//     max_paused_time: 24h0m0s
 	//   ceilings:
@@ -67,6 +68,7 @@ tool_sources:
 	//     max_output_bytes: 16MiB
 	//     max_log_bytes: 4MiB
 	//     max_log_entries: 100000
+	//     max_result_tokens: 16777216
 	//     max_pauses: 1000
 	//     max_paused_time: 720h0m0s
 	// tool_sources:
@@ -100,6 +102,18 @@ tool_sources:
 	//     max_connection_idle: 0s
 	//     max_connection_age: 0s
 	//     max_connection_age_grace: 0s
+	// tracing:
+	//   endpoint: ""
+	//   protocol: grpc
+	//   insecure: false
+	//   sampling_ratio: 1.0
+	//   service_name: ptcd
+	//   record_values: false
+	// mcp:
+	//   listen: ""
+	//   path: /mcp
+	//   session_timeout: 30m0s
+	//   description_bytes: 16KiB
 	// workers:
 	//   mode: worker
 	//   idle: 2

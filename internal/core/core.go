@@ -108,6 +108,13 @@ type Request struct {
 	Determinism
 	// OnLog, when set, receives each kept log entry as it is written.
 	OnLog func(LogEntry)
+	// Observer, when set, watches every tool call (live progress).
+	Observer CallObserver
+	// ProgressValues lets progress sent to a caller carry the calls'
+	// arguments, results and error messages (Session's progress_values).
+	ProgressValues bool
+	// Overflow says what happens to a result over the output limits.
+	Overflow OverflowPolicy
 	// Resumable lets the execution pause at calls only its caller can
 	// answer (ClientTools, approvals): it then ends with Pending actions
 	// and a Continuation that Resume takes with the answers.
@@ -165,6 +172,15 @@ type Stats struct {
 	// LogBytes counts the console output the script produced, dropped
 	// output included.
 	LogBytes int64
+	// ResultTruncated reports that the result was cut to fit the output
+	// limits (OverflowTruncate); OutputBytes is then the truncated size and
+	// UntruncatedOutputBytes the size before.
+	ResultTruncated        bool
+	UntruncatedOutputBytes int64
+	// DroppedItems counts the array items and object keys truncation
+	// removed; CutStrings the strings it shortened.
+	DroppedItems int64
+	CutStrings   int64
 }
 
 // Result is the outcome of an execution that ran.

@@ -21,6 +21,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
 	"github.com/ptcrun/ptc/runtime/ts"
@@ -69,6 +70,9 @@ type Config struct {
 	// Parked bounds the paused executions kept waiting in memory, to be
 	// resumed without a re-run (see parked.go); zero keeps the defaults.
 	Parked ParkedConfig
+	// Tracing makes a span per execution and per tool call; the zero value
+	// makes none.
+	Tracing telemetry.Tracing
 }
 
 // Executor validates, prepares and runs executions. It is safe for
@@ -90,6 +94,11 @@ type Executor struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+
+	tracing telemetry.Tracing
+	// isolation names, per language, where scripts run: "worker" or
+	// "inprocess" (a span attribute).
+	isolation map[core.Language]string
 }
 
 // New returns an Executor; with Config.Workers it starts the worker pool.
@@ -105,6 +114,8 @@ func New(cfg Config) (*Executor, error) {
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
 		approve:   cfg.Approve,
+		tracing:   cfg.Tracing,
+		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
 	}
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
@@ -145,6 +156,10 @@ func New(cfg Config) (*Executor, error) {
 			e.pool = pool
 			e.engines[core.LanguageJavaScript] = pool
 			e.engines[core.LanguageTypeScript] = pool
+			if wc.Mode == worker.ModeWorker {
+				e.isolation[core.LanguageJavaScript] = "worker"
+				e.isolation[core.LanguageTypeScript] = "worker"
+			}
 		} else {
 			j := js.New()
 			e.engines[core.LanguageJavaScript] = j

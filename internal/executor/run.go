@@ -10,6 +10,7 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -26,17 +27,24 @@ func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.
 // Run executes a prepared request. It always returns a Result; a
 // resumable one may be paused (Result.Pending and Continuation set).
 func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
-	if p.resumable {
-		return e.runResumable(ctx, p)
-	}
 	start := time.Now()
-	d := bridge.New(e.bridgeConfig(p, start))
-	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
-	job := e.job(p, d, logs, p.limits)
-	out := e.runJob(ctx, p, job)
-	res := result(p, out, d, logs)
-	res.Stats.Duration = time.Since(start)
-	res.ModelMessage = core.ModelMessage(res)
+	ctx, span := e.tracing.StartExecution(ctx, telemetry.Execution{
+		ID: p.id, Language: p.req.Language, Isolation: e.isolation[p.req.Language],
+		SourceBytes: len(p.req.Source) + len(p.req.Module), InputBytes: len(p.req.Input),
+		Tools: len(p.tools), Timeout: p.limits.Timeout.Milliseconds(),
+	})
+	var res *core.Result
+	if p.resumable {
+		res = e.runResumable(ctx, p)
+	} else {
+		d := bridge.New(e.bridgeConfig(p, start))
+		logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
+		out := e.runJob(ctx, p, e.job(p, d, logs, p.limits))
+		res = result(p, out, d, logs)
+		res.Stats.Duration = time.Since(start)
+		res.ModelMessage = core.ModelMessage(res)
+	}
+	e.tracing.EndExecution(span, res)
 	return res
 }
 
@@ -49,6 +57,7 @@ func (e *Executor) bridgeConfig(p *Prepared, start time.Time) bridge.Config {
 		MaxConcurrent: p.limits.MaxConcurrentToolCalls,
 		Start:         start,
 		KeepResults:   p.req.IncludeToolResults,
+		Observer:      core.Observers(p.req.Observer, e.callSpans(p)),
 		Approvals:     p.approvals,
 		Approve:       p.req.Approve,
 	}
@@ -62,7 +71,7 @@ func (e *Executor) job(p *Prepared, d *bridge.Dispatcher, logs *runtime.LogBuffe
 		Source:      p.req.Source,
 		Module:      p.req.Module,
 		Input:       p.req.Input,
-		Limits:      lim,
+		Limits:      engineLimits(lim, p.req.Overflow),
 		Tools:       d,
 		Logs:        logs,
 		Determinism: p.det,
@@ -82,10 +91,13 @@ func (e *Executor) runJob(ctx context.Context, p *Prepared, job *runtime.Job) *r
 }
 
 // result assembles the Result of an execution that ended: the result
-// (checked against the result schema) or the failure, the logs, the trace
-// and the stats (Duration and ModelMessage are the caller's).
+// (checked against the result schema, then fitted to the output limits)
+// or the failure, the logs, the trace and the stats (Duration and
+// ModelMessage are the caller's).
 func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runtime.LogBuffer) *core.Result {
 	res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits}
+	// The result schema applies to the script's result, before any
+	// truncation.
 	if out.Err == nil && p.result != nil {
 		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
@@ -95,6 +107,7 @@ func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runti
 			out.Err = fault.New(fault.KindResultSchema, "%s", msg)
 		}
 	}
+	fitOutput(out, p.limits, p.req.Overflow, &res.Stats)
 	if out.Err != nil {
 		res.Error = out.Err
 	} else {
@@ -102,16 +115,37 @@ func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runti
 	}
 	res.Logs, res.LogsTruncated = logs.Entries()
 	res.Trace = d.Trace()
-	res.Stats = core.Stats{
-		CPUTime:         out.CPUTime,
-		QueueTime:       p.queued,
-		PeakMemoryBytes: out.PeakMemoryBytes,
-		ToolCalls:       d.Calls(),
-		ToolResultBytes: d.ResultBytes(),
-		OutputBytes:     int64(len(res.Result)),
-		LogBytes:        logs.Bytes(),
-	}
+	st := &res.Stats
+	st.CPUTime = out.CPUTime
+	st.QueueTime = p.queued
+	st.PeakMemoryBytes = out.PeakMemoryBytes
+	st.ToolCalls = d.Calls()
+	st.ToolResultBytes = d.ResultBytes()
+	st.OutputBytes = int64(len(res.Result))
+	st.LogBytes = logs.Bytes()
 	return res
+}
+
+// callSpans is the tracing observer of p's tool calls, nil with tracing
+// off.
+func (e *Executor) callSpans(p *Prepared) core.CallObserver {
+	if !e.tracing.Enabled() {
+		return nil
+	}
+	client := p.req.ClientTools
+	isClient := func(name string) bool {
+		for _, t := range client {
+			if t.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	known := func(name string) bool {
+		_, ok := e.reg.Lookup(name)
+		return ok || isClient(name)
+	}
+	return e.tracing.CallSpans(isClient, known)
 }
 
 // safeRunHash runs a held module; a module evicted since Prepare is an

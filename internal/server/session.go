@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -21,11 +22,11 @@ import (
 )
 
 const (
-	// sendQueue bounds the live log lines waiting for the client to read;
-	// past it they are dropped. Tool calls wait for the stream instead (one
-	// message in flight at a time), so a client that never reads cannot make
-	// the server buffer without bound.
-	sendQueue = 64
+	// sendQueue bounds the live messages (log lines, tool call progress)
+	// waiting for the client to read; past it they are dropped. Tool calls
+	// wait for the stream instead (one message in flight at a time), so a
+	// client that never reads cannot make the server buffer without bound.
+	sendQueue = 256
 	// resultGrace bounds how long the final result waits for a client
 	// that does not read.
 	resultGrace = 10 * time.Second
@@ -33,15 +34,19 @@ const (
 
 // session is one Session stream. The handler goroutine runs the
 // execution; whoever has a message sends it under sendLock (tool calls go
-// out straight from the call's goroutine); live log lines queue on logs for
-// a log goroutine; one receiver goroutine owns stream.Recv. The receiver and
-// the log goroutine end when the handler returns.
+// out straight from the call's goroutine); live log lines and progress
+// queue on live for a sender goroutine; one receiver goroutine owns
+// stream.Recv. The receiver and the sender end when the handler returns.
 type session struct {
 	stream ptcv1.RunnerService_SessionServer
 	// sendLock serialises stream.Send (a channel, so waiting honours ctx).
 	sendLock chan struct{}
-	// logs queues live log lines (best effort).
-	logs chan *ptcv1.SessionResponse
+	// live queues log lines and progress (best effort).
+	live chan *ptcv1.SessionResponse
+	// progressValues lets progress carry values; dropped counts progress
+	// messages dropped since the last one queued.
+	progressValues bool
+	dropped        atomic.Int64
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -84,7 +89,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ss := &session{
 		stream:    stream,
 		sendLock:  make(chan struct{}, 1),
-		logs:      make(chan *ptcv1.SessionResponse, sendQueue),
+		live:      make(chan *ptcv1.SessionResponse, sendQueue),
 		pending:   map[string]chan *ptcv1.ToolResult{},
 		answered:  map[string]bool{},
 		approvals: map[string]chan *ptcv1.Approval{},
@@ -103,10 +108,15 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			// Live logs are best effort (they are also in the result):
 			// dropped rather than blocking the script when the client lags.
 			select {
-			case ss.logs <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
+			case ss.live <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
 			default:
 			}
 		}
+	}
+	streamProgress := start.GetExecute().GetStreamProgress()
+	if streamProgress {
+		ss.progressValues = req.ProgressValues
+		req.Observer = ss
 	}
 	p, ferr := s.exec.Prepare(req, tenant.ceilings())
 	if ferr != nil {
@@ -123,8 +133,13 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ctx, cancel := context.WithCancelCause(ectx)
 	defer cancel(nil)
 
-	if streamLogs {
-		go ss.sendLogs()
+	// The live sender ends when the stream does or, after stopLive is
+	// closed, once it has sent what is queued (liveDone).
+	stopLive, liveDone := make(chan struct{}), make(chan struct{})
+	if streamLogs || streamProgress {
+		go func() { defer close(liveDone); ss.sendLive(stopLive) }()
+	} else {
+		close(liveDone)
 	}
 	go ss.receive(ctx, cancel)
 
@@ -140,10 +155,14 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	// Send the result, waiting at most resultGrace for a client that does
 	// not read: returning ends the stream, which unblocks the send, and the
 	// receiver's Recv then fails and it exits.
+	// The live messages queued before the result go first, so that the
+	// client sees every call finish before the result.
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
+	close(stopLive)
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
+		<-liveDone
 		_ = ss.send(stream.Context(), final)
 	}()
 	t := time.NewTimer(resultGrace)
@@ -169,12 +188,46 @@ func (ss *session) send(ctx context.Context, m *ptcv1.SessionResponse) error {
 	return ss.stream.Send(m)
 }
 
-// sendLogs sends queued live log lines until the stream ends.
-func (ss *session) sendLogs() {
+// CallStarted queues the progress of a call that started (the session is
+// the execution's core.CallObserver when progress is streamed).
+func (ss *session) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
+	ss.progress(ev)
+	return ctx
+}
+
+// CallFinished queues the progress of a call that finished.
+func (ss *session) CallFinished(_ context.Context, ev *core.CallEvent) { ss.progress(ev) }
+
+// progress queues one progress message, or counts it dropped when the
+// client lags; the next message queued carries the count.
+func (ss *session) progress(ev *core.CallEvent) {
+	dropped := ss.dropped.Swap(0)
+	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: wire.ProgressPB(ev, ss.progressValues, dropped)}}
+	select {
+	case ss.live <- m:
+	default:
+		ss.dropped.Add(dropped + 1)
+	}
+}
+
+// sendLive sends queued log lines and progress until the stream ends or,
+// once stop is closed, until the queue is empty.
+func (ss *session) sendLive(stop <-chan struct{}) {
 	ctx := ss.stream.Context()
 	for {
 		select {
-		case m := <-ss.logs:
+		case <-stop:
+			for {
+				select {
+				case m := <-ss.live:
+					if ss.send(ctx, m) != nil {
+						return
+					}
+				default:
+					return
+				}
+			}
+		case m := <-ss.live:
 			if ss.send(ctx, m) != nil {
 				return
 			}

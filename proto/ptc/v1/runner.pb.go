@@ -131,7 +131,8 @@ const (
 	// Limits.max_tool_calls and did not handle the rejected call.
 	ErrorKind_ERROR_KIND_TOOL_CALL_LIMIT ErrorKind = 6
 	// ERROR_KIND_OUTPUT_LIMIT means the JSON result was larger than
-	// Limits.max_output_bytes.
+	// Limits.max_output_bytes or Limits.max_result_tokens (and could not be
+	// truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
 	ErrorKind_ERROR_KIND_OUTPUT_LIMIT ErrorKind = 7
 	// ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
 	// against ExecuteRequest.result_schema_json, or could not be represented as
@@ -328,6 +329,121 @@ func (ActionKind) EnumDescriptor() ([]byte, []int) {
 	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{3}
 }
 
+// OverflowPolicy says what happens to a result that is larger than the
+// output limits.
+type OverflowPolicy int32
+
+const (
+	// OVERFLOW_POLICY_UNSPECIFIED is OVERFLOW_POLICY_FAIL.
+	OverflowPolicy_OVERFLOW_POLICY_UNSPECIFIED OverflowPolicy = 0
+	// OVERFLOW_POLICY_FAIL fails the execution with ERROR_KIND_OUTPUT_LIMIT.
+	OverflowPolicy_OVERFLOW_POLICY_FAIL OverflowPolicy = 1
+	// OVERFLOW_POLICY_TRUNCATE cuts the result structurally until it fits,
+	// keeping valid JSON: arrays keep their first items and end with the string
+	// "[truncated: N more items]", objects keep their first keys and end with
+	// the key "[truncated]" whose value is "N more keys", strings keep their
+	// beginning and end with "…[truncated: N more bytes]". ExecutionStats and
+	// ExecuteResponse.model_message report the truncation. A result larger
+	// than 64 MiB, or one whose smallest truncated form is still over a limit,
+	// still fails with ERROR_KIND_OUTPUT_LIMIT. A result schema is checked
+	// against the result before truncation.
+	OverflowPolicy_OVERFLOW_POLICY_TRUNCATE OverflowPolicy = 2
+)
+
+// Enum value maps for OverflowPolicy.
+var (
+	OverflowPolicy_name = map[int32]string{
+		0: "OVERFLOW_POLICY_UNSPECIFIED",
+		1: "OVERFLOW_POLICY_FAIL",
+		2: "OVERFLOW_POLICY_TRUNCATE",
+	}
+	OverflowPolicy_value = map[string]int32{
+		"OVERFLOW_POLICY_UNSPECIFIED": 0,
+		"OVERFLOW_POLICY_FAIL":        1,
+		"OVERFLOW_POLICY_TRUNCATE":    2,
+	}
+)
+
+func (x OverflowPolicy) Enum() *OverflowPolicy {
+	p := new(OverflowPolicy)
+	*p = x
+	return p
+}
+
+func (x OverflowPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverflowPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[4].Descriptor()
+}
+
+func (OverflowPolicy) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[4]
+}
+
+func (x OverflowPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverflowPolicy.Descriptor instead.
+func (OverflowPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
+}
+
+// Phase says whether the call started or finished.
+type ToolProgress_Phase int32
+
+const (
+	// PHASE_UNSPECIFIED is never sent.
+	ToolProgress_PHASE_UNSPECIFIED ToolProgress_Phase = 0
+	// PHASE_STARTED: the program made the call.
+	ToolProgress_PHASE_STARTED ToolProgress_Phase = 1
+	// PHASE_FINISHED: the call returned a result or failed.
+	ToolProgress_PHASE_FINISHED ToolProgress_Phase = 2
+)
+
+// Enum value maps for ToolProgress_Phase.
+var (
+	ToolProgress_Phase_name = map[int32]string{
+		0: "PHASE_UNSPECIFIED",
+		1: "PHASE_STARTED",
+		2: "PHASE_FINISHED",
+	}
+	ToolProgress_Phase_value = map[string]int32{
+		"PHASE_UNSPECIFIED": 0,
+		"PHASE_STARTED":     1,
+		"PHASE_FINISHED":    2,
+	}
+)
+
+func (x ToolProgress_Phase) Enum() *ToolProgress_Phase {
+	p := new(ToolProgress_Phase)
+	*p = x
+	return p
+}
+
+func (x ToolProgress_Phase) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolProgress_Phase) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[5].Descriptor()
+}
+
+func (ToolProgress_Phase) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[5]
+}
+
+func (x ToolProgress_Phase) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolProgress_Phase.Descriptor instead.
+func (ToolProgress_Phase) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23, 0}
+}
+
 // ExecuteRequest asks the server to run one program.
 type ExecuteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -368,6 +484,19 @@ type ExecuteRequest struct {
 	// stream_logs makes Session send each console entry as a LogEntry message
 	// while the program runs. Ignored by Execute.
 	StreamLogs bool `protobuf:"varint,11,opt,name=stream_logs,json=streamLogs,proto3" json:"stream_logs,omitempty"`
+	// stream_progress makes Session send a ToolProgress message when each tool
+	// call starts and when it finishes, server tools included. Progress is
+	// best effort: when the caller reads too slowly, events are dropped and the
+	// next one delivered counts them (ToolProgress.dropped). Ignored by Execute.
+	StreamProgress bool `protobuf:"varint,12,opt,name=stream_progress,json=streamProgress,proto3" json:"stream_progress,omitempty"`
+	// progress_values makes ToolProgress messages carry the call's arguments,
+	// result and error message. Without it they carry sizes, codes and
+	// durations only.
+	ProgressValues bool `protobuf:"varint,13,opt,name=progress_values,json=progressValues,proto3" json:"progress_values,omitempty"`
+	// overflow_policy says what happens to a result larger than
+	// Limits.max_output_bytes or Limits.max_result_tokens. Unset means
+	// OVERFLOW_POLICY_FAIL.
+	OverflowPolicy OverflowPolicy `protobuf:"varint,14,opt,name=overflow_policy,json=overflowPolicy,proto3,enum=ptc.v1.OverflowPolicy" json:"overflow_policy,omitempty"`
 	// resumable lets Execute pause the program at calls only the caller can
 	// answer — calls to client_tools, and calls to server tools that need
 	// approval — instead of failing them: the response then has state
@@ -377,17 +506,17 @@ type ExecuteRequest struct {
 	// resumable execution is deterministic (seeded random, virtual clock
 	// starting at clock_start, or now when unset): to resume it, ptc re-runs
 	// it and feeds the recorded results. Refused by Session.
-	Resumable bool `protobuf:"varint,12,opt,name=resumable,proto3" json:"resumable,omitempty"`
+	Resumable bool `protobuf:"varint,15,opt,name=resumable,proto3" json:"resumable,omitempty"`
 	// client_tools are tools the caller serves in a resumable Execute: a call
 	// to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
 	// resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
 	// its client tools in SessionStart).
-	ClientTools []*ToolDefinition `protobuf:"bytes,13,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
+	ClientTools []*ToolDefinition `protobuf:"bytes,16,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
 	// require_approval names server tools whose calls the caller wants to
 	// approve, besides those the server requires approval for. An unknown
 	// name, or one the program may not call, is refused with
 	// INVALID_ARGUMENT.
-	RequireApproval []string `protobuf:"bytes,14,rep,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
+	RequireApproval []string `protobuf:"bytes,17,rep,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -497,6 +626,27 @@ func (x *ExecuteRequest) GetStreamLogs() bool {
 		return x.StreamLogs
 	}
 	return false
+}
+
+func (x *ExecuteRequest) GetStreamProgress() bool {
+	if x != nil {
+		return x.StreamProgress
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetProgressValues() bool {
+	if x != nil {
+		return x.ProgressValues
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetOverflowPolicy() OverflowPolicy {
+	if x != nil {
+		return x.OverflowPolicy
+	}
+	return OverflowPolicy_OVERFLOW_POLICY_UNSPECIFIED
 }
 
 func (x *ExecuteRequest) GetResumable() bool {
@@ -634,14 +784,19 @@ type Limits struct {
 	// beyond it are dropped and ExecuteResponse.logs_truncated is set; it never
 	// fails the execution.
 	MaxLogEntries int32 `protobuf:"varint,8,opt,name=max_log_entries,json=maxLogEntries,proto3" json:"max_log_entries,omitempty"`
+	// max_result_tokens bounds the approximate number of model tokens in
+	// result_json, counted as ListToolsResponse.approx_tokens counts them.
+	// Breach: ERROR_KIND_OUTPUT_LIMIT (or truncation, with
+	// OVERFLOW_POLICY_TRUNCATE).
+	MaxResultTokens int32 `protobuf:"varint,9,opt,name=max_result_tokens,json=maxResultTokens,proto3" json:"max_result_tokens,omitempty"`
 	// max_pauses bounds how often a resumable execution may pause. Breach:
 	// ERROR_KIND_PAUSE_LIMIT (the pause that would exceed it ends the
 	// execution instead).
-	MaxPauses int32 `protobuf:"varint,9,opt,name=max_pauses,json=maxPauses,proto3" json:"max_pauses,omitempty"`
+	MaxPauses int32 `protobuf:"varint,10,opt,name=max_pauses,json=maxPauses,proto3" json:"max_pauses,omitempty"`
 	// max_paused_time bounds the total time a resumable execution may wait
 	// paused, across its pauses; paused time is not part of timeout. Breach:
 	// ERROR_KIND_PAUSE_LIMIT, when a Resume comes too late.
-	MaxPausedTime *durationpb.Duration `protobuf:"bytes,10,opt,name=max_paused_time,json=maxPausedTime,proto3" json:"max_paused_time,omitempty"`
+	MaxPausedTime *durationpb.Duration `protobuf:"bytes,11,opt,name=max_paused_time,json=maxPausedTime,proto3" json:"max_paused_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -732,6 +887,13 @@ func (x *Limits) GetMaxLogEntries() int32 {
 	return 0
 }
 
+func (x *Limits) GetMaxResultTokens() int32 {
+	if x != nil {
+		return x.MaxResultTokens
+	}
+	return 0
+}
+
 func (x *Limits) GetMaxPauses() int32 {
 	if x != nil {
 		return x.MaxPauses
@@ -757,9 +919,11 @@ type ExecuteResponse struct {
 	ResultJson string `protobuf:"bytes,2,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
 	// error classifies the failure; unset when the program succeeded.
 	Error *ExecutionError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	// model_message is a short description of the failure fit to paste into a
-	// model's context: what went wrong and how to fix it, without stack traces,
-	// secrets or internal paths. Empty when the program succeeded.
+	// model_message is what to paste into a model's context: on success the
+	// result JSON (followed, when it was truncated, by one line saying how); on
+	// failure a short description of what went wrong and how to fix it,
+	// without stack traces, secrets or internal paths. It never holds logs, the
+	// trace or tool results the program did not return.
 	ModelMessage string `protobuf:"bytes,4,opt,name=model_message,json=modelMessage,proto3" json:"model_message,omitempty"`
 	// logs is the program's console output, in order, capped by
 	// Limits.max_log_bytes.
@@ -1443,7 +1607,17 @@ type ExecutionStats struct {
 	QueueTime *durationpb.Duration `protobuf:"bytes,7,opt,name=queue_time,json=queueTime,proto3" json:"queue_time,omitempty"`
 	// log_bytes is the number of console output bytes the program produced,
 	// including bytes dropped beyond Limits.max_log_bytes.
-	LogBytes      int64 `protobuf:"varint,8,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	LogBytes int64 `protobuf:"varint,8,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// result_truncated is set when the result was cut to fit the output limits
+	// (OVERFLOW_POLICY_TRUNCATE); output_bytes is then the truncated size.
+	ResultTruncated bool `protobuf:"varint,9,opt,name=result_truncated,json=resultTruncated,proto3" json:"result_truncated,omitempty"`
+	// untruncated_output_bytes is the size of the result before it was
+	// truncated; 0 when it was not.
+	UntruncatedOutputBytes int64 `protobuf:"varint,10,opt,name=untruncated_output_bytes,json=untruncatedOutputBytes,proto3" json:"untruncated_output_bytes,omitempty"`
+	// dropped_items counts the array items and object keys truncation removed.
+	DroppedItems int64 `protobuf:"varint,11,opt,name=dropped_items,json=droppedItems,proto3" json:"dropped_items,omitempty"`
+	// cut_strings counts the strings truncation shortened.
+	CutStrings    int64 `protobuf:"varint,12,opt,name=cut_strings,json=cutStrings,proto3" json:"cut_strings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1530,6 +1704,34 @@ func (x *ExecutionStats) GetQueueTime() *durationpb.Duration {
 func (x *ExecutionStats) GetLogBytes() int64 {
 	if x != nil {
 		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetResultTruncated() bool {
+	if x != nil {
+		return x.ResultTruncated
+	}
+	return false
+}
+
+func (x *ExecutionStats) GetUntruncatedOutputBytes() int64 {
+	if x != nil {
+		return x.UntruncatedOutputBytes
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetDroppedItems() int64 {
+	if x != nil {
+		return x.DroppedItems
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetCutStrings() int64 {
+	if x != nil {
+		return x.CutStrings
 	}
 	return 0
 }
@@ -2431,6 +2633,7 @@ type SessionResponse struct {
 	//	*SessionResponse_Log
 	//	*SessionResponse_Result
 	//	*SessionResponse_ProtocolError
+	//	*SessionResponse_Progress
 	//	*SessionResponse_ApprovalRequest
 	Msg           isSessionResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
@@ -2510,6 +2713,15 @@ func (x *SessionResponse) GetProtocolError() *ProtocolError {
 	return nil
 }
 
+func (x *SessionResponse) GetProgress() *ToolProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 func (x *SessionResponse) GetApprovalRequest() *ApprovalRequest {
 	if x != nil {
 		if x, ok := x.Msg.(*SessionResponse_ApprovalRequest); ok {
@@ -2547,11 +2759,17 @@ type SessionResponse_ProtocolError struct {
 	ProtocolError *ProtocolError `protobuf:"bytes,4,opt,name=protocol_error,json=protocolError,proto3,oneof"`
 }
 
+type SessionResponse_Progress struct {
+	// progress reports a tool call starting or finishing, sent when
+	// ExecuteRequest.stream_progress is set.
+	Progress *ToolProgress `protobuf:"bytes,5,opt,name=progress,proto3,oneof"`
+}
+
 type SessionResponse_ApprovalRequest struct {
 	// approval_request asks the caller to approve one call; the call waits
 	// for the caller's approval_answer (and is denied if the caller
 	// half-closes first).
-	ApprovalRequest *ApprovalRequest `protobuf:"bytes,5,opt,name=approval_request,json=approvalRequest,proto3,oneof"`
+	ApprovalRequest *ApprovalRequest `protobuf:"bytes,6,opt,name=approval_request,json=approvalRequest,proto3,oneof"`
 }
 
 func (*SessionResponse_ToolCall) isSessionResponse_Msg() {}
@@ -2562,7 +2780,163 @@ func (*SessionResponse_Result) isSessionResponse_Msg() {}
 
 func (*SessionResponse_ProtocolError) isSessionResponse_Msg() {}
 
+func (*SessionResponse_Progress) isSessionResponse_Msg() {}
+
 func (*SessionResponse_ApprovalRequest) isSessionResponse_Msg() {}
+
+// ToolProgress reports one tool call of the program starting or finishing.
+// Every call the program makes is reported, server and client tools alike,
+// refused calls included (past Limits.max_tool_calls at most 64 refused
+// calls are reported).
+type ToolProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is the event.
+	Phase ToolProgress_Phase `protobuf:"varint,1,opt,name=phase,proto3,enum=ptc.v1.ToolProgress_Phase" json:"phase,omitempty"`
+	// seq is the call's ToolCallRecord.seq.
+	Seq int32 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tool is the name of the tool called.
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// started_after is the time from the start of the execution to the call.
+	StartedAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=started_after,json=startedAfter,proto3" json:"started_after,omitempty"`
+	// duration is the time the call took; set when finished.
+	Duration *durationpb.Duration `protobuf:"bytes,5,opt,name=duration,proto3" json:"duration,omitempty"`
+	// argument_bytes is the size of the call's JSON arguments.
+	ArgumentBytes int64 `protobuf:"varint,6,opt,name=argument_bytes,json=argumentBytes,proto3" json:"argument_bytes,omitempty"`
+	// result_bytes is the size of the JSON result; set when finished with
+	// outcome "ok".
+	ResultBytes int64 `protobuf:"varint,7,opt,name=result_bytes,json=resultBytes,proto3" json:"result_bytes,omitempty"`
+	// outcome is "ok" or the call's error code (as in
+	// ToolCallRecord.error_code); set when finished.
+	Outcome string `protobuf:"bytes,8,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// dropped counts the progress messages dropped just before this one
+	// because the caller read too slowly.
+	Dropped int64 `protobuf:"varint,9,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	// arguments_json is the call's JSON arguments, with
+	// ExecuteRequest.progress_values only.
+	ArgumentsJson string `protobuf:"bytes,10,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// result_json is the call's JSON result, with
+	// ExecuteRequest.progress_values only; set when finished with outcome "ok".
+	ResultJson string `protobuf:"bytes,11,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// error_message describes a failed call, with
+	// ExecuteRequest.progress_values only.
+	ErrorMessage  string `protobuf:"bytes,12,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolProgress) Reset() {
+	*x = ToolProgress{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolProgress) ProtoMessage() {}
+
+func (x *ToolProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolProgress.ProtoReflect.Descriptor instead.
+func (*ToolProgress) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ToolProgress) GetPhase() ToolProgress_Phase {
+	if x != nil {
+		return x.Phase
+	}
+	return ToolProgress_PHASE_UNSPECIFIED
+}
+
+func (x *ToolProgress) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetStartedAfter() *durationpb.Duration {
+	if x != nil {
+		return x.StartedAfter
+	}
+	return nil
+}
+
+func (x *ToolProgress) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *ToolProgress) GetArgumentBytes() int64 {
+	if x != nil {
+		return x.ArgumentBytes
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetResultBytes() int64 {
+	if x != nil {
+		return x.ResultBytes
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
 
 // ApprovalRequest asks a Session's caller to approve one call.
 type ApprovalRequest struct {
@@ -2579,7 +2953,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2965,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[23]
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2978,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ApprovalRequest) GetAction() *PendingAction {
@@ -2645,7 +3019,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[24]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2657,7 +3031,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[24]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2670,7 +3044,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2721,7 +3095,7 @@ type ProtocolError struct {
 
 func (x *ProtocolError) Reset() {
 	*x = ProtocolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[25]
+	mi := &file_ptc_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +3107,7 @@ func (x *ProtocolError) String() string {
 func (*ProtocolError) ProtoMessage() {}
 
 func (x *ProtocolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[25]
+	mi := &file_ptc_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +3120,7 @@ func (x *ProtocolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolError.ProtoReflect.Descriptor instead.
 func (*ProtocolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProtocolError) GetCallId() string {
@@ -2767,7 +3141,7 @@ var File_ptc_v1_runner_proto protoreflect.FileDescriptor
 
 const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x04\n" +
+	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x05\n" +
 	"\x0eExecuteRequest\x12&\n" +
 	"\x06script\x18\x01 \x01(\v2\x0e.ptc.v1.ScriptR\x06script\x12\x1d\n" +
 	"\n" +
@@ -2783,16 +3157,19 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x14include_tool_results\x18\n" +
 	" \x01(\bR\x12includeToolResults\x12\x1f\n" +
 	"\vstream_logs\x18\v \x01(\bR\n" +
-	"streamLogs\x12\x1c\n" +
-	"\tresumable\x18\f \x01(\bR\tresumable\x129\n" +
-	"\fclient_tools\x18\r \x03(\v2\x16.ptc.v1.ToolDefinitionR\vclientTools\x12)\n" +
-	"\x10require_approval\x18\x0e \x03(\tR\x0frequireApproval\"\x94\x01\n" +
+	"streamLogs\x12'\n" +
+	"\x0fstream_progress\x18\f \x01(\bR\x0estreamProgress\x12'\n" +
+	"\x0fprogress_values\x18\r \x01(\bR\x0eprogressValues\x12?\n" +
+	"\x0foverflow_policy\x18\x0e \x01(\x0e2\x16.ptc.v1.OverflowPolicyR\x0eoverflowPolicy\x12\x1c\n" +
+	"\tresumable\x18\x0f \x01(\bR\tresumable\x129\n" +
+	"\fclient_tools\x18\x10 \x03(\v2\x16.ptc.v1.ToolDefinitionR\vclientTools\x12)\n" +
+	"\x10require_approval\x18\x11 \x03(\tR\x0frequireApproval\"\x94\x01\n" +
 	"\x06Script\x12,\n" +
 	"\blanguage\x18\x01 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
 	"\vwasm_module\x18\x03 \x01(\fR\n" +
 	"wasmModule\x12#\n" +
-	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xcf\x03\n" +
+	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xfb\x03\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
@@ -2801,11 +3178,12 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x19max_concurrent_tool_calls\x18\x05 \x01(\x05R\x16maxConcurrentToolCalls\x12(\n" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\"\n" +
 	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\x12&\n" +
-	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\x12\x1d\n" +
+	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\x12*\n" +
+	"\x11max_result_tokens\x18\t \x01(\x05R\x0fmaxResultTokens\x12\x1d\n" +
 	"\n" +
-	"max_pauses\x18\t \x01(\x05R\tmaxPauses\x12A\n" +
-	"\x0fmax_paused_time\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\rmaxPausedTime\"\xf4\x04\n" +
+	"max_pauses\x18\n" +
+	" \x01(\x05R\tmaxPauses\x12A\n" +
+	"\x0fmax_paused_time\x18\v \x01(\v2\x19.google.protobuf.DurationR\rmaxPausedTime\"\xf4\x04\n" +
 	"\x0fExecuteResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\tR\n" +
@@ -2855,7 +3233,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x12\n" +
 	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x03R\x05limit\x12\x1a\n" +
-	"\bobserved\x18\b \x01(\x03R\bobserved\"\xee\x02\n" +
+	"\bobserved\x18\b \x01(\x03R\bobserved\"\x99\x04\n" +
 	"\x0eExecutionStats\x125\n" +
 	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12*\n" +
@@ -2866,7 +3244,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\foutput_bytes\x18\x06 \x01(\x03R\voutputBytes\x128\n" +
 	"\n" +
 	"queue_time\x18\a \x01(\v2\x19.google.protobuf.DurationR\tqueueTime\x12\x1b\n" +
-	"\tlog_bytes\x18\b \x01(\x03R\blogBytes\"e\n" +
+	"\tlog_bytes\x18\b \x01(\x03R\blogBytes\x12)\n" +
+	"\x10result_truncated\x18\t \x01(\bR\x0fresultTruncated\x128\n" +
+	"\x18untruncated_output_bytes\x18\n" +
+	" \x01(\x03R\x16untruncatedOutputBytes\x12#\n" +
+	"\rdropped_items\x18\v \x01(\x03R\fdroppedItems\x12\x1f\n" +
+	"\vcut_strings\x18\f \x01(\x03R\n" +
+	"cutStrings\"e\n" +
 	"\bLogEntry\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12)\n" +
@@ -2928,14 +3312,34 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\")\n" +
 	"\x0fCancelExecution\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xa8\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xdc\x02\n" +
 	"\x0fSessionResponse\x12/\n" +
 	"\ttool_call\x18\x01 \x01(\v2\x10.ptc.v1.ToolCallH\x00R\btoolCall\x12$\n" +
 	"\x03log\x18\x02 \x01(\v2\x10.ptc.v1.LogEntryH\x00R\x03log\x121\n" +
 	"\x06result\x18\x03 \x01(\v2\x17.ptc.v1.ExecuteResponseH\x00R\x06result\x12>\n" +
-	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolError\x12D\n" +
-	"\x10approval_request\x18\x05 \x01(\v2\x17.ptc.v1.ApprovalRequestH\x00R\x0fapprovalRequestB\x05\n" +
-	"\x03msg\"x\n" +
+	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolError\x122\n" +
+	"\bprogress\x18\x05 \x01(\v2\x14.ptc.v1.ToolProgressH\x00R\bprogress\x12D\n" +
+	"\x10approval_request\x18\x06 \x01(\v2\x17.ptc.v1.ApprovalRequestH\x00R\x0fapprovalRequestB\x05\n" +
+	"\x03msg\"\x8f\x04\n" +
+	"\fToolProgress\x120\n" +
+	"\x05phase\x18\x01 \x01(\x0e2\x1a.ptc.v1.ToolProgress.PhaseR\x05phase\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12>\n" +
+	"\rstarted_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fstartedAfter\x125\n" +
+	"\bduration\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12%\n" +
+	"\x0eargument_bytes\x18\x06 \x01(\x03R\rargumentBytes\x12!\n" +
+	"\fresult_bytes\x18\a \x01(\x03R\vresultBytes\x12\x18\n" +
+	"\aoutcome\x18\b \x01(\tR\aoutcome\x12\x18\n" +
+	"\adropped\x18\t \x01(\x03R\adropped\x12%\n" +
+	"\x0earguments_json\x18\n" +
+	" \x01(\tR\rargumentsJson\x12\x1f\n" +
+	"\vresult_json\x18\v \x01(\tR\n" +
+	"resultJson\x12#\n" +
+	"\rerror_message\x18\f \x01(\tR\ferrorMessage\"E\n" +
+	"\x05Phase\x12\x15\n" +
+	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rPHASE_STARTED\x10\x01\x12\x12\n" +
+	"\x0ePHASE_FINISHED\x10\x02\"x\n" +
 	"\x0fApprovalRequest\x12-\n" +
 	"\x06action\x18\x01 \x01(\v2\x15.ptc.v1.PendingActionR\x06action\x126\n" +
 	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xbf\x01\n" +
@@ -2976,7 +3380,11 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"ActionKind\x12\x1b\n" +
 	"\x17ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ACTION_KIND_CLIENT_TOOL\x10\x01\x12\x18\n" +
-	"\x14ACTION_KIND_APPROVAL\x10\x022\x86\x02\n" +
+	"\x14ACTION_KIND_APPROVAL\x10\x02*i\n" +
+	"\x0eOverflowPolicy\x12\x1f\n" +
+	"\x1bOVERFLOW_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14OVERFLOW_POLICY_FAIL\x10\x01\x12\x1c\n" +
+	"\x18OVERFLOW_POLICY_TRUNCATE\x10\x022\x86\x02\n" +
 	"\rRunnerService\x12:\n" +
 	"\aExecute\x12\x16.ptc.v1.ExecuteRequest\x1a\x17.ptc.v1.ExecuteResponse\x12@\n" +
 	"\tListTools\x12\x18.ptc.v1.ListToolsRequest\x1a\x19.ptc.v1.ListToolsResponse\x12>\n" +
@@ -2995,101 +3403,109 @@ func file_ptc_v1_runner_proto_rawDescGZIP() []byte {
 	return file_ptc_v1_runner_proto_rawDescData
 }
 
-var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_ptc_v1_runner_proto_goTypes = []any{
 	(Language)(0),                 // 0: ptc.v1.Language
 	(ErrorKind)(0),                // 1: ptc.v1.ErrorKind
 	(ExecutionState)(0),           // 2: ptc.v1.ExecutionState
 	(ActionKind)(0),               // 3: ptc.v1.ActionKind
-	(*ExecuteRequest)(nil),        // 4: ptc.v1.ExecuteRequest
-	(*Script)(nil),                // 5: ptc.v1.Script
-	(*Limits)(nil),                // 6: ptc.v1.Limits
-	(*ExecuteResponse)(nil),       // 7: ptc.v1.ExecuteResponse
-	(*PendingAction)(nil),         // 8: ptc.v1.PendingAction
-	(*ResumeRequest)(nil),         // 9: ptc.v1.ResumeRequest
-	(*ResumeResponse)(nil),        // 10: ptc.v1.ResumeResponse
-	(*ActionAnswer)(nil),          // 11: ptc.v1.ActionAnswer
-	(*Approval)(nil),              // 12: ptc.v1.Approval
-	(*ExecutionError)(nil),        // 13: ptc.v1.ExecutionError
-	(*ExecutionStats)(nil),        // 14: ptc.v1.ExecutionStats
-	(*LogEntry)(nil),              // 15: ptc.v1.LogEntry
-	(*ToolCallRecord)(nil),        // 16: ptc.v1.ToolCallRecord
-	(*ToolDefinition)(nil),        // 17: ptc.v1.ToolDefinition
-	(*ListToolsRequest)(nil),      // 18: ptc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 19: ptc.v1.ListToolsResponse
-	(*ToolMatch)(nil),             // 20: ptc.v1.ToolMatch
-	(*SessionRequest)(nil),        // 21: ptc.v1.SessionRequest
-	(*SessionStart)(nil),          // 22: ptc.v1.SessionStart
-	(*ToolResult)(nil),            // 23: ptc.v1.ToolResult
-	(*ToolError)(nil),             // 24: ptc.v1.ToolError
-	(*CancelExecution)(nil),       // 25: ptc.v1.CancelExecution
-	(*SessionResponse)(nil),       // 26: ptc.v1.SessionResponse
-	(*ApprovalRequest)(nil),       // 27: ptc.v1.ApprovalRequest
-	(*ToolCall)(nil),              // 28: ptc.v1.ToolCall
-	(*ProtocolError)(nil),         // 29: ptc.v1.ProtocolError
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
+	(OverflowPolicy)(0),           // 4: ptc.v1.OverflowPolicy
+	(ToolProgress_Phase)(0),       // 5: ptc.v1.ToolProgress.Phase
+	(*ExecuteRequest)(nil),        // 6: ptc.v1.ExecuteRequest
+	(*Script)(nil),                // 7: ptc.v1.Script
+	(*Limits)(nil),                // 8: ptc.v1.Limits
+	(*ExecuteResponse)(nil),       // 9: ptc.v1.ExecuteResponse
+	(*PendingAction)(nil),         // 10: ptc.v1.PendingAction
+	(*ResumeRequest)(nil),         // 11: ptc.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 12: ptc.v1.ResumeResponse
+	(*ActionAnswer)(nil),          // 13: ptc.v1.ActionAnswer
+	(*Approval)(nil),              // 14: ptc.v1.Approval
+	(*ExecutionError)(nil),        // 15: ptc.v1.ExecutionError
+	(*ExecutionStats)(nil),        // 16: ptc.v1.ExecutionStats
+	(*LogEntry)(nil),              // 17: ptc.v1.LogEntry
+	(*ToolCallRecord)(nil),        // 18: ptc.v1.ToolCallRecord
+	(*ToolDefinition)(nil),        // 19: ptc.v1.ToolDefinition
+	(*ListToolsRequest)(nil),      // 20: ptc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 21: ptc.v1.ListToolsResponse
+	(*ToolMatch)(nil),             // 22: ptc.v1.ToolMatch
+	(*SessionRequest)(nil),        // 23: ptc.v1.SessionRequest
+	(*SessionStart)(nil),          // 24: ptc.v1.SessionStart
+	(*ToolResult)(nil),            // 25: ptc.v1.ToolResult
+	(*ToolError)(nil),             // 26: ptc.v1.ToolError
+	(*CancelExecution)(nil),       // 27: ptc.v1.CancelExecution
+	(*SessionResponse)(nil),       // 28: ptc.v1.SessionResponse
+	(*ToolProgress)(nil),          // 29: ptc.v1.ToolProgress
+	(*ApprovalRequest)(nil),       // 30: ptc.v1.ApprovalRequest
+	(*ToolCall)(nil),              // 31: ptc.v1.ToolCall
+	(*ProtocolError)(nil),         // 32: ptc.v1.ProtocolError
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
 }
 var file_ptc_v1_runner_proto_depIdxs = []int32{
-	5,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
-	6,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
-	30, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
-	17, // 3: ptc.v1.ExecuteRequest.client_tools:type_name -> ptc.v1.ToolDefinition
-	0,  // 4: ptc.v1.Script.language:type_name -> ptc.v1.Language
-	31, // 5: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
-	31, // 6: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
-	31, // 7: ptc.v1.Limits.max_paused_time:type_name -> google.protobuf.Duration
-	13, // 8: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
-	15, // 9: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
-	14, // 10: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
-	16, // 11: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
-	6,  // 12: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
-	2,  // 13: ptc.v1.ExecuteResponse.state:type_name -> ptc.v1.ExecutionState
-	8,  // 14: ptc.v1.ExecuteResponse.pending_actions:type_name -> ptc.v1.PendingAction
-	30, // 15: ptc.v1.ExecuteResponse.continuation_expire_time:type_name -> google.protobuf.Timestamp
-	3,  // 16: ptc.v1.PendingAction.kind:type_name -> ptc.v1.ActionKind
-	11, // 17: ptc.v1.ResumeRequest.answers:type_name -> ptc.v1.ActionAnswer
-	7,  // 18: ptc.v1.ResumeResponse.execution:type_name -> ptc.v1.ExecuteResponse
-	24, // 19: ptc.v1.ActionAnswer.error:type_name -> ptc.v1.ToolError
-	12, // 20: ptc.v1.ActionAnswer.approval:type_name -> ptc.v1.Approval
-	1,  // 21: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
-	31, // 22: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
-	31, // 23: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
-	31, // 24: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
-	31, // 25: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
-	31, // 26: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
-	31, // 27: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
-	17, // 28: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
-	20, // 29: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
-	22, // 30: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
-	23, // 31: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
-	25, // 32: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
-	11, // 33: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
-	4,  // 34: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
-	17, // 35: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
-	24, // 36: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
-	28, // 37: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
-	15, // 38: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
-	7,  // 39: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
-	29, // 40: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
-	27, // 41: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
-	8,  // 42: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
-	30, // 43: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
-	30, // 44: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	4,  // 45: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
-	18, // 46: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
-	21, // 47: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
-	9,  // 48: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
-	7,  // 49: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
-	19, // 50: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
-	26, // 51: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
-	10, // 52: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
-	49, // [49:53] is the sub-list for method output_type
-	45, // [45:49] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	7,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
+	8,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
+	33, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
+	4,  // 3: ptc.v1.ExecuteRequest.overflow_policy:type_name -> ptc.v1.OverflowPolicy
+	19, // 4: ptc.v1.ExecuteRequest.client_tools:type_name -> ptc.v1.ToolDefinition
+	0,  // 5: ptc.v1.Script.language:type_name -> ptc.v1.Language
+	34, // 6: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
+	34, // 7: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
+	34, // 8: ptc.v1.Limits.max_paused_time:type_name -> google.protobuf.Duration
+	15, // 9: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
+	17, // 10: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
+	16, // 11: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
+	18, // 12: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
+	8,  // 13: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
+	2,  // 14: ptc.v1.ExecuteResponse.state:type_name -> ptc.v1.ExecutionState
+	10, // 15: ptc.v1.ExecuteResponse.pending_actions:type_name -> ptc.v1.PendingAction
+	33, // 16: ptc.v1.ExecuteResponse.continuation_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 17: ptc.v1.PendingAction.kind:type_name -> ptc.v1.ActionKind
+	13, // 18: ptc.v1.ResumeRequest.answers:type_name -> ptc.v1.ActionAnswer
+	9,  // 19: ptc.v1.ResumeResponse.execution:type_name -> ptc.v1.ExecuteResponse
+	26, // 20: ptc.v1.ActionAnswer.error:type_name -> ptc.v1.ToolError
+	14, // 21: ptc.v1.ActionAnswer.approval:type_name -> ptc.v1.Approval
+	1,  // 22: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
+	34, // 23: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
+	34, // 24: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
+	34, // 25: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
+	34, // 26: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
+	34, // 27: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
+	34, // 28: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
+	19, // 29: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
+	22, // 30: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
+	24, // 31: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
+	25, // 32: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
+	27, // 33: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
+	13, // 34: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
+	6,  // 35: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
+	19, // 36: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
+	26, // 37: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
+	31, // 38: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
+	17, // 39: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
+	9,  // 40: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
+	32, // 41: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
+	29, // 42: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
+	30, // 43: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
+	5,  // 44: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
+	34, // 45: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
+	34, // 46: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
+	10, // 47: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
+	33, // 48: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
+	33, // 49: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	6,  // 50: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
+	20, // 51: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
+	23, // 52: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
+	11, // 53: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
+	9,  // 54: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
+	21, // 55: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
+	28, // 56: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
+	12, // 57: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
+	54, // [54:58] is the sub-list for method output_type
+	50, // [50:54] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_ptc_v1_runner_proto_init() }
@@ -3117,6 +3533,7 @@ func file_ptc_v1_runner_proto_init() {
 		(*SessionResponse_Log)(nil),
 		(*SessionResponse_Result)(nil),
 		(*SessionResponse_ProtocolError)(nil),
+		(*SessionResponse_Progress)(nil),
 		(*SessionResponse_ApprovalRequest)(nil),
 	}
 	type x struct{}
@@ -3124,8 +3541,8 @@ func file_ptc_v1_runner_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_v1_runner_proto_rawDesc), len(file_ptc_v1_runner_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   26,
+			NumEnums:      6,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,7 +32,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ptc/v1/runner.proto.
  */
 export const file_ptc_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEikQMKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIEhEKCXJlc3VtYWJsZRgMIAEoCBIsCgxjbGllbnRfdG9vbHMYDSADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24SGAoQcmVxdWlyZV9hcHByb3ZhbBgOIAMoCSJoCgZTY3JpcHQSIgoIbGFuZ3VhZ2UYASABKA4yEC5wdGMudjEuTGFuZ3VhZ2USDgoGc291cmNlGAIgASgJEhMKC3dhc21fbW9kdWxlGAMgASgMEhUKDW1vZHVsZV9zaGEyNTYYBCABKAkixAIKBkxpbWl0cxIqCgd0aW1lb3V0GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIWCg5tYXhfdG9vbF9jYWxscxgEIAEoBRIhChltYXhfY29uY3VycmVudF90b29sX2NhbGxzGAUgASgFEhgKEG1heF9vdXRwdXRfYnl0ZXMYBiABKAMSFQoNbWF4X2xvZ19ieXRlcxgHIAEoAxIXCg9tYXhfbG9nX2VudHJpZXMYCCABKAUSEgoKbWF4X3BhdXNlcxgJIAEoBRIyCg9tYXhfcGF1c2VkX3RpbWUYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i1QMKD0V4ZWN1dGVSZXNwb25zZRIUCgxleGVjdXRpb25faWQYASABKAkSEwoLcmVzdWx0X2pzb24YAiABKAkSJQoFZXJyb3IYAyABKAsyFi5wdGMudjEuRXhlY3V0aW9uRXJyb3ISFQoNbW9kZWxfbWVzc2FnZRgEIAEoCRIeCgRsb2dzGAUgAygLMhAucHRjLnYxLkxvZ0VudHJ5EhYKDmxvZ3NfdHJ1bmNhdGVkGAYgASgIEiUKBXN0YXRzGAcgASgLMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRzEiUKBXRyYWNlGAggAygLMhYucHRjLnYxLlRvb2xDYWxsUmVjb3JkEigKEGVmZmVjdGl2ZV9saW1pdHMYCSABKAsyDi5wdGMudjEuTGltaXRzEiUKBXN0YXRlGAogASgOMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRlEi4KD3BlbmRpbmdfYWN0aW9ucxgLIAMoCzIVLnB0Yy52MS5QZW5kaW5nQWN0aW9uEhQKDGNvbnRpbnVhdGlvbhgMIAEoCRI8Chhjb250aW51YXRpb25fZXhwaXJlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCg1QZW5kaW5nQWN0aW9uEg8KB2NhbGxfaWQYASABKAkSIAoEa2luZBgCIAEoDjISLnB0Yy52MS5BY3Rpb25LaW5kEgsKA3NlcRgDIAEoBRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIOCgZyZWFzb24YByABKAkiYQoNUmVzdW1lUmVxdWVzdBIUCgxjb250aW51YXRpb24YASABKAkSJQoHYW5zd2VycxgCIAMoCzIULnB0Yy52MS5BY3Rpb25BbnN3ZXISEwoLd2FzbV9tb2R1bGUYAyABKAwiPAoOUmVzdW1lUmVzcG9uc2USKgoJZXhlY3V0aW9uGAEgASgLMhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZSKLAQoMQWN0aW9uQW5zd2VyEg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIABIkCghhcHByb3ZhbBgEIAEoCzIQLnB0Yy52MS5BcHByb3ZhbEgAQgkKB291dGNvbWUiLAoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJIp4BCg5FeGVjdXRpb25FcnJvchIfCgRraW5kGAEgASgOMhEucHRjLnYxLkVycm9yS2luZBIPCgdtZXNzYWdlGAIgASgJEgwKBGxpbmUYAyABKAUSDgoGY29sdW1uGAQgASgFEg0KBXN0YWNrGAUgASgJEgwKBHRvb2wYBiABKAkSDQoFbGltaXQYByABKAMSEAoIb2JzZXJ2ZWQYCCABKAMijAIKDkV4ZWN1dGlvblN0YXRzEisKCGR1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEXBlYWtfbWVtb3J5X2J5dGVzGAMgASgDEhIKCnRvb2xfY2FsbHMYBCABKAUSGQoRdG9vbF9yZXN1bHRfYnl0ZXMYBSABKAMSFAoMb3V0cHV0X2J5dGVzGAYgASgDEi0KCnF1ZXVlX3RpbWUYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJbG9nX2J5dGVzGAggASgDIlEKCExvZ0VudHJ5Eg0KBWxldmVsGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJQoCYXQYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24ihAIKDlRvb2xDYWxsUmVjb3JkEgsKA3NlcRgBIAEoBRIMCgR0b29sGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJEgoKAm9rGAQgASgIEhIKCmVycm9yX2NvZGUYBSABKAkSFQoNZXJyb3JfbWVzc2FnZRgGIAEoCRIwCg1zdGFydGVkX2FmdGVyGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGR1cmF0aW9uGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHJlc3VsdF9ieXRlcxgJIAEoAxITCgtyZXN1bHRfanNvbhgKIAEoCSKFAQoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIaChJvdXRwdXRfc2NoZW1hX2pzb24YBCABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYBSABKAgiWwoQTGlzdFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoBRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX3R5cGVzY3JpcHQYBCABKAgimQEKEUxpc3RUb29sc1Jlc3BvbnNlEiUKBXRvb2xzGAEgAygLMhYucHRjLnYxLlRvb2xEZWZpbml0aW9uEhIKCnR5cGVzY3JpcHQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhUKDWFwcHJveF90b2tlbnMYBCABKAUSIgoHbWF0Y2hlcxgFIAMoCzIRLnB0Yy52MS5Ub29sTWF0Y2giKAoJVG9vbE1hdGNoEgwKBG5hbWUYASABKAkSDQoFc2NvcmUYAiABKAIixQEKDlNlc3Npb25SZXF1ZXN0EiUKBXN0YXJ0GAEgASgLMhQucHRjLnYxLlNlc3Npb25TdGFydEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIucHRjLnYxLlRvb2xSZXN1bHRIABIpCgZjYW5jZWwYAyABKAsyFy5wdGMudjEuQ2FuY2VsRXhlY3V0aW9uSAASLwoPYXBwcm92YWxfYW5zd2VyGAQgASgLMhQucHRjLnYxLkFjdGlvbkFuc3dlckgAQgUKA21zZyJlCgxTZXNzaW9uU3RhcnQSJwoHZXhlY3V0ZRgBIAEoCzIWLnB0Yy52MS5FeGVjdXRlUmVxdWVzdBIsCgxjbGllbnRfdG9vbHMYAiADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24iYwoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhUKC291dHB1dF9qc29uGAIgASgJSAASIgoFZXJyb3IYAyABKAsyES5wdGMudjEuVG9vbEVycm9ySABCCQoHb3V0Y29tZSIqCglUb29sRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIiEKD0NhbmNlbEV4ZWN1dGlvbhIOCgZyZWFzb24YASABKAki8QEKD1Nlc3Npb25SZXNwb25zZRIlCgl0b29sX2NhbGwYASABKAsyEC5wdGMudjEuVG9vbENhbGxIABIfCgNsb2cYAiABKAsyEC5wdGMudjEuTG9nRW50cnlIABIpCgZyZXN1bHQYAyABKAsyFy5wdGMudjEuRXhlY3V0ZVJlc3BvbnNlSAASLwoOcHJvdG9jb2xfZXJyb3IYBCABKAsyFS5wdGMudjEuUHJvdG9jb2xFcnJvckgAEjMKEGFwcHJvdmFsX3JlcXVlc3QYBSABKAsyFy5wdGMudjEuQXBwcm92YWxSZXF1ZXN0SABCBQoDbXNnImYKD0FwcHJvdmFsUmVxdWVzdBIlCgZhY3Rpb24YASABKAsyFS5wdGMudjEuUGVuZGluZ0FjdGlvbhIsCghkZWFkbGluZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKCFRvb2xDYWxsEg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjEKDVByb3RvY29sRXJyb3ISDwoHY2FsbF9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKmkKCExhbmd1YWdlEhgKFExBTkdVQUdFX1VOU1BFQ0lGSUVEEAASFwoTTEFOR1VBR0VfSkFWQVNDUklQVBABEhcKE0xBTkdVQUdFX1RZUEVTQ1JJUFQQAhIRCg1MQU5HVUFHRV9XQVNNEAMqhAMKCUVycm9yS2luZBIaChZFUlJPUl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXRVJST1JfS0lORF9TWU5UQVhfRVJST1IQARIbChdFUlJPUl9LSU5EX1NDUklQVF9FUlJPUhACEhYKEkVSUk9SX0tJTkRfVElNRU9VVBADEhgKFEVSUk9SX0tJTkRfQ1BVX0xJTUlUEAQSGwoXRVJST1JfS0lORF9NRU1PUllfTElNSVQQBRIeChpFUlJPUl9LSU5EX1RPT0xfQ0FMTF9MSU1JVBAGEhsKF0VSUk9SX0tJTkRfT1VUUFVUX0xJTUlUEAcSJgoiRVJST1JfS0lORF9SRVNVTFRfU0NIRU1BX1ZJT0xBVElPThAIEhgKFEVSUk9SX0tJTkRfQ0FOQ0VMTEVEEAkSFwoTRVJST1JfS0lORF9JTlRFUk5BTBAKEhoKFkVSUk9SX0tJTkRfUEFVU0VfTElNSVQQCxIeChpFUlJPUl9LSU5EX1JFU1VNRV9ESVZFUkdFRBAMKnUKDkV4ZWN1dGlvblN0YXRlEh8KG0VYRUNVVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEh0KGUVYRUNVVElPTl9TVEFURV9DT01QTEVURUQQARIjCh9FWEVDVVRJT05fU1RBVEVfUkVRVUlSRVNfQUNUSU9OEAIqYAoKQWN0aW9uS2luZBIbChdBQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEhsKF0FDVElPTl9LSU5EX0NMSUVOVF9UT09MEAESGAoUQUNUSU9OX0tJTkRfQVBQUk9WQUwQAjKGAgoNUnVubmVyU2VydmljZRI6CgdFeGVjdXRlEhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0GhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZRJACglMaXN0VG9vbHMSGC5wdGMudjEuTGlzdFRvb2xzUmVxdWVzdBoZLnB0Yy52MS5MaXN0VG9vbHNSZXNwb25zZRI+CgdTZXNzaW9uEhYucHRjLnYxLlNlc3Npb25SZXF1ZXN0GhcucHRjLnYxLlNlc3Npb25SZXNwb25zZSgBMAESNwoGUmVzdW1lEhUucHRjLnYxLlJlc3VtZVJlcXVlc3QaFi5wdGMudjEuUmVzdW1lUmVzcG9uc2VCKlooZ2l0aHViLmNvbS9wdGNydW4vcHRjL3Byb3RvL3B0Yy92MTtwdGN2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEi9AMKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIEhcKD3N0cmVhbV9wcm9ncmVzcxgMIAEoCBIXCg9wcm9ncmVzc192YWx1ZXMYDSABKAgSLwoPb3ZlcmZsb3dfcG9saWN5GA4gASgOMhYucHRjLnYxLk92ZXJmbG93UG9saWN5EhEKCXJlc3VtYWJsZRgPIAEoCBIsCgxjbGllbnRfdG9vbHMYECADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24SGAoQcmVxdWlyZV9hcHByb3ZhbBgRIAMoCSJoCgZTY3JpcHQSIgoIbGFuZ3VhZ2UYASABKA4yEC5wdGMudjEuTGFuZ3VhZ2USDgoGc291cmNlGAIgASgJEhMKC3dhc21fbW9kdWxlGAMgASgMEhUKDW1vZHVsZV9zaGEyNTYYBCABKAki3wIKBkxpbWl0cxIqCgd0aW1lb3V0GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIWCg5tYXhfdG9vbF9jYWxscxgEIAEoBRIhChltYXhfY29uY3VycmVudF90b29sX2NhbGxzGAUgASgFEhgKEG1heF9vdXRwdXRfYnl0ZXMYBiABKAMSFQoNbWF4X2xvZ19ieXRlcxgHIAEoAxIXCg9tYXhfbG9nX2VudHJpZXMYCCABKAUSGQoRbWF4X3Jlc3VsdF90b2tlbnMYCSABKAUSEgoKbWF4X3BhdXNlcxgKIAEoBRIyCg9tYXhfcGF1c2VkX3RpbWUYCyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i1QMKD0V4ZWN1dGVSZXNwb25zZRIUCgxleGVjdXRpb25faWQYASABKAkSEwoLcmVzdWx0X2pzb24YAiABKAkSJQoFZXJyb3IYAyABKAsyFi5wdGMudjEuRXhlY3V0aW9uRXJyb3ISFQoNbW9kZWxfbWVzc2FnZRgEIAEoCRIeCgRsb2dzGAUgAygLMhAucHRjLnYxLkxvZ0VudHJ5EhYKDmxvZ3NfdHJ1bmNhdGVkGAYgASgIEiUKBXN0YXRzGAcgASgLMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRzEiUKBXRyYWNlGAggAygLMhYucHRjLnYxLlRvb2xDYWxsUmVjb3JkEigKEGVmZmVjdGl2ZV9saW1pdHMYCSABKAsyDi5wdGMudjEuTGltaXRzEiUKBXN0YXRlGAogASgOMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRlEi4KD3BlbmRpbmdfYWN0aW9ucxgLIAMoCzIVLnB0Yy52MS5QZW5kaW5nQWN0aW9uEhQKDGNvbnRpbnVhdGlvbhgMIAEoCRI8Chhjb250aW51YXRpb25fZXhwaXJlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCg1QZW5kaW5nQWN0aW9uEg8KB2NhbGxfaWQYASABKAkSIAoEa2luZBgCIAEoDjISLnB0Yy52MS5BY3Rpb25LaW5kEgsKA3NlcRgDIAEoBRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIOCgZyZWFzb24YByABKAkiYQoNUmVzdW1lUmVxdWVzdBIUCgxjb250aW51YXRpb24YASABKAkSJQoHYW5zd2VycxgCIAMoCzIULnB0Yy52MS5BY3Rpb25BbnN3ZXISEwoLd2FzbV9tb2R1bGUYAyABKAwiPAoOUmVzdW1lUmVzcG9uc2USKgoJZXhlY3V0aW9uGAEgASgLMhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZSKLAQoMQWN0aW9uQW5zd2VyEg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIABIkCghhcHByb3ZhbBgEIAEoCzIQLnB0Yy52MS5BcHByb3ZhbEgAQgkKB291dGNvbWUiLAoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJIp4BCg5FeGVjdXRpb25FcnJvchIfCgRraW5kGAEgASgOMhEucHRjLnYxLkVycm9yS2luZBIPCgdtZXNzYWdlGAIgASgJEgwKBGxpbmUYAyABKAUSDgoGY29sdW1uGAQgASgFEg0KBXN0YWNrGAUgASgJEgwKBHRvb2wYBiABKAkSDQoFbGltaXQYByABKAMSEAoIb2JzZXJ2ZWQYCCABKAMi9AIKDkV4ZWN1dGlvblN0YXRzEisKCGR1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEXBlYWtfbWVtb3J5X2J5dGVzGAMgASgDEhIKCnRvb2xfY2FsbHMYBCABKAUSGQoRdG9vbF9yZXN1bHRfYnl0ZXMYBSABKAMSFAoMb3V0cHV0X2J5dGVzGAYgASgDEi0KCnF1ZXVlX3RpbWUYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJbG9nX2J5dGVzGAggASgDEhgKEHJlc3VsdF90cnVuY2F0ZWQYCSABKAgSIAoYdW50cnVuY2F0ZWRfb3V0cHV0X2J5dGVzGAogASgDEhUKDWRyb3BwZWRfaXRlbXMYCyABKAMSEwoLY3V0X3N0cmluZ3MYDCABKAMiUQoITG9nRW50cnkSDQoFbGV2ZWwYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIlCgJhdBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAgoOVG9vbENhbGxSZWNvcmQSCwoDc2VxGAEgASgFEgwKBHRvb2wYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSCgoCb2sYBCABKAgSEgoKZXJyb3JfY29kZRgFIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAYgASgJEjAKDXN0YXJ0ZWRfYWZ0ZXIYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMcmVzdWx0X2J5dGVzGAkgASgDEhMKC3Jlc3VsdF9qc29uGAogASgJIoUBCg5Ub29sRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhkKEWlucHV0X3NjaGVtYV9qc29uGAMgASgJEhoKEm91dHB1dF9zY2hlbWFfanNvbhgEIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgFIAEoCCJbChBMaXN0VG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgFEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfdHlwZXNjcmlwdBgEIAEoCCKZAQoRTGlzdFRvb2xzUmVzcG9uc2USJQoFdG9vbHMYASADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24SEgoKdHlwZXNjcmlwdBgCIAEoCRIOCgZwcm9tcHQYAyABKAkSFQoNYXBwcm94X3Rva2VucxgEIAEoBRIiCgdtYXRjaGVzGAUgAygLMhEucHRjLnYxLlRvb2xNYXRjaCIoCglUb29sTWF0Y2gSDAoEbmFtZRgBIAEoCRINCgVzY29yZRgCIAEoAiLFAQoOU2Vzc2lvblJlcXVlc3QSJQoFc3RhcnQYASABKAsyFC5wdGMudjEuU2Vzc2lvblN0YXJ0SAASKQoLdG9vbF9yZXN1bHQYAiABKAsyEi5wdGMudjEuVG9vbFJlc3VsdEgAEikKBmNhbmNlbBgDIAEoCzIXLnB0Yy52MS5DYW5jZWxFeGVjdXRpb25IABIvCg9hcHByb3ZhbF9hbnN3ZXIYBCABKAsyFC5wdGMudjEuQWN0aW9uQW5zd2VySABCBQoDbXNnImUKDFNlc3Npb25TdGFydBInCgdleGVjdXRlGAEgASgLMhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0EiwKDGNsaWVudF90b29scxgCIAMoCzIWLnB0Yy52MS5Ub29sRGVmaW5pdGlvbiJjCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIAEIJCgdvdXRjb21lIioKCVRvb2xFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiIQoPQ2FuY2VsRXhlY3V0aW9uEg4KBnJlYXNvbhgBIAEoCSKbAgoPU2Vzc2lvblJlc3BvbnNlEiUKCXRvb2xfY2FsbBgBIAEoCzIQLnB0Yy52MS5Ub29sQ2FsbEgAEh8KA2xvZxgCIAEoCzIQLnB0Yy52MS5Mb2dFbnRyeUgAEikKBnJlc3VsdBgDIAEoCzIXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2VIABIvCg5wcm90b2NvbF9lcnJvchgEIAEoCzIVLnB0Yy52MS5Qcm90b2NvbEVycm9ySAASKAoIcHJvZ3Jlc3MYBSABKAsyFC5wdGMudjEuVG9vbFByb2dyZXNzSAASMwoQYXBwcm92YWxfcmVxdWVzdBgGIAEoCzIXLnB0Yy52MS5BcHByb3ZhbFJlcXVlc3RIAEIFCgNtc2cijgMKDFRvb2xQcm9ncmVzcxIpCgVwaGFzZRgBIAEoDjIaLnB0Yy52MS5Ub29sUHJvZ3Jlc3MuUGhhc2USCwoDc2VxGAIgASgFEgwKBHRvb2wYAyABKAkSMAoNc3RhcnRlZF9hZnRlchgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghkdXJhdGlvbhgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIWCg5hcmd1bWVudF9ieXRlcxgGIAEoAxIUCgxyZXN1bHRfYnl0ZXMYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIPCgdkcm9wcGVkGAkgASgDEhYKDmFyZ3VtZW50c19qc29uGAogASgJEhMKC3Jlc3VsdF9qc29uGAsgASgJEhUKDWVycm9yX21lc3NhZ2UYDCABKAkiRQoFUGhhc2USFQoRUEhBU0VfVU5TUEVDSUZJRUQQABIRCg1QSEFTRV9TVEFSVEVEEAESEgoOUEhBU0VfRklOSVNIRUQQAiJmCg9BcHByb3ZhbFJlcXVlc3QSJQoGYWN0aW9uGAEgASgLMhUucHRjLnYxLlBlbmRpbmdBY3Rpb24SLAoIZGVhZGxpbmUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIxCg1Qcm90b2NvbEVycm9yEg8KB2NhbGxfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSppCghMYW5ndWFnZRIYChRMQU5HVUFHRV9VTlNQRUNJRklFRBAAEhcKE0xBTkdVQUdFX0pBVkFTQ1JJUFQQARIXChNMQU5HVUFHRV9UWVBFU0NSSVBUEAISEQoNTEFOR1VBR0VfV0FTTRADKoQDCglFcnJvcktpbmQSGgoWRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEhsKF0VSUk9SX0tJTkRfU1lOVEFYX0VSUk9SEAESGwoXRVJST1JfS0lORF9TQ1JJUFRfRVJST1IQAhIWChJFUlJPUl9LSU5EX1RJTUVPVVQQAxIYChRFUlJPUl9LSU5EX0NQVV9MSU1JVBAEEhsKF0VSUk9SX0tJTkRfTUVNT1JZX0xJTUlUEAUSHgoaRVJST1JfS0lORF9UT09MX0NBTExfTElNSVQQBhIbChdFUlJPUl9LSU5EX09VVFBVVF9MSU1JVBAHEiYKIkVSUk9SX0tJTkRfUkVTVUxUX1NDSEVNQV9WSU9MQVRJT04QCBIYChRFUlJPUl9LSU5EX0NBTkNFTExFRBAJEhcKE0VSUk9SX0tJTkRfSU5URVJOQUwQChIaChZFUlJPUl9LSU5EX1BBVVNFX0xJTUlUEAsSHgoaRVJST1JfS0lORF9SRVNVTUVfRElWRVJHRUQQDCp1Cg5FeGVjdXRpb25TdGF0ZRIfChtFWEVDVVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIdChlFWEVDVVRJT05fU1RBVEVfQ09NUExFVEVEEAESIwofRVhFQ1VUSU9OX1NUQVRFX1JFUVVJUkVTX0FDVElPThACKmAKCkFjdGlvbktpbmQSGwoXQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdBQ1RJT05fS0lORF9DTElFTlRfVE9PTBABEhgKFEFDVElPTl9LSU5EX0FQUFJPVkFMEAIqaQoOT3ZlcmZsb3dQb2xpY3kSHwobT1ZFUkZMT1dfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGAoUT1ZFUkZMT1dfUE9MSUNZX0ZBSUwQARIcChhPVkVSRkxPV19QT0xJQ1lfVFJVTkNBVEUQAjKGAgoNUnVubmVyU2VydmljZRI6CgdFeGVjdXRlEhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0GhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZRJACglMaXN0VG9vbHMSGC5wdGMudjEuTGlzdFRvb2xzUmVxdWVzdBoZLnB0Yy52MS5MaXN0VG9vbHNSZXNwb25zZRI+CgdTZXNzaW9uEhYucHRjLnYxLlNlc3Npb25SZXF1ZXN0GhcucHRjLnYxLlNlc3Npb25SZXNwb25zZSgBMAESNwoGUmVzdW1lEhUucHRjLnYxLlJlc3VtZVJlcXVlc3QaFi5wdGMudjEuUmVzdW1lUmVzcG9uc2VCKlooZ2l0aHViLmNvbS9wdGNydW4vcHRjL3Byb3RvL3B0Yy92MTtwdGN2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ExecuteRequest asks the server to run one program.
@@ -133,6 +133,34 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
   streamLogs: boolean;
 
   /**
+   * stream_progress makes Session send a ToolProgress message when each tool
+   * call starts and when it finishes, server tools included. Progress is
+   * best effort: when the caller reads too slowly, events are dropped and the
+   * next one delivered counts them (ToolProgress.dropped). Ignored by Execute.
+   *
+   * @generated from field: bool stream_progress = 12;
+   */
+  streamProgress: boolean;
+
+  /**
+   * progress_values makes ToolProgress messages carry the call's arguments,
+   * result and error message. Without it they carry sizes, codes and
+   * durations only.
+   *
+   * @generated from field: bool progress_values = 13;
+   */
+  progressValues: boolean;
+
+  /**
+   * overflow_policy says what happens to a result larger than
+   * Limits.max_output_bytes or Limits.max_result_tokens. Unset means
+   * OVERFLOW_POLICY_FAIL.
+   *
+   * @generated from field: ptc.v1.OverflowPolicy overflow_policy = 14;
+   */
+  overflowPolicy: OverflowPolicy;
+
+  /**
    * resumable lets Execute pause the program at calls only the caller can
    * answer — calls to client_tools, and calls to server tools that need
    * approval — instead of failing them: the response then has state
@@ -143,7 +171,7 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * starting at clock_start, or now when unset): to resume it, ptc re-runs
    * it and feeds the recorded results. Refused by Session.
    *
-   * @generated from field: bool resumable = 12;
+   * @generated from field: bool resumable = 15;
    */
   resumable: boolean;
 
@@ -153,7 +181,7 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
    * its client tools in SessionStart).
    *
-   * @generated from field: repeated ptc.v1.ToolDefinition client_tools = 13;
+   * @generated from field: repeated ptc.v1.ToolDefinition client_tools = 16;
    */
   clientTools: ToolDefinition[];
 
@@ -163,7 +191,7 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * name, or one the program may not call, is refused with
    * INVALID_ARGUMENT.
    *
-   * @generated from field: repeated string require_approval = 14;
+   * @generated from field: repeated string require_approval = 17;
    */
   requireApproval: string[];
 };
@@ -302,11 +330,21 @@ export type Limits = Message<"ptc.v1.Limits"> & {
   maxLogEntries: number;
 
   /**
+   * max_result_tokens bounds the approximate number of model tokens in
+   * result_json, counted as ListToolsResponse.approx_tokens counts them.
+   * Breach: ERROR_KIND_OUTPUT_LIMIT (or truncation, with
+   * OVERFLOW_POLICY_TRUNCATE).
+   *
+   * @generated from field: int32 max_result_tokens = 9;
+   */
+  maxResultTokens: number;
+
+  /**
    * max_pauses bounds how often a resumable execution may pause. Breach:
    * ERROR_KIND_PAUSE_LIMIT (the pause that would exceed it ends the
    * execution instead).
    *
-   * @generated from field: int32 max_pauses = 9;
+   * @generated from field: int32 max_pauses = 10;
    */
   maxPauses: number;
 
@@ -315,7 +353,7 @@ export type Limits = Message<"ptc.v1.Limits"> & {
    * paused, across its pauses; paused time is not part of timeout. Breach:
    * ERROR_KIND_PAUSE_LIMIT, when a Resume comes too late.
    *
-   * @generated from field: google.protobuf.Duration max_paused_time = 10;
+   * @generated from field: google.protobuf.Duration max_paused_time = 11;
    */
   maxPausedTime?: Duration | undefined;
 };
@@ -357,9 +395,11 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
   error?: ExecutionError | undefined;
 
   /**
-   * model_message is a short description of the failure fit to paste into a
-   * model's context: what went wrong and how to fix it, without stack traces,
-   * secrets or internal paths. Empty when the program succeeded.
+   * model_message is what to paste into a model's context: on success the
+   * result JSON (followed, when it was truncated, by one line saying how); on
+   * failure a short description of what went wrong and how to fix it,
+   * without stack traces, secrets or internal paths. It never holds logs, the
+   * trace or tool results the program did not return.
    *
    * @generated from field: string model_message = 4;
    */
@@ -800,6 +840,36 @@ export type ExecutionStats = Message<"ptc.v1.ExecutionStats"> & {
    * @generated from field: int64 log_bytes = 8;
    */
   logBytes: bigint;
+
+  /**
+   * result_truncated is set when the result was cut to fit the output limits
+   * (OVERFLOW_POLICY_TRUNCATE); output_bytes is then the truncated size.
+   *
+   * @generated from field: bool result_truncated = 9;
+   */
+  resultTruncated: boolean;
+
+  /**
+   * untruncated_output_bytes is the size of the result before it was
+   * truncated; 0 when it was not.
+   *
+   * @generated from field: int64 untruncated_output_bytes = 10;
+   */
+  untruncatedOutputBytes: bigint;
+
+  /**
+   * dropped_items counts the array items and object keys truncation removed.
+   *
+   * @generated from field: int64 dropped_items = 11;
+   */
+  droppedItems: bigint;
+
+  /**
+   * cut_strings counts the strings truncation shortened.
+   *
+   * @generated from field: int64 cut_strings = 12;
+   */
+  cutStrings: bigint;
 };
 
 /**
@@ -1349,11 +1419,20 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
     case: "protocolError";
   } | {
     /**
+     * progress reports a tool call starting or finishing, sent when
+     * ExecuteRequest.stream_progress is set.
+     *
+     * @generated from field: ptc.v1.ToolProgress progress = 5;
+     */
+    value: ToolProgress;
+    case: "progress";
+  } | {
+    /**
      * approval_request asks the caller to approve one call; the call waits
      * for the caller's approval_answer (and is denied if the caller
      * half-closes first).
      *
-     * @generated from field: ptc.v1.ApprovalRequest approval_request = 5;
+     * @generated from field: ptc.v1.ApprovalRequest approval_request = 6;
      */
     value: ApprovalRequest;
     case: "approvalRequest";
@@ -1366,6 +1445,147 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
   messageDesc(file_ptc_v1_runner, 22);
+
+/**
+ * ToolProgress reports one tool call of the program starting or finishing.
+ * Every call the program makes is reported, server and client tools alike,
+ * refused calls included (past Limits.max_tool_calls at most 64 refused
+ * calls are reported).
+ *
+ * @generated from message ptc.v1.ToolProgress
+ */
+export type ToolProgress = Message<"ptc.v1.ToolProgress"> & {
+  /**
+   * phase is the event.
+   *
+   * @generated from field: ptc.v1.ToolProgress.Phase phase = 1;
+   */
+  phase: ToolProgress_Phase;
+
+  /**
+   * seq is the call's ToolCallRecord.seq.
+   *
+   * @generated from field: int32 seq = 2;
+   */
+  seq: number;
+
+  /**
+   * tool is the name of the tool called.
+   *
+   * @generated from field: string tool = 3;
+   */
+  tool: string;
+
+  /**
+   * started_after is the time from the start of the execution to the call.
+   *
+   * @generated from field: google.protobuf.Duration started_after = 4;
+   */
+  startedAfter?: Duration | undefined;
+
+  /**
+   * duration is the time the call took; set when finished.
+   *
+   * @generated from field: google.protobuf.Duration duration = 5;
+   */
+  duration?: Duration | undefined;
+
+  /**
+   * argument_bytes is the size of the call's JSON arguments.
+   *
+   * @generated from field: int64 argument_bytes = 6;
+   */
+  argumentBytes: bigint;
+
+  /**
+   * result_bytes is the size of the JSON result; set when finished with
+   * outcome "ok".
+   *
+   * @generated from field: int64 result_bytes = 7;
+   */
+  resultBytes: bigint;
+
+  /**
+   * outcome is "ok" or the call's error code (as in
+   * ToolCallRecord.error_code); set when finished.
+   *
+   * @generated from field: string outcome = 8;
+   */
+  outcome: string;
+
+  /**
+   * dropped counts the progress messages dropped just before this one
+   * because the caller read too slowly.
+   *
+   * @generated from field: int64 dropped = 9;
+   */
+  dropped: bigint;
+
+  /**
+   * arguments_json is the call's JSON arguments, with
+   * ExecuteRequest.progress_values only.
+   *
+   * @generated from field: string arguments_json = 10;
+   */
+  argumentsJson: string;
+
+  /**
+   * result_json is the call's JSON result, with
+   * ExecuteRequest.progress_values only; set when finished with outcome "ok".
+   *
+   * @generated from field: string result_json = 11;
+   */
+  resultJson: string;
+
+  /**
+   * error_message describes a failed call, with
+   * ExecuteRequest.progress_values only.
+   *
+   * @generated from field: string error_message = 12;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message ptc.v1.ToolProgress.
+ * Use `create(ToolProgressSchema)` to create a new message.
+ */
+export const ToolProgressSchema: GenMessage<ToolProgress> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 23);
+
+/**
+ * Phase says whether the call started or finished.
+ *
+ * @generated from enum ptc.v1.ToolProgress.Phase
+ */
+export enum ToolProgress_Phase {
+  /**
+   * PHASE_UNSPECIFIED is never sent.
+   *
+   * @generated from enum value: PHASE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * PHASE_STARTED: the program made the call.
+   *
+   * @generated from enum value: PHASE_STARTED = 1;
+   */
+  STARTED = 1,
+
+  /**
+   * PHASE_FINISHED: the call returned a result or failed.
+   *
+   * @generated from enum value: PHASE_FINISHED = 2;
+   */
+  FINISHED = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.ToolProgress.Phase.
+ */
+export const ToolProgress_PhaseSchema: GenEnum<ToolProgress_Phase> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 23, 0);
 
 /**
  * ApprovalRequest asks a Session's caller to approve one call.
@@ -1395,7 +1615,7 @@ export type ApprovalRequest = Message<"ptc.v1.ApprovalRequest"> & {
  * Use `create(ApprovalRequestSchema)` to create a new message.
  */
 export const ApprovalRequestSchema: GenMessage<ApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 23);
+  messageDesc(file_ptc_v1_runner, 24);
 
 /**
  * ToolCall asks the caller to run one of its client tools.
@@ -1449,7 +1669,7 @@ export type ToolCall = Message<"ptc.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 24);
+  messageDesc(file_ptc_v1_runner, 25);
 
 /**
  * ProtocolError reports a caller message that broke the Session protocol.
@@ -1477,7 +1697,7 @@ export type ProtocolError = Message<"ptc.v1.ProtocolError"> & {
  * Use `create(ProtocolErrorSchema)` to create a new message.
  */
 export const ProtocolErrorSchema: GenMessage<ProtocolError> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 25);
+  messageDesc(file_ptc_v1_runner, 26);
 
 /**
  * Language names the language of a Script.
@@ -1589,7 +1809,8 @@ export enum ErrorKind {
 
   /**
    * ERROR_KIND_OUTPUT_LIMIT means the JSON result was larger than
-   * Limits.max_output_bytes.
+   * Limits.max_output_bytes or Limits.max_result_tokens (and could not be
+   * truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
    *
    * @generated from enum value: ERROR_KIND_OUTPUT_LIMIT = 7;
    */
@@ -1720,6 +1941,49 @@ export enum ActionKind {
  */
 export const ActionKindSchema: GenEnum<ActionKind> = /*@__PURE__*/
   enumDesc(file_ptc_v1_runner, 3);
+
+/**
+ * OverflowPolicy says what happens to a result that is larger than the
+ * output limits.
+ *
+ * @generated from enum ptc.v1.OverflowPolicy
+ */
+export enum OverflowPolicy {
+  /**
+   * OVERFLOW_POLICY_UNSPECIFIED is OVERFLOW_POLICY_FAIL.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * OVERFLOW_POLICY_FAIL fails the execution with ERROR_KIND_OUTPUT_LIMIT.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_FAIL = 1;
+   */
+  FAIL = 1,
+
+  /**
+   * OVERFLOW_POLICY_TRUNCATE cuts the result structurally until it fits,
+   * keeping valid JSON: arrays keep their first items and end with the string
+   * "[truncated: N more items]", objects keep their first keys and end with
+   * the key "[truncated]" whose value is "N more keys", strings keep their
+   * beginning and end with "…[truncated: N more bytes]". ExecutionStats and
+   * ExecuteResponse.model_message report the truncation. A result larger
+   * than 64 MiB, or one whose smallest truncated form is still over a limit,
+   * still fails with ERROR_KIND_OUTPUT_LIMIT. A result schema is checked
+   * against the result before truncation.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_TRUNCATE = 2;
+   */
+  TRUNCATE = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.OverflowPolicy.
+ */
+export const OverflowPolicySchema: GenEnum<OverflowPolicy> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 4);
 
 /**
  * RunnerService runs sandboxed programs that call tools.
