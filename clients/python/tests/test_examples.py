@@ -12,7 +12,7 @@ from conftest import REPO
 EXPECTED = [
     'server tools: {"members":8,"limits":[1500,2000,3000,4000,5000]}',
     'client tool: {"EUR":2760,"GBP":2370,"JPY":"unsupported_currency"}',
-    'failed: SCRIPT_ERROR - The script failed with SCRIPT_ERROR: uncaught ToolError from tool get_expenses (code not_found): '
+    'failed: SCRIPT_ERROR - The script failed with SCRIPT_ERROR at line 1, column 32: uncaught ToolError from tool get_expenses (code not_found): '
     'no team member has id "nobody": use an id returned by get_team_members. Check the arguments and the error of tool '
     "get_expenses; catch tool errors with try/catch (err.code, err.message) if the script can continue without it.",
     "cancelled: CANCELLED",
