@@ -125,9 +125,9 @@ func BenchmarkExecuteChain(b *testing.B) {
 
 // BenchmarkPauseResumeGRPC is one pause/resume round trip over gRPC on
 // loopback: a resumable Execute that pauses at a client tool, then the
-// Resume that answers it and completes the execution (the execution kept
-// in memory, and re-run: "rerun" resumes with a continuation the server
-// no longer holds in memory).
+// Resume that answers it and completes the execution. The server keeps
+// the paused execution in memory (its default), so the Resume does not
+// re-run it; BenchmarkResume in package ptc measures a re-run's cost.
 func BenchmarkPauseResumeGRPC(b *testing.B) {
 	p := startProd(b, prodConfig{quiet: true})
 	ctx := context.Background()
