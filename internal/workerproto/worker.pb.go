@@ -351,6 +351,7 @@ type WorkerFrame struct {
 	//	*WorkerFrame_Done
 	//	*WorkerFrame_Breach
 	//	*WorkerFrame_Discover
+	//	*WorkerFrame_Idle
 	//	*WorkerFrame_Compiled
 	Msg           isWorkerFrame_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
@@ -448,6 +449,15 @@ func (x *WorkerFrame) GetDiscover() *Discover {
 	return nil
 }
 
+func (x *WorkerFrame) GetIdle() *Idle {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerFrame_Idle); ok {
+			return x.Idle
+		}
+	}
+	return nil
+}
+
 func (x *WorkerFrame) GetCompiled() *Compiled {
 	if x != nil {
 		if x, ok := x.Msg.(*WorkerFrame_Compiled); ok {
@@ -494,9 +504,14 @@ type WorkerFrame_Discover struct {
 	Discover *Discover `protobuf:"bytes,6,opt,name=discover,proto3,oneof"`
 }
 
+type WorkerFrame_Idle struct {
+	// idle reports that a resumable execution waits with nothing to run.
+	Idle *Idle `protobuf:"bytes,7,opt,name=idle,proto3,oneof"`
+}
+
 type WorkerFrame_Compiled struct {
 	// compiled answers a Compile frame.
-	Compiled *Compiled `protobuf:"bytes,7,opt,name=compiled,proto3,oneof"`
+	Compiled *Compiled `protobuf:"bytes,8,opt,name=compiled,proto3,oneof"`
 }
 
 func (*WorkerFrame_Ready) isWorkerFrame_Msg() {}
@@ -510,6 +525,8 @@ func (*WorkerFrame_Done) isWorkerFrame_Msg() {}
 func (*WorkerFrame_Breach) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_Discover) isWorkerFrame_Msg() {}
+
+func (*WorkerFrame_Idle) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_Compiled) isWorkerFrame_Msg() {}
 
@@ -961,9 +978,13 @@ type Execute struct {
 	Determinism *Determinism `protobuf:"bytes,8,opt,name=determinism,proto3" json:"determinism,omitempty"`
 	// logs tells whether console output is kept (and so forwarded).
 	Logs bool `protobuf:"varint,9,opt,name=logs,proto3" json:"logs,omitempty"`
+	// resumable makes the worker report each time the program waits with
+	// nothing to run (Idle frames), so that the supervisor can order tool
+	// results and pause the execution; its tools never run inline.
+	Resumable bool `protobuf:"varint,10,opt,name=resumable,proto3" json:"resumable,omitempty"`
 	// module_sha256 is the hex SHA-256 of the WebAssembly module of a
 	// LANGUAGE_WASM execution, which the worker was given to compile before.
-	ModuleSha256  string `protobuf:"bytes,10,opt,name=module_sha256,json=moduleSha256,proto3" json:"module_sha256,omitempty"`
+	ModuleSha256  string `protobuf:"bytes,11,opt,name=module_sha256,json=moduleSha256,proto3" json:"module_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,6 +1078,13 @@ func (x *Execute) GetDeterminism() *Determinism {
 func (x *Execute) GetLogs() bool {
 	if x != nil {
 		return x.Logs
+	}
+	return false
+}
+
+func (x *Execute) GetResumable() bool {
+	if x != nil {
+		return x.Resumable
 	}
 	return false
 }
@@ -1438,7 +1466,10 @@ func (x *Violation) GetMessage() string {
 type Cancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// slot identifies the execution.
-	Slot          uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// pause means the execution paused while it waited with nothing to run:
+	// stopping it leaves the worker clean.
+	Pause         bool `protobuf:"varint,2,opt,name=pause,proto3" json:"pause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1480,6 +1511,78 @@ func (x *Cancel) GetSlot() uint64 {
 	return 0
 }
 
+func (x *Cancel) GetPause() bool {
+	if x != nil {
+		return x.Pause
+	}
+	return false
+}
+
+// Idle reports that a resumable execution waits with nothing to run.
+type Idle struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// slot identifies the execution.
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// inflight is the number of tool calls started and not yet delivered to
+	// the program.
+	Inflight uint32 `protobuf:"varint,2,opt,name=inflight,proto3" json:"inflight,omitempty"`
+	// cpu_time_nanos is the compute time the execution used so far.
+	CpuTimeNanos  int64 `protobuf:"varint,3,opt,name=cpu_time_nanos,json=cpuTimeNanos,proto3" json:"cpu_time_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Idle) Reset() {
+	*x = Idle{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Idle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Idle) ProtoMessage() {}
+
+func (x *Idle) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Idle.ProtoReflect.Descriptor instead.
+func (*Idle) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Idle) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *Idle) GetInflight() uint32 {
+	if x != nil {
+		return x.Inflight
+	}
+	return 0
+}
+
+func (x *Idle) GetCpuTimeNanos() int64 {
+	if x != nil {
+		return x.CpuTimeNanos
+	}
+	return 0
+}
+
 // ToolStart starts one tool call. Calls are started in the order the program
 // makes them.
 type ToolStart struct {
@@ -1504,7 +1607,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1619,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1632,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1588,7 +1691,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1703,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1716,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1686,7 +1789,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1698,7 +1801,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1711,7 +1814,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Search) GetQuery() string {
@@ -1747,7 +1850,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1862,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1875,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1820,7 +1923,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1935,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1948,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -1901,7 +2004,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2016,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2029,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -2002,7 +2105,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2117,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2130,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -2085,7 +2188,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2200,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2213,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -2182,7 +2285,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x06cancel\x18\x04 \x01(\v2\x15.ptc.worker.v1.CancelH\x00R\x06cancel\x12E\n" +
 	"\x0ediscover_reply\x18\x05 \x01(\v2\x1c.ptc.worker.v1.DiscoverReplyH\x00R\rdiscoverReply\x122\n" +
 	"\acompile\x18\x06 \x01(\v2\x16.ptc.worker.v1.CompileH\x00R\acompileB\x05\n" +
-	"\x03msg\"\xef\x02\n" +
+	"\x03msg\"\x9a\x03\n" +
 	"\vWorkerFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.ptc.worker.v1.ReadyH\x00R\x05ready\x129\n" +
 	"\n" +
@@ -2190,8 +2293,9 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x03log\x18\x03 \x01(\v2\x12.ptc.worker.v1.LogH\x00R\x03log\x12)\n" +
 	"\x04done\x18\x04 \x01(\v2\x13.ptc.worker.v1.DoneH\x00R\x04done\x12/\n" +
 	"\x06breach\x18\x05 \x01(\v2\x15.ptc.worker.v1.BreachH\x00R\x06breach\x125\n" +
-	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscover\x125\n" +
-	"\bcompiled\x18\a \x01(\v2\x17.ptc.worker.v1.CompiledH\x00R\bcompiledB\x05\n" +
+	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscover\x12)\n" +
+	"\x04idle\x18\a \x01(\v2\x13.ptc.worker.v1.IdleH\x00R\x04idle\x125\n" +
+	"\bcompiled\x18\b \x01(\v2\x17.ptc.worker.v1.CompiledH\x00R\bcompiledB\x05\n" +
 	"\x03msg\"\xb6\x01\n" +
 	"\x04Init\x12,\n" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
@@ -2227,7 +2331,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\vDeterminism\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12.\n" +
 	"\x13clock_start_seconds\x18\x02 \x01(\x03R\x11clockStartSeconds\x12*\n" +
-	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xe6\x02\n" +
+	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\x84\x03\n" +
 	"\aExecute\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12!\n" +
 	"\fexecution_id\x18\x02 \x01(\tR\vexecutionId\x123\n" +
@@ -2238,9 +2342,10 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x06limits\x18\x06 \x03(\x03R\x06limits\x12)\n" +
 	"\x05tools\x18\a \x03(\v2\x13.ptc.worker.v1.ToolR\x05tools\x12<\n" +
 	"\vdeterminism\x18\b \x01(\v2\x1a.ptc.worker.v1.DeterminismR\vdeterminism\x12\x12\n" +
-	"\x04logs\x18\t \x01(\bR\x04logs\x12#\n" +
-	"\rmodule_sha256\x18\n" +
-	" \x01(\tR\fmoduleSha256\"5\n" +
+	"\x04logs\x18\t \x01(\bR\x04logs\x12\x1c\n" +
+	"\tresumable\x18\n" +
+	" \x01(\bR\tresumable\x12#\n" +
+	"\rmodule_sha256\x18\v \x01(\tR\fmoduleSha256\"5\n" +
 	"\aCompile\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\fR\x06module\"s\n" +
@@ -2268,9 +2373,14 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\tViolation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\akeyword\x18\x02 \x01(\tR\akeyword\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x1c\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"2\n" +
 	"\x06Cancel\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x04R\x04slot\"\x84\x01\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x14\n" +
+	"\x05pause\x18\x02 \x01(\bR\x05pause\"\\\n" +
+	"\x04Idle\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x1a\n" +
+	"\binflight\x18\x02 \x01(\rR\binflight\x12$\n" +
+	"\x0ecpu_time_nanos\x18\x03 \x01(\x03R\fcpuTimeNanos\"\x84\x01\n" +
 	"\tToolStart\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x12\n" +
@@ -2353,7 +2463,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2371,44 +2481,46 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*CallError)(nil),       // 13: ptc.worker.v1.CallError
 	(*Violation)(nil),       // 14: ptc.worker.v1.Violation
 	(*Cancel)(nil),          // 15: ptc.worker.v1.Cancel
-	(*ToolStart)(nil),       // 16: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 17: ptc.worker.v1.Discover
-	(*Search)(nil),          // 18: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 19: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 20: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 21: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 22: ptc.worker.v1.Breach
-	(*Done)(nil),            // 23: ptc.worker.v1.Done
+	(*Idle)(nil),            // 16: ptc.worker.v1.Idle
+	(*ToolStart)(nil),       // 17: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 18: ptc.worker.v1.Discover
+	(*Search)(nil),          // 19: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 20: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 21: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 22: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 23: ptc.worker.v1.Breach
+	(*Done)(nil),            // 24: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
 	9,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
 	12, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
 	15, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	19, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	20, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
 	10, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
 	6,  // 6: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	16, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	20, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	23, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	22, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	17, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	11, // 12: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
-	5,  // 13: ptc.worker.v1.Init.wasm:type_name -> ptc.worker.v1.WASM
-	0,  // 14: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	7,  // 15: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	8,  // 16: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	13, // 17: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	14, // 18: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	18, // 19: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 20: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	21, // 21: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	21, // 22: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	17, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	21, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	24, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	23, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	18, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	16, // 12: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
+	11, // 13: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
+	5,  // 14: ptc.worker.v1.Init.wasm:type_name -> ptc.worker.v1.WASM
+	0,  // 15: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	7,  // 16: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	8,  // 17: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	13, // 18: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	14, // 19: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	19, // 20: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 21: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	22, // 22: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	22, // 23: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2431,9 +2543,10 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Done)(nil),
 		(*WorkerFrame_Breach)(nil),
 		(*WorkerFrame_Discover)(nil),
+		(*WorkerFrame_Idle)(nil),
 		(*WorkerFrame_Compiled)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[15].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[16].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2443,7 +2556,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

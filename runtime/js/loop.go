@@ -199,6 +199,9 @@ func (x *exec) run() (out *runtime.Outcome) {
 			continue
 		}
 		if x.pending == 0 && len(x.tickets) > 0 {
+			if x.job.Idle != nil {
+				x.job.Idle(len(x.tickets), x.busy)
+			}
 			c, err := x.await()
 			if err != nil {
 				out.Err = x.ctxError()
@@ -217,6 +220,9 @@ func (x *exec) run() (out *runtime.Outcome) {
 			out.Err = fault.New(fault.KindScript, "the script is waiting for a promise that can never settle "+
 				"(nothing it awaits is pending: resolve every promise you create, and do not use timers)")
 			return out
+		}
+		if x.job.Idle != nil {
+			x.job.Idle(x.pending, x.busy)
 		}
 		select {
 		case c := <-x.done:

@@ -201,7 +201,7 @@ func (c *child) handle(tag uint64, payload []byte) error {
 	case *wp.SupervisorFrame_Cancel:
 		if tag&cancelBit != 0 {
 			if l := c.lane(tag &^ cancelBit); l != nil {
-				l.cancelSlot(m.Cancel.GetSlot())
+				l.cancelSlot(m.Cancel.GetSlot(), m.Cancel.GetPause())
 			}
 		}
 		return nil

@@ -33,12 +33,16 @@ type lane struct {
 
 	// mu guards what the connection's Handler reads on another thread:
 	// the execution running now (its slot and cancel function), the last
-	// slot started, and a Cancel that arrived before its Execute was read.
+	// slot started, and a Cancel that arrived before its Execute was read;
+	// paused is set when the execution was stopped because it paused.
 	mu        sync.Mutex
 	cur       uint64
 	cancel    context.CancelFunc
 	last      uint64
 	cancelled uint64
+	paused    bool
+	// cancelledPause is paused for the Cancel of slot cancelled.
+	cancelledPause bool
 
 	// thread receives the id of the lane's thread once it is locked.
 	thread chan int32
@@ -104,15 +108,18 @@ func (l *lane) compile(m *wp.Compile) {
 }
 
 // cancelSlot cancels execution slot if it runs on the lane now, or
-// remembers the cancel if its Execute frame was not read yet.
-func (l *lane) cancelSlot(slot uint64) {
+// remembers the cancel if its Execute frame was not read yet; pause means
+// the execution is stopped because it paused (waiting with nothing to
+// run), which leaves the worker clean.
+func (l *lane) cancelSlot(slot uint64, pause bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case slot == l.cur && l.cancel != nil:
+		l.paused = l.paused || pause
 		l.cancel()
 	case slot > l.last:
-		l.cancelled = slot
+		l.cancelled, l.cancelledPause = slot, pause
 	}
 }
 
@@ -138,8 +145,9 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l.mu.Lock()
-	l.cur, l.cancel, l.last = slot, cancel, slot
+	l.cur, l.cancel, l.last, l.paused = slot, cancel, slot, false
 	if l.cancelled == slot {
+		l.paused = l.cancelledPause
 		cancel()
 	}
 	l.mu.Unlock()
@@ -151,6 +159,12 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 
 	x := newChildExec(ctx, slot, l, m.GetTools())
 	job.Tools = x
+	if m.GetResumable() {
+		job.Idle = func(inflight int, cpu time.Duration) {
+			_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Idle{Idle: &wp.Idle{
+				Slot: slot, Inflight: uint32(max(inflight, 0)), CpuTimeNanos: int64(cpu)}}}, false)
+		}
+	}
 	var logs *ptcruntime.LogBuffer
 	if m.GetLogs() {
 		logs = ptcruntime.NewLogBuffer(time.Now(), job.Limits, func(e core.LogEntry) {
@@ -176,7 +190,13 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		out = c.exec.run(ctx, job, c.baseLive, c.density > 1, onBreach, warm)
 	}
 	x.release()
-	done := doneFrame(slot, out, logs != nil && logs.Full(), clean(out))
+	// An execution stopped because it paused was idle: the worker is as
+	// clean as after a script that ended.
+	l.mu.Lock()
+	paused := l.paused
+	l.mu.Unlock()
+	ok := clean(out) || (paused && out.Err != nil && out.Err.Kind == fault.KindCancelled)
+	done := doneFrame(slot, out, logs != nil && logs.Full(), ok)
 	done.GetDone().UnknownModule = unknown
 	_ = sendFrame(c.conn, slot, done, false)
 	// After the Done: a collection the restored GC target starts is off

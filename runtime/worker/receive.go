@@ -105,6 +105,13 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		return nil
 	case *wp.WorkerFrame_Discover:
 		return w.discover(m.Discover)
+	case *wp.WorkerFrame_Idle:
+		// In frame order: every call the worker started before it went
+		// idle was started here first.
+		if es := w.lookup(m.Idle.GetSlot(), false); es != nil && es.job.Idle != nil {
+			es.job.Idle(int(min(m.Idle.GetInflight(), es.calls)), nonNegativeDuration(m.Idle.GetCpuTimeNanos()))
+		}
+		return nil
 	default:
 		return errors.New("unexpected frame from the worker")
 	}
@@ -123,6 +130,10 @@ func frameSlot(f *wp.WorkerFrame) (uint64, bool) {
 		return m.Breach.GetSlot(), true
 	case *wp.WorkerFrame_Discover:
 		return m.Discover.GetSlot(), true
+	case *wp.WorkerFrame_Idle:
+		return m.Idle.GetSlot(), true
+	case *wp.WorkerFrame_Compiled:
+		return m.Compiled.GetSlot(), true
 	}
 	return 0, false
 }
@@ -240,7 +251,7 @@ func (w *proc) done(m *wp.Done) error {
 		// The worker's buffer (same limits) dropped output: mark ours too.
 		es.job.Logs.Truncate()
 	}
-	es.clean = m.GetClean() && clean(out)
+	es.clean = m.GetClean() && (clean(out) || (es.paused.Load() && out.Err != nil && out.Err.Kind == fault.KindCancelled))
 	es.done <- out
 	return nil
 }

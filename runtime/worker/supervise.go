@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/ipc"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
@@ -140,7 +141,9 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Dur
 	stopCancel := context.AfterFunc(ctx, func() {
 		// Cancel first, then end the tool calls: their failures reach
 		// the worker after the cancel, as in-process.
-		_ = w.send(cancelTag(es.lane), &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot}}})
+		pause := errors.Is(context.Cause(ctx), core.ErrPaused)
+		es.paused.Store(pause)
+		_ = w.send(cancelTag(es.lane), &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot, Pause: pause}}})
 		es.tctx.end(ctx.Err())
 		mu.Lock()
 		defer mu.Unlock()
@@ -195,6 +198,8 @@ type execState struct {
 	breach     *fault.Error
 	breachCPU  time.Duration
 	breachPeak int64
+	// paused is set when the execution is stopped because it paused.
+	paused atomic.Bool
 	// wasm marks a WebAssembly execution; unknownModule is set when its
 	// worker answered that it does not hold the module.
 	wasm          bool
