@@ -234,15 +234,24 @@ func refusal(slot uint64, why string) *wp.WorkerFrame {
 // execution's memory limit (one allocation may overshoot the watchdog by
 // its own size) plus rlimitSlack. The returned function restores the
 // worker's limits. Under the race detector RLIMIT_DATA stays as it is.
-func (c *child) tightenLimits(memBytes int64) func() {
+// A WebAssembly guest (guest) gets no soft memory limit: its memory is
+// the engine's to bound, and the worker's heap then holds compiled modules
+// the idle baseline does not count — a limit below them would keep the
+// collector running, each cycle waiting for the guest to call the host.
+func (c *child) tightenLimits(memBytes int64, guest bool) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
+	prev := int64(-1)
+	if !guest {
+		prev = debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
+	}
 	prevGC := debug.SetGCPercent(executionGCPercent)
 	restore := func() {
 		debug.SetGCPercent(prevGC)
-		debug.SetMemoryLimit(prev)
+		if prev >= 0 {
+			debug.SetMemoryLimit(prev)
+		}
 	}
 	if c.rlimit == 0 || raceEnabled {
 		return restore

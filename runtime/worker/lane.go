@@ -104,6 +104,9 @@ func (l *lane) compile(m *wp.Compile) {
 	if err != nil {
 		r.Error, r.Invalid = err.Error(), errors.Is(err, wasm.ErrInvalidModule)
 	}
+	// Compiling grows the data segment: measured again for the next
+	// execution's RLIMIT_DATA, off its path.
+	l.c.vmData.Store(vmData())
 	_ = sendFrame(l.c.conn, m.GetSlot(), &wp.WorkerFrame{Msg: &wp.WorkerFrame_Compiled{Compiled: r}}, false)
 }
 
@@ -173,7 +176,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		})
 		job.Logs = logs
 	}
-	restore := c.tightenLimits(job.Limits.MemoryBytes)
+	restore := c.tightenLimits(job.Limits.MemoryBytes, job.Language == core.LanguageWASM)
 	onBreach := func(fe *fault.Error, cpu time.Duration, peak int64) {
 		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)

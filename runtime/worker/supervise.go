@@ -60,7 +60,16 @@ func (p *Pool) runWorker(ctx context.Context, job *ptcruntime.Job, mod *wasmJob)
 	killed := false
 	if mod != nil {
 		mod.frame(x)
-		out = w.compile(ctx, es, mod)
+		if out = w.compile(ctx, es, mod); out == nil {
+			// Compiling is not the execution's time: its clock and its
+			// tool calls' deadline start now. No call has used the old
+			// context (the Execute frame is not sent yet).
+			old := es.tctx
+			w.mu.Lock()
+			es.started, es.tctx = time.Now(), newCallCtx(ctx, job.Limits.Timeout, grace)
+			w.mu.Unlock()
+			old.end(context.Canceled)
+		}
 	}
 	if out == nil {
 		if err := w.send(es.lane, &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Execute{Execute: x}}); err != nil {
