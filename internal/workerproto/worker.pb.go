@@ -568,7 +568,9 @@ type Ready struct {
 	BaselineHeapBytes int64 `protobuf:"varint,9,opt,name=baseline_heap_bytes,json=baselineHeapBytes,proto3" json:"baseline_heap_bytes,omitempty"`
 	// inherited_fds lists the descriptors beyond the socket that the worker
 	// found open at start and closed.
-	InheritedFds  []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	InheritedFds []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	// lockdown is the filesystem lockdown the worker put in force once set up.
+	Lockdown      *Lockdown `protobuf:"bytes,11,opt,name=lockdown,proto3" json:"lockdown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +675,107 @@ func (x *Ready) GetInheritedFds() []int32 {
 	return nil
 }
 
+func (x *Ready) GetLockdown() *Lockdown {
+	if x != nil {
+		return x.Lockdown
+	}
+	return nil
+}
+
+// Lockdown reports the layers that keep a worker off the filesystem after
+// its setup, and the proof.
+type Lockdown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// landlock_abi is the kernel's Landlock ABI version; 0 when unavailable.
+	LandlockAbi int32 `protobuf:"varint,1,opt,name=landlock_abi,json=landlockAbi,proto3" json:"landlock_abi,omitempty"`
+	// landlock_scope is "all threads", "script threads" (each thread
+	// restricts itself before it runs a script) or empty (not in force).
+	LandlockScope string `protobuf:"bytes,2,opt,name=landlock_scope,json=landlockScope,proto3" json:"landlock_scope,omitempty"`
+	// landlock_error says why Landlock is not in force.
+	LandlockError string `protobuf:"bytes,3,opt,name=landlock_error,json=landlockError,proto3" json:"landlock_error,omitempty"`
+	// seccomp reports the seccomp-bpf filter that refuses path system calls.
+	Seccomp bool `protobuf:"varint,4,opt,name=seccomp,proto3" json:"seccomp,omitempty"`
+	// seccomp_error says why the filter could not be installed.
+	SeccompError string `protobuf:"bytes,5,opt,name=seccomp_error,json=seccompError,proto3" json:"seccomp_error,omitempty"`
+	// open_probe_error is the error an open of "/" got after the lockdown;
+	// empty when the open succeeded.
+	OpenProbeError string `protobuf:"bytes,6,opt,name=open_probe_error,json=openProbeError,proto3" json:"open_probe_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Lockdown) Reset() {
+	*x = Lockdown{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lockdown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lockdown) ProtoMessage() {}
+
+func (x *Lockdown) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lockdown.ProtoReflect.Descriptor instead.
+func (*Lockdown) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Lockdown) GetLandlockAbi() int32 {
+	if x != nil {
+		return x.LandlockAbi
+	}
+	return 0
+}
+
+func (x *Lockdown) GetLandlockScope() string {
+	if x != nil {
+		return x.LandlockScope
+	}
+	return ""
+}
+
+func (x *Lockdown) GetLandlockError() string {
+	if x != nil {
+		return x.LandlockError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetSeccomp() bool {
+	if x != nil {
+		return x.Seccomp
+	}
+	return false
+}
+
+func (x *Lockdown) GetSeccompError() string {
+	if x != nil {
+		return x.SeccompError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetOpenProbeError() string {
+	if x != nil {
+		return x.OpenProbeError
+	}
+	return ""
+}
+
 // Tool is one entry of an execution's tool manifest.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -687,7 +790,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +802,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +815,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tool) GetName() string {
@@ -745,7 +848,7 @@ type Determinism struct {
 
 func (x *Determinism) Reset() {
 	*x = Determinism{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +860,7 @@ func (x *Determinism) String() string {
 func (*Determinism) ProtoMessage() {}
 
 func (x *Determinism) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +873,7 @@ func (x *Determinism) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
 func (*Determinism) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Determinism) GetSeed() uint64 {
@@ -825,7 +928,7 @@ type Execute struct {
 
 func (x *Execute) Reset() {
 	*x = Execute{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +940,7 @@ func (x *Execute) String() string {
 func (*Execute) ProtoMessage() {}
 
 func (x *Execute) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +953,7 @@ func (x *Execute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execute.ProtoReflect.Descriptor instead.
 func (*Execute) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Execute) GetSlot() uint64 {
@@ -933,7 +1036,7 @@ type ToolReply struct {
 
 func (x *ToolReply) Reset() {
 	*x = ToolReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1048,7 @@ func (x *ToolReply) String() string {
 func (*ToolReply) ProtoMessage() {}
 
 func (x *ToolReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1061,7 @@ func (x *ToolReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolReply.ProtoReflect.Descriptor instead.
 func (*ToolReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolReply) GetSlot() uint64 {
@@ -1012,7 +1115,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1127,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1140,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallError) GetName() string {
@@ -1104,7 +1207,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1219,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1232,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Violation) GetPath() string {
@@ -1164,7 +1267,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1279,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1292,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Cancel) GetSlot() uint64 {
@@ -1217,7 +1320,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1332,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1345,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1294,7 +1397,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1409,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1422,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1392,7 +1495,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1507,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1520,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Search) GetQuery() string {
@@ -1453,7 +1556,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1568,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1581,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1526,7 +1629,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1641,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1654,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -1607,7 +1710,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1722,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1735,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -1708,7 +1811,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1823,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1836,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -1787,7 +1890,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1902,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1915,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -1889,7 +1992,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x04Init\x12,\n" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
 	"\x15executions_per_worker\x18\x02 \x01(\x05R\x13executionsPerWorker\x12#\n" +
-	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\"\xef\x02\n" +
+	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\"\xa4\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +
@@ -1902,7 +2005,15 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\rnet_namespace\x18\b \x01(\tR\fnetNamespace\x12.\n" +
 	"\x13baseline_heap_bytes\x18\t \x01(\x03R\x11baselineHeapBytes\x12#\n" +
 	"\rinherited_fds\x18\n" +
-	" \x03(\x05R\finheritedFds\"2\n" +
+	" \x03(\x05R\finheritedFds\x123\n" +
+	"\blockdown\x18\v \x01(\v2\x17.ptc.worker.v1.LockdownR\blockdown\"\xe4\x01\n" +
+	"\bLockdown\x12!\n" +
+	"\flandlock_abi\x18\x01 \x01(\x05R\vlandlockAbi\x12%\n" +
+	"\x0elandlock_scope\x18\x02 \x01(\tR\rlandlockScope\x12%\n" +
+	"\x0elandlock_error\x18\x03 \x01(\tR\rlandlockError\x12\x18\n" +
+	"\aseccomp\x18\x04 \x01(\bR\aseccomp\x12#\n" +
+	"\rseccomp_error\x18\x05 \x01(\tR\fseccompError\x12(\n" +
+	"\x10open_probe_error\x18\x06 \x01(\tR\x0eopenProbeError\"2\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06inline\x18\x02 \x01(\bR\x06inline\"}\n" +
@@ -2023,7 +2134,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2031,48 +2142,50 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*WorkerFrame)(nil),     // 3: ptc.worker.v1.WorkerFrame
 	(*Init)(nil),            // 4: ptc.worker.v1.Init
 	(*Ready)(nil),           // 5: ptc.worker.v1.Ready
-	(*Tool)(nil),            // 6: ptc.worker.v1.Tool
-	(*Determinism)(nil),     // 7: ptc.worker.v1.Determinism
-	(*Execute)(nil),         // 8: ptc.worker.v1.Execute
-	(*ToolReply)(nil),       // 9: ptc.worker.v1.ToolReply
-	(*CallError)(nil),       // 10: ptc.worker.v1.CallError
-	(*Violation)(nil),       // 11: ptc.worker.v1.Violation
-	(*Cancel)(nil),          // 12: ptc.worker.v1.Cancel
-	(*ToolStart)(nil),       // 13: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 14: ptc.worker.v1.Discover
-	(*Search)(nil),          // 15: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 16: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 17: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 18: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 19: ptc.worker.v1.Breach
-	(*Done)(nil),            // 20: ptc.worker.v1.Done
+	(*Lockdown)(nil),        // 6: ptc.worker.v1.Lockdown
+	(*Tool)(nil),            // 7: ptc.worker.v1.Tool
+	(*Determinism)(nil),     // 8: ptc.worker.v1.Determinism
+	(*Execute)(nil),         // 9: ptc.worker.v1.Execute
+	(*ToolReply)(nil),       // 10: ptc.worker.v1.ToolReply
+	(*CallError)(nil),       // 11: ptc.worker.v1.CallError
+	(*Violation)(nil),       // 12: ptc.worker.v1.Violation
+	(*Cancel)(nil),          // 13: ptc.worker.v1.Cancel
+	(*ToolStart)(nil),       // 14: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 15: ptc.worker.v1.Discover
+	(*Search)(nil),          // 16: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 17: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 18: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 19: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 20: ptc.worker.v1.Breach
+	(*Done)(nil),            // 21: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
-	8,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
-	9,  // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
-	12, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	16, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	9,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
+	10, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
+	13, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
+	17, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
 	5,  // 5: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	13, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	17, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	20, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	19, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	14, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	0,  // 11: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	6,  // 12: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	7,  // 13: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	10, // 14: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	11, // 15: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	15, // 16: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 17: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	18, // 18: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	18, // 19: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	18, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	21, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	20, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	15, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	6,  // 11: ptc.worker.v1.Ready.lockdown:type_name -> ptc.worker.v1.Lockdown
+	0,  // 12: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	7,  // 13: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	8,  // 14: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	11, // 15: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	12, // 16: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	16, // 17: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 18: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	19, // 19: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	19, // 20: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2095,7 +2208,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Breach)(nil),
 		(*WorkerFrame_Discover)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[12].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2105,7 +2218,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

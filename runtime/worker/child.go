@@ -89,6 +89,8 @@ type child struct {
 	runs   atomic.Int64
 	// inherited lists the descriptors found open (and closed) at start.
 	inherited []int32
+	// status reads /proc/self/status after the lockdown.
+	status *procStatus
 
 	mu    sync.Mutex
 	execs map[uint64]*childExec
@@ -233,7 +235,7 @@ func (c *child) start(m *wp.Execute) func() {
 		// next execution's RLIMIT_DATA: after executions that grew the
 		// heap, and every vmDataEvery executions.
 		if n := c.runs.Add(1); out.PeakMemoryBytes > 8<<20 || n%vmDataEvery == 0 {
-			c.vmData.Store(vmData())
+			c.vmData.Store(c.status.vmData())
 		}
 	}
 }
@@ -281,16 +283,6 @@ const (
 	// GC works hard only once the script nears its own limit.
 	memoryLimitSlack = 16 << 20
 )
-
-// vmData returns the VmData of this process in bytes (what RLIMIT_DATA
-// counts), or 0 when unknown.
-func vmData() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return statusField(b, "VmData:")
-}
 
 // clean reports whether a worker may run more executions after out: not
 // after a limit breach, a kill or an internal error.
