@@ -91,6 +91,8 @@ type child struct {
 	inherited []int32
 	// status reads /proc/self/status after the lockdown.
 	status *procStatus
+	// settle orders the clean-up after an execution before the next one.
+	settle settler
 
 	mu    sync.Mutex
 	execs map[uint64]*childExec
@@ -221,8 +223,9 @@ func (c *child) start(m *wp.Execute) func() {
 	}
 	return func() {
 		defer cancel()
-		restore := c.tightenRlimit(job.Limits.MemoryBytes)
-		out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
+		base := c.begin()
+		restore := c.tightenRlimit(base, job.Limits.MemoryBytes)
+		out := c.exec.run(ctx, job, base, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
 			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 				Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}})
 		})
@@ -230,7 +233,7 @@ func (c *child) start(m *wp.Execute) func() {
 		c.mu.Lock()
 		delete(c.execs, slot)
 		c.mu.Unlock()
-		_ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), clean(out)))
+		c.end(out, func() { _ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), clean(out))) })
 		// Measured after the reply, off the execution's path, for the
 		// next execution's RLIMIT_DATA: after executions that grew the
 		// heap, and every vmDataEvery executions.
@@ -247,11 +250,11 @@ func (c *child) start(m *wp.Execute) func() {
 // execution's memory limit (one allocation may overshoot the watchdog by
 // its own size) plus rlimitSlack. The returned function restores the
 // worker's limits. Under the race detector RLIMIT_DATA stays as it is.
-func (c *child) tightenRlimit(memBytes int64) func() {
+func (c *child) tightenRlimit(baseLive, memBytes int64) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
+	prev := debug.SetMemoryLimit(baseLive + memBytes + memoryLimitSlack)
 	restore := func() { debug.SetMemoryLimit(prev) }
 	if c.rlimit == 0 || raceEnabled {
 		return restore

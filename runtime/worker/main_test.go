@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"syscall"
 	"testing"
@@ -85,6 +86,9 @@ func newJob(t testing.TB, src string, l limits.Limits, extra ...tools.Tool) (*pt
 // newPool returns a pool closed at the end of the test.
 func newPool(t testing.TB, cfg Config) *Pool {
 	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	p, err := NewPool(cfg)
 	if err != nil {
 		t.Fatal(err)

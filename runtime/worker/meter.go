@@ -231,7 +231,7 @@ func (w *watchdog) check() (busy, breached bool) {
 		used = live - w.baseLive
 	}
 	if used > w.memLimit {
-		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %d MiB; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", w.memLimit>>20)
+		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))
 		w.mu.Lock()
 		if used > w.peak {
 			w.peak = used
