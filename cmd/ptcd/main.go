@@ -173,6 +173,7 @@ func workerConfig(c *config.Config) worker.Config {
 		Workers:                 idle,
 		MaxWorkers:              w.Max,
 		ExecutionsPerWorker:     w.ExecutionsPerWorker,
+		IdleTimeout:             time.Duration(w.IdleTimeout),
 		RecycleAfter:            w.RecycleAfter,
 		MaxExecutionMemoryBytes: c.Policy().Ceilings.MemoryBytes,
 	}
@@ -269,6 +270,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		})
 	}
 	wcfg := workerConfig(c)
+	wcfg.Logger = log
 	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
@@ -277,6 +279,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	defer ex.Close()
 	pool := ex.Workers()
 	log.Info("execution isolation", "mode", c.Workers.Mode, "report", reportOf(pool.Facts(), wcfg.NoNetworkNamespace).String())
+	if wcfg.Mode == worker.ModeInProcess {
+		log.Warn("scripts run inside ptcd itself (workers.mode: inprocess, workers.insecure_inprocess: true): "+
+			"no process isolation, no OS memory limit, and ptcd's memory, files and network within reach of any engine bug; "+
+			"run only trusted scripts this way, and use workers.mode: worker for anything else", "mode", "inprocess")
+	}
 	adm, err := admission.New(c.AdmissionConfig())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)

@@ -11,7 +11,7 @@
 //
 // Besides limits and tool sources it holds the serving sections: logging,
 // auth and tenants, admission, metrics, tls and grpc (see
-// docs/operations.md). The workers section is reserved.
+// docs/operations.md), and workers (the execution isolation).
 //
 // Package config is wiring for cmd/ptcd: it may import tool sources,
 // internal/limits, internal/auth, internal/admission and the root package
@@ -40,6 +40,8 @@ import (
 const (
 	DefaultListen        = "127.0.0.1:7878"
 	DefaultShutdownGrace = 15 * time.Second
+	// DefaultIdleTimeout is workers.idle_timeout's default.
+	DefaultIdleTimeout = 30 * time.Second
 )
 
 // MaxFileBytes bounds the configuration file.
@@ -200,7 +202,8 @@ func Default() *Config {
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
-	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
+	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000,
+		IdleTimeout: Duration(DefaultIdleTimeout)}
 	return c
 }
 
@@ -208,10 +211,19 @@ func Default() *Config {
 type Workers struct {
 	// Mode is "worker" (executions run in a pool of worker processes with
 	// OS memory and CPU limits; the default) or "inprocess" (in the server
-	// process: faster to start, memory limits best effort).
+	// process: faster to start, memory limits best effort, and no sandbox:
+	// it needs InsecureInProcess).
 	Mode string `yaml:"mode"`
+	// InsecureInProcess acknowledges that with mode inprocess scripts run
+	// inside ptcd itself, with its memory, files and network within reach
+	// of any engine bug: only for scripts the operator trusts. ptcd refuses
+	// mode inprocess without it, and warns at start with it.
+	InsecureInProcess bool `yaml:"insecure_inprocess"`
 	// Idle is the number of started workers kept waiting.
 	Idle int `yaml:"idle"`
+	// IdleTimeout is how long a worker beyond Idle may stay idle before it
+	// is stopped: after a burst the pool shrinks back to Idle workers.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// Max bounds the worker processes alive at once.
 	Max int `yaml:"max"`
 	// ExecutionsPerWorker is the density knob: 1 is the strongest
@@ -227,6 +239,13 @@ func (w Workers) validate() error {
 		return fmt.Errorf("config: workers.mode is %q: use worker or inprocess", w.Mode)
 	case w.Idle < 0, w.Max < 1, w.ExecutionsPerWorker < 1, w.RecycleAfter < 1:
 		return errors.New("config: workers: idle must be ≥ 0 and max, executions_per_worker and recycle_after ≥ 1")
+	case w.IdleTimeout < 0:
+		return errors.New("config: workers.idle_timeout is negative: use a duration such as \"30s\"")
+	case w.Mode == "inprocess" && !w.InsecureInProcess:
+		return errors.New("config: workers.mode is inprocess, which runs scripts inside ptcd itself: no process isolation, " +
+			"no OS memory limit, and ptcd's own files, network and memory within reach of any engine bug — not a sandbox " +
+			"for untrusted scripts. Use mode worker (the default), or, if every script is trusted, also set " +
+			"workers.insecure_inprocess: true (PTC_WORKERS_INSECURE_INPROCESS=true, -workers.insecure-inprocess)")
 	}
 	return nil
 }

@@ -276,8 +276,8 @@ func TestSetUnknownKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// 3 top-level keys, one key per limit on each side, 21 serving keys and
-	// 5 worker keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+21+5 {
+	// 7 worker keys.
+	if len(Keys()) != 3+2*len(limits.Fields())+21+7 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

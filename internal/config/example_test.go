@@ -98,7 +98,9 @@ tool_sources:
 	//     max_connection_age_grace: 0s
 	// workers:
 	//   mode: worker
+	//   insecure_inprocess: false
 	//   idle: 2
+	//   idle_timeout: 30s
 	//   max: 64
 	//   executions_per_worker: 1
 	//   recycle_after: 1000

@@ -118,6 +118,9 @@ func TestServingErrors(t *testing.T) {
 		{"workers mode", "workers: {mode: fast}\n", "workers.mode"},
 		{"workers max", "workers: {max: 0}\n", "executions_per_worker"},
 		{"workers unknown key", "workers: {count: 3}\n", "count"},
+		{"workers in-process without acknowledgement", "workers: {mode: inprocess}\n", "workers.insecure_inprocess: true"},
+		{"workers in-process acknowledged false", "workers: {mode: inprocess, insecure_inprocess: false}\n", "not a sandbox"},
+		{"workers idle timeout", "workers: {idle_timeout: -1s}\n", "idle_timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
