@@ -19,28 +19,24 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-const (
-	// sendQueue bounds the live log lines waiting for the client to read;
-	// past it they are dropped. Tool calls wait for the stream instead (one
-	// message in flight at a time), so a client that never reads cannot make
-	// the server buffer without bound.
-	sendQueue = 64
-	// resultGrace bounds how long the final result waits for a client
-	// that does not read.
-	resultGrace = 10 * time.Second
-)
+// resultGrace bounds how long the final result (and the live log lines
+// before it) wait for a client that does not read.
+const resultGrace = 10 * time.Second
 
 // session is one Session stream. The handler goroutine runs the
 // execution; whoever has a message sends it under sendLock (tool calls go
-// out straight from the call's goroutine); live log lines queue on logs for
-// a log goroutine; one receiver goroutine owns stream.Recv. The receiver and
-// the log goroutine end when the handler returns.
+// out straight from the call's goroutine, one message in flight at a time,
+// so a client that never reads cannot make the server buffer without
+// bound); live log lines queue on logs for a log goroutine, bounded by the
+// execution's log limits, and all of them are sent before the result; one
+// receiver goroutine owns stream.Recv. The receiver and the log goroutine
+// end when the handler returns.
 type session struct {
 	stream ptcv1.RunnerService_SessionServer
 	// sendLock serialises stream.Send (a channel, so waiting honours ctx).
 	sendLock chan struct{}
-	// logs queues live log lines (best effort).
-	logs chan *ptcv1.SessionResponse
+	// logs delivers live log lines in order, before the result.
+	logs *logStream
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -74,7 +70,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ss := &session{
 		stream:   stream,
 		sendLock: make(chan struct{}, 1),
-		logs:     make(chan *ptcv1.SessionResponse, sendQueue),
+		logs:     newLogStream(),
 		pending:  map[string]chan *ptcv1.ToolResult{},
 		answered: map[string]bool{},
 	}
@@ -88,12 +84,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	streamLogs := start.GetExecute().GetStreamLogs()
 	if streamLogs {
 		req.OnLog = func(e core.LogEntry) {
-			// Live logs are best effort (they are also in the result):
-			// dropped rather than blocking the script when the client lags.
-			select {
-			case ss.logs <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
-			default:
-			}
+			// Queued, never blocking the script; the log buffer keeps only
+			// what the execution's log limits allow, so the queue is bounded.
+			ss.logs.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}})
 		}
 	}
 	p, ferr := s.exec.Prepare(req, tenant.ceilings())
@@ -112,12 +105,18 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	defer cancel(nil)
 
 	if streamLogs {
-		go ss.sendLogs()
+		// The log goroutine ends once the queue is closed and sent, or
+		// when the stream fails or ends.
+		go ss.logs.run(stream.Context(), func(m *ptcv1.SessionResponse) error { return ss.send(stream.Context(), m) })
+	} else {
+		close(ss.logs.drained)
 	}
 	go ss.receive(ctx, cancel)
 
 	res := s.exec.Run(ctx, p)
 	s.observe(stream.Context(), req, p, res)
+	// No log line can come after the execution returned.
+	ss.logs.close()
 
 	// A protocol violation ends the RPC with its status instead of a result.
 	if err := context.Cause(ctx); err != nil {
@@ -125,17 +124,23 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			return err
 		}
 	}
-	// Send the result, waiting at most resultGrace for a client that does
-	// not read: returning ends the stream, which unblocks the send, and the
-	// receiver's Recv then fails and it exits.
+	// Send the live log lines still queued, then the result, waiting at
+	// most resultGrace in all for a client that does not read: returning
+	// ends the stream, which unblocks the sends, and the receiver's Recv
+	// then fails and it exits.
+	t := time.NewTimer(resultGrace)
+	defer t.Stop()
+	select {
+	case <-ss.logs.drained:
+	case <-t.C:
+		return nil
+	}
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
 		_ = ss.send(stream.Context(), final)
 	}()
-	t := time.NewTimer(resultGrace)
-	defer t.Stop()
 	select {
 	case <-sent:
 	case <-t.C:
@@ -155,21 +160,6 @@ func (ss *session) send(ctx context.Context, m *ptcv1.SessionResponse) error {
 	}
 	defer func() { <-ss.sendLock }()
 	return ss.stream.Send(m)
-}
-
-// sendLogs sends queued live log lines until the stream ends.
-func (ss *session) sendLogs() {
-	ctx := ss.stream.Context()
-	for {
-		select {
-		case m := <-ss.logs:
-			if ss.send(ctx, m) != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // receive owns stream.Recv: it routes tool results, handles cancel, and
