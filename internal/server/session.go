@@ -172,6 +172,11 @@ func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) 
 				ss.halfClose()
 				return
 			}
+			if status.Code(err) == codes.InvalidArgument {
+				// A message that did not decode: the RPC ends with it.
+				cancel(err)
+				return
+			}
 			// The client disconnected or the stream ended.
 			cancel(errors.New("client disconnected"))
 			return

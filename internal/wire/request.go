@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -49,7 +48,7 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 		if err := cs.CheckValid(); err != nil {
 			return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "clock_start: %v", err)
 		}
-		req.ClockStart = cs.AsTime()
+		req.ClockStart, req.ClockStartSet = cs.AsTime(), true
 	}
 	if s := in.GetInputJson(); s != "" {
 		req.Input = json.RawMessage(s)
@@ -79,14 +78,15 @@ func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
 		IncludeToolResults: r.IncludeToolResults,
 		Deterministic:      r.Deterministic,
 		Seed:               r.Seed,
-		ClockStart:         timestampPB(r.ClockStart),
+		ClockStart:         clockStartPB(r.Determinism),
 		StreamLogs:         r.OnLog != nil,
 	}
 }
 
-func timestampPB(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
+// clockStartPB is the clock start of d, nil when none was given.
+func clockStartPB(d core.Determinism) *timestamppb.Timestamp {
+	if !d.ClockStartSet {
 		return nil
 	}
-	return timestamppb.New(t)
+	return timestamppb.New(d.ClockStart)
 }
