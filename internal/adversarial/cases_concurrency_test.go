@@ -148,7 +148,6 @@ func concurrencyCases() []tcase {
 		{
 			// What one burst of large requests needed is given back.
 			name: "supervisor-releases-large-sources", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
-			defect: "in some runs ptcd keeps its high-water RSS: 10s after 32 concurrent requests of 1 MiB source + 7 MiB input it still held ~560 MiB (worker mode) / ~1.2 GiB (in-process), from ~27 MiB (nothing returns it until a GC happens to run)",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				src := "return 1 //" + strings.Repeat("x", 1<<20-20)
 				in := `"` + strings.Repeat("y", 7<<20) + `"`
@@ -158,7 +157,6 @@ func concurrencyCases() []tcase {
 		},
 		{
 			name: "supervisor-releases-large-client-results", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
-			defect: "in some runs ptcd keeps its high-water RSS: 10s after 8 sessions that each received a 20 MiB client tool result it still held +300 MiB (worker mode) / +640 MiB (in-process)",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				var wg sync.WaitGroup
 				for i := 0; i < 8; i++ {
@@ -179,7 +177,6 @@ func concurrencyCases() []tcase {
 		},
 		{
 			name: "pool-shrinks-after-burst", family: famConcurrency, bound: 120 * time.Second, want: checkedByDo, modes: worker,
-			defect: "after a burst the pool keeps every worker it started (tens of idle processes, ~25 MiB each) indefinitely instead of shrinking back to workers.idle",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				park(ctx, e, 40, func() {
 					if n, _ := e.srv.workerRSS(); n < 40 {

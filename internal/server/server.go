@@ -38,6 +38,8 @@ type Server struct {
 
 	adm     *admission.Controller
 	metrics *metrics.Metrics
+	// mem gives memory back after large executions.
+	mem releaser
 
 	mu       sync.Mutex
 	inflight int
@@ -58,7 +60,7 @@ func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics
 
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
-	s := &Server{exec: ex, log: slog.Default()}
+	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)
@@ -118,6 +120,7 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	defer release()
 	res := s.exec.Run(ectx, p)
 	s.observe(ctx, req, p, res)
+	s.mem.note(req, res)
 	return wire.ResultPB(res), nil
 }
 

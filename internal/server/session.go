@@ -115,6 +115,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 
 	res := s.exec.Run(ctx, p)
 	s.observe(stream.Context(), req, p, res)
+	s.mem.note(req, res)
 	// No log line can come after the execution returned.
 	ss.logs.close()
 
