@@ -82,6 +82,13 @@ type tcase struct {
 	// modes (zero: every mode of the case).
 	defect      string
 	defectModes mode
+
+	// residual names a risk that is inherent to a mode — in-process mode
+	// is not a sandbox — and is documented as such in docs/security.md
+	// (TestResidualsDocumented checks it); the case does not run in
+	// residualModes unless -residuals is given.
+	residual      string
+	residualModes mode
 }
 
 // want is the expected answer.
@@ -170,6 +177,14 @@ func (c *tcase) applies(m mode) bool {
 		ms = both
 	}
 	return ms&m != 0
+}
+
+// residualIn returns the documented residual risk of c in mode m, if any.
+func (c *tcase) residualIn(m mode) string {
+	if c.residualModes&m == 0 {
+		return ""
+	}
+	return c.residual
 }
 
 // defectIn returns the defect that affects c in mode m, if any.

@@ -87,8 +87,8 @@ func concurrencyCases() []tcase {
 	return []tcase{
 		{
 			name: "burst-64-mixed-bombs", family: famConcurrency, fast: true, bound: 90 * time.Second, want: checkedByDo,
-			defect:      "in-process: the burst's memory bombs inflate the shared heap, so innocent executions (a log writer under 256 MiB) end MEMORY_LIMIT, and a WASM guest is charged wall time as CPU (CPU_LIMIT after 10s of a 64 MiB grow loop)",
-			defectModes: inprocess,
+			residual:      "the burst's memory bombs inflate ptcd's shared heap, which in-process executions are measured against: an innocent execution that computes while they allocate can be charged with their memory (MEMORY_LIMIT)",
+			residualModes: inprocess,
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				runBurst(ctx, e, mixedBombs(), 64)
 				afterBurst(ctx, e)
@@ -106,8 +106,8 @@ func concurrencyCases() []tcase {
 				afterBurst(ctx, e)
 				return nil, nil
 			},
-			defect:      "in-process: 64 concurrent memory bombs share ptcd's heap and ptcd's memory grows by GiBs: in some runs ptcd dies out of memory (under the suite's 8 GiB RLIMIT_DATA), failing every execution in flight",
-			defectModes: inprocess,
+			residual:      "64 concurrent memory bombs in-process share ptcd's heap, which has no OS limit of its own: ptcd's memory grows by GiBs and it may run out, failing every execution in flight",
+			residualModes: inprocess,
 		},
 		{
 			name: "burst-64-sessions-disconnect", family: famConcurrency, fast: true, bound: 60 * time.Second, want: checkedByDo,

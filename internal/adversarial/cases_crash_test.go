@@ -97,6 +97,6 @@ func crashCases() []tcase {
 	}
 	return []tcase{
 		kill("worker-killed-mid-execution", syscall.SIGKILL, ""),
-		kill("worker-crash-output-logged", syscall.SIGQUIT, "a worker's own crash output (Go's fatal error / signal dump on its stderr) does not reach ptcd's log with the execution id; it is kept only in the error's cause"),
+		kill("worker-crash-output-logged", syscall.SIGQUIT, ""),
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 const (
 	goSymbolDefect = "native tool functions show Go symbol names: String(tools.get_team_members) is \"function github.com/ptcrun/ptc/runtime/js.(*exec).toolFunc.func1() { [native code] }\""
-	searchDefect   = "tools.$search and tools.$describe are missing in worker mode (typeof tools.$search is \"undefined\")"
 )
 
 func toolsCases() []tcase {
@@ -47,9 +46,9 @@ return out`, succeeds().and(noToolCalls).and(resultIs(notCalled)), true),
 		t("tools-unknown-nested", `return await tools.a.b.c({})`, fails(ScriptError).and(noToolCalls), false),
 		t("tools-not-allowed", `try { await tools.get_team_members({department: "sales"}); return "called" } catch (e) { return e.code || e.name }`,
 			succeeds(`"unknown_tool"`, `"TypeError"`).and(noToolCalls), false, allowed("get_budget_by_level")),
-		defective(t("tools-search-exists", `return [typeof tools.$search, typeof tools.$describe, (await tools.$search("travel budget")).map((t) => t.name).includes("get_budget_by_level"), (await tools.$describe("get_expenses")).name]`,
-			succeeds(`["function","function",true,"get_expenses"]`), true), searchDefect, worker),
-		defective(t("tools-search-hostile-queries", `if (typeof tools.$search !== "function") return "missing";
+		t("tools-search-exists", `return [typeof tools.$search, typeof tools.$describe, (await tools.$search("travel budget")).map((t) => t.name).includes("get_budget_by_level"), (await tools.$describe("get_expenses")).name]`,
+			succeeds(`["function","function",true,"get_expenses"]`), true),
+		t("tools-search-hostile-queries", `if (typeof tools.$search !== "function") return "missing";
 const out = [];
 for (const q of [undefined, null, {}, [], 1e308, -0, "x".repeat(1 << 20), "((((", "\u0000\uffff", "__proto__", {toString() { throw new Error("x") }}, new Proxy({}, {get() { throw new Error("trap") }})]) {
   try { const r = await tools.$search(q); out.push(Array.isArray(r) ? "array" : typeof r) } catch (e) { out.push(e.name) }
@@ -61,8 +60,8 @@ return out`, succeeds().and(resultIs(func(v []string) error {
 				}
 			}
 			return nil
-		})), false), searchDefect, worker),
-		defective(t("tools-describe-hostile-names", `if (typeof tools.$describe !== "function") return "missing";
+		})), false),
+		t("tools-describe-hostile-names", `if (typeof tools.$describe !== "function") return "missing";
 const out = [];
 for (const n of ["__proto__", "constructor", "$search", "", "x".repeat(1 << 20), "../../etc/passwd", null, 42]) {
   try { const r = await tools.$describe(n); out.push(r == null ? "none" : typeof r === "object" && r.name === n ? "tool" : "other") } catch (e) { out.push(e.name) }
@@ -74,9 +73,9 @@ return out`, succeeds().and(resultIs(func(v []string) error {
 				}
 			}
 			return nil
-		})), false), searchDefect, worker),
-		defective(t("tools-search-query-flood", `if (typeof tools.$search !== "function") return "missing"; let n = 0; for (let i = 0; i < 2000; i++) n += (await tools.$search("budget expenses team " + i)).length; return n > 0`,
-			succeeds("true"), false), searchDefect, worker),
+		})), false),
+		t("tools-search-query-flood", `if (typeof tools.$search !== "function") return "missing"; let n = 0; for (let i = 0; i < 2000; i++) n += (await tools.$search("budget expenses team " + i)).length; return n > 0`,
+			succeeds("true"), false),
 		t("tools-args-cyclic", `const a = {department: "sales"}; a.self = a; return await tools.get_team_members(a)`, fails(ScriptError).and(noToolCalls), false),
 		t("tools-args-bigint-symbol-function", `const out = []; for (const v of [1n, Symbol("s"), () => 1]) { try { await tools.get_team_members({department: v}); out.push("called") } catch (e) { out.push(e.name) } } return out`,
 			succeeds().and(noToolCalls).and(resultIs(notCalled)), false),

@@ -34,8 +34,11 @@ func toolCalls(n, ok int, code string) func(*ptcv1.ExecuteResponse) error {
 		if got := r.GetStats().GetToolCalls(); got != int32(n) {
 			return fmt.Errorf("stats.tool_calls is %d, want %d (refused calls included)", got, n)
 		}
-		if len(r.GetTrace()) != n {
-			return fmt.Errorf("the trace holds %d records, want %d (refused calls included)", len(r.GetTrace()), n)
+		// The contract: every call is counted; past max_tool_calls at most
+		// 64 refused calls are recorded in the trace.
+		if want := ok + min(n-ok, maxRefusedRecords); code == "tool_call_limit" && len(r.GetTrace()) != want ||
+			code != "tool_call_limit" && len(r.GetTrace()) != n {
+			return fmt.Errorf("the trace holds %d records, want %d (refused calls included, at most %d past the budget)", len(r.GetTrace()), want, maxRefusedRecords)
 		}
 		okSeen := 0
 		for _, rec := range r.GetTrace() {
@@ -52,6 +55,10 @@ func toolCalls(n, ok int, code string) func(*ptcv1.ExecuteResponse) error {
 		return nil
 	}
 }
+
+// maxRefusedRecords is the contract's bound on the trace records of calls
+// refused past max_tool_calls.
+const maxRefusedRecords = 64
 
 // errorLimit: the breach reports the limit that was exceeded.
 func errorLimit(limit int64) func(*ptcv1.ExecuteResponse) error {
