@@ -81,8 +81,8 @@ func (c *Client) ListTools(ctx context.Context, q ToolQuery) (*ToolList, error) 
 }
 
 // Execute runs a script against the server's tools (unary RPC). Script
-// failures come back as Result.Error. Request.ClientTools and OnLog need
-// Run.
+// failures come back as Result.Error. Request.ClientTools, OnLog and
+// OnProgress need Run.
 func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 	if len(req.ClientTools) > 0 {
 		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream)"}
@@ -100,7 +100,7 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // (or, for a Tool marked Inline, on the stream's goroutine, so calls to it
 // are served one at a time), and its result goes back into the running
 // script. A panicking handler becomes a tool error. Log lines stream to
-// req.OnLog when it is set.
+// req.OnLog and tool call progress to req.OnProgress when they are set.
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
 	all := append(append([]tools.Tool(nil), req.ClientTools...), clientTools...)
 	handlers := make(map[string]tools.Handler, len(all))
@@ -150,6 +150,11 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 		case *ptcv1.SessionResponse_Log:
 			if req.OnLog != nil {
 				req.OnLog(LogEntry(wire.LogFromPB(msg.Log)))
+			}
+		case *ptcv1.SessionResponse_Progress:
+			if req.OnProgress != nil {
+				ev, args, res, dropped := wire.ProgressFromPB(msg.Progress)
+				req.OnProgress(progressOf(&ev, args, res, dropped, req.ProgressValues))
 			}
 		case *ptcv1.SessionResponse_ProtocolError:
 			// Only a client that broke the protocol gets one; ignore.

@@ -1,6 +1,8 @@
 package ptc
 
 import (
+	"context"
+
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
@@ -31,6 +33,43 @@ func requestCore(r Request) core.Request {
 	}
 	if on := r.OnLog; on != nil {
 		out.OnLog = func(e core.LogEntry) { on(LogEntry(e)) }
+	}
+	if r.OnProgress != nil {
+		out.Observer = progressObserver{on: r.OnProgress, values: r.ProgressValues}
+		out.ProgressValues = r.ProgressValues
+	}
+	if r.TruncateResult {
+		out.Overflow = core.OverflowTruncate
+	}
+	return out
+}
+
+// progressObserver turns the tool calls of an in-process execution into
+// ProgressEvents.
+type progressObserver struct {
+	on     func(ProgressEvent)
+	values bool
+}
+
+func (p progressObserver) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
+	p.on(progressOf(ev, int64(len(ev.Arguments)), int64(len(ev.Result)), 0, p.values))
+	return ctx
+}
+
+func (p progressObserver) CallFinished(_ context.Context, ev *core.CallEvent) {
+	p.on(progressOf(ev, int64(len(ev.Arguments)), int64(len(ev.Result)), 0, p.values))
+}
+
+// progressOf converts a call event (its sizes given: a remote event carries
+// sizes without values).
+func progressOf(ev *core.CallEvent, argBytes, resBytes, dropped int64, values bool) ProgressEvent {
+	out := ProgressEvent{Seq: ev.Seq, Tool: ev.Tool, Finished: ev.Finished, StartedAfter: ev.StartedAfter,
+		Duration: ev.Duration, ArgumentBytes: argBytes, Outcome: ev.Outcome(), Dropped: dropped}
+	if ev.OK {
+		out.ResultBytes = resBytes
+	}
+	if values {
+		out.Arguments, out.Result, out.ErrorMessage = ev.Arguments, ev.Result, ev.ErrorMessage
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/internal/tsdecl"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
@@ -18,16 +19,7 @@ import (
 // against the declarations ptc generates for the demo tools, with the real
 // TypeScript compiler (installed by npm ci; required in CI).
 func TestTypeScriptExamplesTypeCheck(t *testing.T) {
-	tsc, err := filepath.Abs("node_modules/.bin/tsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(tsc); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("tsc is missing (run npm ci): %v", err)
-		}
-		t.Skip("tsc not installed; run npm ci")
-	}
+	tsc := testenv.NodeBin(t, "tsc")
 	var defs []tools.Definition
 	for _, tl := range demo.Tools() {
 		defs = append(defs, tl.Definition)

@@ -72,6 +72,10 @@ type Limits struct {
 	// MaxLogEntries bounds the number of captured console entries; the
 	// rest are dropped and Result.LogsTruncated set.
 	MaxLogEntries int32
+	// MaxResultTokens bounds the approximate model tokens of the result
+	// JSON, counted as ToolList.ApproxTokens is. Breach: KindOutputLimit,
+	// or truncation with Request.TruncateResult.
+	MaxResultTokens int32
 }
 
 // Request is one execution request.
@@ -107,6 +111,23 @@ type Request struct {
 	IncludeToolResults bool
 	// OnLog, when set, receives console output as it is written.
 	OnLog func(LogEntry)
+	// OnProgress, when set, receives an event as each tool call starts
+	// and as it finishes, server and client tools alike, in-process on
+	// the goroutine making or ending the call (return quickly), from a
+	// Client as the server streams them. Events carry sizes, codes and
+	// durations; ProgressValues adds the arguments, results and error
+	// messages.
+	OnProgress func(ProgressEvent)
+	// ProgressValues makes progress events carry values.
+	ProgressValues bool
+	// TruncateResult chooses the overflow policy "truncate": a result
+	// over MaxOutputBytes or MaxResultTokens is cut structurally until it
+	// fits, staying valid JSON (arrays keep their first items and end with
+	// "[truncated: N more items]", objects their first keys with a
+	// "[truncated]" key, strings their beginning with "…[truncated: N more
+	// bytes]"), and Stats and ModelMessage say so. A result whose smallest
+	// truncated form does not fit still fails with KindOutputLimit.
+	TruncateResult bool
 	// Deterministic makes the execution reproducible: Math.random is
 	// seeded with Seed (derived from the execution id when zero) and Date
 	// reads a virtual clock that starts at ClockStart (the Unix epoch when
@@ -160,6 +181,43 @@ type Stats struct {
 	OutputBytes int64
 	// LogBytes is the size of the captured console output.
 	LogBytes int64
+	// ResultTruncated reports that the result was cut to fit the output
+	// limits (Request.TruncateResult); OutputBytes is then the truncated
+	// size and UntruncatedOutputBytes the size before.
+	ResultTruncated        bool
+	UntruncatedOutputBytes int64
+	// DroppedItems counts the array items and object keys truncation
+	// removed; CutStrings the strings it shortened.
+	DroppedItems int64
+	CutStrings   int64
+}
+
+// ProgressEvent reports one tool call of a running script starting
+// (Finished false) or finishing (Request.OnProgress).
+type ProgressEvent struct {
+	// Seq is the call's ToolCallRecord.Seq; Tool the name called.
+	Seq  int32
+	Tool string
+	// Finished is set when the call returned or failed.
+	Finished bool
+	// StartedAfter is the time from the start of the execution to the
+	// call; Duration the time it took, once finished.
+	StartedAfter time.Duration
+	Duration     time.Duration
+	// ArgumentBytes and ResultBytes are the sizes of the JSON arguments
+	// and (once finished with "ok") result.
+	ArgumentBytes int64
+	ResultBytes   int64
+	// Outcome is "ok" or the call's error code, once finished.
+	Outcome string
+	// Dropped counts the events dropped just before this one because the
+	// client read them too slowly (Client only).
+	Dropped int64
+	// Arguments, Result and ErrorMessage are set with
+	// Request.ProgressValues.
+	Arguments    json.RawMessage
+	Result       json.RawMessage
+	ErrorMessage string
 }
 
 // LogEntry is one line of console output (for WebAssembly, one line of

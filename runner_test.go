@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -19,7 +20,7 @@ import (
 // isolation start the test binary itself as their workers.
 func TestMain(m *testing.M) {
 	ptc.RunWorker()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.SkipReport(m))
 }
 
 func jsonEqual(t *testing.T, got, want []byte) {

@@ -126,6 +126,9 @@ type Config struct {
 	Start time.Time
 	// KeepResults stores each call's result JSON in the trace.
 	KeepResults bool
+	// Observer, when set, watches every call that is recorded in the trace
+	// (see core.CallObserver): live progress, tracing.
+	Observer core.CallObserver
 }
 
 // Dispatcher runs the tool calls of one execution. It is safe for
@@ -208,56 +211,79 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 	}
 	d.mu.Unlock()
 
+	var key string
+	var ev *core.CallEvent
+	if d.cfg.Observer != nil && idx >= 0 {
+		key = d.idempotencyKey(seq)
+		ev = &core.CallEvent{ExecutionID: d.cfg.ExecutionID, Seq: seq, Tool: name, IdempotencyKey: key,
+			StartedAfter: start.Sub(d.cfg.Start), Arguments: args}
+		ctx = d.cfg.Observer.CallStarted(ctx, ev)
+	}
 	if over {
 		err := &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
 			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
 			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
-		d.finish(idx, start, nil, err)
+		d.finish(ctx, ev, idx, start, nil, err)
 		return failed(err)
 	}
 	t, ok := d.tools[name]
 	if !ok {
 		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
 			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))}
-		d.finish(idx, start, nil, err)
+		d.finish(ctx, ev, idx, start, nil, err)
 		return failed(err)
 	}
 
 	args, err := checkArgs(t, args)
 	if err != nil {
-		d.finish(idx, start, nil, err)
+		d.finish(ctx, ev, idx, start, nil, err)
 		return failed(err)
 	}
 	return func() (json.RawMessage, error) {
-		out, err := d.run(ctx, t, seq, args)
-		d.finish(idx, start, out, err)
+		out, err := d.run(ctx, t, seq, key, args)
+		d.finish(ctx, ev, idx, start, out, err)
 		return out, err
 	}
 }
 
-func (d *Dispatcher) finish(idx int, start time.Time, out json.RawMessage, err error) {
+// finish completes the call's trace record and, with an observer, its
+// event.
+func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, start time.Time, out json.RawMessage, err error) {
+	took := time.Since(start)
+	var ce *CallError
+	if err != nil {
+		errors.As(err, &ce)
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err == nil {
 		d.resultBytes += int64(len(out))
 	}
-	if idx < 0 {
-		return
-	}
-	rec := &d.trace[idx]
-	rec.Duration = time.Since(start)
-	if err != nil {
-		var ce *CallError
-		if errors.As(err, &ce) {
+	if idx >= 0 {
+		rec := &d.trace[idx]
+		rec.Duration = took
+		switch {
+		case err == nil:
+			rec.OK = true
+			rec.ResultBytes = int64(len(out))
+			if d.cfg.KeepResults {
+				rec.Result = out
+			}
+		case ce != nil:
 			rec.ErrorCode, rec.ErrorMessage = ce.Code, ce.Message
 		}
+	}
+	d.mu.Unlock()
+	if ev == nil {
 		return
 	}
-	rec.OK = true
-	rec.ResultBytes = int64(len(out))
-	if d.cfg.KeepResults {
-		rec.Result = out
+	ev.Finished, ev.Duration = true, took
+	switch {
+	case err == nil:
+		ev.OK, ev.Result = true, out
+	case ce != nil:
+		ev.ErrorCode, ev.ErrorMessage = ce.Code, ce.Message
 	}
+	d.cfg.Observer.CallFinished(ctx, ev)
 }
 
 // checkArgs bounds and validates a call's arguments.
@@ -282,7 +308,7 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, error)
 	return args, nil
 }
 
-func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args json.RawMessage) (json.RawMessage, error) {
+func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, key string, args json.RawMessage) (json.RawMessage, error) {
 	name := t.Name
 	select {
 	case d.sem <- struct{}{}:
@@ -297,9 +323,12 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 	call := tools.Call{
 		ExecutionID:    d.cfg.ExecutionID,
 		Seq:            seq,
-		IdempotencyKey: d.cfg.ExecutionID + "/" + strconv.Itoa(int(seq)),
+		IdempotencyKey: key,
 		Tool:           name,
 		Arguments:      args,
+	}
+	if call.IdempotencyKey == "" {
+		call.IdempotencyKey = d.idempotencyKey(seq)
 	}
 	out, err := safeHandle(ctx, t.Handler, call)
 	if err != nil {
@@ -331,6 +360,11 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, args
 		return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 	}
 	return out, nil
+}
+
+// idempotencyKey is the key of call seq: "<execution id>/<seq>".
+func (d *Dispatcher) idempotencyKey(seq int32) string {
+	return d.cfg.ExecutionID + "/" + strconv.Itoa(int(seq))
 }
 
 // safeHandle runs h, turning a panic into an error so that one bad tool

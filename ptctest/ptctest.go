@@ -33,6 +33,7 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/cassette/fixture"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
@@ -442,7 +443,7 @@ func AssertCalls(t testing.TB, res *ptc.Result, tools ...string) bool {
 func AssertCall(t testing.TB, res *ptc.Result, seq int, tool string, args any) bool {
 	t.Helper()
 	if seq < 1 || seq > len(res.Trace) {
-		t.Errorf("ptctest: want call #%d to %s, but the script made %d calls", seq, tool, len(res.Trace))
+		t.Errorf("ptctest: want call #%d to %s, but the script made %s", seq, tool, plural.Count(len(res.Trace), "call", "calls"))
 		return false
 	}
 	r := res.Trace[seq-1]

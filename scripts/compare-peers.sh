@@ -4,10 +4,11 @@
 # through trivial, chain (100 awaited calls) and expense (20 calls, 2,000
 # items), each in a fresh driver process; then the limit probes once.
 #
-# The other sandboxes' drivers come from the shared comparison kit, installed
-# with its install.sh into PEERS_DIR (default /tmp/peers); ptc runs through
-# cmd/ptc-peerbench. Raw JSON lines and a markdown table go to OUT (default
-# /tmp/ptc-peers).
+# The other sandboxes' drivers come from the shared comparison kit
+# (../shared/peers from the repository's root), installed with
+# `bash ../shared/peers/install.sh` into PEERS_DIR (default /tmp/peers);
+# ptc runs through cmd/ptc-peerbench. Raw JSON lines and a markdown table
+# go to OUT (default /tmp/ptc-peers).
 #   ROUNDS=3 N=100 bash scripts/compare-peers.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

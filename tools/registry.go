@@ -106,7 +106,7 @@ func (r *Registry) SetGroup(group string, ts []Tool) error {
 			if name == c.Name {
 				return fmt.Errorf("tool %q is already registered", c.Name)
 			}
-			if NamespaceClash(name, c.Name) {
+			if namespaceClash(name, c.Name) {
 				return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", c.Name, name)
 			}
 		}
@@ -136,7 +136,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q is already registered", t.Name)
 	}
 	for name := range r.tools {
-		if NamespaceClash(name, t.Name) {
+		if namespaceClash(name, t.Name) {
 			return fmt.Errorf("tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, name)
 		}
 	}
@@ -144,9 +144,11 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
-// NamespaceClash reports whether one name is a dotted prefix of the other,
-// so that both cannot live in one tools object.
-func NamespaceClash(a, b string) bool {
+// NamespaceClash reports whether d's name and name cannot both live in one
+// tools object: one is a dotted prefix of the other ("a" beside "a.b").
+func (d Definition) NamespaceClash(name string) bool { return namespaceClash(d.Name, name) }
+
+func namespaceClash(a, b string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
 	}

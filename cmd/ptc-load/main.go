@@ -5,10 +5,14 @@
 //	ptc-load -addr host:7878 -script examples/expenses.js -c 8 -n 500
 //	PTC_TOKEN=... ptc-load -addr host:7878 -tls -ca ca.pem  # bearer token from the environment
 //
-// It runs -c callers for -d (or until -n executions), each sending the
-// next request as soon as the previous one answers, and prints
-// executions/s, p50/p90/p99/max latency, the server-reported queue time,
-// and a count of every outcome (ok, script error kinds, gRPC codes).
+// It first checks that the server answers (within -connect-timeout; an
+// address where nothing listens fails at once with the connection error),
+// then runs -c callers for -d (or until -n calls), each sending the next
+// request as soon as the previous one answers, and prints executions/s,
+// p50/p90/p99/max latency and the server-reported queue time of the
+// executions, a count of every outcome (ok, script error kinds) and of
+// every failed call by gRPC code with its first message. Failed calls are
+// never counted as throughput.
 package main
 
 import (
@@ -43,10 +47,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		addr     = fs.String("addr", "127.0.0.1:7878", "ptcd address")
 		c        = fs.Int("c", 16, "concurrent callers")
 		d        = fs.Duration("d", 10*time.Second, "how long to run")
-		n        = fs.Int("n", 0, "stop after this many executions (0 = only -d bounds the run)")
+		n        = fs.Int("n", 0, "stop after this many calls (0 = only -d bounds the run)")
 		script   = fs.String("script", "", "JavaScript file to run (default: `return 1`)")
 		input    = fs.String("input", "", "input JSON of every execution")
 		timeout  = fs.Duration("timeout", 30*time.Second, "deadline of one call")
+		connect  = fs.Duration("connect-timeout", 10*time.Second, "how long to wait for the server before giving up")
 		useTLS   = fs.Bool("tls", false, "connect with TLS")
 		caFile   = fs.String("ca", "", "CA file that verifies the server (with -tls; default: the system roots)")
 		asJSON   = fs.Bool("json", false, "print the report as JSON")
@@ -99,6 +104,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer conn.Close()
+	if *connect <= 0 {
+		fmt.Fprintln(stderr, "ptc-load: -connect-timeout must be positive")
+		return 2
+	}
+	if err := Reach(ctx, conn, cfg, *connect); err != nil {
+		fmt.Fprintf(stderr, "ptc-load: ptcd at %s: %v\n", *addr, err)
+		return 1
+	}
 	rep, err := Run(ctx, conn, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc-load:", err)

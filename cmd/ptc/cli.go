@@ -1,23 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -35,13 +33,20 @@ const (
 )
 
 const usage = `usage:
-  ptc run FILE [--input JSON|@FILE] [--server ADDR] [--client-demo-tools] [--timeout D]
+  ptc run FILE [--input JSON|@FILE] [--language L] [--server ADDR] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
-               [--deterministic] [--seed N] [--record CASSETTE]
+               [--deterministic] [--seed N] [--record CASSETTE] [--progress]
+               [--truncate] [--max-result-tokens N]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
+      serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
+
+FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssembly
+module (.wasm); --language javascript|typescript|wasm runs a file of another name.
+--json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping.
 
 exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
   11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
@@ -61,23 +66,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "test":
 		return testCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "ptc: unknown command %q\n%s", args[0], usage)
 	return exitUsage
-}
-
-// valueArg reads a JSON argument given inline or as @file ("@-" is stdin).
-func valueArg(v string, stdin io.Reader) ([]byte, error) {
-	if !strings.HasPrefix(v, "@") {
-		return []byte(v), nil
-	}
-	if v == "@-" {
-		return io.ReadAll(stdin)
-	}
-	return os.ReadFile(v[1:])
 }
 
 // splitArgs moves flags after positional arguments in front of them, so
@@ -106,8 +102,11 @@ func splitArgs(args []string, boolFlags map[string]bool) []string {
 
 type runFlags struct {
 	input, server, resultSchema, allow string
-	clientDemo, jsonOut                bool
-	limits                             ptc.Limits
+	// language names the script's language when its extension does not.
+	language            string
+	clientDemo, jsonOut bool
+	progress, truncate  bool
+	limits              ptc.Limits
 	// record and replay name cassettes; see record.go.
 	record, replay string
 	deterministic  bool
@@ -119,11 +118,14 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
+	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
 	fs.StringVar(&f.server, "server", "", "run on a ptcd server at ADDR (over a Session stream)")
 	fs.BoolVar(&f.clientDemo, "client-demo-tools", false, "with --server: serve the demo tools from this process as client tools")
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
 	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
-	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) as JSON on stdout")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
+	fs.BoolVar(&f.progress, "progress", false, "print a line on stderr as each tool call starts and finishes")
+	fs.BoolVar(&f.truncate, "truncate", false, "cut a result over the output limits to fit (overflow policy truncate) instead of failing")
 	var lim limits.Limits
 	for _, lf := range limits.Fields() {
 		fs.Var(limits.Value{L: &lim, Field: lf}, strings.ReplaceAll(lf.Name, "_", "-"), lf.Doc+" (0: the default)")
@@ -132,7 +134,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.replay, "replay", "", "answer every tool call from the cassette FILE (the script FILE is then optional)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true})); err != nil {
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true})); err != nil {
 		return exitUsage
 	}
 	f.limits = ptc.Limits(lim)
@@ -150,7 +152,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	req := ptc.Request{Limits: f.limits}
-	setScript(&req, path, src)
+	if err := setScript(&req, path, src, f.language); err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
 	if !f.readValues(&req, stdin, stderr) {
 		return exitUsage
 	}
@@ -158,6 +163,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		req.AllowedTools = strings.Split(f.allow, ",")
 	}
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
+	if f.progress {
+		req.OnProgress = progressPrinter(stderr)
+	}
+	req.TruncateResult = f.truncate
 	applyDeterminism(f, &req)
 	if f.record != "" {
 		return recordCmd(ctx, f, req, path, stdout, stderr)
@@ -176,47 +185,32 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return report(res, f.jsonOut, stdout, stderr)
 }
 
-// setScript puts a script file into req: its language, and its text or,
-// for a WebAssembly module, its bytes.
-func setScript(req *ptc.Request, path string, src []byte) {
-	req.Language, req.Source, req.Module = languageOf(path, src), string(src), nil
-	if req.Language == ptc.LanguageWASM {
-		req.Source, req.Module = "", src
-	}
-}
-
 // readValues reads --input and --result-schema (inline or @file) into req;
 // it reports a failure on stderr and returns false.
 func (f runFlags) readValues(req *ptc.Request, stdin io.Reader, stderr io.Writer) bool {
 	var err error
 	if f.input != "" {
 		if req.Input, err = valueArg(f.input, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --input:", err)
+			fmt.Fprintf(stderr, "ptc: %s: %v\n", flagName("--input", f.input), err)
 			return false
 		}
 	}
 	if f.resultSchema != "" {
 		if req.ResultSchema, err = valueArg(f.resultSchema, stdin); err != nil {
-			fmt.Fprintln(stderr, "ptc: --result-schema:", err)
+			fmt.Fprintf(stderr, "ptc: %s: %v\n", flagName("--result-schema", f.resultSchema), err)
 			return false
 		}
 	}
 	return true
 }
 
-// languageOf picks the engine from the file: WebAssembly by its magic
-// bytes, TypeScript by extension, else JavaScript.
-func languageOf(path string, content []byte) ptc.Language {
-	if bytes.HasPrefix(content, []byte("\x00asm")) {
-		return ptc.LanguageWASM
+// flagName names a value flag in a message, with its file when the value
+// was read from one: "--input @in.json".
+func flagName(flag, value string) string {
+	if strings.HasPrefix(value, "@") {
+		return flag + " " + value
 	}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".ts", ".mts":
-		return ptc.LanguageTypeScript
-	case ".wasm":
-		return ptc.LanguageWASM
-	}
-	return ptc.LanguageJavaScript
+	return flag
 }
 
 func runLocal(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
@@ -243,8 +237,10 @@ func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, e
 // report prints the outcome and returns the exit code.
 func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	if jsonOut {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(stdout, string(b))
+		if err := printResultJSON(stdout, res); err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitUsage
+		}
 	} else if res.Error == nil {
 		fmt.Fprintln(stdout, string(res.Result))
 	}
@@ -263,6 +259,10 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	if res.LogsTruncated {
 		fmt.Fprintln(stderr, "ptc: console output was truncated at the log limit")
 	}
+	if s.ResultTruncated {
+		fmt.Fprintf(stderr, "ptc: the result was truncated from %d to %d bytes (%d items or keys dropped, %d strings cut)\n",
+			s.UntruncatedOutputBytes, s.OutputBytes, s.DroppedItems, s.CutStrings)
+	}
 	ratio := ""
 	if s.OutputBytes > 0 && s.ToolResultBytes > s.OutputBytes {
 		ratio = fmt.Sprintf(" (%.0f× less)", float64(s.ToolResultBytes)/float64(s.OutputBytes))
@@ -271,8 +271,9 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	if res.Error != nil {
 		outcome = res.Error.Kind.String()
 	}
-	fmt.Fprintf(stderr, "ptc: %s in %s · %d tool calls · %d bytes from tools → %d bytes returned%s\n",
-		outcome, s.Duration.Round(10*time.Microsecond), s.ToolCalls, s.ToolResultBytes, s.OutputBytes, ratio)
+	fmt.Fprintf(stderr, "ptc: %s in %s · %s · %s from tools → %s returned%s\n",
+		outcome, s.Duration.Round(10*time.Microsecond), plural.Count(s.ToolCalls, "tool call", "tool calls"),
+		plural.Count(s.ToolResultBytes, "byte", "bytes"), plural.Count(s.OutputBytes, "byte", "bytes"), ratio)
 	if res.Error != nil {
 		return exitKindBase + int(res.Error.Kind)
 	}
@@ -285,7 +286,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
-	asJSON := fs.Bool("json", false, "print the whole answer as JSON")
+	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
 	limit := fs.Int("limit", 0, "at most this many tools")
@@ -323,19 +324,39 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	switch {
 	case *asJSON:
-		b, _ := protojson.MarshalOptions{Multiline: true}.Marshal(res)
-		fmt.Fprintln(stdout, string(b))
+		if err := printJSON(stdout, res); err != nil {
+			fmt.Fprintln(stderr, "ptc: --json:", err)
+			return exitUsage
+		}
 	case *typescript:
 		fmt.Fprintln(stdout, res.GetTypescript())
-		fmt.Fprintf(stderr, "ptc: %d tools, about %d tokens with the prompt\n", len(res.GetTools()), res.GetApproxTokens())
+		fmt.Fprintf(stderr, "ptc: %s, about %s with the prompt\n", plural.Count(len(res.GetTools()), "tool", "tools"),
+			plural.Count(res.GetApproxTokens(), "token", "tokens"))
 	default:
-		for i, d := range res.GetTools() {
-			if i < len(res.GetMatches()) {
-				fmt.Fprintf(stdout, "%s\t%.2f\t%s\n", d.GetName(), res.GetMatches()[i].GetScore(), d.GetDescription())
-			} else {
-				fmt.Fprintf(stdout, "%s\t%s\n", d.GetName(), d.GetDescription())
-			}
-		}
+		printToolTable(stdout, res)
 	}
 	return exitOK
+}
+
+// printToolTable lists the tools under a header: name and description,
+// and with --query the relevance score (BM25) that ranked them.
+func printToolTable(w io.Writer, res *ptcv1.ListToolsResponse) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	scored := len(res.GetMatches()) > 0
+	if scored {
+		fmt.Fprintln(tw, "TOOL\tSCORE\tDESCRIPTION")
+	} else {
+		fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
+	}
+	for i, d := range res.GetTools() {
+		desc := strings.Join(strings.Fields(d.GetDescription()), " ")
+		if scored && i < len(res.GetMatches()) {
+			fmt.Fprintf(tw, "%s\t%.2f\t%s\n", d.GetName(), res.GetMatches()[i].GetScore(), desc)
+		} else if scored {
+			fmt.Fprintf(tw, "%s\t\t%s\n", d.GetName(), desc)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\n", d.GetName(), desc)
+		}
+	}
+	_ = tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
@@ -75,7 +76,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		fmt.Fprintln(stderr, "ptc: --record:", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "ptc: recorded %d tool calls (seed %d) to %s\n", len(c.Calls), req.Seed, f.record)
+	fmt.Fprintf(stderr, "ptc: recorded %s (seed %d) to %s\n", plural.Count(len(c.Calls), "tool call", "tool calls"), req.Seed, f.record)
 	return code
 }
 
@@ -178,7 +179,10 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
 		}
-		setScript(&req, scriptPath, src)
+		if err := setScript(&req, scriptPath, src, f.language); err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitUsage
+		}
 		if sum := cassette.ScriptSHA256(req); sum != c.Request.ScriptSHA256 {
 			fmt.Fprintf(stderr, "ptc: %s differs from the recorded script (sha256 %.12s…, recorded %.12s…)\n", scriptPath, sum, c.Request.ScriptSHA256)
 		}
@@ -208,7 +212,7 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 		fmt.Fprintln(stderr, "ptc:", d.Error())
 		return exitDivergence
 	}
-	fmt.Fprintf(stderr, "ptc: replay matches the recording (%d tool calls)\n", len(c.Calls))
+	fmt.Fprintf(stderr, "ptc: replay matches the recording (%s)\n", plural.Count(len(c.Calls), "tool call", "tool calls"))
 	return code
 }
 

@@ -46,7 +46,7 @@ func TestTestCommandFailures(t *testing.T) {
 		},
 		"missing-definition": {"fixtures.search: tool search has no definition: add it under definitions"},
 		"no-expectation":     {"no-expectation.yaml has no expectation: add expect.result"},
-		"no-fixture":         {`SCRIPT_ERROR: uncaught ToolError from tool get_team_members (code no_fixture): no fixture of get_team_members matches the arguments {"department":"marketing"}`},
+		"no-fixture":         {`SCRIPT_ERROR at line 1:36: uncaught ToolError from tool get_team_members (code no_fixture): no fixture of get_team_members matches the arguments {"department":"marketing"}`},
 		"schema-mismatch":    {"the result does not match expect.schema: /total: got string, want number"},
 		"unexpected-success": {"want error SCRIPT_ERROR, but the script succeeded with 42"},
 		"unknown-key":        {`unknown-key.yaml: line 4: unknown key "expected"`},

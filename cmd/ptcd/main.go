@@ -5,11 +5,13 @@
 //	ptcd --print-config                # the effective configuration
 //	ptcd hash-token < token.txt        # the hash to put in a tenant's token_hashes
 //	ptcd check                         # the isolation worker processes get here
+//	ptcd help                          # the commands and every flag (or -h)
 //
 // Besides RunnerService, ptcd serves the gRPC health service (NOT_SERVING
-// while draining) and server reflection (for grpcurl), and an HTTP
-// listener (--metrics-listen, default 127.0.0.1:9090) with /metrics,
-// /healthz and /readyz.
+// while draining) and server reflection (for grpcurl), an HTTP listener
+// (--metrics-listen, default 127.0.0.1:9090) with /metrics, /healthz and
+// /readyz, and, when mcp.listen is set, an MCP endpoint (streamable HTTP,
+// default path /mcp; see docs/mcp.md) with the same authentication.
 //
 // Authentication is off by default only on a loopback listener; elsewhere
 // ptcd needs tenants with credentials, or --insecure-no-auth.
@@ -20,12 +22,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,8 +52,8 @@ import (
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
@@ -64,86 +63,15 @@ import (
 // shorter).
 const maxForceStopAfter = 5 * time.Second
 
+// maxTracingFlush bounds the export of the last spans at shutdown.
+const maxTracingFlush = 5 * time.Second
+
 func main() {
 	// The same binary runs the worker processes of the pool.
 	ptc.RunWorker()
-	if len(os.Args) > 1 && os.Args[1] == "check" {
-		os.Exit(check(os.Args[2:], os.Stdout, os.Stderr))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "hash-token" {
-		os.Exit(hashToken(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
-}
-
-// hashToken prints the stored form of the token on the first line of
-// stdin, for a tenant's token_hashes.
-func hashToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "ptcd hash-token: the token is read from standard input, not from arguments (they end up in shell history)")
-		return 2
-	}
-	line, err := bufio.NewReader(io.LimitReader(stdin, auth.MaxTokenBytes+2)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		fmt.Fprintln(stderr, "ptcd hash-token:", err)
-		return 1
-	}
-	token := strings.TrimSpace(line)
-	switch {
-	case token == "":
-		fmt.Fprintln(stderr, "ptcd hash-token: standard input holds no token: pipe one in, e.g. `openssl rand -hex 32 | tee token.txt | ptcd hash-token`")
-		return 2
-	case len(token) > auth.MaxTokenBytes:
-		fmt.Fprintf(stderr, "ptcd hash-token: the token is longer than %d bytes\n", auth.MaxTokenBytes)
-		return 2
-	case len(token) < 16:
-		fmt.Fprintln(stderr, "ptcd hash-token: warning: the token is shorter than 16 characters; use a long random token")
-	}
-	fmt.Fprintln(stdout, auth.HashToken(token))
-	return 0
-}
-
-// options are ptcd's command-line settings beyond the config keys.
-type options struct {
-	configPath  string
-	printConfig bool
-	cfg         *config.Config
-}
-
-// parseFlags parses the command line and loads the configuration:
-// the file (--config) < PTC_ environment variables < flags.
-func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("ptcd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "YAML configuration file (see docs/config.md)")
-	fs.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
-	metricsListen := fs.String("metrics-listen", "", "short for -metrics.listen")
-	insecure := fs.Bool("insecure-no-auth", false, "short for -auth.insecure-no-auth: serve without authentication on a non-loopback address")
-	config.DefineFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	over := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "metrics-listen":
-			over["metrics.listen"] = *metricsListen
-		case "insecure-no-auth":
-			over["auth.insecure_no_auth"] = fmt.Sprint(*insecure)
-		}
-	})
-	cfg, err := config.Load(config.Options{File: o.configPath, Flags: fs, LookupEnv: lookupEnv, Overrides: over})
-	if err != nil {
-		return nil, err
-	}
-	o.cfg = cfg
-	return o, nil
+	os.Exit(dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // newLogger returns the logger the logging section asks for.
@@ -157,56 +85,13 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// workerConfig maps the workers section onto the pool's configuration.
-func workerConfig(c *config.Config) worker.Config {
-	w := c.Workers
-	mode := worker.ModeWorker
-	if w.Mode == "inprocess" {
-		mode = worker.ModeInProcess
-	}
-	idle := w.Idle
-	if idle == 0 {
-		idle = -1 // the pool's "none"
-	}
-	return worker.Config{
-		Mode:                    mode,
-		Workers:                 idle,
-		MaxWorkers:              w.Max,
-		ExecutionsPerWorker:     w.ExecutionsPerWorker,
-		IdleTimeout:             time.Duration(w.IdleTimeout),
-		RecycleAfter:            w.RecycleAfter,
-		MaxExecutionMemoryBytes: c.Policy().Ceilings.MemoryBytes,
-	}
-}
-
-// check prints what isolation the worker processes get on this host.
-func check(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr, os.LookupEnv)
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd check:", err)
-		return 2
-	}
-	cfg := workerConfig(o.cfg)
-	facts, err := worker.Check(cfg)
-	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd check:", err)
-		return 1
-	}
-	return 0
-}
-
 // run starts the server and blocks until ctx is done and the server has
 // shut down. ready, when not nil, receives the bound gRPC address (the
 // metrics address is logged as "metrics listening").
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
-	o, err := parseFlags(args, stderr, os.LookupEnv)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "ptcd:", err)
-		return 2
+	o, code, ok := parseOrExit("ptcd", args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	c := o.cfg
 	if o.printConfig {
@@ -232,10 +117,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
 	}
-	creds, err := transportCredentials(c.TLS)
+	tc, err := tlsConfig(c.TLS)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
+	}
+	creds := insecure.NewCredentials()
+	if tc != nil {
+		creds = credentials.NewTLS(tc)
+	}
+	// mcpEP is the MCP endpoint once started (tool sources refresh its
+	// descriptions when their tools change).
+	var mcpEP atomic.Pointer[mcpEndpoint]
+
+	prov, err := startTracing(ctx, c, os.LookupEnv, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd:", err)
+		return 2
+	}
+	var tracing telemetry.Tracing
+	if prov != nil {
+		tracing = prov.Tracing
+		// Runs last: the spans of the final RPCs are exported too, within
+		// the shutdown grace (at most 5s).
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), min(time.Duration(c.ShutdownGrace), maxTracingFlush))
+			defer cancel()
+			if err := prov.Shutdown(sctx); err != nil {
+				log.Warn("tracing: spans still queued at shutdown were dropped", "err", err)
+			}
+		}()
 	}
 
 	reg := tools.NewRegistry()
@@ -245,7 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			return 2
 		}
 	}
-	sources, err := config.StartSources(ctx, c, nil, log)
+	sources, err := config.StartTracedSources(ctx, c, nil, log, tracing)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 2
@@ -267,11 +178,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 				return
 			}
 			log.Info("tool source changed", "source", s.Name(), "tools", len(s.Tools()))
+			mcpEP.Load().refresh()
 		})
 	}
-	wcfg := workerConfig(c)
+	wcfg := c.WorkerConfig()
 	wcfg.Logger = log
-	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg})
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2
@@ -279,7 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	defer ex.Close()
 	pool := ex.Workers()
 	log.Info("execution isolation", "mode", c.Workers.Mode, "report", reportOf(pool.Facts(), wcfg.NoNetworkNamespace).String())
-	if wcfg.Mode == worker.ModeInProcess {
+	if c.Workers.Mode == "inprocess" {
 		log.Warn("scripts run inside ptcd itself (workers.mode: inprocess, workers.insecure_inprocess: true): "+
 			"no process isolation, no OS memory limit, and ptcd's memory, files and network within reach of any engine bug; "+
 			"run only trusted scripts this way, and use workers.mode: worker for anything else", "mode", "inprocess")
@@ -301,10 +213,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "ptcd:", err)
 		return 1
 	}
-	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met))
+	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing))
 	ka := c.GRPC.Keepalive
+	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
+	limiter := auth.NewRateLimiter(authn)
 	opts := server.Interceptors(server.ChainConfig{Log: log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
-		Auth: authn.Authenticate, Limiter: auth.NewRateLimiter(authn)})
+		Auth: authn.Authenticate, Limiter: limiter})
 	opts = append(opts,
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(int(c.GRPC.MaxRecvBytes)),
@@ -315,6 +229,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			MaxConnectionIdle: time.Duration(ka.MaxConnectionIdle), MaxConnectionAge: time.Duration(ka.MaxConnectionAge),
 			MaxConnectionAgeGrace: time.Duration(ka.MaxConnectionAgeGrace)}),
 	)
+	if tracing.Enabled() {
+		opts = append(opts, grpcTracing(tracing))
+	}
 	gs := grpc.NewServer(opts...)
 	ptcv1.RegisterRunnerServiceServer(gs, srv)
 	hs := health.NewServer()
@@ -345,6 +262,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		go func() { httpDone <- hsrv.Serve(mlis) }()
 		log.Info("metrics listening", "addr", mlis.Addr().String())
 	}
+	mep, err := startMCP(c, srv, authn, limiter, tc, log)
+	if err != nil {
+		_ = lis.Close()
+		if hsrv != nil {
+			_ = hsrv.Close()
+		}
+		fmt.Fprintln(stderr, "ptcd: mcp:", err)
+		return 1
+	}
+	if mep != nil {
+		mcpEP.Store(mep)
+		log.Info("mcp listening", "addr", mep.addr, "path", c.MCP.Path, "tls", tc != nil)
+	}
 
 	// The serve goroutine ends when gs stops (GracefulStop below).
 	served := make(chan error, 1)
@@ -356,7 +286,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		ready <- lis.Addr().String()
 	}
 
-	code := 0
+	code = 0
 	select {
 	case err := <-served:
 		log.Error("serve failed", "err", err)
@@ -364,14 +294,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	case err := <-httpDone:
 		log.Error("metrics listener failed", "err", err)
 		code = 1
+	case err := <-mep.failed():
+		log.Error("mcp listener failed", "err", err)
+		code = 1
 	case <-ctx.Done():
 	}
 	draining.Store(true)
 	hs.Shutdown() // every service NOT_SERVING; watchers are told
 	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", grace.String())
-	drained := make(chan struct{})
-	// The drain goroutine ends when GracefulStop returns: every RPC done.
-	go func() { gs.GracefulStop(); close(drained) }()
+	// The drain goroutines end when every gRPC call is done and every MCP
+	// execution has ended (or, for MCP, when drainCtx is cancelled below).
+	drainCtx, stopDrain := context.WithCancel(context.Background())
+	defer stopDrain()
+	grpcDrained, mcpDrained, drained := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { gs.GracefulStop(); close(grpcDrained) }()
+	go func() { mep.drain(drainCtx); close(mcpDrained) }()
+	go func() { <-grpcDrained; <-mcpDrained; close(drained) }()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -386,9 +324,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		case <-time.After(min(grace, maxForceStopAfter)):
 			log.Warn("streams still open after cancelling; closing every connection")
 			gs.Stop()
+			stopDrain()
 			<-drained
 		}
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), min(grace, maxForceStopAfter))
+	mep.stop(sctx) // after the drain: MCP answers are written; sessions end here
+	cancel()
 	if hsrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = hsrv.Shutdown(sctx)
@@ -413,11 +355,11 @@ func sourcesReady(c *config.Config, sources []config.Source) error {
 	return nil
 }
 
-// transportCredentials returns TLS credentials when the tls section is
-// set, plaintext otherwise.
-func transportCredentials(t config.TLS) (credentials.TransportCredentials, error) {
+// tlsConfig returns the TLS configuration of the gRPC and MCP listeners
+// when the tls section is set, nil (plaintext) otherwise.
+func tlsConfig(t config.TLS) (*tls.Config, error) {
 	if !t.Enabled() {
-		return insecure.NewCredentials(), nil
+		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
@@ -439,5 +381,5 @@ func transportCredentials(t config.TLS) (credentials.TransportCredentials, error
 			tc.ClientAuth = tls.RequireAndVerifyClientCert
 		}
 	}
-	return credentials.NewTLS(tc), nil
+	return tc, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -15,9 +16,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/runtime/worker"
 )
+
+// ptcdBin is the ptcd binary built by TestMain, for the tests of what a
+// user sees on the command line.
+var ptcdBin string
 
 func TestMain(m *testing.M) {
 	// ptcd runs executions in worker processes: this test binary is
@@ -25,7 +31,13 @@ func TestMain(m *testing.M) {
 	if code, ok := worker.Main(); ok {
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m)
+	bin, cleanup, err := testenv.BuildCommand()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ptcdBin = bin
+	goleak.VerifyTestMain(testenv.Then(testenv.SkipReport(m), cleanup))
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's logger and the test.
@@ -140,7 +152,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestFlagsAndConfig(t *testing.T) {
 	env := map[string]string{"PTC_LIMITS_DEFAULTS_MAX_TOOL_CALLS": "9"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	o, err := parseFlags([]string{"--limits.defaults.timeout", "2s", "--limits.ceilings.max-tool-calls", "70", "--demo-tools"}, io.Discard, lookup)
+	o, _, err := parseFlags([]string{"--limits.defaults.timeout", "2s", "--limits.ceilings.max-tool-calls", "70", "--demo-tools"}, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +161,7 @@ func TestFlagsAndConfig(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 	for _, bad := range [][]string{{"--limits.ceilings.max-tool-calls", "-1"}, {"--nope"}, {"extra"}, {"--config", "/does/not/exist.yaml"}} {
-		if _, err := parseFlags(bad, io.Discard, lookup); err == nil {
+		if _, _, err := parseFlags(bad, lookup); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}

@@ -8,23 +8,14 @@ import (
 	"testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 // everything returns the path of the reference MCP server installed by
-// `npm ci`; CI must have it, so there a missing server fails the test.
+// `npm ci` (see testenv.NodeBin: a skip without it, a failure in CI).
 func everything(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs("../../node_modules/.bin/mcp-server-everything")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mcp-server-everything is missing (run npm ci): %v", err)
-		}
-		t.Skip("mcp-server-everything not installed; run npm ci")
-	}
-	return p
+	return testenv.NodeBin(t, "mcp-server-everything")
 }
 
 // TestScriptChainsMCPTools starts ptcd with an MCP stdio source from a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/runtime/worker"
 )
 
@@ -78,9 +79,10 @@ func reportOf(f worker.Facts, netnsDisabled bool) report {
 	}
 	add("heap_watchdog", true, "runtime/metrics live heap checked after every GC and every %s–%s, Go memory limit near the execution's limit", f.WatchdogBusy, f.WatchdogIdle)
 	add("cpu_clock", true, "OS thread CPU clock (CLOCK_THREAD_CPUTIME) of the execution's locked thread")
-	add("empty_environment", f.EnvironmentSize == 0, "%d environment variables", f.EnvironmentSize)
+	add("empty_environment", f.EnvironmentSize == 0, "%s", plural.Count(f.EnvironmentSize, "environment variable", "environment variables"))
 	if n := len(f.InheritedFDs); n > 0 {
-		add("no_inherited_fds", true, "0-2 are /dev/null and a stderr pipe, 3 the socket; the worker closed %d inherited descriptors %v at start", n, f.InheritedFDs)
+		add("no_inherited_fds", true, "0-2 are /dev/null and a stderr pipe, 3 the socket; the worker closed %s %v at start",
+			plural.Count(n, "inherited descriptor", "inherited descriptors"), f.InheritedFDs)
 	} else {
 		add("no_inherited_fds", true, "0-2 are /dev/null and a stderr pipe, 3 the socket; nothing else was inherited")
 	}

@@ -46,3 +46,27 @@ func TestCheckReport(t *testing.T) {
 		t.Errorf("in-process report %+v %v", r, err)
 	}
 }
+
+// TestCheckReportCounts checks the counts of the report agree with their
+// noun.
+func TestCheckReportCounts(t *testing.T) {
+	cases := []struct {
+		name  string
+		facts worker.Facts
+		item  string
+		want  string
+	}{
+		{"one variable", worker.Facts{Pid: 1, EnvironmentSize: 1}, "empty_environment", "1 environment variable"},
+		{"two variables", worker.Facts{Pid: 1, EnvironmentSize: 2}, "empty_environment", "2 environment variables"},
+		{"one descriptor", worker.Facts{Pid: 1, InheritedFDs: []int32{7}}, "no_inherited_fds", "the worker closed 1 inherited descriptor [7] at start"},
+		{"two descriptors", worker.Facts{Pid: 1, InheritedFDs: []int32{7, 9}}, "no_inherited_fds", "the worker closed 2 inherited descriptors [7 9] at start"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			it, ok := reportOf(tc.facts, false).get(tc.item)
+			if !ok || !strings.HasSuffix(it.detail, tc.want) {
+				t.Fatalf("%s: %q, want it to end with %q", tc.item, it.detail, tc.want)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 
@@ -213,25 +214,67 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 	if m, ok := grpc.Method(ctx); ok && strings.HasPrefix(m, HealthService) {
 		return ctx, nil
 	}
-	if token, found, err := bearer(ctx); err != nil {
-		return nil, err
-	} else if found {
+	md, _ := metadata.FromIncomingContext(ctx)
+	t, err := a.resolve(md.Get("authorization"), peerIdentities(ctx))
+	if errors.Is(err, errMissing) {
+		return nil, status.Error(codes.Unauthenticated, "credentials are missing: send metadata \"authorization: Bearer <token>\" or a client certificate")
+	}
+	if err != nil {
+		return nil, status.Error(codes.Unauthenticated, err.Error())
+	}
+	return WithTenant(ctx, t), nil
+}
+
+// AuthenticateHTTP finds the tenant of an HTTP request as Authenticate does
+// for a gRPC call: from its "Authorization: Bearer <token>" header or a
+// verified client certificate; with authentication off, every caller is
+// the anonymous tenant. The error says what is wrong with the credentials
+// (the caller answers 401).
+func (a *Authenticator) AuthenticateHTTP(r *http.Request) (*Tenant, error) {
+	if !a.enabled {
+		return a.anonymous, nil
+	}
+	var ids []string
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		ids = CertIdentities(r.TLS.VerifiedChains[0][0])
+	}
+	t, err := a.resolve(r.Header.Values("Authorization"), ids)
+	if errors.Is(err, errMissing) {
+		return nil, errors.New("credentials are missing: send the header \"Authorization: Bearer <token>\" or a client certificate")
+	}
+	return t, err
+}
+
+// resolve finds the tenant of the authorization header values (at most
+// one) or, without one, of the verified client certificate's identities.
+func (a *Authenticator) resolve(authorization []string, ids []string) (*Tenant, error) {
+	switch {
+	case len(authorization) > 1:
+		return nil, errors.New("send one authorization header, not several")
+	case len(authorization) == 1:
+		token, err := ParseBearer(authorization[0])
+		if err != nil {
+			return nil, err
+		}
 		t := a.byToken(token)
 		if t == nil {
-			return nil, status.Error(codes.Unauthenticated, "the bearer token is not valid: check the token the operator issued")
+			return nil, errors.New("the bearer token is not valid: check the token the operator issued")
 		}
-		return WithTenant(ctx, t), nil
-	}
-	if ids := peerIdentities(ctx); len(ids) > 0 {
+		return t, nil
+	case len(ids) > 0:
 		for _, id := range ids {
 			if t, ok := a.byIdentity[id]; ok {
-				return WithTenant(ctx, t), nil
+				return t, nil
 			}
 		}
-		return nil, status.Errorf(codes.Unauthenticated, "the client certificate's identity %q belongs to no tenant: ask the operator to add it to a tenant's client_identities", ids[0])
+		return nil, fmt.Errorf("the client certificate's identity %q belongs to no tenant: ask the operator to add it to a tenant's client_identities", ids[0])
 	}
-	return nil, status.Error(codes.Unauthenticated, "credentials are missing: send metadata \"authorization: Bearer <token>\" or a client certificate")
+	return nil, errMissing
 }
+
+// errMissing is resolve's answer to a caller without credentials; each
+// transport says how to send them.
+var errMissing = errors.New("credentials are missing")
 
 // byToken compares the token's hash with every stored hash in constant
 // time, so the time taken says nothing about which tenant nearly matched.
@@ -246,23 +289,6 @@ func (a *Authenticator) byToken(token string) *Tenant {
 		}
 	}
 	return found
-}
-
-// bearer reads the bearer token from the incoming metadata.
-func bearer(ctx context.Context) (token string, found bool, err error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
-	if len(vals) == 0 {
-		return "", false, nil
-	}
-	if len(vals) > 1 {
-		return "", false, status.Error(codes.Unauthenticated, "send one authorization header, not several")
-	}
-	token, err = ParseBearer(vals[0])
-	if err != nil {
-		return "", false, status.Error(codes.Unauthenticated, err.Error())
-	}
-	return token, true, nil
 }
 
 // ParseBearer extracts the token of an authorization header value

@@ -76,6 +76,8 @@ type Request struct {
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 	// ResultSchema is the request's result schema, if any.
 	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
+	// TruncateResult is the overflow policy truncate.
+	TruncateResult bool `json:"truncate_result,omitempty"`
 	// Tools are the definitions of every tool the script could call.
 	Tools []tools.Definition `json:"tools"`
 }
@@ -185,6 +187,8 @@ func New(req ptc.Request, defs []tools.Definition, scriptPath string, res *ptc.R
 		ClockStart:   clock.UTC(),
 		AllowedTools: req.AllowedTools,
 		Tools:        defs,
+
+		TruncateResult: req.TruncateResult,
 	}}
 	if len(req.ResultSchema) > 0 {
 		c.Request.ResultSchema = compactRaw(req.ResultSchema)
@@ -250,6 +254,7 @@ func (c *Cassette) Replay() (ptc.Request, error) {
 		Input:              r.Input,
 		Limits:             ptc.Limits(r.Limits),
 		ResultSchema:       r.ResultSchema,
+		TruncateResult:     r.TruncateResult,
 		IncludeToolResults: true,
 		Deterministic:      true,
 		Seed:               r.Seed,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -112,7 +113,8 @@ func (d *Divergence) Summary() string {
 	case ReasonArguments:
 		return fmt.Sprintf("replay divergence at call #%d (%s): the arguments differ from the recording", d.Seq, d.tool())
 	case ReasonExtra:
-		return fmt.Sprintf("replay divergence at call #%d (%s): the script made a call the recording does not have (it has %d calls)", d.Seq, d.tool(), d.RecordedCalls)
+		return fmt.Sprintf("replay divergence at call #%d (%s): the script made a call the recording does not have (it has %s)", d.Seq, d.tool(),
+			plural.Count(d.RecordedCalls, "call", "calls"))
 	case ReasonMissing:
 		return fmt.Sprintf("replay divergence at call #%d (%s): the recording has a call the script did not make", d.Seq, d.tool())
 	default:

@@ -377,3 +377,17 @@ throw new Error("stop after " + t.length)`
 		t.Fatalf("divergence: %v", d)
 	}
 }
+
+// TestDivergenceCounts checks that the count in a divergence agrees with
+// its noun.
+func TestDivergenceCounts(t *testing.T) {
+	for _, tc := range []struct {
+		calls int
+		want  string
+	}{{1, "(it has 1 call)"}, {2, "(it has 2 calls)"}, {0, "(it has 0 calls)"}} {
+		d := &Divergence{Reason: ReasonExtra, Seq: int32(tc.calls) + 1, ActualTool: "t", RecordedCalls: tc.calls}
+		if got := d.Summary(); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%d calls: %q, want it to end with %q", tc.calls, got, tc.want)
+		}
+	}
+}

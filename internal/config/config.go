@@ -10,8 +10,8 @@
 // sources start, so a printout shows the variable's name, never its value.
 //
 // Besides limits and tool sources it holds the serving sections: logging,
-// auth and tenants, admission, metrics, tls and grpc (see
-// docs/operations.md), and workers (the execution isolation).
+// auth and tenants, admission, metrics, tls, grpc, tracing and mcp (see
+// docs/operations.md and docs/mcp.md), and the workers section.
 //
 // Package config is wiring for cmd/ptcd: it may import tool sources,
 // internal/limits, internal/auth, internal/admission and the root package
@@ -19,20 +19,18 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/policy"
 )
 
@@ -83,6 +81,11 @@ type Config struct {
 	TLS TLS `yaml:"tls,omitempty"`
 	// GRPC holds transport settings: message sizes and keepalive.
 	GRPC GRPC `yaml:"grpc"`
+	// Tracing exports OpenTelemetry spans over OTLP; off by default.
+	Tracing Tracing `yaml:"tracing"`
+	// MCP is the Model Context Protocol endpoint (off unless mcp.listen is
+	// set).
+	MCP MCP `yaml:"mcp"`
 
 	// Workers configures the worker processes that run JavaScript and
 	// TypeScript executions.
@@ -94,14 +97,14 @@ type Config struct {
 // byte sizes such as "64MiB").
 type Limits struct {
 	// Defaults apply to a request that leaves a limit unset.
-	Defaults limits.Limits `yaml:"defaults"`
+	Defaults LimitValues `yaml:"defaults"`
 	// Ceilings are the most a request may ask for.
-	Ceilings limits.Limits `yaml:"ceilings"`
+	Ceilings LimitValues `yaml:"ceilings"`
 }
 
 // Policy returns the limits policy of the configuration.
 func (c *Config) Policy() limits.Policy {
-	return limits.Policy{Defaults: c.Limits.Defaults, Ceilings: c.Limits.Ceilings}
+	return limits.Policy{Defaults: limits.Limits(c.Limits.Defaults), Ceilings: limits.Limits(c.Limits.Ceilings)}
 }
 
 // ToolSource is one entry of tool_sources. Type selects which other fields
@@ -198,10 +201,11 @@ type HTTPTool struct {
 func Default() *Config {
 	c := &Config{
 		Listen:        DefaultListen,
-		Limits:        Limits{Defaults: limits.Defaults(), Ceilings: limits.Ceilings()},
+		Limits:        Limits{Defaults: LimitValues(limits.Defaults()), Ceilings: LimitValues(limits.Ceilings())},
 		ShutdownGrace: Duration(DefaultShutdownGrace),
 	}
 	defaultServing(c)
+	defaultTracing(c)
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000,
 		IdleTimeout: Duration(DefaultIdleTimeout)}
 	return c
@@ -233,50 +237,52 @@ type Workers struct {
 	RecycleAfter int `yaml:"recycle_after"`
 }
 
-func (w Workers) validate() error {
-	switch {
-	case w.Mode != "worker" && w.Mode != "inprocess":
-		return fmt.Errorf("config: workers.mode is %q: use worker or inprocess", w.Mode)
-	case w.Idle < 0, w.Max < 1, w.ExecutionsPerWorker < 1, w.RecycleAfter < 1:
-		return errors.New("config: workers: idle must be ≥ 0 and max, executions_per_worker and recycle_after ≥ 1")
-	case w.IdleTimeout < 0:
-		return errors.New("config: workers.idle_timeout is negative: use a duration such as \"30s\"")
-	case w.Mode == "inprocess" && !w.InsecureInProcess:
-		return errors.New("config: workers.mode is inprocess, which runs scripts inside ptcd itself: no process isolation, " +
-			"no OS memory limit, and ptcd's own files, network and memory within reach of any engine bug — not a sandbox " +
-			"for untrusted scripts. Use mode worker (the default), or, if every script is trusted, also set " +
-			"workers.insecure_inprocess: true (PTC_WORKERS_INSECURE_INPROCESS=true, -workers.insecure-inprocess)")
-	}
-	return nil
-}
-
 // Parse decodes a YAML document over Default and validates the result.
-// Unknown keys are errors that name the key and its line.
+// Errors are *Error values that name the key and, for the document, its
+// line and column.
 func Parse(data []byte) (*Config, error) {
 	c := Default()
-	if err := c.decode(data); err != nil {
+	doc, err := c.decode("", data)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {
+		locateIn(err, "", doc, nil)
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Config) decode(data []byte) error {
+// decode decodes a YAML document over c and returns its root node. file
+// names the document in errors.
+func (c *Config) decode(file string, data []byte) (ast.Node, error) {
 	if len(data) > MaxFileBytes {
-		return fmt.Errorf("config is %d bytes, more than the %d allowed", len(data), MaxFileBytes)
+		return nil, &Error{File: file, Msg: fmt.Sprintf("the file is %d bytes, more than the %d allowed", len(data), MaxFileBytes)}
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
+	// Duplicate keys are found below, with their path.
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	if err != nil {
+		return nil, decodeError(file, nil, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.Strict(), yaml.DisallowUnknownField())
-	if err := dec.Decode(c); err != nil {
-		return fmt.Errorf("config: %s", yaml.FormatError(err, false, true))
+	var doc ast.Node
+	for _, d := range f.Docs {
+		if d == nil || d.Body == nil {
+			continue
+		}
+		if doc != nil {
+			return nil, &Error{File: file, Line: d.Body.GetToken().Position.Line, Column: 1,
+				Msg: "a second YAML document starts here: keep one document in the file"}
+		}
+		doc = d.Body
 	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("config: the file holds more than one YAML document: keep one")
+	if doc == nil {
+		return nil, nil
+	}
+	if err := duplicateKey(file, doc); err != nil {
+		return doc, err
+	}
+	if err := yaml.NodeToValue(doc, c, yaml.Strict(), yaml.DisallowUnknownField()); err != nil {
+		return doc, decodeError(file, doc, err)
 	}
 	for i := range c.ToolSources {
 		if c.ToolSources[i].Required == nil {
@@ -284,7 +290,7 @@ func (c *Config) decode(data []byte) error {
 			c.ToolSources[i].Required = &yes
 		}
 	}
-	return nil
+	return doc, nil
 }
 
 // Print writes c as YAML. c holds no secret values (only the names of the
@@ -298,165 +304,26 @@ func (c *Config) Print(w io.Writer) error {
 	return err
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// Validate reports the first problem of c, naming the key.
-func (c *Config) Validate() error {
-	if err := c.Workers.validate(); err != nil {
-		return err
-	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return fmt.Errorf("config: listen %q is not host:port (e.g. \"127.0.0.1:7878\" or \":7878\")", c.Listen)
-	}
-	if c.ShutdownGrace < 0 {
-		return errors.New("config: shutdown_grace is negative: use a duration such as \"15s\"")
-	}
-	if err := c.Policy().Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := c.validateServing(); err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for i := range c.ToolSources {
-		s := &c.ToolSources[i]
-		where := fmt.Sprintf("tool_sources[%d]", i)
-		if s.Name != "" {
-			where += " (" + s.Name + ")"
-		}
-		if err := s.validate(); err != nil {
-			return fmt.Errorf("config: %s: %w", where, err)
-		}
-		if seen[s.Name] {
-			return fmt.Errorf("config: %s: name %q is used twice", where, s.Name)
-		}
-		seen[s.Name] = true
-	}
-	return nil
-}
-
-func (s *ToolSource) validate() error {
-	if err := tools.ValidateName(s.Name); err != nil || strings.Contains(s.Name, ".") {
-		return fmt.Errorf("name %q is invalid: use letters, digits, _ and - (no dots)", s.Name)
-	}
-	only := func(field string, set bool, types ...string) error {
-		for _, t := range types {
-			if s.Type == t {
-				return nil
-			}
-		}
-		if set {
-			return fmt.Errorf("%s applies only to type %s", field, strings.Join(types, " or "))
-		}
-		return nil
-	}
-	switch s.Type {
-	case TypeMCPStdio:
-		if s.Command == "" {
-			return errors.New("command is required for type mcp_stdio")
-		}
-	case TypeMCPHTTP:
-		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
-			return fmt.Errorf("url %q must start with http:// or https://", s.URL)
-		}
-	case TypeHTTP:
-		if len(s.Tools) == 0 {
-			return errors.New("tools is required for type http: list its endpoints")
-		}
-	case "":
-		return errors.New("type is required: mcp_stdio, mcp_http or http")
-	default:
-		return fmt.Errorf("type %q is unknown: use mcp_stdio, mcp_http or http", s.Type)
-	}
-	for _, err := range []error{
-		only("command", s.Command != "", TypeMCPStdio),
-		only("args", len(s.Args) > 0, TypeMCPStdio),
-		only("dir", s.Dir != "", TypeMCPStdio),
-		only("env", len(s.Env) > 0, TypeMCPStdio),
-		only("env_from_env", len(s.EnvFromEnv) > 0, TypeMCPStdio),
-		only("url", s.URL != "", TypeMCPHTTP),
-		only("headers_from_env", len(s.HeadersFromEnv) > 0, TypeMCPHTTP, TypeHTTP),
-		only("allow", len(s.Allow) > 0, TypeMCPStdio, TypeMCPHTTP),
-		only("deny", len(s.Deny) > 0, TypeMCPStdio, TypeMCPHTTP),
-		only("connect_timeout", s.ConnectTimeout != 0, TypeMCPStdio, TypeMCPHTTP),
-		only("tools", len(s.Tools) > 0, TypeHTTP),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	if err := checkEnvNames("env_from_env", s.EnvFromEnv); err != nil {
-		return err
-	}
-	if err := checkEnvNames("headers_from_env", s.HeadersFromEnv); err != nil {
-		return err
-	}
-	for k := range s.Env {
-		if !envNameRE.MatchString(k) {
-			return fmt.Errorf("env: %q is not a valid variable name", k)
-		}
-	}
-	if s.ConnectTimeout < 0 {
-		return errors.New("connect_timeout is negative")
-	}
-	if err := s.Policy.Config().Validate(); err != nil {
-		return err
-	}
-	names := map[string]bool{}
-	for i, t := range s.Tools {
-		if t.Name == "" {
-			return fmt.Errorf("tools[%d]: name is required", i)
-		}
-		if names[t.Name] {
-			return fmt.Errorf("tools[%d]: name %q is used twice", i, t.Name)
-		}
-		names[t.Name] = true
-		if err := checkEnvNames(fmt.Sprintf("tools[%d].headers_from_env", i), t.HeadersFromEnv); err != nil {
-			return err
-		}
-		if t.Policy != nil {
-			if err := t.Policy.Config().Validate(); err != nil {
-				return fmt.Errorf("tools[%d]: %w", i, err)
-			}
-		}
-		if _, err := schemaJSON(t.InputSchema); err != nil {
-			return fmt.Errorf("tools[%d].input_schema: %w", i, err)
-		}
-		if _, err := schemaJSON(t.OutputSchema); err != nil {
-			return fmt.Errorf("tools[%d].output_schema: %w", i, err)
-		}
-		if t.MaxResponseBytes < 0 || t.Timeout < 0 {
-			return fmt.Errorf("tools[%d]: max_response_bytes and timeout must not be negative", i)
-		}
-	}
-	return nil
-}
-
-// checkEnvNames checks that every value of m names an environment variable:
-// a value that does not look like a name is probably a secret pasted into
-// the file.
-func checkEnvNames(key string, m map[string]string) error {
-	for k, v := range m {
-		if k == "" {
-			return fmt.Errorf("%s: empty name", key)
-		}
-		if !envNameRE.MatchString(v) {
-			return fmt.Errorf("%s.%s must name an environment variable (e.g. GITHUB_AUTH), not hold the value: secrets come only from the environment", key, k)
-		}
-	}
-	return nil
-}
-
 // readFile reads the configuration file, bounded.
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, &Error{File: path, Msg: pathErrorText(err)}
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
+		return nil, &Error{File: path, Msg: pathErrorText(err)}
 	}
 	return b, nil
+}
+
+// pathErrorText is an I/O error without the path, which the message
+// already names.
+func pathErrorText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

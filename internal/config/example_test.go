@@ -56,6 +56,7 @@ tool_sources:
 	//     max_output_bytes: 1MiB
 	//     max_log_bytes: 64KiB
 	//     max_log_entries: 1000
+	//     max_result_tokens: 1048576
 	//   ceilings:
 	//     timeout: 5m0s
 	//     cpu_time: 2m0s
@@ -65,6 +66,7 @@ tool_sources:
 	//     max_output_bytes: 16MiB
 	//     max_log_bytes: 4MiB
 	//     max_log_entries: 100000
+	//     max_result_tokens: 16777216
 	// tool_sources:
 	//   - name: github
 	//     type: mcp_http
@@ -96,6 +98,18 @@ tool_sources:
 	//     max_connection_idle: 0s
 	//     max_connection_age: 0s
 	//     max_connection_age_grace: 0s
+	// tracing:
+	//   endpoint: ""
+	//   protocol: grpc
+	//   insecure: false
+	//   sampling_ratio: 1.0
+	//   service_name: ptcd
+	//   record_values: false
+	// mcp:
+	//   listen: ""
+	//   path: /mcp
+	//   session_timeout: 30m0s
+	//   description_bytes: 16KiB
 	// workers:
 	//   mode: worker
 	//   insecure_inprocess: false

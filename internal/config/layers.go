@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/goccy/go-yaml/ast"
 
 	"github.com/ptcrun/ptc/internal/limits"
 )
@@ -122,6 +125,10 @@ func servingSettings() []setting {
 		{"grpc.keepalive.max_connection_idle", "close connections idle this long (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionIdle }},
 		{"grpc.keepalive.max_connection_age", "close connections this old so clients rebalance (0 = never)", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAge }},
 		{"grpc.keepalive.max_connection_age_grace", "time RPCs get to finish after max_connection_age", func(c *Config) flag.Value { return &c.GRPC.Keepalive.MaxConnectionAgeGrace }},
+		{"mcp.listen", "HTTP address of the MCP endpoint (\"\" = off)", func(c *Config) flag.Value { return stringValue{&c.MCP.Listen} }},
+		{"mcp.path", "path of the MCP endpoint", func(c *Config) flag.Value { return stringValue{&c.MCP.Path} }},
+		{"mcp.session_timeout", "close MCP sessions idle this long", func(c *Config) flag.Value { return &c.MCP.SessionTimeout }},
+		{"mcp.description_bytes", "most bytes of tool declarations in the execute tool's description (0 = none: point to search)", func(c *Config) flag.Value { return &c.MCP.DescriptionBytes }},
 	}
 }
 
@@ -143,6 +150,7 @@ func settings() []setting {
 		{"shutdown_grace", "how long shutdown waits for running executions", func(c *Config) flag.Value { return &c.ShutdownGrace }},
 	}
 	s = append(s, servingSettings()...)
+	s = append(s, tracingSettings()...)
 	s = append(s,
 		setting{"workers.mode", "worker (isolated processes) or inprocess", func(c *Config) flag.Value { return stringValue{&c.Workers.Mode} }},
 		setting{"workers.insecure_inprocess", "allow mode inprocess: scripts run inside ptcd, unsandboxed (trusted scripts only)", func(c *Config) flag.Value { return boolValue{&c.Workers.InsecureInProcess} }},
@@ -152,8 +160,8 @@ func settings() []setting {
 		setting{"workers.executions_per_worker", "executions one worker runs at once", func(c *Config) flag.Value { return intValue{&c.Workers.ExecutionsPerWorker} }},
 		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},
 	)
-	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return &c.Limits.Defaults })...)
-	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return &c.Limits.Ceilings })...)
+	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)
+	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Ceilings) })...)
 	return s
 }
 
@@ -183,12 +191,12 @@ func (c *Config) Set(key, value string) error {
 	for _, s := range settings() {
 		if s.key == key {
 			if err := s.field(c).Set(value); err != nil {
-				return fmt.Errorf("config: %s: %w", key, err)
+				return keyError(key, "%v", err)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("config: key %q cannot be set this way: use one of %s", key, strings.Join(Keys(), ", "))
+	return keyError(key, "cannot be set this way: use one of %s", strings.Join(Keys(), ", "))
 }
 
 // Options says where Load reads the layers from.
@@ -206,32 +214,38 @@ type Options struct {
 }
 
 // Load reads the file, applies PTC_ environment variables, then flags and
-// overrides, and validates the result.
+// overrides, and validates the result. Its errors are *Error values that
+// name the key and where the value came from: the file's line and column,
+// the environment variable or the flag.
 func Load(o Options) (*Config, error) {
 	c := Default()
+	var doc ast.Node
 	if o.File != "" {
 		data, err := readFile(o.File)
 		if err != nil {
 			return nil, err
 		}
-		if err := c.decode(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", o.File, err)
+		if doc, err = c.decode(o.File, data); err != nil {
+			return nil, err
 		}
 	}
+	// origins records the keys set after the file, by whom.
+	origins := map[string]string{}
 	lookup := o.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	for _, s := range settings() {
 		if v, ok := lookup(EnvName(s.key)); ok {
+			origins[s.key] = "environment variable " + EnvName(s.key)
 			if err := s.field(c).Set(v); err != nil {
-				return nil, fmt.Errorf("config: environment variable %s: %w", EnvName(s.key), err)
+				return nil, &Error{Key: s.key, Origin: origins[s.key], Msg: err.Error()}
 			}
 		}
 	}
 	if o.Flags != nil {
 		if !o.Flags.Parsed() {
-			return nil, fmt.Errorf("config: parse the flags before loading the configuration")
+			return nil, errors.New("config: parse the flags before loading the configuration")
 		}
 		byFlag := map[string]setting{}
 		for _, s := range settings() {
@@ -244,8 +258,9 @@ func Load(o Options) (*Config, error) {
 			if !ok || err != nil {
 				return
 			}
+			origins[s.key] = "flag -" + f.Name
 			if serr := s.field(c).Set(f.Value.String()); serr != nil {
-				err = fmt.Errorf("config: flag -%s: %w", f.Name, serr)
+				err = &Error{Key: s.key, Origin: origins[s.key], Msg: serr.Error()}
 			}
 		})
 		if err != nil {
@@ -258,17 +273,33 @@ func Load(o Options) (*Config, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		origins[k] = "command line"
 		if err := c.Set(k, o.Overrides[k]); err != nil {
+			locateIn(err, o.File, doc, origins)
 			return nil, err
 		}
 	}
 	if err := c.Validate(); err != nil {
-		if o.File != "" {
-			return nil, fmt.Errorf("%s: %w", o.File, err)
-		}
+		locateIn(err, o.File, doc, origins)
 		return nil, err
 	}
 	return c, nil
+}
+
+// locateIn completes err, an *Error from Set or Validate, with where its
+// key's value came from: an environment variable or a flag (origins), else
+// the file, at the value's line and column when the file sets the key.
+func locateIn(err error, file string, doc ast.Node, origins map[string]string) {
+	var e *Error
+	if !errors.As(err, &e) || e.Line > 0 || e.Origin != "" {
+		return
+	}
+	if o, ok := origins[e.Key]; ok && e.Key != "" {
+		e.Origin = o
+		return
+	}
+	e.File = file
+	e.Line, e.Column = locate(doc, e.Key)
 }
 
 // DefineFlags defines one string flag per key on fs (see FlagName), with
@@ -292,6 +323,9 @@ func UnknownEnv(environ []string, c *Config) []string {
 	known := map[string]bool{}
 	for _, k := range Keys() {
 		known[EnvName(k)] = true
+	}
+	for _, v := range c.Tracing.HeadersFromEnv {
+		known[v] = true
 	}
 	for _, s := range c.ToolSources {
 		for _, m := range []map[string]string{s.EnvFromEnv, s.HeadersFromEnv} {

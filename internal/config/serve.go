@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -57,7 +56,7 @@ type Tenant struct {
 	// empty means all.
 	Tools []string `yaml:"tools,omitempty"`
 	// Ceilings cap the tenant's limits below limits.ceilings; 0 adds no cap.
-	Ceilings limits.Limits `yaml:"ceilings,omitempty"`
+	Ceilings LimitValues `yaml:"ceilings,omitempty"`
 	// MaxConcurrent bounds the tenant's executions at once; 0 = no quota.
 	MaxConcurrent int `yaml:"max_concurrent,omitempty"`
 	// Rate is requests per second; 0 = unlimited. Burst defaults to Rate.
@@ -133,6 +132,7 @@ func defaultServing(c *Config) {
 	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes, Keepalive: Keepalive{
 		MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
 		Time: Duration(time.Minute), Timeout: Duration(20 * time.Second)}}
+	c.MCP = defaultMCP()
 }
 
 // IsLoopback reports whether a listen address binds only loopback
@@ -151,8 +151,8 @@ func IsLoopback(listen string) bool {
 }
 
 // AuthEnabled reports whether callers must authenticate: auth.enabled,
-// or when unset, whether the listener is not loopback; insecure_no_auth
-// turns it off.
+// or when unset, whether a listener (gRPC, or MCP when on) is not
+// loopback; insecure_no_auth turns it off.
 func (c *Config) AuthEnabled() bool {
 	if c.Auth.InsecureNoAuth {
 		return false
@@ -160,7 +160,21 @@ func (c *Config) AuthEnabled() bool {
 	if c.Auth.Enabled != nil {
 		return *c.Auth.Enabled
 	}
-	return !IsLoopback(c.Listen)
+	return !c.loopbackOnly()
+}
+
+// loopbackOnly reports whether every listener that serves executions
+// binds loopback only.
+func (c *Config) loopbackOnly() bool {
+	return IsLoopback(c.Listen) && (!c.MCP.Enabled() || IsLoopback(c.MCP.Listen))
+}
+
+// listeners names the listeners that serve executions, for messages.
+func (c *Config) listeners() string {
+	if c.MCP.Enabled() {
+		return fmt.Sprintf("listen %s and mcp.listen %s", c.Listen, c.MCP.Listen)
+	}
+	return "listen " + c.Listen
 }
 
 // AuthTenants converts the tenants section.
@@ -168,7 +182,7 @@ func (c *Config) AuthTenants() []auth.Tenant {
 	out := make([]auth.Tenant, 0, len(c.Tenants))
 	for _, t := range c.Tenants {
 		out = append(out, auth.Tenant{Name: t.Name, TokenHashes: t.TokenHashes, ClientIdentities: t.ClientIdentities,
-			Tools: t.Tools, Ceilings: t.Ceilings, MaxConcurrent: t.MaxConcurrent, Rate: t.Rate, Burst: t.Burst})
+			Tools: t.Tools, Ceilings: limits.Limits(t.Ceilings), MaxConcurrent: t.MaxConcurrent, Rate: t.Rate, Burst: t.Burst})
 	}
 	return out
 }
@@ -176,64 +190,6 @@ func (c *Config) AuthTenants() []auth.Tenant {
 // AdmissionConfig converts the admission section.
 func (c *Config) AdmissionConfig() admission.Config {
 	return admission.Config{MaxConcurrent: c.Admission.MaxConcurrent, MaxQueue: c.Admission.MaxQueue, MaxWait: time.Duration(c.Admission.MaxWait)}
-}
-
-// validateServing checks the serving sections.
-func (c *Config) validateServing() error {
-	switch c.Logging.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("config: logging.level %q is unknown: use debug, info, warn or error", c.Logging.Level)
-	}
-	switch c.Logging.Format {
-	case "json", "text":
-	default:
-		return fmt.Errorf("config: logging.format %q is unknown: use json or text", c.Logging.Format)
-	}
-	if err := c.AdmissionConfig().Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if c.Metrics.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
-			return fmt.Errorf("config: metrics.listen %q is not host:port (e.g. \"127.0.0.1:9090\"); use \"\" to turn metrics off", c.Metrics.Listen)
-		}
-	}
-	if c.GRPC.MaxRecvBytes <= 0 || c.GRPC.MaxSendBytes <= 0 || c.GRPC.MaxRecvBytes > 1<<31-1 || c.GRPC.MaxSendBytes > 1<<31-1 {
-		return errors.New("config: grpc.max_recv_bytes and grpc.max_send_bytes must be positive and below 2GiB")
-	}
-	k := c.GRPC.Keepalive
-	if k.MinTime < 0 || k.Time < 0 || k.Timeout < 0 || k.MaxConnectionIdle < 0 || k.MaxConnectionAge < 0 || k.MaxConnectionAgeGrace < 0 {
-		return errors.New("config: grpc.keepalive durations must not be negative")
-	}
-	if err := c.validateTLS(); err != nil {
-		return err
-	}
-	return c.validateTenants()
-}
-
-func (c *Config) validateTLS() error {
-	t := c.TLS
-	switch {
-	case (t.CertFile == "") != (t.KeyFile == ""):
-		return errors.New("config: tls.cert_file and tls.key_file go together: set both or neither")
-	case t.ClientCAFile != "" && t.CertFile == "":
-		return errors.New("config: tls.client_ca_file needs tls.cert_file and tls.key_file (mTLS runs over TLS)")
-	case t.RequireClientCert && t.ClientCAFile == "":
-		return errors.New("config: tls.require_client_cert needs tls.client_ca_file to verify the certificates")
-	}
-	return nil
-}
-
-func (c *Config) validateTenants() error {
-	if _, err := auth.New(true, c.AuthTenants()); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	for _, t := range c.Tenants {
-		if len(t.ClientIdentities) > 0 && c.TLS.ClientCAFile == "" {
-			return fmt.Errorf("config: tenant %s has client_identities but tls.client_ca_file is not set: client certificates cannot be verified", t.Name)
-		}
-	}
-	return nil
 }
 
 // CheckServe reports a configuration that must not serve: auth on with no
@@ -247,9 +203,9 @@ func (c *Config) CheckServe() error {
 	}
 	switch {
 	case c.AuthEnabled() && !creds:
-		return fmt.Errorf("config: auth is on (listen %s is not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.Listen)
-	case !c.AuthEnabled() && !IsLoopback(c.Listen) && !c.Auth.InsecureNoAuth:
-		return fmt.Errorf("config: listen %s is not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.Listen)
+		return fmt.Errorf("config: auth is on (%s not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.listeners())
+	case !c.AuthEnabled() && !c.loopbackOnly() && !c.Auth.InsecureNoAuth:
+		return fmt.Errorf("config: %s: not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.listeners())
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +40,9 @@ func TestServingDefaults(t *testing.T) {
 	if c.AuthEnabled() {
 		t.Fatal("auth must be off by default on the loopback default listener")
 	}
+	if c.MCP.Enabled() || c.MCP.Path != "/mcp" {
+		t.Fatalf("mcp %+v: off by default, at /mcp", c.MCP)
+	}
 }
 
 func TestIsLoopback(t *testing.T) {
@@ -78,6 +79,11 @@ func TestCheckServe(t *testing.T) {
 		{"all interfaces, tenants", "listen: \":1\"\n" + token, true, ""},
 		{"loopback, auth on, no tenants", "listen: 127.0.0.1:1\nauth: {enabled: true}\n", true, "no tenant"},
 		{"loopback, auth on, tenants", "listen: 127.0.0.1:1\nauth: {enabled: true}\n" + token, true, ""},
+		{"mcp on loopback too", "listen: 127.0.0.1:1\nmcp: {listen: \"127.0.0.1:2\"}\n", false, ""},
+		{"mcp on all interfaces, no tenants", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\n", true, "mcp.listen :2"},
+		{"mcp on all interfaces, auth off", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\nauth: {enabled: false}\n", false, "not loopback"},
+		{"mcp on all interfaces, tenants", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\n" + token, true, ""},
+		{"mcp on all interfaces, insecure", "listen: 127.0.0.1:1\nmcp: {listen: \":2\"}\nauth: {insecure_no_auth: true}\n", false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,46 +102,6 @@ func TestCheckServe(t *testing.T) {
 	}
 }
 
-func TestServingErrors(t *testing.T) {
-	cases := []struct {
-		name, yaml, want string
-	}{
-		{"log level", "logging: {level: loud}\n", "logging.level"},
-		{"log format", "logging: {format: xml}\n", "logging.format"},
-		{"admission concurrency", "admission: {max_concurrent: 0}\n", "max_concurrent"},
-		{"admission queue", "admission: {max_queue: -1}\n", "max_queue"},
-		{"admission wait", "admission: {max_wait: -1s}\n", "max_wait"},
-		{"metrics listen", "metrics: {listen: nowhere}\n", "metrics.listen"},
-		{"cert without key", "tls: {cert_file: a.pem}\n", "go together"},
-		{"client ca without cert", "tls: {client_ca_file: ca.pem}\n", "client_ca_file needs"},
-		{"require without ca", "tls: {cert_file: a, key_file: b, require_client_cert: true}\n", "require_client_cert needs"},
-		{"recv size", "grpc: {max_recv_bytes: 0}\n", "max_recv_bytes"},
-		{"keepalive", "grpc: {keepalive: {time: -1s}}\n", "keepalive"},
-		{"tenant without name", "tenants:\n  - tools: [x]\n", "name is required"},
-		{"plain token", "tenants:\n  - name: a\n    token_hashes: [hunter2]\n", "never the token"},
-		{"identity without ca", "tenants:\n  - name: a\n    client_identities: [x]\n", "client_ca_file is not set"},
-		{"unknown tenant key", "tenants:\n  - name: a\n    tokens: [x]\n", "tokens"},
-		{"workers mode", "workers: {mode: fast}\n", "workers.mode"},
-		{"workers max", "workers: {max: 0}\n", "executions_per_worker"},
-		{"workers unknown key", "workers: {count: 3}\n", "count"},
-		{"workers in-process without acknowledgement", "workers: {mode: inprocess}\n", "workers.insecure_inprocess: true"},
-		{"workers in-process acknowledged false", "workers: {mode: inprocess, insecure_inprocess: false}\n", "not a sandbox"},
-		{"workers idle timeout", "workers: {idle_timeout: -1s}\n", "idle_timeout"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ptcd.yaml")
-			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Load(Options{File: path, LookupEnv: env(nil)})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
-}
-
 func TestServingFlagsAndEnv(t *testing.T) {
 	e := map[string]string{"PTC_ADMISSION_MAX_CONCURRENT": "3", "PTC_AUTH_ENABLED": "false", "PTC_METRICS_LISTEN": ""}
 	c, err := Load(Options{LookupEnv: env(e), Overrides: map[string]string{"grpc.keepalive.max_connection_age": "1m", "tls.require_client_cert": "false"}})
@@ -144,6 +110,14 @@ func TestServingFlagsAndEnv(t *testing.T) {
 	}
 	if c.Admission.MaxConcurrent != 3 || c.Auth.Enabled == nil || *c.Auth.Enabled || c.Metrics.Listen != "" || c.GRPC.Keepalive.MaxConnectionAge != Duration(time.Minute) {
 		t.Fatalf("%+v", c)
+	}
+	c, err = Load(Options{LookupEnv: env(map[string]string{"PTC_MCP_LISTEN": "127.0.0.1:0", "PTC_MCP_DESCRIPTION_BYTES": "4KiB"}),
+		Overrides: map[string]string{"mcp.path": "/ptc/mcp", "mcp.session_timeout": "5m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.MCP.Enabled() || c.MCP.Listen != "127.0.0.1:0" || c.MCP.Path != "/ptc/mcp" || c.MCP.SessionTimeout != Duration(5*time.Minute) || c.MCP.DescriptionBytes != 4<<10 {
+		t.Fatalf("mcp %+v", c.MCP)
 	}
 	if _, err := Load(Options{LookupEnv: env(map[string]string{"PTC_AUTH_ENABLED": "maybe"})}); err == nil {
 		t.Fatal("a bad boolean was accepted")

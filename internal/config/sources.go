@@ -10,6 +10,10 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/httpsource"
 	"github.com/ptcrun/ptc/tools/mcp"
@@ -35,6 +39,13 @@ type Source interface {
 // (the sources started so far are closed); an optional MCP source that
 // cannot connect starts unavailable.
 func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger) ([]Source, error) {
+	return StartTracedSources(ctx, c, lookupEnv, log, telemetry.Tracing{})
+}
+
+// StartTracedSources is StartSources with tracing: every MCP call and HTTP
+// request of the sources is a span of tr, and carries its W3C trace
+// context to the server.
+func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) ([]Source, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -47,7 +58,8 @@ func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string
 	}
 	for i := range c.ToolSources {
 		ts := &c.ToolSources[i]
-		s, err := startSource(ctx, ts, lookupEnv, log)
+		key := fmt.Sprintf("tool_sources[%d]", i)
+		s, err := startSource(ctx, key, ts, lookupEnv, log, tr)
 		if err != nil {
 			if !ts.IsRequired() && ts.Type == TypeHTTP {
 				if log != nil {
@@ -55,28 +67,42 @@ func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string
 				}
 				continue
 			}
-			return fail(fmt.Errorf("tool source %s: %w", ts.Name, err))
+			var ce *Error
+			if errors.As(err, &ce) {
+				return fail(err)
+			}
+			return fail(fmt.Errorf("tool source %s (%s): %w", ts.Name, key, err))
 		}
 		started = append(started, s)
 	}
 	return started, nil
 }
 
-func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger) (Source, error) {
+// startSource starts the source whose keys start with key.
+func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
+	// The tool sources fall back to OpenTelemetry's globals; ptcd sets
+	// none, so without tracing they get explicit no-ops.
+	provider, prop := tr.Provider, tr.Propagator
+	if provider == nil {
+		provider = tracenoop.NewTracerProvider()
+	}
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator()
+	}
 	switch ts.Type {
 	case TypeMCPStdio, TypeMCPHTTP:
 		env := maps.Clone(ts.Env)
 		for k, name := range ts.EnvFromEnv {
 			v, ok := lookupEnv(name)
 			if !ok {
-				return nil, fmt.Errorf("environment variable %s (env_from_env.%s) is not set: set it before starting ptcd", name, k)
+				return nil, keyError(key+".env_from_env."+k, "names the environment variable %s, which is not set: set it before starting ptcd", name)
 			}
 			if env == nil {
 				env = map[string]string{}
 			}
 			env[k] = v
 		}
-		headers, err := resolveHeaders(ts.HeadersFromEnv, lookupEnv)
+		headers, err := resolveHeaders(key+".headers_from_env", ts.HeadersFromEnv, lookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -94,10 +120,12 @@ func startSource(ctx context.Context, ts *ToolSource, lookupEnv func(string) (st
 			Policy:         ts.Policy.Config(),
 			ConnectTimeout: time.Duration(ts.ConnectTimeout),
 			Logger:         log,
+			TracerProvider: provider,
+			Propagator:     prop,
 		}
 		return mcp.Start(ctx, cfg)
 	case TypeHTTP:
-		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv}
+		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv, TracerProvider: provider, Propagator: prop}
 		for _, t := range ts.Tools {
 			ep, err := t.endpoint(ts)
 			if err != nil {
@@ -145,7 +173,9 @@ func (t HTTPTool) endpoint(ts *ToolSource) (httpsource.Endpoint, error) {
 	return ep, nil
 }
 
-func resolveHeaders(m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
+// resolveHeaders reads the headers whose variables the mapping at key
+// names.
+func resolveHeaders(key string, m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
@@ -153,7 +183,7 @@ func resolveHeaders(m map[string]string, lookupEnv func(string) (string, bool)) 
 	for h, name := range m {
 		v, ok := lookupEnv(name)
 		if !ok {
-			return nil, fmt.Errorf("environment variable %s (headers_from_env.%s) is not set: set it before starting ptcd", name, h)
+			return nil, keyError(key+"."+h, "names the environment variable %s, which is not set: set it before starting ptcd", name)
 		}
 		out[h] = v
 	}

@@ -111,6 +111,13 @@ type Request struct {
 	Determinism
 	// OnLog, when set, receives each kept log entry as it is written.
 	OnLog func(LogEntry)
+	// Observer, when set, watches every tool call (live progress).
+	Observer CallObserver
+	// ProgressValues lets progress sent to a caller carry the calls'
+	// arguments, results and error messages (Session's progress_values).
+	ProgressValues bool
+	// Overflow says what happens to a result over the output limits.
+	Overflow OverflowPolicy
 }
 
 // LogEntry is one line of console output (or of a module's stderr).
@@ -154,6 +161,15 @@ type Stats struct {
 	// LogBytes counts the text of the kept log entries (output dropped at
 	// the log limits is not counted; LogsTruncated says there was some).
 	LogBytes int64
+	// ResultTruncated reports that the result was cut to fit the output
+	// limits (OverflowTruncate); OutputBytes is then the truncated size and
+	// UntruncatedOutputBytes the size before.
+	ResultTruncated        bool
+	UntruncatedOutputBytes int64
+	// DroppedItems counts the array items and object keys truncation
+	// removed; CutStrings the strings it shortened.
+	DroppedItems int64
+	CutStrings   int64
 }
 
 // Result is the outcome of an execution that ran.

@@ -11,11 +11,17 @@ import (
 const maxModelMessage = 1500
 
 // ModelMessage returns what a harness should paste into the model's
-// context for a result: the result JSON on success; on failure one short
-// paragraph with the error kind, the message, the line and what to change.
-// It never holds a Go stack or an internal path.
+// context for a result: the result JSON on success (followed, when it was
+// truncated, by one line saying so); on failure one short paragraph with
+// the error kind, the message, the line and what to change. It never holds
+// a Go stack, an internal path, the logs, the trace or a tool result the
+// script did not return.
 func ModelMessage(res *Result) string {
 	if res.Error == nil {
+		if st := res.Stats; st.ResultTruncated {
+			return fmt.Sprintf("%s\n(ptc: this result was truncated from %d to %d bytes of JSON to fit the output limits: %d array items or object keys dropped, %d strings cut, each place marked \"[truncated: …]\". Aggregate, filter or page in the script to get what matters within the limits.)",
+				res.Result, st.UntruncatedOutputBytes, st.OutputBytes, st.DroppedItems, st.CutStrings)
+		}
 		return string(res.Result)
 	}
 	e := res.Error
@@ -56,6 +62,9 @@ func hint(res *Result) string {
 	case fault.KindToolCallLimit:
 		return fmt.Sprintf("At most %d tool calls are allowed. Make fewer calls: reuse results, filter with tool arguments, or stop earlier.", l.MaxToolCalls)
 	case fault.KindOutputLimit:
+		if l.MaxResultTokens > 0 && int64(l.MaxResultTokens) < l.MaxOutputBytes {
+			return fmt.Sprintf("The result may be at most %d bytes of JSON and about %d tokens. Return less: aggregate, filter or summarise.", l.MaxOutputBytes, l.MaxResultTokens)
+		}
 		return fmt.Sprintf("The result may be at most %d bytes of JSON. Return less: aggregate, filter or summarise.", l.MaxOutputBytes)
 	case fault.KindResultSchema:
 		return "Return a value that matches the required result schema."

@@ -20,6 +20,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
 	"github.com/ptcrun/ptc/runtime/ts"
@@ -58,6 +59,9 @@ type Config struct {
 	// WASM configures the WebAssembly engine, created on the first WASM
 	// request.
 	WASM wasm.Config
+	// Tracing makes a span per execution and per tool call; the zero value
+	// makes none.
+	Tracing telemetry.Tracing
 }
 
 // Executor validates, prepares and runs executions. It is safe for
@@ -75,6 +79,11 @@ type Executor struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+
+	tracing telemetry.Tracing
+	// isolation names, per language, where scripts run: "worker" or
+	// "inprocess" (a span attribute).
+	isolation map[core.Language]string
 }
 
 // New returns an Executor; with Config.Workers it starts the worker pool.
@@ -88,6 +97,8 @@ func New(cfg Config) (*Executor, error) {
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 		wasmCfg:   cfg.WASM,
+		tracing:   cfg.Tracing,
+		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
 	}
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
@@ -125,6 +136,10 @@ func New(cfg Config) (*Executor, error) {
 			e.pool = pool
 			e.engines[core.LanguageJavaScript] = pool
 			e.engines[core.LanguageTypeScript] = pool
+			if wc.Mode == worker.ModeWorker {
+				e.isolation[core.LanguageJavaScript] = "worker"
+				e.isolation[core.LanguageTypeScript] = "worker"
+			}
 		} else {
 			j := js.New()
 			e.engines[core.LanguageJavaScript] = j

@@ -71,6 +71,9 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	if err := req.Limits.Check(); err != nil {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "%v", err)
 	}
+	if req.Overflow < core.OverflowUnspecified || req.Overflow > core.OverflowTruncate {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "overflow_policy %d is unknown; use OVERFLOW_POLICY_FAIL or OVERFLOW_POLICY_TRUNCATE", int32(req.Overflow))
+	}
 	if err := tenant.Check(); err != nil {
 		return nil, &fault.Error{Code: fault.CodeInternal, Message: "the tenant's ceilings are invalid", Cause: err}
 	}
@@ -231,7 +234,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
 		}
 		for _, o := range out {
-			if tools.NamespaceClash(o.Name, t.Name) {
+			if o.NamespaceClash(t.Name) {
 				return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, o.Name)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -26,6 +27,11 @@ func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.
 // Run executes a prepared request. It always returns a Result.
 func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	start := time.Now()
+	ctx, span := e.tracing.StartExecution(ctx, telemetry.Execution{
+		ID: p.id, Language: p.req.Language, Isolation: e.isolation[p.req.Language],
+		SourceBytes: len(p.req.Source) + len(p.req.Module), InputBytes: len(p.req.Input),
+		Tools: len(p.tools), Timeout: p.limits.Timeout.Milliseconds(),
+	})
 	d := bridge.New(bridge.Config{
 		ExecutionID:   p.id,
 		Tools:         p.tools,
@@ -33,6 +39,7 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		MaxConcurrent: p.limits.MaxConcurrentToolCalls,
 		Start:         start,
 		KeepResults:   p.req.IncludeToolResults,
+		Observer:      core.Observers(p.req.Observer, e.callSpans(p)),
 	})
 	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
 	job := &runtime.Job{
@@ -41,7 +48,7 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		Source:      p.req.Source,
 		Module:      p.req.Module,
 		Input:       p.req.Input,
-		Limits:      p.limits,
+		Limits:      engineLimits(p.limits, p.req.Overflow),
 		Tools:       d,
 		Logs:        logs,
 		Determinism: p.det,
@@ -57,6 +64,8 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	}
 
 	res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits}
+	// The result schema applies to the script's result, before any
+	// truncation.
 	if out.Err == nil && p.result != nil {
 		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
@@ -66,6 +75,7 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 			out.Err = fault.New(fault.KindResultSchema, "%s", msg)
 		}
 	}
+	fitOutput(out, p.limits, p.req.Overflow, &res.Stats)
 	if out.Err != nil {
 		res.Error = out.Err
 	} else {
@@ -73,18 +83,40 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	}
 	res.Logs, res.LogsTruncated = logs.Entries()
 	res.Trace = d.Trace()
-	res.Stats = core.Stats{
-		Duration:        time.Since(start),
-		CPUTime:         out.CPUTime,
-		QueueTime:       p.queued,
-		PeakMemoryBytes: out.PeakMemoryBytes,
-		ToolCalls:       d.Calls(),
-		ToolResultBytes: d.ResultBytes(),
-		OutputBytes:     int64(len(res.Result)),
-		LogBytes:        logs.Bytes(),
-	}
+	st := &res.Stats
+	st.Duration = time.Since(start)
+	st.CPUTime = out.CPUTime
+	st.QueueTime = p.queued
+	st.PeakMemoryBytes = out.PeakMemoryBytes
+	st.ToolCalls = d.Calls()
+	st.ToolResultBytes = d.ResultBytes()
+	st.OutputBytes = int64(len(res.Result))
+	st.LogBytes = logs.Bytes()
 	res.ModelMessage = core.ModelMessage(res)
+	e.tracing.EndExecution(span, res)
 	return res
+}
+
+// callSpans is the tracing observer of p's tool calls, nil with tracing
+// off.
+func (e *Executor) callSpans(p *Prepared) core.CallObserver {
+	if !e.tracing.Enabled() {
+		return nil
+	}
+	client := p.req.ClientTools
+	isClient := func(name string) bool {
+		for _, t := range client {
+			if t.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	known := func(name string) bool {
+		_, ok := e.reg.Lookup(name)
+		return ok || isClient(name)
+	}
+	return e.tracing.CallSpans(isClient, known)
 }
 
 // safeRunHash runs a held module; a module evicted since Prepare is an

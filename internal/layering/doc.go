@@ -7,5 +7,7 @@
 // engines (runtime/...) and bridge/... never depend on gRPC, ptc.v1, the
 // root package or internal/server; tools/... never depends on engines or
 // the bridge; the worker protocol (internal/workerproto) never depends on
-// gRPC or ptc.v1. docs/ARCHITECTURE.md describes the layers.
+// gRPC or ptc.v1; the MCP front end (internal/mcpserve) never depends on
+// the engines, gRPC, the executor or the server it is given as a backend.
+// docs/ARCHITECTURE.md describes the layers.
 package layering

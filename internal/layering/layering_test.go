@@ -35,12 +35,28 @@ var rules = []rule{
 	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
 	{mod + "/internal/cpuclock", []string{mod + "/..."}, "cpuclock imports nothing of ptc"},
+	{mod + "/internal/plural", []string{mod + "/..."}, "plural imports nothing of ptc"},
+	{mod + "/internal/testenv", []string{mod + "/..."}, "testenv imports nothing of ptc"},
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
 		"the executor sits below the root package and knows no wire"},
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
 	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/runtime/...", mod + "/bridge/..."},
 		"conversions know the model and the contract, not the engines"},
+	{mod + "/internal/mcpserve", append([]string{mod + "/runtime/...", mod + "/bridge/..."}, append(append([]string{}, grpcAndContract...), aboveEngines...)...),
+		"the MCP front end speaks the request model to a backend it is given; it knows no engine, no gRPC and no server"},
+	{mod + "/internal/truncate", []string{mod + "/..."}, "truncation imports nothing of ptc"},
+	{mod + "/bridge/...", []string{"go.opentelemetry.io/..."}, "the bridge reports tool calls to observers; it knows no tracing"},
+	{mod + "/runtime/...", []string{"go.opentelemetry.io/..."}, "engines know no tracing: the executor and the bridge's observers make the spans"},
+	{mod + "/internal/telemetry", append([]string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", "google.golang.org/grpc"}, aboveEngines...),
+		"spans are made with the OpenTelemetry API only"},
+	{mod, []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", mod + "/internal/telemetry/otlp"},
+		"the library uses the OpenTelemetry API; the SDK and exporters are ptcd's"},
+	{mod + "/tools/...", []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/..."},
+		"tool sources use the OpenTelemetry API only"},
 }
+
+// openTelemetrySDK is the OpenTelemetry SDK, which only commands set up.
+const openTelemetrySDK = "go.opentelemetry.io/otel/sdk/..."
 
 // match reports whether pkg matches pattern (a path, or a path ending in
 // /... for the path and everything under it).
@@ -89,6 +105,14 @@ func TestLayering(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no package matched a rule")
+	}
+	// Only tests and internal test helpers (internal/.../*test) import
+	// testenv.
+	for pkg, ds := range deps {
+		helper := strings.HasPrefix(pkg, mod+"/internal/") && strings.HasSuffix(pkg, "test")
+		if contains(ds, mod+"/internal/testenv") && !helper && pkg != mod+"/internal/testenv" {
+			t.Errorf("%s depends on internal/testenv, which is for tests only", pkg)
+		}
 	}
 }
 

@@ -40,6 +40,9 @@ type Limits struct {
 	// MaxLogEntries bounds the number of captured console entries; the rest
 	// are dropped and marked.
 	MaxLogEntries int32
+	// MaxResultTokens bounds the approximate model tokens of the result
+	// JSON (counted as ListTools counts them, prompt.ApproxTokens).
+	MaxResultTokens int32
 }
 
 // LogEntryOverhead is what every log entry costs against MaxLogBytes besides
@@ -137,6 +140,10 @@ var table = [...]Field{
 	bytesField("max_output_bytes", "size of the result JSON", 1<<20, 16<<20, unsafe.Offsetof(layout.MaxOutputBytes)),
 	bytesField("max_log_bytes", "size of the captured logs", 64<<10, 4<<20, unsafe.Offsetof(layout.MaxLogBytes)),
 	countField("max_log_entries", "captured log entries", 1000, 100000, unsafe.Offsetof(layout.MaxLogEntries)),
+	// A result cannot hold more tokens than bytes, so the default and
+	// ceiling never bind before max_output_bytes's: a caller (or operator)
+	// asks for a tighter token budget.
+	countField("max_result_tokens", "approximate model tokens of the result JSON", 1<<20, 16<<20, unsafe.Offsetof(layout.MaxResultTokens)),
 }
 
 // Fields returns the description of every field of Limits, in proto field

@@ -41,6 +41,9 @@ func (f Field) Parse(s string) (int64, error) {
 		}
 		var d time.Duration
 		d, err = time.ParseDuration(s)
+		if _, nerr := strconv.ParseFloat(s, 64); err != nil && nerr == nil {
+			return 0, fmt.Errorf("%s: duration %q has no unit: write e.g. \"%ss\" or \"%sm\"", f.Name, s, s, s)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%s: duration %q is invalid: write e.g. \"30s\" or \"5m\"", f.Name, s)
 		}
@@ -234,6 +237,17 @@ func (l *Limits) fromAny(m map[string]any) error {
 	return nil
 }
 
+// Decode converts a decoded JSON or YAML scalar (a number, a string in
+// the field's text form, or nil for zero) to the field's value. Its errors
+// say what is wrong with the value; they do not repeat the field's name.
+func (f Field) Decode(x any) (int64, error) {
+	v, err := f.value(x)
+	if err != nil {
+		return 0, errors.New(strings.TrimPrefix(err.Error(), f.Name+": "))
+	}
+	return v, nil
+}
+
 // value converts a decoded JSON or YAML scalar.
 func (f Field) value(x any) (int64, error) {
 	switch x := x.(type) {
@@ -246,7 +260,7 @@ func (f Field) value(x any) (int64, error) {
 	case int, int64, uint64, int32, uint32, float64:
 		s := fmt.Sprint(x)
 		if f.Unit == Duration && s != "0" {
-			return 0, fmt.Errorf("%s: duration %s needs a unit: write e.g. \"30s\" or \"5m\"", f.Name, s)
+			return 0, fmt.Errorf("%s: duration %s has no unit: write e.g. \"%ss\" or \"%sm\"", f.Name, s, s, s)
 		}
 		return f.Parse(s)
 	}

@@ -9,6 +9,10 @@
 // admission control (internal/admission), execution metrics
 // (internal/metrics); Interceptors builds the gRPC interceptor chain
 // (recovery, metrics, logging, auth, rate limiting).
+//
+// Run and Tools are the same service for front ends other than gRPC (the
+// MCP server, internal/mcpserve): they read the caller's tenant from the
+// context and answer in the internal model.
 package server
 
 import (
@@ -18,9 +22,12 @@ import (
 
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
@@ -39,7 +46,8 @@ type Server struct {
 	adm     *admission.Controller
 	metrics *metrics.Metrics
 	// mem gives memory back after large executions.
-	mem releaser
+	mem     releaser
+	tracing telemetry.Tracing
 
 	mu       sync.Mutex
 	inflight int
@@ -57,6 +65,11 @@ func WithAdmission(c *admission.Controller) Option { return func(s *Server) { s.
 
 // WithMetrics records every execution in m.
 func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
+
+// WithTracing makes a span of each wait for admission and tags the RPC's
+// span with the tenant and execution id (the RPC spans themselves come from
+// otelgrpc's stats handler, the execution's from the executor).
+func WithTracing(t telemetry.Tracing) Option { return func(s *Server) { s.tracing = t } }
 
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
@@ -103,25 +116,38 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
+	res, ferr := s.Run(ctx, req)
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	return wire.ResultPB(res), nil
+}
+
+// Run runs one request for the tenant the context carries (see
+// internal/auth), as Execute does: narrowed to the tenant's tools, its
+// limits clamped under the tenant's ceilings, admitted, observed in the
+// metrics. It is the entry point of front ends other than gRPC (the MCP
+// server). A request that cannot run is a *fault.Error with a Code.
+func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *fault.Error) {
 	tenant, err := s.applyTenant(ctx, &req)
 	if err != nil {
-		return nil, err
+		return nil, wire.ErrorFromStatus(err)
 	}
 	p, ferr := s.exec.Prepare(req, tenant.ceilings())
 	if ferr != nil {
-		return nil, wire.Status(ferr)
+		return nil, ferr
 	}
 	ectx, done := s.execContext(ctx)
 	defer done()
 	release, err := s.admit(ectx, p, tenant)
 	if err != nil {
-		return nil, err
+		return nil, wire.ErrorFromStatus(err)
 	}
 	defer release()
 	res := s.exec.Run(ectx, p)
 	s.observe(ctx, req, p, res)
 	s.mem.note(req, res)
-	return wire.ResultPB(res), nil
+	return res, nil
 }
 
 // ListTools lists the server tools the caller's tenant may use: all of
@@ -129,6 +155,16 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 // TypeScript declarations when asked, the model-facing prompt, and an
 // approximate token count.
 func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*ptcv1.ListToolsResponse, error) {
+	l, err := s.Tools(ctx, wire.ToolQueryFromPB(in))
+	if err != nil {
+		return nil, wire.Status(err)
+	}
+	return wire.ToolListPB(l), nil
+}
+
+// Tools answers a tool query for the tenant the context carries, as
+// ListTools does; like Run, it serves front ends other than gRPC.
+func (s *Server) Tools(ctx context.Context, q core.ToolQuery) (*core.ToolList, *fault.Error) {
 	var allows func(string) bool
 	var ceilings limits.Limits
 	if t, ok := auth.FromContext(ctx); ok {
@@ -137,9 +173,5 @@ func (s *Server) ListTools(ctx context.Context, in *ptcv1.ListToolsRequest) (*pt
 			allows = t.AllowsTool
 		}
 	}
-	l, err := s.exec.ListTools(wire.ToolQueryFromPB(in), allows, ceilings)
-	if err != nil {
-		return nil, wire.Status(err)
-	}
-	return wire.ToolListPB(l), nil
+	return s.exec.ListTools(q, allows, ceilings)
 }

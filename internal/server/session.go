@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -19,24 +20,34 @@ import (
 	"github.com/ptcrun/ptc/tools"
 )
 
-// resultGrace bounds how long the final result (and the live log lines
-// before it) wait for a client that does not read.
-const resultGrace = 10 * time.Second
+const (
+	// progressQueue bounds the progress messages waiting for the client to
+	// read; past it they are dropped and counted. Log lines are never
+	// dropped (the execution's log limits bound them).
+	progressQueue = 256
+	// resultGrace bounds how long the final result (and the live messages
+	// before it) wait for a client that does not read.
+	resultGrace = 10 * time.Second
+)
 
 // session is one Session stream. The handler goroutine runs the
 // execution; whoever has a message sends it under sendLock (tool calls go
 // out straight from the call's goroutine, one message in flight at a time,
 // so a client that never reads cannot make the server buffer without
-// bound); live log lines queue on logs for a log goroutine, bounded by the
-// execution's log limits, and all of them are sent before the result; one
-// receiver goroutine owns stream.Recv. The receiver and the log goroutine
-// end when the handler returns.
+// bound); live log lines and progress queue on live for a sender
+// goroutine, in order, and all of them are sent before the result; one
+// receiver goroutine owns stream.Recv. The receiver and the sender end
+// when the handler returns.
 type session struct {
 	stream ptcv1.RunnerService_SessionServer
 	// sendLock serialises stream.Send (a channel, so waiting honours ctx).
 	sendLock chan struct{}
-	// logs delivers live log lines in order, before the result.
-	logs *logStream
+	// live delivers log lines and progress in order, before the result.
+	live *liveStream
+	// progressValues lets progress carry values; dropped counts progress
+	// messages dropped since the last one queued.
+	progressValues bool
+	dropped        atomic.Int64
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -70,7 +81,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ss := &session{
 		stream:   stream,
 		sendLock: make(chan struct{}, 1),
-		logs:     newLogStream(),
+		live:     newLiveStream(),
 		pending:  map[string]chan *ptcv1.ToolResult{},
 		answered: map[string]bool{},
 	}
@@ -86,8 +97,13 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		req.OnLog = func(e core.LogEntry) {
 			// Queued, never blocking the script; the log buffer keeps only
 			// what the execution's log limits allow, so the queue is bounded.
-			ss.logs.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}})
+			ss.live.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}})
 		}
+	}
+	streamProgress := start.GetExecute().GetStreamProgress()
+	if streamProgress {
+		ss.progressValues = req.ProgressValues
+		req.Observer = ss
 	}
 	p, ferr := s.exec.Prepare(req, tenant.ceilings())
 	if ferr != nil {
@@ -104,12 +120,12 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ctx, cancel := context.WithCancelCause(ectx)
 	defer cancel(nil)
 
-	if streamLogs {
-		// The log goroutine ends once the queue is closed and sent, or
-		// when the stream fails or ends.
-		go ss.logs.run(stream.Context(), func(m *ptcv1.SessionResponse) error { return ss.send(stream.Context(), m) })
+	if streamLogs || streamProgress {
+		// The sender ends once the queue is closed and sent, or when the
+		// stream fails or ends.
+		go ss.live.run(stream.Context(), func(m *ptcv1.SessionResponse) error { return ss.send(stream.Context(), m) })
 	} else {
-		close(ss.logs.drained)
+		close(ss.live.drained)
 	}
 	go ss.receive(ctx, cancel)
 
@@ -117,7 +133,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	s.observe(stream.Context(), req, p, res)
 	s.mem.note(req, res)
 	// No log line can come after the execution returned.
-	ss.logs.close()
+	ss.live.close()
 
 	// A protocol violation ends the RPC with its status instead of a result.
 	if err := context.Cause(ctx); err != nil {
@@ -125,14 +141,15 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			return err
 		}
 	}
-	// Send the live log lines still queued, then the result, waiting at
+	// Send the live messages still queued (every call's progress and every
+	// log line before the result), then the result, waiting at
 	// most resultGrace in all for a client that does not read: returning
 	// ends the stream, which unblocks the sends, and the receiver's Recv
 	// then fails and it exits.
 	t := time.NewTimer(resultGrace)
 	defer t.Stop()
 	select {
-	case <-ss.logs.drained:
+	case <-ss.live.drained:
 	case <-t.C:
 		return nil
 	}
@@ -161,6 +178,26 @@ func (ss *session) send(ctx context.Context, m *ptcv1.SessionResponse) error {
 	}
 	defer func() { <-ss.sendLock }()
 	return ss.stream.Send(m)
+}
+
+// CallStarted queues the progress of a call that started (the session is
+// the execution's core.CallObserver when progress is streamed).
+func (ss *session) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
+	ss.progress(ev)
+	return ctx
+}
+
+// CallFinished queues the progress of a call that finished.
+func (ss *session) CallFinished(_ context.Context, ev *core.CallEvent) { ss.progress(ev) }
+
+// progress queues one progress message, or counts it dropped when the
+// client lags; the next message queued carries the count.
+func (ss *session) progress(ev *core.CallEvent) {
+	dropped := ss.dropped.Swap(0)
+	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: wire.ProgressPB(ev, ss.progressValues, dropped)}}
+	if !ss.live.offer(m, progressQueue) {
+		ss.dropped.Add(dropped + 1)
+	}
 }
 
 // receive owns stream.Recv: it routes tool results, handles cancel, and

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc/internal/admission"
@@ -14,6 +16,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -74,7 +77,18 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 	if t.Tenant != nil {
 		name, quota = t.Name, t.MaxConcurrent
 	}
+	var span trace.Span
+	if s.tracing.Enabled() {
+		_, span = s.tracing.Tracer().Start(ctx, telemetry.SpanAdmission)
+	}
 	release, waited, err := s.adm.Acquire(ctx, name, quota)
+	if span != nil {
+		span.SetAttributes(telemetry.KeyAdmissionWaitMS.Float64(float64(waited.Microseconds()) / 1000))
+		if err != nil {
+			span.SetStatus(codes.Error, "not admitted")
+		}
+		span.End()
+	}
 	if err != nil {
 		var r *admission.Rejected
 		if errors.As(err, &r) {
@@ -106,6 +120,12 @@ func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prep
 		outcome = res.Error.Kind.String()
 	}
 	logging.AddFields(ctx, logging.Fields{"execution_id", res.ExecutionID, "outcome", outcome})
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(telemetry.KeyExecutionID.String(res.ExecutionID), telemetry.KeyOutcome.String(outcome))
+		if t, ok := auth.FromContext(ctx); ok {
+			span.SetAttributes(telemetry.KeyTenant.String(t.Name))
+		}
+	}
 	if s.metrics == nil {
 		return
 	}

@@ -18,6 +18,7 @@ type fixture struct {
 	Tools       []tools.Definition `json:"tools"`
 	InputSchema json.RawMessage    `json:"input_schema"`
 	OmitDocs    bool               `json:"omit_docs"`
+	Compact     bool               `json:"compact"`
 }
 
 func loadFixture(t testing.TB, path string) fixture {
@@ -34,7 +35,7 @@ func loadFixture(t testing.TB, path string) fixture {
 }
 
 func (f fixture) generate() (string, error) {
-	return Generate(f.Tools, Options{InputSchema: f.InputSchema, OmitDocs: f.OmitDocs})
+	return Generate(f.Tools, Options{InputSchema: f.InputSchema, OmitDocs: f.OmitDocs, Compact: f.Compact})
 }
 
 func fixtures(t testing.TB) []string {

@@ -17,6 +17,8 @@ const (
 type printer struct {
 	max int
 	err error
+	// compact writes every doc comment on one line.
+	compact bool
 }
 
 // over records ErrTooLarge when n passes the limit and reports whether
@@ -107,7 +109,7 @@ func (p *printer) object(t *tsType, indent int) string {
 	var b strings.Builder
 	b.WriteString("{\n")
 	for _, pr := range t.props {
-		writeDoc(&b, pad, pr.doc)
+		writeDoc(&b, pad, pr.doc, p.compact)
 		b.WriteString(pad)
 		b.WriteString(propName(pr.name))
 		if pr.optional {
@@ -122,7 +124,7 @@ func (p *printer) object(t *tsType, indent int) string {
 		}
 	}
 	if t.index != nil {
-		writeDoc(&b, pad, t.indexDoc)
+		writeDoc(&b, pad, t.indexDoc, p.compact)
 		b.WriteString(pad)
 		b.WriteString("[key: string]: ")
 		s, _ := p.typ(t.index, indent+1)
@@ -201,15 +203,24 @@ func propName(name string) string {
 	return quote(name)
 }
 
-// writeDoc writes a JSDoc comment at indentation pad.
-func writeDoc(b *strings.Builder, pad string, lines []string) {
-	switch len(lines) {
-	case 0:
+// writeDoc writes a JSDoc comment at indentation pad; compact puts it on
+// one line.
+func writeDoc(b *strings.Builder, pad string, lines []string, compact bool) {
+	switch {
+	case len(lines) == 0:
 		return
-	case 1:
+	case len(lines) == 1 || compact:
 		b.WriteString(pad)
 		b.WriteString("/** ")
-		b.WriteString(lines[0])
+		for i, l := range lines {
+			if l == "" {
+				continue
+			}
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(l)
+		}
 		b.WriteString(" */\n")
 		return
 	}

@@ -10,50 +10,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 // tscTimeout bounds one compiler run; generous for a loaded machine.
 const tscTimeout = 2 * time.Minute
 
-// moduleRoot walks up from the working directory to the directory holding
-// go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
+func TestMain(m *testing.M) { os.Exit(testenv.SkipReport(m).Run()) }
 
 // tscCommand returns the TypeScript compiler installed by `npm ci` at the
-// module root. It fails the test under CI=true when the compiler or node is
-// missing, and skips it otherwise.
+// module root (see testenv.NodeBin: a skip without it, a failure in CI).
 func tscCommand(t *testing.T) string {
 	t.Helper()
-	tsc := filepath.Join(moduleRoot(t), "node_modules", ".bin", "tsc")
-	missing := ""
-	if _, err := os.Stat(tsc); err != nil {
-		missing = tsc + " is missing (run npm ci at the module root)"
-	} else if _, err := exec.LookPath("node"); err != nil {
-		missing = "node is not on PATH"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(missing)
-		}
-		t.Skip(missing)
-	}
-	return tsc
+	return testenv.NodeBin(t, "tsc")
 }
 
 // runTSC type-checks files in dir and returns the compiler's output and

@@ -48,6 +48,11 @@ type Options struct {
 	MaxBytes int
 	// OmitDocs leaves out every JSDoc comment, for the most compact text.
 	OmitDocs bool
+	// Compact writes every JSDoc comment on one line and leaves out the
+	// header comment, the declarations of `input`, the error types and
+	// `console`: the tools and their types alone, for a model that has the
+	// script contract already (ptc's MCP tools).
+	Compact bool
 }
 
 // Generate returns TypeScript declarations for defs: `declare const tools`
@@ -83,7 +88,7 @@ func Generate(defs []tools.Definition, opts Options) (string, error) {
 	entries := make([]*entry, len(sorted))
 	var inputDoc *document
 	var err error
-	if len(opts.InputSchema) > 0 {
+	if len(opts.InputSchema) > 0 && !opts.Compact {
 		if inputDoc, err = newDocument("input schema", opts.InputSchema, "PtcInput", "PtcInput"); err != nil {
 			return "", err
 		}
@@ -123,10 +128,12 @@ func Generate(defs []tools.Definition, opts Options) (string, error) {
 	}
 	breakCycles(c.decls)
 
-	p := &printer{max: maxBytes}
+	p := &printer{max: maxBytes, compact: opts.Compact}
 	var b strings.Builder
-	b.WriteString("// Tools this script may call. The script is the body of an async function:\n")
-	b.WriteString("// await the calls and `return` a small JSON value as the result.\n\n")
+	if !opts.Compact {
+		b.WriteString("// Tools this script may call. The script is the body of an async function:\n")
+		b.WriteString("// await the calls and `return` a small JSON value as the result.\n\n")
+	}
 
 	// The tools object.
 	root := &nsNode{}
@@ -134,21 +141,24 @@ func Generate(defs []tools.Definition, opts Options) (string, error) {
 		root.insert(strings.Split(e.def.Name, "."), e)
 	}
 	b.WriteString("declare const tools: ")
-	writeNamespace(&b, root, 0, !opts.OmitDocs)
-	b.WriteString(";\n\n")
+	writeNamespace(&b, root, 0, !opts.OmitDocs, opts.Compact)
+	b.WriteString(";\n")
 
-	if !opts.OmitDocs {
-		b.WriteString("/** The request's input value. */\n")
-	}
-	if inputDoc != nil {
-		b.WriteString("declare const input: PtcInput;\n")
-	} else {
-		b.WriteString("declare const input: unknown;\n")
+	if !opts.Compact {
+		b.WriteByte('\n')
+		if !opts.OmitDocs {
+			b.WriteString("/** The request's input value. */\n")
+		}
+		if inputDoc != nil {
+			b.WriteString("declare const input: PtcInput;\n")
+		} else {
+			b.WriteString("declare const input: unknown;\n")
+		}
 	}
 
 	for _, d := range c.decls {
 		b.WriteByte('\n')
-		writeDoc(&b, "", d.doc)
+		writeDoc(&b, "", d.doc, opts.Compact)
 		if d.body.kind == kindObject {
 			b.WriteString("interface " + d.name + " ")
 			s, _ := p.typ(d.body, 0)
@@ -163,6 +173,9 @@ func Generate(defs []tools.Definition, opts Options) (string, error) {
 		}
 	}
 
+	if opts.Compact {
+		return b.String(), nil
+	}
 	b.WriteByte('\n')
 	if opts.OmitDocs {
 		b.WriteString(stripDocs(preamble))
@@ -362,7 +375,7 @@ func (n *nsNode) insert(path []string, e *entry) {
 }
 
 // writeNamespace writes the object type of a namespace node.
-func writeNamespace(b *strings.Builder, n *nsNode, indent int, docs bool) {
+func writeNamespace(b *strings.Builder, n *nsNode, indent int, docs, compact bool) {
 	keys := append([]string(nil), n.keys...)
 	sort.Strings(keys)
 	if len(keys) == 0 {
@@ -375,13 +388,13 @@ func writeNamespace(b *strings.Builder, n *nsNode, indent int, docs bool) {
 		child := n.children[k]
 		if child.leaf != nil {
 			if docs {
-				writeDoc(b, pad, textLines(child.leaf.def.Description))
+				writeDoc(b, pad, textLines(child.leaf.def.Description), compact)
 			}
 			b.WriteString(pad + propName(k) + child.leaf.signature() + ";\n")
 			continue
 		}
 		b.WriteString(pad + propName(k) + ": ")
-		writeNamespace(b, child, indent+1, docs)
+		writeNamespace(b, child, indent+1, docs, compact)
 		b.WriteString(";\n")
 	}
 	b.WriteString(strings.Repeat("  ", indent) + "}")

@@ -13,7 +13,8 @@ import (
 // RequestFromPB converts an ExecuteRequest. It refuses only what the
 // contract forbids at the wire (a missing script or language, values that
 // cannot be converted); every other check happens once, in the executor's
-// Prepare. StreamLogs is the caller's to read from the message.
+// Prepare. StreamLogs and StreamProgress are the caller's to read from the
+// message.
 func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 	if in == nil {
 		return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "request is empty")
@@ -43,6 +44,8 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 		AllowedTools:       in.GetAllowedTools(),
 		IncludeToolResults: in.GetIncludeToolResults(),
 		Determinism:        core.Determinism{Deterministic: in.GetDeterministic(), Seed: in.GetSeed()},
+		Overflow:           core.OverflowPolicy(in.GetOverflowPolicy()),
+		ProgressValues:     in.GetProgressValues(),
 	}
 	if cs := in.GetClockStart(); cs != nil {
 		if err := cs.CheckValid(); err != nil {
@@ -60,8 +63,9 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 }
 
 // RequestPB converts a request; an unspecified language is sent as
-// JavaScript, and StreamLogs is set when the request has OnLog. Client
-// tools travel in SessionStart (see DefinitionPB).
+// JavaScript, StreamLogs is set when the request has OnLog and
+// StreamProgress when it has an Observer. Client tools travel in
+// SessionStart (see DefinitionPB).
 func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
 	return &ptcv1.ExecuteRequest{
 		Script: &ptcv1.Script{
@@ -80,6 +84,9 @@ func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
 		Seed:               r.Seed,
 		ClockStart:         clockStartPB(r.Determinism),
 		StreamLogs:         r.OnLog != nil,
+		StreamProgress:     r.Observer != nil,
+		ProgressValues:     r.Observer != nil && r.ProgressValues,
+		OverflowPolicy:     ptcv1.OverflowPolicy(r.Overflow),
 	}
 }
 

@@ -28,6 +28,11 @@ func ResultPB(r *core.Result) *ptcv1.ExecuteResponse {
 			OutputBytes:     r.Stats.OutputBytes,
 			QueueTime:       durationPB(r.Stats.QueueTime),
 			LogBytes:        r.Stats.LogBytes,
+
+			ResultTruncated:        r.Stats.ResultTruncated,
+			UntruncatedOutputBytes: r.Stats.UntruncatedOutputBytes,
+			DroppedItems:           r.Stats.DroppedItems,
+			CutStrings:             r.Stats.CutStrings,
 		},
 	}
 	if len(r.Logs) > 0 {
@@ -70,6 +75,11 @@ func ResultFromPB(r *ptcv1.ExecuteResponse) *core.Result {
 		ToolResultBytes: st.GetToolResultBytes(),
 		OutputBytes:     st.GetOutputBytes(),
 		LogBytes:        st.GetLogBytes(),
+
+		ResultTruncated:        st.GetResultTruncated(),
+		UntruncatedOutputBytes: st.GetUntruncatedOutputBytes(),
+		DroppedItems:           st.GetDroppedItems(),
+		CutStrings:             st.GetCutStrings(),
 	}
 	for _, l := range r.GetLogs() {
 		out.Logs = append(out.Logs, LogFromPB(l))

@@ -2,14 +2,29 @@
 // fresh goja runtime; the script is the body of an async function with
 // `input`, `tools` and `console` bound; tool calls run on their own
 // goroutines while promises are only ever settled on the VM goroutine,
-// through a small event loop.
+// through a small event loop (loop.go), and failures are classified in
+// classify.go.
 //
-// Hazards of goja handled here: Go panics in host functions are recovered;
-// the JS call stack is capped low so recursion through native built-ins
-// cannot overflow the Go stack; an interrupted runtime is never reused;
-// tool results become real JS values (JSON.parse), never lazy Go wrappers;
-// regexp2 backtracking is bounded by a match timeout; allocation-heavy
-// string built-ins are size-guarded.
+// Scripts are hostile input, and in-process a Go stack overflow or
+// out-of-memory kills the whole process, so the engine bounds what goja
+// leaves unbounded (docs/RATIONALE.md, "The JavaScript engine against
+// hostile scripts"):
+//   - every parse runs with source maps off (no file is ever read);
+//   - source text is nesting-checked before goja parses it, the program and
+//     whatever eval and the Function constructors compile (eval.go);
+//   - JSON.parse/stringify are depth-bounded (json.go, stringify.go);
+//   - built-ins calling built-ins without a JavaScript frame between are
+//     counted (recursion.go), proxies and bound functions included;
+//   - built-ins that allocate in one step are size-guarded against the
+//     memory limit (guards.go, typed.go);
+//   - a regular expression cut off by regexp2's match timeout throws instead
+//     of reporting no match (regexp.go);
+//   - Go panics of goja on a script's doing are script errors.
+//
+// Guards on built-ins reachable only through a global are installed when
+// code that could reach them is about to run (lazy.go). Go panics in host
+// functions are recovered; an interrupted runtime is never reused; tool
+// results become real JS values, never lazy Go wrappers.
 //
 // Package js imports runtime, bridge and internal packages, never gRPC.
 package js
@@ -17,7 +32,7 @@ package js
 import (
 	"context"
 	"crypto/sha256"
-	"strings"
+	"errors"
 	"sync"
 	"time"
 
@@ -33,7 +48,8 @@ import (
 const (
 	// DefaultMaxCallStack is the default JS call-stack depth. Deep
 	// recursion through native built-ins (String(o) calling o.toString
-	// calling String(o)…) uses Go stack per frame, so the cap stays low.
+	// calling String(o)…) uses Go stack per frame, so the cap stays low;
+	// built-ins calling built-ins directly are bounded by maxNativeDepth.
 	DefaultMaxCallStack = 1000
 	// DefaultProgramCache is the default number of compiled scripts kept.
 	DefaultProgramCache = 512
@@ -108,14 +124,33 @@ type Source struct {
 	DisposeSymbols bool
 }
 
+// parserOptions are the options of every parse of JavaScript that ptc does
+// or that a script causes (eval, the Function constructors): source maps
+// off, and a loader that refuses, so that no "//# sourceMappingURL="
+// comment can make goja open a file on the host (by default it resolves
+// the URL against the working directory and reads it).
+var parserOptions = []parser.Option{
+	parser.WithDisableSourceMaps,
+	parser.WithSourceMapLoader(func(string) ([]byte, error) { return nil, errNoSourceMaps }),
+}
+
+// errNoSourceMaps is what the source map loader answers, should goja ever
+// call it.
+var errNoSourceMaps = errors.New("source maps are not loaded")
+
 // compiled is a cached program and how to map its positions.
 type compiled struct {
 	prg      *goja.Program
 	col1     int // columns to subtract on line 1 (body wrapper prefix)
 	syntaxEr *fault.Error
 	dispose  bool
-	file     string // name the program was compiled under
-	display  string // name shown in stacks
+	// groups are the guard groups the program needs (lazy.go);
+	// generators: it has generator syntax (GeneratorFunction must be
+	// guarded before it runs).
+	groups     group
+	generators bool
+	file       string // name the program was compiled under
+	display    string // name shown in stacks
 }
 
 const (
@@ -134,7 +169,9 @@ func (e *Engine) Compile(src Source) (*goja.Program, *fault.Error) {
 
 func (e *Engine) compile(src Source) *compiled {
 	if src.Program != nil {
-		c := &compiled{prg: src.Program, file: src.File, display: src.Display, dispose: src.DisposeSymbols}
+		groups, info, _ := scan(src.Code)
+		c := &compiled{prg: src.Program, file: src.File, display: src.Display, dispose: src.DisposeSymbols,
+			groups: groups, generators: info.Generators}
 		if c.file == "" {
 			c.file = scriptName
 		}
@@ -155,31 +192,30 @@ func (e *Engine) compile(src Source) *compiled {
 		code, col1 = bodyPrefix+src.Code+bodySuffix, len(bodyPrefix)
 	}
 	c := &compiled{col1: col1, file: scriptName, display: scriptName}
-	// Source maps off: goja would otherwise read the file named by a
-	// "//# sourceMappingURL=" comment from the server's filesystem.
-	ast, err := parser.ParseFile(nil, scriptName, code, 0, parser.WithDisableSourceMaps)
-	if err == nil {
-		c.prg, err = goja.CompileAST(ast, false)
-	}
-	if err != nil {
-		c.syntaxEr = syntaxError(err, col1, src.MapPosition)
-		if !src.Wrapped {
-			clampToSource(c.syntaxEr, src.Code)
+	// goja's parser and compiler recurse on nesting: deep text must not
+	// reach them (see internal/jsnest).
+	groups, info, ne := scan(code)
+	c.groups, c.generators = groups, info.Generators
+	if ne != nil {
+		c.syntaxEr = positioned(&fault.Error{Kind: fault.KindSyntax, Message: "SyntaxError: " + ne.Message(), Cause: ne},
+			ne.Line, ne.Column, col1, src.MapPosition)
+	} else {
+		ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
+		if err == nil {
+			c.prg, err = goja.CompileAST(ast, false)
+		}
+		if err != nil {
+			c.syntaxEr = syntaxError(err, col1, src.MapPosition)
+			if !src.Wrapped {
+				// The scan behind the explanation is bounded by the
+				// nesting check above.
+				explainSyntax(c.syntaxEr, src.Code)
+			}
 		}
 	}
 	// Syntax errors are cached too: the same bad script fails the same way.
 	e.programs.Add(key, c)
 	return c
-}
-
-// clampToSource moves a syntax error reported in the wrapper's closing
-// line (an unclosed bracket, say) to the end of the caller's source.
-func clampToSource(fe *fault.Error, code string) {
-	lines := strings.Split(code, "\n")
-	if fe.Line > len(lines) {
-		fe.Line = len(lines)
-		fe.Column = len(lines[len(lines)-1]) + 1
-	}
 }
 
 // Run executes job.Source as the body of an async function.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,12 +23,18 @@ import (
 // regexp2's shared timeout clock is a package-level goroutine that stops
 // by itself a while after the last timed match.
 func TestMain(m *testing.M) {
+	if runProbeChild() {
+		return
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
 }
 
-// testTools are small tools with strict schemas used across the tests.
+// testTools are small tools with strict schemas used across the tests
+// (t may be nil in a probe child process).
 func testTools(t testing.TB) []*tools.Compiled {
-	t.Helper()
+	if t != nil {
+		t.Helper()
+	}
 	defs := []tools.Tool{
 		{Definition: tools.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }},
@@ -61,6 +66,8 @@ func testTools(t testing.TB) []*tools.Compiled {
 			}},
 		{Definition: tools.Definition{Name: "ns.inner.deep"},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`"deep"`), nil }},
+		{Definition: tools.Definition{Name: "deepout"}, Handler: deepJSON},
+		{Definition: tools.Definition{Name: "deepoutTrusted"}, Handler: deepJSON, TrustOutput: true},
 		{Definition: tools.Definition{Name: "badout", OutputSchema: json.RawMessage(`{"type":"string"}`)},
 			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`42`), nil }},
 	}
@@ -68,11 +75,16 @@ func testTools(t testing.TB) []*tools.Compiled {
 	for _, d := range defs {
 		c, err := tools.Compile(d)
 		if err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// deepJSON is a tool result nested 20,000 levels deep.
+func deepJSON(context.Context, tools.Call) (json.RawMessage, error) {
+	return json.RawMessage(strings.Repeat("[", 20000) + strings.Repeat("]", 20000)), nil
 }
 
 type runOpts struct {
@@ -156,7 +168,7 @@ func TestErrors(t *testing.T) {
 		{"cycle", `const a = {}; a.a = a; return a`, limits.Limits{}, fault.KindScript, "cannot be converted to JSON", 0, 0},
 		{"bigint", `return {n: 10n}`, limits.Limits{}, fault.KindScript, "BigInt", 0, 0},
 		{"throwing getter", `return {get x() { throw new Error("getter") }}`, limits.Limits{}, fault.KindScript, "getter", 1, 25},
-		{"uncaught tool error", `await tools.fail({})`, limits.Limits{}, fault.KindScript, "uncaught ToolError from tool fail", 0, 0},
+		{"uncaught tool error", `await tools.fail({})`, limits.Limits{}, fault.KindScript, "uncaught ToolError from tool fail", 1, 17},
 		{"never settles", `await new Promise(() => {})`, limits.Limits{}, fault.KindScript, "can never settle", 0, 0},
 		{"timeout spin", `while (true) {}`, limits.Limits{Timeout: 50 * time.Millisecond, CPUTime: time.Minute}, fault.KindTimeout, "time limit", 0, 0},
 		{"timeout waiting on tool", `await tools.block({})`, limits.Limits{Timeout: 50 * time.Millisecond}, fault.KindTimeout, "time limit", 0, 0},
@@ -368,27 +380,6 @@ return {first: hits[0].name, keys: Object.keys(tools).includes("$search"), ts: d
 	}
 }
 
-// TestSourceMapCommentIgnored: a sourceMappingURL comment must not make
-// the engine read a file from the server (goja loads them by default).
-func TestSourceMapCommentIgnored(t *testing.T) {
-	dir := t.TempDir()
-	p := dir + "/evil.map"
-	if err := os.WriteFile(p, []byte(`not a source map`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, 0); err != nil {
-		t.Fatal(err)
-	}
-	out, _, _ := run(t, js.New(), "return 1\n//# sourceMappingURL="+p, runOpts{})
-	if out.Err != nil || string(out.Result) != "1" {
-		t.Fatalf("%v %s", out.Err, out.Result)
-	}
-	out, _, _ = run(t, js.New(), "return 1\n//# sourceMappingURL=/proc/self/environ\n", runOpts{})
-	if out.Err != nil || string(out.Result) != "1" {
-		t.Fatalf("%v %s", out.Err, out.Result)
-	}
-}
-
 // TestInlineCalls: inline-capable calls give the same results and trace
 // as goroutine calls, run concurrently when made together, and a call the
 // script never waits for is still recorded (cancelled at the end).
@@ -416,19 +407,6 @@ return [s, both.map(x => typeof x === "number" ? x : x.a)];`, runOpts{})
 	}
 	if last := tr[13]; last.OK || last.ErrorCode != tools.CodeCancelled {
 		t.Fatalf("unawaited call: %+v", last)
-	}
-}
-
-// TestBacktrackingRegexpBounded: a pattern that needs goja's backtracking
-// engine (a backreference) and backtracks catastrophically is cut off by
-// the match timeout instead of running for hours.
-func TestBacktrackingRegexpBounded(t *testing.T) {
-	out, _, _ := run(t, js.New(), `return /^(a+)+\1$/.test("a".repeat(40) + "b")`, runOpts{limits: limits.Limits{CPUTime: time.Minute, Timeout: time.Minute}})
-	if out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	if string(out.Result) != "false" {
-		t.Fatalf("result %s", out.Result)
 	}
 }
 

@@ -40,6 +40,12 @@
 // cache keeps transpiled programs by source hash so that repeated executions
 // of one script skip esbuild and the goja compiler.
 //
+// Deeply nested text overflows the Go stack in esbuild's parser and in
+// goja's (a fatal error, not a panic): transpile refuses sources that
+// internal/jsnest estimates nest more than jsnest.Max levels, and checks
+// esbuild's output the same way before goja compiles it.
+//
 // The package imports esbuild, goja's parser and compiler, runtime,
-// runtime/js and internal/fault; never bridge internals or gRPC.
+// runtime/js, internal/fault and internal/jsnest; never bridge internals
+// or gRPC.
 package ts

@@ -17,6 +17,7 @@ import (
 	"github.com/go-sourcemap/sourcemap"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsnest"
 )
 
 // sourceName is the file name that mapped positions and stack frames use for
@@ -111,7 +112,9 @@ type program struct {
 func transpile(src string) (p *program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("transpile typescript: unexpected failure: %v", r)
+			// esbuild or goja failed on this text: the same script fails
+			// the same way, so it is the script's error to fix.
+			p, err = nil, &syntaxError{Message: fmt.Sprintf("the TypeScript compiler failed on this script (%v); simplify the code around where it fails", r)}
 		}
 	}()
 	srcLine := lineStarts(src)
@@ -120,6 +123,11 @@ func transpile(src string) (p *program, err error) {
 	}
 	if err := checkComplexity(src, srcLine); err != nil {
 		return nil, err
+	}
+	// esbuild's parser recurses on operator chains and nested statements
+	// too (a million `!` overflow the Go stack).
+	if _, ne := jsnest.Check(src); ne != nil {
+		return nil, &syntaxError{Message: ne.Message(), Line: ne.Line, Column: ne.Column}
 	}
 	res := api.Transform(wrapperPrefix+src+wrapperSuffix, api.TransformOptions{
 		Loader:         api.LoaderTS,
@@ -163,11 +171,26 @@ func supportedOverrides() map[string]bool {
 	return m
 }
 
+// parserOptions turn source maps off, and refuse them should goja ever
+// ask: a "//# sourceMappingURL=" comment must never make goja open a file.
+var parserOptions = []parser.Option{
+	parser.WithDisableSourceMaps,
+	parser.WithSourceMapLoader(func(string) ([]byte, error) { return nil, errors.New("source maps are not loaded") }),
+}
+
 // compile parses JS with goja, checks that its last statement is the wrapper
 // function (so the script cannot close the wrapper and run code outside it),
 // and compiles it.
 func (p *program) compile() error {
-	prg, err := parser.ParseFile(nil, compiledName, p.JS, 0, parser.WithDisableSourceMaps)
+	// goja's parser and compiler recurse on nesting (internal/jsnest).
+	if _, ne := jsnest.Check(p.JS); ne != nil {
+		e := &syntaxError{Message: ne.Message()}
+		if tl, tc, ok := p.Position(ne.Line, ne.Column); ok {
+			e.Line, e.Column = tl, tc
+		}
+		return e
+	}
+	prg, err := parser.ParseFile(nil, compiledName, p.JS, 0, parserOptions...)
 	if err != nil {
 		return p.gojaError(err)
 	}
@@ -365,12 +388,26 @@ func esbuildError(src string, srcLine []int, m api.Message) error {
 		return e
 	}
 	e.Line, e.Column = fromWrapped(src, srcLine, m.Location.Line, m.Location.Column+1)
-	if m.Location.Line-1 > len(srcLine) {
-		// The error is in the wrapper's closing "})": the script ended
-		// inside a block, a call or a literal.
-		e.Message = "unexpected end of script: close every '{', '(', '[', string and comment"
-	} else if strings.HasPrefix(m.Text, `Expected ")" but found`) && closesWrapper(src, m.Location) {
-		e.Message = unbalancedMessage
+	// An error in the wrapper's closing "})" (past the script) or about
+	// its parenthesis: the script ended inside a block, a call, a literal
+	// or a comment, or it closed a bracket it did not open (a '}' would
+	// close the wrapper). Say which, inside the script.
+	atEnd := m.Location.Line-1 > len(srcLine)
+	closes := strings.HasPrefix(m.Text, `Expected ")" but found`) && closesWrapper(src, m.Location)
+	if atEnd || closes {
+		u, unbalanced := jsnest.Balance(src)
+		switch {
+		case unbalanced && u.Extra:
+			e.Message, e.Line, e.Column = u.Message(), u.Line, u.Column
+		case closes:
+			e.Message = unbalancedMessage
+		default:
+			e.Message = jsnest.EndOfScript
+			if unbalanced {
+				e.Message = u.Message()
+			}
+			e.Line, e.Column = jsnest.LastChar(src)
+		}
 	}
 	// An import or export inside a function body is a syntax error whose
 	// message ("Unexpected "x"") does not say why; report it plainly, also

@@ -62,11 +62,9 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 	inner.Limits.CPUTime = 0
 	var out *ptcruntime.Outcome
 	if job.Language == core.LanguageTypeScript {
-		// TypeScript runs without the array size guards (its program is
-		// not a function body); the watchdog and the OS limit still apply.
 		out = e.ts.Run(ctx, &inner)
 	} else {
-		out = e.js.RunSource(ctx, &inner, guardedSource(job.Source, job.Limits.MemoryBytes))
+		out = e.js.Run(ctx, &inner)
 	}
 
 	cpu, peak, fe := wd.stop()

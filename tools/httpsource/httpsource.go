@@ -7,7 +7,13 @@
 // failures are marked transient so that a policy may retry them. The call's
 // idempotency key is sent as the Idempotency-Key header.
 //
-// Package httpsource imports only packages tools and tools/policy.
+// Each request is an OpenTelemetry client span ("GET /users/{id}": the
+// template, never the arguments filled into it) whose W3C trace context
+// goes out in the traceparent header, so the endpoint's own spans join the
+// caller's trace.
+//
+// Package httpsource imports only packages tools and tools/policy of ptc,
+// and the OpenTelemetry API.
 package httpsource
 
 import (
@@ -26,6 +32,10 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/policy"
@@ -96,6 +106,13 @@ type Config struct {
 	Client *http.Client
 	// LookupEnv reads environment variables; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// TracerProvider makes the span of each request; nil means the
+	// OpenTelemetry global one (which makes none unless the program set
+	// one).
+	TracerProvider trace.TracerProvider
+	// Propagator writes the trace context into each request's headers;
+	// nil means the OpenTelemetry global one.
+	Propagator propagation.TextMapPropagator
 }
 
 // Source is a set of HTTP tools. Its tool set never changes.
@@ -121,6 +138,13 @@ func New(cfg Config) (*Source, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	tr := tracing{provider: cfg.TracerProvider, propagator: cfg.Propagator}
+	if tr.provider == nil {
+		tr.provider = otel.GetTracerProvider()
+	}
+	if tr.propagator == nil {
+		tr.propagator = otel.GetTextMapPropagator()
+	}
 	s := &Source{name: cfg.Name}
 	seen := map[string]bool{}
 	for i, ep := range cfg.Endpoints {
@@ -128,7 +152,7 @@ func New(cfg Config) (*Source, error) {
 			return nil, fmt.Errorf("http source %s: tool %q is defined twice", cfg.Name, ep.Name)
 		}
 		seen[ep.Name] = true
-		t, err := newTool(cfg.Name, ep, client, lookup)
+		t, err := newTool(cfg.Name, ep, client, lookup, tr)
 		if err != nil {
 			return nil, fmt.Errorf("http source %s: endpoint %d (%s): %w", cfg.Name, i, ep.Name, err)
 		}
@@ -159,9 +183,21 @@ type endpoint struct {
 	queryTmp string // query of the template, placeholders intact
 	headers  http.Header
 	client   *http.Client
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	// spanName is "<method> <path template>".
+	spanName string
+	host     string
+	port     int
 }
 
-func newTool(source string, ep Endpoint, client *http.Client, lookup func(string) (string, bool)) (tools.Tool, error) {
+// tracing is where spans go.
+type tracing struct {
+	provider   trace.TracerProvider
+	propagator propagation.TextMapPropagator
+}
+
+func newTool(source string, ep Endpoint, client *http.Client, lookup func(string) (string, bool), tr tracing) (tools.Tool, error) {
 	name := source + "." + ep.Name
 	if err := tools.ValidateName(name); err != nil {
 		return tools.Tool{}, err
@@ -200,6 +236,19 @@ func newTool(source string, ep Endpoint, client *http.Client, lookup func(string
 		rest = ""
 	}
 	e.pathTmpl, e.queryTmp, _ = strings.Cut(rest, "?")
+	e.tracer, e.prop = tr.provider.Tracer(scopeName), tr.propagator
+	e.spanName = e.method + " " + e.pathTmpl
+	if e.pathTmpl == "" {
+		e.spanName = e.method + " /"
+	}
+	e.host = u.Hostname()
+	e.port, _ = strconv.Atoi(u.Port())
+	if e.port == 0 {
+		e.port = 80
+		if u.Scheme == "https" {
+			e.port = 443
+		}
+	}
 	for h, env := range ep.HeadersFromEnv {
 		if h == "" || strings.ContainsAny(h, " :\r\n") {
 			return tools.Tool{}, fmt.Errorf("header name %q is invalid", h)
@@ -257,38 +306,48 @@ func (e *endpoint) call(ctx context.Context, call tools.Call) (json.RawMessage, 
 	if call.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", call.IdempotencyKey)
 	}
+	ctx, span := e.startSpan(ctx, req)
+	out, status, err := e.do(ctx, req)
+	endSpan(span, status, out, err)
+	return out, err
+}
+
+// do sends one request and reads its answer.
+func (e *endpoint) do(ctx context.Context, req *http.Request) (json.RawMessage, int, error) {
 	rctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
+	status := 0
 	resp, err := e.client.Do(req.WithContext(rctx))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, status, ctx.Err()
 		}
 		if rctx.Err() != nil {
-			return nil, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
+			return nil, status, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
 		}
-		return nil, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
+		return nil, status, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	body, err := io.ReadAll(io.LimitReader(resp.Body, e.MaxResponseBytes+1))
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
-			return nil, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
+			return nil, status, policy.MarkTransient(tools.Errorf(tools.CodeTimeout, "%s did not answer within %s", e.tool, e.Timeout))
 		}
-		return nil, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
+		return nil, status, policy.MarkTransient(&unreachableError{tool: e.tool, err: err})
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		terr := tools.Errorf("http_"+strconv.Itoa(resp.StatusCode), "%s answered %s: %s",
 			e.tool, resp.Status, excerpt(body))
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			return nil, &policy.TransientError{Err: terr, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+			return nil, status, &policy.TransientError{Err: terr, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 		}
-		return nil, terr
+		return nil, status, terr
 	}
 	if int64(len(body)) > e.MaxResponseBytes {
-		return nil, tools.Errorf(CodeResponseTooLarge, "%s answered more than %d bytes: ask for less (e.g. a smaller page)", e.tool, e.MaxResponseBytes)
+		return nil, status, tools.Errorf(CodeResponseTooLarge, "%s answered more than %d bytes: ask for less (e.g. a smaller page)", e.tool, e.MaxResponseBytes)
 	}
-	return resultJSON(body), nil
+	return resultJSON(body), status, nil
 }
 
 // unreachableError is a network failure, reported to scripts with code

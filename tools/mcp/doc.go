@@ -27,5 +27,11 @@
 // answer a *tools.Error with code "unavailable" (marked transient, so a
 // policy with retries tries again).
 //
-// Package mcp imports packages tools and tools/policy, never an engine.
+// Each tools/call is an OpenTelemetry client span ("tools/call echo"); its
+// W3C trace context travels in the request's _meta as "traceparent" and
+// "tracestate" (the MCP convention), and over streamable HTTP also in the
+// request's headers, so the server's spans join the caller's trace.
+//
+// Package mcp imports packages tools and tools/policy, never an engine, and
+// the OpenTelemetry API.
 package mcp

@@ -8,51 +8,23 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.SkipReport(m)) }
 
-// everythingBin returns the path of mcp-server-everything from the repo's
-// node_modules. It skips the test when the server or node is missing, and
-// fails it instead when CI=true.
+// everythingBin returns the path of mcp-server-everything installed by
+// `npm ci` (see testenv.NodeBin: a skip without it, a failure in CI).
 func everythingBin(t *testing.T) string {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s: run `npm ci` at the repository root", why)
-		}
-		t.Skipf("%s (run `npm ci` at the repository root)", why)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing("node is not installed")
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("module root not found")
-		}
-		dir = parent
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-server-everything")
-	if _, err := os.Stat(bin); err != nil {
-		missing("node_modules/.bin/mcp-server-everything is missing")
-	}
-	return bin
+	return testenv.NodeBin(t, "mcp-server-everything")
 }
 
 // changes returns a channel that receives after every OnChange of s.

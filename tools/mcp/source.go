@@ -18,6 +18,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/policy"
@@ -93,6 +96,13 @@ type Config struct {
 	MaxTools int
 	// Logger receives connection events and skipped tools; nil discards.
 	Logger *slog.Logger
+	// TracerProvider makes the span of each tools/call; nil means the
+	// OpenTelemetry global one (which makes none unless the program set
+	// one).
+	TracerProvider trace.TracerProvider
+	// Propagator writes the trace context into each call's _meta (and
+	// HTTP headers); nil means the OpenTelemetry global one.
+	Propagator propagation.TextMapPropagator
 
 	// transport, when set (in tests), replaces Command and URL.
 	transport func() sdk.Transport
@@ -147,6 +157,7 @@ func (c *Config) allowed(name string) bool {
 // Source is one MCP server's tools. It is safe for concurrent use.
 type Source struct {
 	cfg    Config
+	tracer trace.Tracer
 	log    *slog.Logger
 	client *sdk.Client
 
@@ -196,8 +207,15 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = otel.GetTextMapPropagator()
+	}
 	s := &Source{
 		cfg:      cfg,
+		tracer:   cfg.TracerProvider.Tracer(scopeName),
 		log:      log.With("source", cfg.Name),
 		done:     make(chan struct{}),
 		refresh:  make(chan struct{}, 1),
@@ -424,15 +442,16 @@ func (s *Source) newTransport() (sdk.Transport, *exec.Cmd) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	if len(s.cfg.Headers) > 0 {
-		c := *client
-		base := c.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c.Transport = &headerTransport{base: base, headers: s.cfg.Headers}
-		client = &c
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
+	if len(s.cfg.Headers) > 0 {
+		base = &headerTransport{base: base, headers: s.cfg.Headers}
+	}
+	c.Transport = s.traceTransport(base)
+	client = &c
 	return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, MaxRetries: 2}, nil
 }
 
@@ -540,11 +559,16 @@ func (s *Source) call(ctx context.Context, name, full string, call tools.Call) (
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	params := &sdk.CallToolParams{Name: name, Arguments: args, Meta: sdk.Meta{}}
 	if call.IdempotencyKey != "" {
-		params.Meta = sdk.Meta{MetaIdempotencyKey: call.IdempotencyKey}
+		params.Meta[MetaIdempotencyKey] = call.IdempotencyKey
+	}
+	ctx, span := s.startSpan(ctx, name, full, params.Meta)
+	if len(params.Meta) == 0 {
+		params.Meta = nil
 	}
 	res, err := sess.CallTool(ctx, params)
+	defer func() { endSpan(span, res, err) }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

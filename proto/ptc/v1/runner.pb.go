@@ -133,7 +133,8 @@ const (
 	// Limits.max_tool_calls and did not handle the rejected call.
 	ErrorKind_ERROR_KIND_TOOL_CALL_LIMIT ErrorKind = 6
 	// ERROR_KIND_OUTPUT_LIMIT means the JSON result was larger than
-	// Limits.max_output_bytes.
+	// Limits.max_output_bytes or Limits.max_result_tokens (and could not be
+	// truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
 	ErrorKind_ERROR_KIND_OUTPUT_LIMIT ErrorKind = 7
 	// ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
 	// against ExecuteRequest.result_schema_json. (A result that cannot be
@@ -204,6 +205,121 @@ func (ErrorKind) EnumDescriptor() ([]byte, []int) {
 	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{1}
 }
 
+// OverflowPolicy says what happens to a result that is larger than the
+// output limits.
+type OverflowPolicy int32
+
+const (
+	// OVERFLOW_POLICY_UNSPECIFIED is OVERFLOW_POLICY_FAIL.
+	OverflowPolicy_OVERFLOW_POLICY_UNSPECIFIED OverflowPolicy = 0
+	// OVERFLOW_POLICY_FAIL fails the execution with ERROR_KIND_OUTPUT_LIMIT.
+	OverflowPolicy_OVERFLOW_POLICY_FAIL OverflowPolicy = 1
+	// OVERFLOW_POLICY_TRUNCATE cuts the result structurally until it fits,
+	// keeping valid JSON: arrays keep their first items and end with the string
+	// "[truncated: N more items]", objects keep their first keys and end with
+	// the key "[truncated]" whose value is "N more keys", strings keep their
+	// beginning and end with "…[truncated: N more bytes]". ExecutionStats and
+	// ExecuteResponse.model_message report the truncation. A result larger
+	// than 64 MiB, or one whose smallest truncated form is still over a limit,
+	// still fails with ERROR_KIND_OUTPUT_LIMIT. A result schema is checked
+	// against the result before truncation.
+	OverflowPolicy_OVERFLOW_POLICY_TRUNCATE OverflowPolicy = 2
+)
+
+// Enum value maps for OverflowPolicy.
+var (
+	OverflowPolicy_name = map[int32]string{
+		0: "OVERFLOW_POLICY_UNSPECIFIED",
+		1: "OVERFLOW_POLICY_FAIL",
+		2: "OVERFLOW_POLICY_TRUNCATE",
+	}
+	OverflowPolicy_value = map[string]int32{
+		"OVERFLOW_POLICY_UNSPECIFIED": 0,
+		"OVERFLOW_POLICY_FAIL":        1,
+		"OVERFLOW_POLICY_TRUNCATE":    2,
+	}
+)
+
+func (x OverflowPolicy) Enum() *OverflowPolicy {
+	p := new(OverflowPolicy)
+	*p = x
+	return p
+}
+
+func (x OverflowPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverflowPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[2].Descriptor()
+}
+
+func (OverflowPolicy) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[2]
+}
+
+func (x OverflowPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverflowPolicy.Descriptor instead.
+func (OverflowPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{2}
+}
+
+// Phase says whether the call started or finished.
+type ToolProgress_Phase int32
+
+const (
+	// PHASE_UNSPECIFIED is never sent.
+	ToolProgress_PHASE_UNSPECIFIED ToolProgress_Phase = 0
+	// PHASE_STARTED: the program made the call.
+	ToolProgress_PHASE_STARTED ToolProgress_Phase = 1
+	// PHASE_FINISHED: the call returned a result or failed.
+	ToolProgress_PHASE_FINISHED ToolProgress_Phase = 2
+)
+
+// Enum value maps for ToolProgress_Phase.
+var (
+	ToolProgress_Phase_name = map[int32]string{
+		0: "PHASE_UNSPECIFIED",
+		1: "PHASE_STARTED",
+		2: "PHASE_FINISHED",
+	}
+	ToolProgress_Phase_value = map[string]int32{
+		"PHASE_UNSPECIFIED": 0,
+		"PHASE_STARTED":     1,
+		"PHASE_FINISHED":    2,
+	}
+)
+
+func (x ToolProgress_Phase) Enum() *ToolProgress_Phase {
+	p := new(ToolProgress_Phase)
+	*p = x
+	return p
+}
+
+func (x ToolProgress_Phase) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolProgress_Phase) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[3].Descriptor()
+}
+
+func (ToolProgress_Phase) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[3]
+}
+
+func (x ToolProgress_Phase) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolProgress_Phase.Descriptor instead.
+func (ToolProgress_Phase) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18, 0}
+}
+
 // ExecuteRequest asks the server to run one program.
 type ExecuteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -244,9 +360,22 @@ type ExecuteRequest struct {
 	IncludeToolResults bool `protobuf:"varint,10,opt,name=include_tool_results,json=includeToolResults,proto3" json:"include_tool_results,omitempty"`
 	// stream_logs makes Session send each console entry as a LogEntry message
 	// while the program runs. Ignored by Execute.
-	StreamLogs    bool `protobuf:"varint,11,opt,name=stream_logs,json=streamLogs,proto3" json:"stream_logs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StreamLogs bool `protobuf:"varint,11,opt,name=stream_logs,json=streamLogs,proto3" json:"stream_logs,omitempty"`
+	// stream_progress makes Session send a ToolProgress message when each tool
+	// call starts and when it finishes, server tools included. Progress is
+	// best effort: when the caller reads too slowly, events are dropped and the
+	// next one delivered counts them (ToolProgress.dropped). Ignored by Execute.
+	StreamProgress bool `protobuf:"varint,12,opt,name=stream_progress,json=streamProgress,proto3" json:"stream_progress,omitempty"`
+	// progress_values makes ToolProgress messages carry the call's arguments,
+	// result and error message. Without it they carry sizes, codes and
+	// durations only.
+	ProgressValues bool `protobuf:"varint,13,opt,name=progress_values,json=progressValues,proto3" json:"progress_values,omitempty"`
+	// overflow_policy says what happens to a result larger than
+	// Limits.max_output_bytes or Limits.max_result_tokens. Unset means
+	// OVERFLOW_POLICY_FAIL.
+	OverflowPolicy OverflowPolicy `protobuf:"varint,14,opt,name=overflow_policy,json=overflowPolicy,proto3,enum=ptc.v1.OverflowPolicy" json:"overflow_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -354,6 +483,27 @@ func (x *ExecuteRequest) GetStreamLogs() bool {
 		return x.StreamLogs
 	}
 	return false
+}
+
+func (x *ExecuteRequest) GetStreamProgress() bool {
+	if x != nil {
+		return x.StreamProgress
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetProgressValues() bool {
+	if x != nil {
+		return x.ProgressValues
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetOverflowPolicy() OverflowPolicy {
+	if x != nil {
+		return x.OverflowPolicy
+	}
+	return OverflowPolicy_OVERFLOW_POLICY_UNSPECIFIED
 }
 
 // Script is a program in one of the supported languages.
@@ -469,8 +619,13 @@ type Limits struct {
 	// beyond it are dropped and ExecuteResponse.logs_truncated is set; it never
 	// fails the execution.
 	MaxLogEntries int32 `protobuf:"varint,8,opt,name=max_log_entries,json=maxLogEntries,proto3" json:"max_log_entries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// max_result_tokens bounds the approximate number of model tokens in
+	// result_json, counted as ListToolsResponse.approx_tokens counts them.
+	// Breach: ERROR_KIND_OUTPUT_LIMIT (or truncation, with
+	// OVERFLOW_POLICY_TRUNCATE).
+	MaxResultTokens int32 `protobuf:"varint,9,opt,name=max_result_tokens,json=maxResultTokens,proto3" json:"max_result_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -559,6 +714,13 @@ func (x *Limits) GetMaxLogEntries() int32 {
 	return 0
 }
 
+func (x *Limits) GetMaxResultTokens() int32 {
+	if x != nil {
+		return x.MaxResultTokens
+	}
+	return 0
+}
+
 // ExecuteResponse is the outcome of one execution.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -570,10 +732,11 @@ type ExecuteResponse struct {
 	ResultJson string `protobuf:"bytes,2,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
 	// error classifies the failure; unset when the program succeeded.
 	Error *ExecutionError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	// model_message is what to paste into a model's context: when the program
-	// succeeded, its result JSON (the same text as result_json); when it failed,
-	// a short description of the failure — what went wrong and how to fix it,
-	// without stack traces, secrets or internal paths.
+	// model_message is what to paste into a model's context: on success the
+	// result JSON (followed, when it was truncated, by one line saying how); on
+	// failure a short description of what went wrong and how to fix it,
+	// without stack traces, secrets or internal paths. It never holds logs, the
+	// trace or tool results the program did not return.
 	ModelMessage string `protobuf:"bytes,4,opt,name=model_message,json=modelMessage,proto3" json:"model_message,omitempty"`
 	// logs is the program's console output, in order, capped by
 	// Limits.max_log_bytes and Limits.max_log_entries.
@@ -826,7 +989,17 @@ type ExecutionStats struct {
 	// Limits.max_log_bytes). Output dropped at the limits is not counted: it is
 	// not formatted once the logs are full; logs_truncated says some was
 	// dropped.
-	LogBytes      int64 `protobuf:"varint,8,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	LogBytes int64 `protobuf:"varint,8,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// result_truncated is set when the result was cut to fit the output limits
+	// (OVERFLOW_POLICY_TRUNCATE); output_bytes is then the truncated size.
+	ResultTruncated bool `protobuf:"varint,9,opt,name=result_truncated,json=resultTruncated,proto3" json:"result_truncated,omitempty"`
+	// untruncated_output_bytes is the size of the result before it was
+	// truncated; 0 when it was not.
+	UntruncatedOutputBytes int64 `protobuf:"varint,10,opt,name=untruncated_output_bytes,json=untruncatedOutputBytes,proto3" json:"untruncated_output_bytes,omitempty"`
+	// dropped_items counts the array items and object keys truncation removed.
+	DroppedItems int64 `protobuf:"varint,11,opt,name=dropped_items,json=droppedItems,proto3" json:"dropped_items,omitempty"`
+	// cut_strings counts the strings truncation shortened.
+	CutStrings    int64 `protobuf:"varint,12,opt,name=cut_strings,json=cutStrings,proto3" json:"cut_strings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -913,6 +1086,34 @@ func (x *ExecutionStats) GetQueueTime() *durationpb.Duration {
 func (x *ExecutionStats) GetLogBytes() int64 {
 	if x != nil {
 		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetResultTruncated() bool {
+	if x != nil {
+		return x.ResultTruncated
+	}
+	return false
+}
+
+func (x *ExecutionStats) GetUntruncatedOutputBytes() int64 {
+	if x != nil {
+		return x.UntruncatedOutputBytes
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetDroppedItems() int64 {
+	if x != nil {
+		return x.DroppedItems
+	}
+	return 0
+}
+
+func (x *ExecutionStats) GetCutStrings() int64 {
+	if x != nil {
+		return x.CutStrings
 	}
 	return 0
 }
@@ -1786,6 +1987,7 @@ type SessionResponse struct {
 	//	*SessionResponse_Log
 	//	*SessionResponse_Result
 	//	*SessionResponse_ProtocolError
+	//	*SessionResponse_Progress
 	Msg           isSessionResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1864,6 +2066,15 @@ func (x *SessionResponse) GetProtocolError() *ProtocolError {
 	return nil
 }
 
+func (x *SessionResponse) GetProgress() *ToolProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isSessionResponse_Msg interface {
 	isSessionResponse_Msg()
 }
@@ -1892,6 +2103,12 @@ type SessionResponse_ProtocolError struct {
 	ProtocolError *ProtocolError `protobuf:"bytes,4,opt,name=protocol_error,json=protocolError,proto3,oneof"`
 }
 
+type SessionResponse_Progress struct {
+	// progress reports a tool call starting or finishing, sent when
+	// ExecuteRequest.stream_progress is set.
+	Progress *ToolProgress `protobuf:"bytes,5,opt,name=progress,proto3,oneof"`
+}
+
 func (*SessionResponse_ToolCall) isSessionResponse_Msg() {}
 
 func (*SessionResponse_Log) isSessionResponse_Msg() {}
@@ -1899,6 +2116,162 @@ func (*SessionResponse_Log) isSessionResponse_Msg() {}
 func (*SessionResponse_Result) isSessionResponse_Msg() {}
 
 func (*SessionResponse_ProtocolError) isSessionResponse_Msg() {}
+
+func (*SessionResponse_Progress) isSessionResponse_Msg() {}
+
+// ToolProgress reports one tool call of the program starting or finishing.
+// Every call the program makes is reported, server and client tools alike,
+// refused calls included (past Limits.max_tool_calls at most 64 refused
+// calls are reported).
+type ToolProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is the event.
+	Phase ToolProgress_Phase `protobuf:"varint,1,opt,name=phase,proto3,enum=ptc.v1.ToolProgress_Phase" json:"phase,omitempty"`
+	// seq is the call's ToolCallRecord.seq.
+	Seq int32 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tool is the name of the tool called.
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// started_after is the time from the start of the execution to the call.
+	StartedAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=started_after,json=startedAfter,proto3" json:"started_after,omitempty"`
+	// duration is the time the call took; set when finished.
+	Duration *durationpb.Duration `protobuf:"bytes,5,opt,name=duration,proto3" json:"duration,omitempty"`
+	// argument_bytes is the size of the call's JSON arguments.
+	ArgumentBytes int64 `protobuf:"varint,6,opt,name=argument_bytes,json=argumentBytes,proto3" json:"argument_bytes,omitempty"`
+	// result_bytes is the size of the JSON result; set when finished with
+	// outcome "ok".
+	ResultBytes int64 `protobuf:"varint,7,opt,name=result_bytes,json=resultBytes,proto3" json:"result_bytes,omitempty"`
+	// outcome is "ok" or the call's error code (as in
+	// ToolCallRecord.error_code); set when finished.
+	Outcome string `protobuf:"bytes,8,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// dropped counts the progress messages dropped just before this one
+	// because the caller read too slowly.
+	Dropped int64 `protobuf:"varint,9,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	// arguments_json is the call's JSON arguments, with
+	// ExecuteRequest.progress_values only.
+	ArgumentsJson string `protobuf:"bytes,10,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// result_json is the call's JSON result, with
+	// ExecuteRequest.progress_values only; set when finished with outcome "ok".
+	ResultJson string `protobuf:"bytes,11,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// error_message describes a failed call, with
+	// ExecuteRequest.progress_values only.
+	ErrorMessage  string `protobuf:"bytes,12,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolProgress) Reset() {
+	*x = ToolProgress{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolProgress) ProtoMessage() {}
+
+func (x *ToolProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolProgress.ProtoReflect.Descriptor instead.
+func (*ToolProgress) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ToolProgress) GetPhase() ToolProgress_Phase {
+	if x != nil {
+		return x.Phase
+	}
+	return ToolProgress_PHASE_UNSPECIFIED
+}
+
+func (x *ToolProgress) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetStartedAfter() *durationpb.Duration {
+	if x != nil {
+		return x.StartedAfter
+	}
+	return nil
+}
+
+func (x *ToolProgress) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *ToolProgress) GetArgumentBytes() int64 {
+	if x != nil {
+		return x.ArgumentBytes
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetResultBytes() int64 {
+	if x != nil {
+		return x.ResultBytes
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+func (x *ToolProgress) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
 
 // ToolCall asks the caller to run one of its client tools.
 type ToolCall struct {
@@ -1924,7 +2297,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2309,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2322,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2000,7 +2373,7 @@ type ProtocolError struct {
 
 func (x *ProtocolError) Reset() {
 	*x = ProtocolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2385,7 @@ func (x *ProtocolError) String() string {
 func (*ProtocolError) ProtoMessage() {}
 
 func (x *ProtocolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2398,7 @@ func (x *ProtocolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolError.ProtoReflect.Descriptor instead.
 func (*ProtocolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ProtocolError) GetCallId() string {
@@ -2046,7 +2419,7 @@ var File_ptc_v1_runner_proto protoreflect.FileDescriptor
 
 const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x03\n" +
+	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x04\n" +
 	"\x0eExecuteRequest\x12&\n" +
 	"\x06script\x18\x01 \x01(\v2\x0e.ptc.v1.ScriptR\x06script\x12\x1d\n" +
 	"\n" +
@@ -2062,13 +2435,16 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x14include_tool_results\x18\n" +
 	" \x01(\bR\x12includeToolResults\x12\x1f\n" +
 	"\vstream_logs\x18\v \x01(\bR\n" +
-	"streamLogs\"\x94\x01\n" +
+	"streamLogs\x12'\n" +
+	"\x0fstream_progress\x18\f \x01(\bR\x0estreamProgress\x12'\n" +
+	"\x0fprogress_values\x18\r \x01(\bR\x0eprogressValues\x12?\n" +
+	"\x0foverflow_policy\x18\x0e \x01(\x0e2\x16.ptc.v1.OverflowPolicyR\x0eoverflowPolicy\"\x94\x01\n" +
 	"\x06Script\x12,\n" +
 	"\blanguage\x18\x01 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
 	"\vwasm_module\x18\x03 \x01(\fR\n" +
 	"wasmModule\x12#\n" +
-	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xed\x02\n" +
+	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\x99\x03\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
@@ -2077,7 +2453,8 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x19max_concurrent_tool_calls\x18\x05 \x01(\x05R\x16maxConcurrentToolCalls\x12(\n" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\"\n" +
 	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\x12&\n" +
-	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\"\x8c\x03\n" +
+	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\x12*\n" +
+	"\x11max_result_tokens\x18\t \x01(\x05R\x0fmaxResultTokens\"\x8c\x03\n" +
 	"\x0fExecuteResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\tR\n" +
@@ -2097,7 +2474,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x12\n" +
 	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x03R\x05limit\x12\x1a\n" +
-	"\bobserved\x18\b \x01(\x03R\bobserved\"\xee\x02\n" +
+	"\bobserved\x18\b \x01(\x03R\bobserved\"\x99\x04\n" +
 	"\x0eExecutionStats\x125\n" +
 	"\bduration\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bduration\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12*\n" +
@@ -2108,7 +2485,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\foutput_bytes\x18\x06 \x01(\x03R\voutputBytes\x128\n" +
 	"\n" +
 	"queue_time\x18\a \x01(\v2\x19.google.protobuf.DurationR\tqueueTime\x12\x1b\n" +
-	"\tlog_bytes\x18\b \x01(\x03R\blogBytes\"e\n" +
+	"\tlog_bytes\x18\b \x01(\x03R\blogBytes\x12)\n" +
+	"\x10result_truncated\x18\t \x01(\bR\x0fresultTruncated\x128\n" +
+	"\x18untruncated_output_bytes\x18\n" +
+	" \x01(\x03R\x16untruncatedOutputBytes\x12#\n" +
+	"\rdropped_items\x18\v \x01(\x03R\fdroppedItems\x12\x1f\n" +
+	"\vcut_strings\x18\f \x01(\x03R\n" +
+	"cutStrings\"e\n" +
 	"\bLogEntry\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12)\n" +
@@ -2168,13 +2551,33 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\")\n" +
 	"\x0fCancelExecution\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xe2\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x96\x02\n" +
 	"\x0fSessionResponse\x12/\n" +
 	"\ttool_call\x18\x01 \x01(\v2\x10.ptc.v1.ToolCallH\x00R\btoolCall\x12$\n" +
 	"\x03log\x18\x02 \x01(\v2\x10.ptc.v1.LogEntryH\x00R\x03log\x121\n" +
 	"\x06result\x18\x03 \x01(\v2\x17.ptc.v1.ExecuteResponseH\x00R\x06result\x12>\n" +
-	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolErrorB\x05\n" +
-	"\x03msg\"\xbf\x01\n" +
+	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolError\x122\n" +
+	"\bprogress\x18\x05 \x01(\v2\x14.ptc.v1.ToolProgressH\x00R\bprogressB\x05\n" +
+	"\x03msg\"\x8f\x04\n" +
+	"\fToolProgress\x120\n" +
+	"\x05phase\x18\x01 \x01(\x0e2\x1a.ptc.v1.ToolProgress.PhaseR\x05phase\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12>\n" +
+	"\rstarted_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fstartedAfter\x125\n" +
+	"\bduration\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12%\n" +
+	"\x0eargument_bytes\x18\x06 \x01(\x03R\rargumentBytes\x12!\n" +
+	"\fresult_bytes\x18\a \x01(\x03R\vresultBytes\x12\x18\n" +
+	"\aoutcome\x18\b \x01(\tR\aoutcome\x12\x18\n" +
+	"\adropped\x18\t \x01(\x03R\adropped\x12%\n" +
+	"\x0earguments_json\x18\n" +
+	" \x01(\tR\rargumentsJson\x12\x1f\n" +
+	"\vresult_json\x18\v \x01(\tR\n" +
+	"resultJson\x12#\n" +
+	"\rerror_message\x18\f \x01(\tR\ferrorMessage\"E\n" +
+	"\x05Phase\x12\x15\n" +
+	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rPHASE_STARTED\x10\x01\x12\x12\n" +
+	"\x0ePHASE_FINISHED\x10\x02\"\xbf\x01\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
@@ -2201,7 +2604,11 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\"ERROR_KIND_RESULT_SCHEMA_VIOLATION\x10\b\x12\x18\n" +
 	"\x14ERROR_KIND_CANCELLED\x10\t\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\n" +
-	"2\xcd\x01\n" +
+	"*i\n" +
+	"\x0eOverflowPolicy\x12\x1f\n" +
+	"\x1bOVERFLOW_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14OVERFLOW_POLICY_FAIL\x10\x01\x12\x1c\n" +
+	"\x18OVERFLOW_POLICY_TRUNCATE\x10\x022\xcd\x01\n" +
 	"\rRunnerService\x12:\n" +
 	"\aExecute\x12\x16.ptc.v1.ExecuteRequest\x1a\x17.ptc.v1.ExecuteResponse\x12@\n" +
 	"\tListTools\x12\x18.ptc.v1.ListToolsRequest\x1a\x19.ptc.v1.ListToolsResponse\x12>\n" +
@@ -2219,77 +2626,85 @@ func file_ptc_v1_runner_proto_rawDescGZIP() []byte {
 	return file_ptc_v1_runner_proto_rawDescData
 }
 
-var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_ptc_v1_runner_proto_goTypes = []any{
 	(Language)(0),                 // 0: ptc.v1.Language
 	(ErrorKind)(0),                // 1: ptc.v1.ErrorKind
-	(*ExecuteRequest)(nil),        // 2: ptc.v1.ExecuteRequest
-	(*Script)(nil),                // 3: ptc.v1.Script
-	(*Limits)(nil),                // 4: ptc.v1.Limits
-	(*ExecuteResponse)(nil),       // 5: ptc.v1.ExecuteResponse
-	(*ExecutionError)(nil),        // 6: ptc.v1.ExecutionError
-	(*ExecutionStats)(nil),        // 7: ptc.v1.ExecutionStats
-	(*LogEntry)(nil),              // 8: ptc.v1.LogEntry
-	(*ToolCallRecord)(nil),        // 9: ptc.v1.ToolCallRecord
-	(*ToolDefinition)(nil),        // 10: ptc.v1.ToolDefinition
-	(*ListToolsRequest)(nil),      // 11: ptc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 12: ptc.v1.ListToolsResponse
-	(*ToolMatch)(nil),             // 13: ptc.v1.ToolMatch
-	(*SessionRequest)(nil),        // 14: ptc.v1.SessionRequest
-	(*SessionStart)(nil),          // 15: ptc.v1.SessionStart
-	(*ToolResult)(nil),            // 16: ptc.v1.ToolResult
-	(*ToolError)(nil),             // 17: ptc.v1.ToolError
-	(*CancelExecution)(nil),       // 18: ptc.v1.CancelExecution
-	(*SessionResponse)(nil),       // 19: ptc.v1.SessionResponse
-	(*ToolCall)(nil),              // 20: ptc.v1.ToolCall
-	(*ProtocolError)(nil),         // 21: ptc.v1.ProtocolError
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(OverflowPolicy)(0),           // 2: ptc.v1.OverflowPolicy
+	(ToolProgress_Phase)(0),       // 3: ptc.v1.ToolProgress.Phase
+	(*ExecuteRequest)(nil),        // 4: ptc.v1.ExecuteRequest
+	(*Script)(nil),                // 5: ptc.v1.Script
+	(*Limits)(nil),                // 6: ptc.v1.Limits
+	(*ExecuteResponse)(nil),       // 7: ptc.v1.ExecuteResponse
+	(*ExecutionError)(nil),        // 8: ptc.v1.ExecutionError
+	(*ExecutionStats)(nil),        // 9: ptc.v1.ExecutionStats
+	(*LogEntry)(nil),              // 10: ptc.v1.LogEntry
+	(*ToolCallRecord)(nil),        // 11: ptc.v1.ToolCallRecord
+	(*ToolDefinition)(nil),        // 12: ptc.v1.ToolDefinition
+	(*ListToolsRequest)(nil),      // 13: ptc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 14: ptc.v1.ListToolsResponse
+	(*ToolMatch)(nil),             // 15: ptc.v1.ToolMatch
+	(*SessionRequest)(nil),        // 16: ptc.v1.SessionRequest
+	(*SessionStart)(nil),          // 17: ptc.v1.SessionStart
+	(*ToolResult)(nil),            // 18: ptc.v1.ToolResult
+	(*ToolError)(nil),             // 19: ptc.v1.ToolError
+	(*CancelExecution)(nil),       // 20: ptc.v1.CancelExecution
+	(*SessionResponse)(nil),       // 21: ptc.v1.SessionResponse
+	(*ToolProgress)(nil),          // 22: ptc.v1.ToolProgress
+	(*ToolCall)(nil),              // 23: ptc.v1.ToolCall
+	(*ProtocolError)(nil),         // 24: ptc.v1.ProtocolError
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
 }
 var file_ptc_v1_runner_proto_depIdxs = []int32{
-	3,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
-	4,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
-	22, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
-	0,  // 3: ptc.v1.Script.language:type_name -> ptc.v1.Language
-	23, // 4: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
-	23, // 5: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
-	6,  // 6: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
-	8,  // 7: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
-	7,  // 8: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
-	9,  // 9: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
-	4,  // 10: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
-	1,  // 11: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
-	23, // 12: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
-	23, // 13: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
-	23, // 14: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
-	23, // 15: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
-	23, // 16: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
-	23, // 17: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
-	10, // 18: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
-	13, // 19: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
-	15, // 20: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
-	16, // 21: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
-	18, // 22: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
-	2,  // 23: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
-	10, // 24: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
-	17, // 25: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
-	20, // 26: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
-	8,  // 27: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
-	5,  // 28: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
-	21, // 29: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
-	22, // 30: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	2,  // 31: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
-	11, // 32: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
-	14, // 33: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
-	5,  // 34: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
-	12, // 35: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
-	19, // 36: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
-	34, // [34:37] is the sub-list for method output_type
-	31, // [31:34] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	5,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
+	6,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
+	25, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
+	2,  // 3: ptc.v1.ExecuteRequest.overflow_policy:type_name -> ptc.v1.OverflowPolicy
+	0,  // 4: ptc.v1.Script.language:type_name -> ptc.v1.Language
+	26, // 5: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
+	26, // 6: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
+	8,  // 7: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
+	10, // 8: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
+	9,  // 9: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
+	11, // 10: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
+	6,  // 11: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
+	1,  // 12: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
+	26, // 13: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
+	26, // 14: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
+	26, // 15: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
+	26, // 16: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
+	26, // 17: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
+	26, // 18: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
+	12, // 19: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
+	15, // 20: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
+	17, // 21: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
+	18, // 22: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
+	20, // 23: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
+	4,  // 24: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
+	12, // 25: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
+	19, // 26: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
+	23, // 27: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
+	10, // 28: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
+	7,  // 29: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
+	24, // 30: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
+	22, // 31: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
+	3,  // 32: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
+	26, // 33: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
+	26, // 34: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
+	25, // 35: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	4,  // 36: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
+	13, // 37: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
+	16, // 38: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
+	7,  // 39: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
+	14, // 40: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
+	21, // 41: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
+	39, // [39:42] is the sub-list for method output_type
+	36, // [36:39] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_ptc_v1_runner_proto_init() }
@@ -2311,14 +2726,15 @@ func file_ptc_v1_runner_proto_init() {
 		(*SessionResponse_Log)(nil),
 		(*SessionResponse_Result)(nil),
 		(*SessionResponse_ProtocolError)(nil),
+		(*SessionResponse_Progress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_v1_runner_proto_rawDesc), len(file_ptc_v1_runner_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   20,
+			NumEnums:      4,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

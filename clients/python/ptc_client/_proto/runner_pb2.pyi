@@ -22,6 +22,9 @@ LANGUAGE_JAVASCRIPT: Language
 LANGUAGE_TYPESCRIPT: Language
 LANGUAGE_UNSPECIFIED: Language
 LANGUAGE_WASM: Language
+OVERFLOW_POLICY_FAIL: OverflowPolicy
+OVERFLOW_POLICY_TRUNCATE: OverflowPolicy
+OVERFLOW_POLICY_UNSPECIFIED: OverflowPolicy
 
 class CancelExecution(_message.Message):
     __slots__ = ["reason"]
@@ -30,7 +33,7 @@ class CancelExecution(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ["allowed_tools", "clock_start", "deterministic", "execution_id", "include_tool_results", "input_json", "limits", "result_schema_json", "script", "seed", "stream_logs"]
+    __slots__ = ["allowed_tools", "clock_start", "deterministic", "execution_id", "include_tool_results", "input_json", "limits", "overflow_policy", "progress_values", "result_schema_json", "script", "seed", "stream_logs", "stream_progress"]
     ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
     CLOCK_START_FIELD_NUMBER: _ClassVar[int]
     DETERMINISTIC_FIELD_NUMBER: _ClassVar[int]
@@ -38,10 +41,13 @@ class ExecuteRequest(_message.Message):
     INCLUDE_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
     INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
+    OVERFLOW_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_VALUES_FIELD_NUMBER: _ClassVar[int]
     RESULT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
     SCRIPT_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     STREAM_LOGS_FIELD_NUMBER: _ClassVar[int]
+    STREAM_PROGRESS_FIELD_NUMBER: _ClassVar[int]
     allowed_tools: _containers.RepeatedScalarFieldContainer[str]
     clock_start: _timestamp_pb2.Timestamp
     deterministic: bool
@@ -49,11 +55,14 @@ class ExecuteRequest(_message.Message):
     include_tool_results: bool
     input_json: str
     limits: Limits
+    overflow_policy: OverflowPolicy
+    progress_values: bool
     result_schema_json: str
     script: Script
     seed: int
     stream_logs: bool
-    def __init__(self, script: _Optional[_Union[Script, _Mapping]] = ..., input_json: _Optional[str] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., result_schema_json: _Optional[str] = ..., execution_id: _Optional[str] = ..., deterministic: bool = ..., seed: _Optional[int] = ..., clock_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., include_tool_results: bool = ..., stream_logs: bool = ...) -> None: ...
+    stream_progress: bool
+    def __init__(self, script: _Optional[_Union[Script, _Mapping]] = ..., input_json: _Optional[str] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., result_schema_json: _Optional[str] = ..., execution_id: _Optional[str] = ..., deterministic: bool = ..., seed: _Optional[int] = ..., clock_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., include_tool_results: bool = ..., stream_logs: bool = ..., stream_progress: bool = ..., progress_values: bool = ..., overflow_policy: _Optional[_Union[OverflowPolicy, str]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ["effective_limits", "error", "execution_id", "logs", "logs_truncated", "model_message", "result_json", "stats", "trace"]
@@ -98,42 +107,54 @@ class ExecutionError(_message.Message):
     def __init__(self, kind: _Optional[_Union[ErrorKind, str]] = ..., message: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., stack: _Optional[str] = ..., tool: _Optional[str] = ..., limit: _Optional[int] = ..., observed: _Optional[int] = ...) -> None: ...
 
 class ExecutionStats(_message.Message):
-    __slots__ = ["cpu_time", "duration", "log_bytes", "output_bytes", "peak_memory_bytes", "queue_time", "tool_calls", "tool_result_bytes"]
+    __slots__ = ["cpu_time", "cut_strings", "dropped_items", "duration", "log_bytes", "output_bytes", "peak_memory_bytes", "queue_time", "result_truncated", "tool_calls", "tool_result_bytes", "untruncated_output_bytes"]
     CPU_TIME_FIELD_NUMBER: _ClassVar[int]
+    CUT_STRINGS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_ITEMS_FIELD_NUMBER: _ClassVar[int]
     DURATION_FIELD_NUMBER: _ClassVar[int]
     LOG_BYTES_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
     PEAK_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     QUEUE_TIME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     TOOL_RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    UNTRUNCATED_OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
     cpu_time: _duration_pb2.Duration
+    cut_strings: int
+    dropped_items: int
     duration: _duration_pb2.Duration
     log_bytes: int
     output_bytes: int
     peak_memory_bytes: int
     queue_time: _duration_pb2.Duration
+    result_truncated: bool
     tool_calls: int
     tool_result_bytes: int
-    def __init__(self, duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cpu_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., peak_memory_bytes: _Optional[int] = ..., tool_calls: _Optional[int] = ..., tool_result_bytes: _Optional[int] = ..., output_bytes: _Optional[int] = ..., queue_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., log_bytes: _Optional[int] = ...) -> None: ...
+    untruncated_output_bytes: int
+    def __init__(self, duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cpu_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., peak_memory_bytes: _Optional[int] = ..., tool_calls: _Optional[int] = ..., tool_result_bytes: _Optional[int] = ..., output_bytes: _Optional[int] = ..., queue_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., log_bytes: _Optional[int] = ..., result_truncated: bool = ..., untruncated_output_bytes: _Optional[int] = ..., dropped_items: _Optional[int] = ..., cut_strings: _Optional[int] = ...) -> None: ...
 
 class Limits(_message.Message):
-    __slots__ = ["cpu_time", "max_concurrent_tool_calls", "max_log_bytes", "max_output_bytes", "max_tool_calls", "memory_bytes", "timeout"]
+    __slots__ = ["cpu_time", "max_concurrent_tool_calls", "max_log_bytes", "max_log_entries", "max_output_bytes", "max_result_tokens", "max_tool_calls", "memory_bytes", "timeout"]
     CPU_TIME_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENT_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     MAX_LOG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_LOG_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESULT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MAX_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     cpu_time: _duration_pb2.Duration
     max_concurrent_tool_calls: int
     max_log_bytes: int
+    max_log_entries: int
     max_output_bytes: int
+    max_result_tokens: int
     max_tool_calls: int
     memory_bytes: int
     timeout: _duration_pb2.Duration
-    def __init__(self, timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cpu_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., memory_bytes: _Optional[int] = ..., max_tool_calls: _Optional[int] = ..., max_concurrent_tool_calls: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., max_log_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cpu_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., memory_bytes: _Optional[int] = ..., max_tool_calls: _Optional[int] = ..., max_concurrent_tool_calls: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., max_log_bytes: _Optional[int] = ..., max_log_entries: _Optional[int] = ..., max_result_tokens: _Optional[int] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
     __slots__ = ["include_typescript", "limit", "names", "query"]
@@ -202,16 +223,18 @@ class SessionRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[SessionStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., cancel: _Optional[_Union[CancelExecution, _Mapping]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
-    __slots__ = ["log", "protocol_error", "result", "tool_call"]
+    __slots__ = ["log", "progress", "protocol_error", "result", "tool_call"]
     LOG_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_ERROR_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     log: LogEntry
+    progress: ToolProgress
     protocol_error: ProtocolError
     result: ExecuteResponse
     tool_call: ToolCall
-    def __init__(self, tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., log: _Optional[_Union[LogEntry, _Mapping]] = ..., result: _Optional[_Union[ExecuteResponse, _Mapping]] = ..., protocol_error: _Optional[_Union[ProtocolError, _Mapping]] = ...) -> None: ...
+    def __init__(self, tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., log: _Optional[_Union[LogEntry, _Mapping]] = ..., result: _Optional[_Union[ExecuteResponse, _Mapping]] = ..., protocol_error: _Optional[_Union[ProtocolError, _Mapping]] = ..., progress: _Optional[_Union[ToolProgress, _Mapping]] = ...) -> None: ...
 
 class SessionStart(_message.Message):
     __slots__ = ["client_tools", "execute"]
@@ -287,6 +310,39 @@ class ToolMatch(_message.Message):
     score: float
     def __init__(self, name: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
+class ToolProgress(_message.Message):
+    __slots__ = ["argument_bytes", "arguments_json", "dropped", "duration", "error_message", "outcome", "phase", "result_bytes", "result_json", "seq", "started_after", "tool"]
+    class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FINISHED: ToolProgress.Phase
+    PHASE_STARTED: ToolProgress.Phase
+    PHASE_UNSPECIFIED: ToolProgress.Phase
+    RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    argument_bytes: int
+    arguments_json: str
+    dropped: int
+    duration: _duration_pb2.Duration
+    error_message: str
+    outcome: str
+    phase: ToolProgress.Phase
+    result_bytes: int
+    result_json: str
+    seq: int
+    started_after: _duration_pb2.Duration
+    tool: str
+    def __init__(self, phase: _Optional[_Union[ToolProgress.Phase, str]] = ..., seq: _Optional[int] = ..., tool: _Optional[str] = ..., started_after: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., argument_bytes: _Optional[int] = ..., result_bytes: _Optional[int] = ..., outcome: _Optional[str] = ..., dropped: _Optional[int] = ..., arguments_json: _Optional[str] = ..., result_json: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
+
 class ToolResult(_message.Message):
     __slots__ = ["call_id", "error", "output_json"]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -301,4 +357,7 @@ class Language(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class ErrorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OverflowPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -32,7 +32,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ptc/v1/runner.proto.
  */
 export const file_ptc_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEitgIKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIImgKBlNjcmlwdBIiCghsYW5ndWFnZRgBIAEoDjIQLnB0Yy52MS5MYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEwoLd2FzbV9tb2R1bGUYAyABKAwSFQoNbW9kdWxlX3NoYTI1NhgEIAEoCSLjAQoGTGltaXRzEioKB3RpbWVvdXQYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIY3B1X3RpbWUYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMbWVtb3J5X2J5dGVzGAMgASgDEhYKDm1heF90b29sX2NhbGxzGAQgASgFEiEKGW1heF9jb25jdXJyZW50X3Rvb2xfY2FsbHMYBSABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgGIAEoAxIVCg1tYXhfbG9nX2J5dGVzGAcgASgDIqoCCg9FeGVjdXRlUmVzcG9uc2USFAoMZXhlY3V0aW9uX2lkGAEgASgJEhMKC3Jlc3VsdF9qc29uGAIgASgJEiUKBWVycm9yGAMgASgLMhYucHRjLnYxLkV4ZWN1dGlvbkVycm9yEhUKDW1vZGVsX21lc3NhZ2UYBCABKAkSHgoEbG9ncxgFIAMoCzIQLnB0Yy52MS5Mb2dFbnRyeRIWCg5sb2dzX3RydW5jYXRlZBgGIAEoCBIlCgVzdGF0cxgHIAEoCzIWLnB0Yy52MS5FeGVjdXRpb25TdGF0cxIlCgV0cmFjZRgIIAMoCzIWLnB0Yy52MS5Ub29sQ2FsbFJlY29yZBIoChBlZmZlY3RpdmVfbGltaXRzGAkgASgLMg4ucHRjLnYxLkxpbWl0cyKeAQoORXhlY3V0aW9uRXJyb3ISHwoEa2luZBgBIAEoDjIRLnB0Yy52MS5FcnJvcktpbmQSDwoHbWVzc2FnZRgCIAEoCRIMCgRsaW5lGAMgASgFEg4KBmNvbHVtbhgEIAEoBRINCgVzdGFjaxgFIAEoCRIMCgR0b29sGAYgASgJEg0KBWxpbWl0GAcgASgDEhAKCG9ic2VydmVkGAggASgDIowCCg5FeGVjdXRpb25TdGF0cxIrCghkdXJhdGlvbhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghjcHVfdGltZRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFwZWFrX21lbW9yeV9ieXRlcxgDIAEoAxISCgp0b29sX2NhbGxzGAQgASgFEhkKEXRvb2xfcmVzdWx0X2J5dGVzGAUgASgDEhQKDG91dHB1dF9ieXRlcxgGIAEoAxItCgpxdWV1ZV90aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWxvZ19ieXRlcxgIIAEoAyJRCghMb2dFbnRyeRINCgVsZXZlbBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEiUKAmF0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoQCCg5Ub29sQ2FsbFJlY29yZBILCgNzZXEYASABKAUSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIKCgJvaxgEIAEoCBISCgplcnJvcl9jb2RlGAUgASgJEhUKDWVycm9yX21lc3NhZ2UYBiABKAkSMAoNc3RhcnRlZF9hZnRlchgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghkdXJhdGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxyZXN1bHRfYnl0ZXMYCSABKAMSEwoLcmVzdWx0X2pzb24YCiABKAkiagoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIaChJvdXRwdXRfc2NoZW1hX2pzb24YBCABKAkiWwoQTGlzdFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoBRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX3R5cGVzY3JpcHQYBCABKAgimQEKEUxpc3RUb29sc1Jlc3BvbnNlEiUKBXRvb2xzGAEgAygLMhYucHRjLnYxLlRvb2xEZWZpbml0aW9uEhIKCnR5cGVzY3JpcHQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhUKDWFwcHJveF90b2tlbnMYBCABKAUSIgoHbWF0Y2hlcxgFIAMoCzIRLnB0Yy52MS5Ub29sTWF0Y2giKAoJVG9vbE1hdGNoEgwKBG5hbWUYASABKAkSDQoFc2NvcmUYAiABKAIilAEKDlNlc3Npb25SZXF1ZXN0EiUKBXN0YXJ0GAEgASgLMhQucHRjLnYxLlNlc3Npb25TdGFydEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIucHRjLnYxLlRvb2xSZXN1bHRIABIpCgZjYW5jZWwYAyABKAsyFy5wdGMudjEuQ2FuY2VsRXhlY3V0aW9uSABCBQoDbXNnImUKDFNlc3Npb25TdGFydBInCgdleGVjdXRlGAEgASgLMhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0EiwKDGNsaWVudF90b29scxgCIAMoCzIWLnB0Yy52MS5Ub29sRGVmaW5pdGlvbiJjCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIAEIJCgdvdXRjb21lIioKCVRvb2xFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiIQoPQ2FuY2VsRXhlY3V0aW9uEg4KBnJlYXNvbhgBIAEoCSK8AQoPU2Vzc2lvblJlc3BvbnNlEiUKCXRvb2xfY2FsbBgBIAEoCzIQLnB0Yy52MS5Ub29sQ2FsbEgAEh8KA2xvZxgCIAEoCzIQLnB0Yy52MS5Mb2dFbnRyeUgAEikKBnJlc3VsdBgDIAEoCzIXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2VIABIvCg5wcm90b2NvbF9lcnJvchgEIAEoCzIVLnB0Yy52MS5Qcm90b2NvbEVycm9ySABCBQoDbXNnIogBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIxCg1Qcm90b2NvbEVycm9yEg8KB2NhbGxfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSppCghMYW5ndWFnZRIYChRMQU5HVUFHRV9VTlNQRUNJRklFRBAAEhcKE0xBTkdVQUdFX0pBVkFTQ1JJUFQQARIXChNMQU5HVUFHRV9UWVBFU0NSSVBUEAISEQoNTEFOR1VBR0VfV0FTTRADKsgCCglFcnJvcktpbmQSGgoWRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEhsKF0VSUk9SX0tJTkRfU1lOVEFYX0VSUk9SEAESGwoXRVJST1JfS0lORF9TQ1JJUFRfRVJST1IQAhIWChJFUlJPUl9LSU5EX1RJTUVPVVQQAxIYChRFUlJPUl9LSU5EX0NQVV9MSU1JVBAEEhsKF0VSUk9SX0tJTkRfTUVNT1JZX0xJTUlUEAUSHgoaRVJST1JfS0lORF9UT09MX0NBTExfTElNSVQQBhIbChdFUlJPUl9LSU5EX09VVFBVVF9MSU1JVBAHEiYKIkVSUk9SX0tJTkRfUkVTVUxUX1NDSEVNQV9WSU9MQVRJT04QCBIYChRFUlJPUl9LSU5EX0NBTkNFTExFRBAJEhcKE0VSUk9SX0tJTkRfSU5URVJOQUwQCjLNAQoNUnVubmVyU2VydmljZRI6CgdFeGVjdXRlEhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0GhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZRJACglMaXN0VG9vbHMSGC5wdGMudjEuTGlzdFRvb2xzUmVxdWVzdBoZLnB0Yy52MS5MaXN0VG9vbHNSZXNwb25zZRI+CgdTZXNzaW9uEhYucHRjLnYxLlNlc3Npb25SZXF1ZXN0GhcucHRjLnYxLlNlc3Npb25SZXNwb25zZSgBMAFCKlooZ2l0aHViLmNvbS9wdGNydW4vcHRjL3Byb3RvL3B0Yy92MTtwdGN2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEimQMKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIEhcKD3N0cmVhbV9wcm9ncmVzcxgMIAEoCBIXCg9wcm9ncmVzc192YWx1ZXMYDSABKAgSLwoPb3ZlcmZsb3dfcG9saWN5GA4gASgOMhYucHRjLnYxLk92ZXJmbG93UG9saWN5ImgKBlNjcmlwdBIiCghsYW5ndWFnZRgBIAEoDjIQLnB0Yy52MS5MYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEwoLd2FzbV9tb2R1bGUYAyABKAwSFQoNbW9kdWxlX3NoYTI1NhgEIAEoCSKXAgoGTGltaXRzEioKB3RpbWVvdXQYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIY3B1X3RpbWUYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMbWVtb3J5X2J5dGVzGAMgASgDEhYKDm1heF90b29sX2NhbGxzGAQgASgFEiEKGW1heF9jb25jdXJyZW50X3Rvb2xfY2FsbHMYBSABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgGIAEoAxIVCg1tYXhfbG9nX2J5dGVzGAcgASgDEhcKD21heF9sb2dfZW50cmllcxgIIAEoBRIZChFtYXhfcmVzdWx0X3Rva2VucxgJIAEoBSKqAgoPRXhlY3V0ZVJlc3BvbnNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRITCgtyZXN1bHRfanNvbhgCIAEoCRIlCgVlcnJvchgDIAEoCzIWLnB0Yy52MS5FeGVjdXRpb25FcnJvchIVCg1tb2RlbF9tZXNzYWdlGAQgASgJEh4KBGxvZ3MYBSADKAsyEC5wdGMudjEuTG9nRW50cnkSFgoObG9nc190cnVuY2F0ZWQYBiABKAgSJQoFc3RhdHMYByABKAsyFi5wdGMudjEuRXhlY3V0aW9uU3RhdHMSJQoFdHJhY2UYCCADKAsyFi5wdGMudjEuVG9vbENhbGxSZWNvcmQSKAoQZWZmZWN0aXZlX2xpbWl0cxgJIAEoCzIOLnB0Yy52MS5MaW1pdHMingEKDkV4ZWN1dGlvbkVycm9yEh8KBGtpbmQYASABKA4yES5wdGMudjEuRXJyb3JLaW5kEg8KB21lc3NhZ2UYAiABKAkSDAoEbGluZRgDIAEoBRIOCgZjb2x1bW4YBCABKAUSDQoFc3RhY2sYBSABKAkSDAoEdG9vbBgGIAEoCRINCgVsaW1pdBgHIAEoAxIQCghvYnNlcnZlZBgIIAEoAyL0AgoORXhlY3V0aW9uU3RhdHMSKwoIZHVyYXRpb24YASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIY3B1X3RpbWUYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGQoRcGVha19tZW1vcnlfYnl0ZXMYAyABKAMSEgoKdG9vbF9jYWxscxgEIAEoBRIZChF0b29sX3Jlc3VsdF9ieXRlcxgFIAEoAxIUCgxvdXRwdXRfYnl0ZXMYBiABKAMSLQoKcXVldWVfdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglsb2dfYnl0ZXMYCCABKAMSGAoQcmVzdWx0X3RydW5jYXRlZBgJIAEoCBIgChh1bnRydW5jYXRlZF9vdXRwdXRfYnl0ZXMYCiABKAMSFQoNZHJvcHBlZF9pdGVtcxgLIAEoAxITCgtjdXRfc3RyaW5ncxgMIAEoAyJRCghMb2dFbnRyeRINCgVsZXZlbBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEiUKAmF0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoQCCg5Ub29sQ2FsbFJlY29yZBILCgNzZXEYASABKAUSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIKCgJvaxgEIAEoCBISCgplcnJvcl9jb2RlGAUgASgJEhUKDWVycm9yX21lc3NhZ2UYBiABKAkSMAoNc3RhcnRlZF9hZnRlchgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghkdXJhdGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxyZXN1bHRfYnl0ZXMYCSABKAMSEwoLcmVzdWx0X2pzb24YCiABKAkiagoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIaChJvdXRwdXRfc2NoZW1hX2pzb24YBCABKAkiWwoQTGlzdFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoBRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX3R5cGVzY3JpcHQYBCABKAgimQEKEUxpc3RUb29sc1Jlc3BvbnNlEiUKBXRvb2xzGAEgAygLMhYucHRjLnYxLlRvb2xEZWZpbml0aW9uEhIKCnR5cGVzY3JpcHQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhUKDWFwcHJveF90b2tlbnMYBCABKAUSIgoHbWF0Y2hlcxgFIAMoCzIRLnB0Yy52MS5Ub29sTWF0Y2giKAoJVG9vbE1hdGNoEgwKBG5hbWUYASABKAkSDQoFc2NvcmUYAiABKAIilAEKDlNlc3Npb25SZXF1ZXN0EiUKBXN0YXJ0GAEgASgLMhQucHRjLnYxLlNlc3Npb25TdGFydEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIucHRjLnYxLlRvb2xSZXN1bHRIABIpCgZjYW5jZWwYAyABKAsyFy5wdGMudjEuQ2FuY2VsRXhlY3V0aW9uSABCBQoDbXNnImUKDFNlc3Npb25TdGFydBInCgdleGVjdXRlGAEgASgLMhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0EiwKDGNsaWVudF90b29scxgCIAMoCzIWLnB0Yy52MS5Ub29sRGVmaW5pdGlvbiJjCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIAEIJCgdvdXRjb21lIioKCVRvb2xFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiIQoPQ2FuY2VsRXhlY3V0aW9uEg4KBnJlYXNvbhgBIAEoCSLmAQoPU2Vzc2lvblJlc3BvbnNlEiUKCXRvb2xfY2FsbBgBIAEoCzIQLnB0Yy52MS5Ub29sQ2FsbEgAEh8KA2xvZxgCIAEoCzIQLnB0Yy52MS5Mb2dFbnRyeUgAEikKBnJlc3VsdBgDIAEoCzIXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2VIABIvCg5wcm90b2NvbF9lcnJvchgEIAEoCzIVLnB0Yy52MS5Qcm90b2NvbEVycm9ySAASKAoIcHJvZ3Jlc3MYBSABKAsyFC5wdGMudjEuVG9vbFByb2dyZXNzSABCBQoDbXNnIo4DCgxUb29sUHJvZ3Jlc3MSKQoFcGhhc2UYASABKA4yGi5wdGMudjEuVG9vbFByb2dyZXNzLlBoYXNlEgsKA3NlcRgCIAEoBRIMCgR0b29sGAMgASgJEjAKDXN0YXJ0ZWRfYWZ0ZXIYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIZHVyYXRpb24YBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOYXJndW1lbnRfYnl0ZXMYBiABKAMSFAoMcmVzdWx0X2J5dGVzGAcgASgDEg8KB291dGNvbWUYCCABKAkSDwoHZHJvcHBlZBgJIAEoAxIWCg5hcmd1bWVudHNfanNvbhgKIAEoCRITCgtyZXN1bHRfanNvbhgLIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAwgASgJIkUKBVBoYXNlEhUKEVBIQVNFX1VOU1BFQ0lGSUVEEAASEQoNUEhBU0VfU1RBUlRFRBABEhIKDlBIQVNFX0ZJTklTSEVEEAIiiAEKCFRvb2xDYWxsEg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjEKDVByb3RvY29sRXJyb3ISDwoHY2FsbF9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKmkKCExhbmd1YWdlEhgKFExBTkdVQUdFX1VOU1BFQ0lGSUVEEAASFwoTTEFOR1VBR0VfSkFWQVNDUklQVBABEhcKE0xBTkdVQUdFX1RZUEVTQ1JJUFQQAhIRCg1MQU5HVUFHRV9XQVNNEAMqyAIKCUVycm9yS2luZBIaChZFUlJPUl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXRVJST1JfS0lORF9TWU5UQVhfRVJST1IQARIbChdFUlJPUl9LSU5EX1NDUklQVF9FUlJPUhACEhYKEkVSUk9SX0tJTkRfVElNRU9VVBADEhgKFEVSUk9SX0tJTkRfQ1BVX0xJTUlUEAQSGwoXRVJST1JfS0lORF9NRU1PUllfTElNSVQQBRIeChpFUlJPUl9LSU5EX1RPT0xfQ0FMTF9MSU1JVBAGEhsKF0VSUk9SX0tJTkRfT1VUUFVUX0xJTUlUEAcSJgoiRVJST1JfS0lORF9SRVNVTFRfU0NIRU1BX1ZJT0xBVElPThAIEhgKFEVSUk9SX0tJTkRfQ0FOQ0VMTEVEEAkSFwoTRVJST1JfS0lORF9JTlRFUk5BTBAKKmkKDk92ZXJmbG93UG9saWN5Eh8KG09WRVJGTE9XX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFE9WRVJGTE9XX1BPTElDWV9GQUlMEAESHAoYT1ZFUkZMT1dfUE9MSUNZX1RSVU5DQVRFEAIyzQEKDVJ1bm5lclNlcnZpY2USOgoHRXhlY3V0ZRIWLnB0Yy52MS5FeGVjdXRlUmVxdWVzdBoXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2USQAoJTGlzdFRvb2xzEhgucHRjLnYxLkxpc3RUb29sc1JlcXVlc3QaGS5wdGMudjEuTGlzdFRvb2xzUmVzcG9uc2USPgoHU2Vzc2lvbhIWLnB0Yy52MS5TZXNzaW9uUmVxdWVzdBoXLnB0Yy52MS5TZXNzaW9uUmVzcG9uc2UoATABQipaKGdpdGh1Yi5jb20vcHRjcnVuL3B0Yy9wcm90by9wdGMvdjE7cHRjdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ExecuteRequest asks the server to run one program.
@@ -110,7 +110,8 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
 
   /**
    * clock_start is the virtual clock's start time when deterministic is set.
-   * Unset means the Unix epoch.
+   * Unset means the Unix epoch; a set value is used as given
+   * (0001-01-01T00:00:00Z included).
    *
    * @generated from field: google.protobuf.Timestamp clock_start = 9;
    */
@@ -131,6 +132,34 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * @generated from field: bool stream_logs = 11;
    */
   streamLogs: boolean;
+
+  /**
+   * stream_progress makes Session send a ToolProgress message when each tool
+   * call starts and when it finishes, server tools included. Progress is
+   * best effort: when the caller reads too slowly, events are dropped and the
+   * next one delivered counts them (ToolProgress.dropped). Ignored by Execute.
+   *
+   * @generated from field: bool stream_progress = 12;
+   */
+  streamProgress: boolean;
+
+  /**
+   * progress_values makes ToolProgress messages carry the call's arguments,
+   * result and error message. Without it they carry sizes, codes and
+   * durations only.
+   *
+   * @generated from field: bool progress_values = 13;
+   */
+  progressValues: boolean;
+
+  /**
+   * overflow_policy says what happens to a result larger than
+   * Limits.max_output_bytes or Limits.max_result_tokens. Unset means
+   * OVERFLOW_POLICY_FAIL.
+   *
+   * @generated from field: ptc.v1.OverflowPolicy overflow_policy = 14;
+   */
+  overflowPolicy: OverflowPolicy;
 };
 
 /**
@@ -170,8 +199,9 @@ export type Script = Message<"ptc.v1.Script"> & {
   wasmModule: Uint8Array;
 
   /**
-   * module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module.
-   * With wasm_module set, the server checks the module against it
+   * module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module
+   * (64 hexadecimal digits; anything else is INVALID_ARGUMENT). With
+   * wasm_module set, the server checks the module against it
    * (INVALID_ARGUMENT on mismatch). Without wasm_module, the server runs the
    * module it holds under this digest, or answers FAILED_PRECONDITION when it
    * holds none, in which case the caller resends the module inline.
@@ -220,9 +250,10 @@ export type Limits = Message<"ptc.v1.Limits"> & {
   memoryBytes: bigint;
 
   /**
-   * max_tool_calls bounds the total number of tool calls. A call beyond it is
-   * rejected with a ToolCallLimitError the program may catch; uncaught, it
-   * fails the execution with ERROR_KIND_TOOL_CALL_LIMIT.
+   * max_tool_calls bounds the total number of tool calls, rejected ones
+   * (unknown tools, invalid arguments) included. A call beyond it is rejected
+   * with a ToolCallLimitError the program may catch; uncaught, it fails the
+   * execution with ERROR_KIND_TOOL_CALL_LIMIT.
    *
    * @generated from field: int32 max_tool_calls = 4;
    */
@@ -245,13 +276,33 @@ export type Limits = Message<"ptc.v1.Limits"> & {
   maxOutputBytes: bigint;
 
   /**
-   * max_log_bytes bounds the captured console output. Output beyond it is
-   * dropped and ExecuteResponse.logs_truncated is set; it never fails the
-   * execution.
+   * max_log_bytes bounds the captured console output. Every entry costs 16
+   * bytes besides its text, so that empty entries are not free. Output beyond
+   * it is dropped and ExecuteResponse.logs_truncated is set; it never fails
+   * the execution.
    *
    * @generated from field: int64 max_log_bytes = 7;
    */
   maxLogBytes: bigint;
+
+  /**
+   * max_log_entries bounds the number of captured console entries. Entries
+   * beyond it are dropped and ExecuteResponse.logs_truncated is set; it never
+   * fails the execution.
+   *
+   * @generated from field: int32 max_log_entries = 8;
+   */
+  maxLogEntries: number;
+
+  /**
+   * max_result_tokens bounds the approximate number of model tokens in
+   * result_json, counted as ListToolsResponse.approx_tokens counts them.
+   * Breach: ERROR_KIND_OUTPUT_LIMIT (or truncation, with
+   * OVERFLOW_POLICY_TRUNCATE).
+   *
+   * @generated from field: int32 max_result_tokens = 9;
+   */
+  maxResultTokens: number;
 };
 
 /**
@@ -291,9 +342,11 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
   error?: ExecutionError | undefined;
 
   /**
-   * model_message is a short description of the failure fit to paste into a
-   * model's context: what went wrong and how to fix it, without stack traces,
-   * secrets or internal paths. Empty when the program succeeded.
+   * model_message is what to paste into a model's context: on success the
+   * result JSON (followed, when it was truncated, by one line saying how); on
+   * failure a short description of what went wrong and how to fix it,
+   * without stack traces, secrets or internal paths. It never holds logs, the
+   * trace or tool results the program did not return.
    *
    * @generated from field: string model_message = 4;
    */
@@ -301,7 +354,7 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
 
   /**
    * logs is the program's console output, in order, capped by
-   * Limits.max_log_bytes.
+   * Limits.max_log_bytes and Limits.max_log_entries.
    *
    * @generated from field: repeated ptc.v1.LogEntry logs = 5;
    */
@@ -309,7 +362,7 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
 
   /**
    * logs_truncated is set when console output was dropped because it exceeded
-   * Limits.max_log_bytes.
+   * Limits.max_log_bytes or Limits.max_log_entries.
    *
    * @generated from field: bool logs_truncated = 6;
    */
@@ -323,7 +376,9 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
   stats?: ExecutionStats | undefined;
 
   /**
-   * trace records every tool call the program made, ordered by seq.
+   * trace records every tool call the program made, ordered by seq, rejected
+   * calls included; past Limits.max_tool_calls at most 64 rejected calls are
+   * recorded (all are counted in ExecutionStats.tool_calls).
    *
    * @generated from field: repeated ptc.v1.ToolCallRecord trace = 8;
    */
@@ -479,12 +534,45 @@ export type ExecutionStats = Message<"ptc.v1.ExecutionStats"> & {
   queueTime?: Duration | undefined;
 
   /**
-   * log_bytes is the number of console output bytes the program produced,
-   * including bytes dropped beyond Limits.max_log_bytes.
+   * log_bytes is the number of console output bytes kept in logs (the
+   * entries' text, without their per-entry cost against
+   * Limits.max_log_bytes). Output dropped at the limits is not counted: it is
+   * not formatted once the logs are full; logs_truncated says some was
+   * dropped.
    *
    * @generated from field: int64 log_bytes = 8;
    */
   logBytes: bigint;
+
+  /**
+   * result_truncated is set when the result was cut to fit the output limits
+   * (OVERFLOW_POLICY_TRUNCATE); output_bytes is then the truncated size.
+   *
+   * @generated from field: bool result_truncated = 9;
+   */
+  resultTruncated: boolean;
+
+  /**
+   * untruncated_output_bytes is the size of the result before it was
+   * truncated; 0 when it was not.
+   *
+   * @generated from field: int64 untruncated_output_bytes = 10;
+   */
+  untruncatedOutputBytes: bigint;
+
+  /**
+   * dropped_items counts the array items and object keys truncation removed.
+   *
+   * @generated from field: int64 dropped_items = 11;
+   */
+  droppedItems: bigint;
+
+  /**
+   * cut_strings counts the strings truncation shortened.
+   *
+   * @generated from field: int64 cut_strings = 12;
+   */
+  cutStrings: bigint;
 };
 
 /**
@@ -1015,6 +1103,15 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
      */
     value: ProtocolError;
     case: "protocolError";
+  } | {
+    /**
+     * progress reports a tool call starting or finishing, sent when
+     * ExecuteRequest.stream_progress is set.
+     *
+     * @generated from field: ptc.v1.ToolProgress progress = 5;
+     */
+    value: ToolProgress;
+    case: "progress";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1024,6 +1121,147 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
   messageDesc(file_ptc_v1_runner, 17);
+
+/**
+ * ToolProgress reports one tool call of the program starting or finishing.
+ * Every call the program makes is reported, server and client tools alike,
+ * refused calls included (past Limits.max_tool_calls at most 64 refused
+ * calls are reported).
+ *
+ * @generated from message ptc.v1.ToolProgress
+ */
+export type ToolProgress = Message<"ptc.v1.ToolProgress"> & {
+  /**
+   * phase is the event.
+   *
+   * @generated from field: ptc.v1.ToolProgress.Phase phase = 1;
+   */
+  phase: ToolProgress_Phase;
+
+  /**
+   * seq is the call's ToolCallRecord.seq.
+   *
+   * @generated from field: int32 seq = 2;
+   */
+  seq: number;
+
+  /**
+   * tool is the name of the tool called.
+   *
+   * @generated from field: string tool = 3;
+   */
+  tool: string;
+
+  /**
+   * started_after is the time from the start of the execution to the call.
+   *
+   * @generated from field: google.protobuf.Duration started_after = 4;
+   */
+  startedAfter?: Duration | undefined;
+
+  /**
+   * duration is the time the call took; set when finished.
+   *
+   * @generated from field: google.protobuf.Duration duration = 5;
+   */
+  duration?: Duration | undefined;
+
+  /**
+   * argument_bytes is the size of the call's JSON arguments.
+   *
+   * @generated from field: int64 argument_bytes = 6;
+   */
+  argumentBytes: bigint;
+
+  /**
+   * result_bytes is the size of the JSON result; set when finished with
+   * outcome "ok".
+   *
+   * @generated from field: int64 result_bytes = 7;
+   */
+  resultBytes: bigint;
+
+  /**
+   * outcome is "ok" or the call's error code (as in
+   * ToolCallRecord.error_code); set when finished.
+   *
+   * @generated from field: string outcome = 8;
+   */
+  outcome: string;
+
+  /**
+   * dropped counts the progress messages dropped just before this one
+   * because the caller read too slowly.
+   *
+   * @generated from field: int64 dropped = 9;
+   */
+  dropped: bigint;
+
+  /**
+   * arguments_json is the call's JSON arguments, with
+   * ExecuteRequest.progress_values only.
+   *
+   * @generated from field: string arguments_json = 10;
+   */
+  argumentsJson: string;
+
+  /**
+   * result_json is the call's JSON result, with
+   * ExecuteRequest.progress_values only; set when finished with outcome "ok".
+   *
+   * @generated from field: string result_json = 11;
+   */
+  resultJson: string;
+
+  /**
+   * error_message describes a failed call, with
+   * ExecuteRequest.progress_values only.
+   *
+   * @generated from field: string error_message = 12;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message ptc.v1.ToolProgress.
+ * Use `create(ToolProgressSchema)` to create a new message.
+ */
+export const ToolProgressSchema: GenMessage<ToolProgress> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 18);
+
+/**
+ * Phase says whether the call started or finished.
+ *
+ * @generated from enum ptc.v1.ToolProgress.Phase
+ */
+export enum ToolProgress_Phase {
+  /**
+   * PHASE_UNSPECIFIED is never sent.
+   *
+   * @generated from enum value: PHASE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * PHASE_STARTED: the program made the call.
+   *
+   * @generated from enum value: PHASE_STARTED = 1;
+   */
+  STARTED = 1,
+
+  /**
+   * PHASE_FINISHED: the call returned a result or failed.
+   *
+   * @generated from enum value: PHASE_FINISHED = 2;
+   */
+  FINISHED = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.ToolProgress.Phase.
+ */
+export const ToolProgress_PhaseSchema: GenEnum<ToolProgress_Phase> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 18, 0);
 
 /**
  * ToolCall asks the caller to run one of its client tools.
@@ -1077,7 +1315,7 @@ export type ToolCall = Message<"ptc.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 18);
+  messageDesc(file_ptc_v1_runner, 19);
 
 /**
  * ProtocolError reports a caller message that broke the Session protocol.
@@ -1105,7 +1343,7 @@ export type ProtocolError = Message<"ptc.v1.ProtocolError"> & {
  * Use `create(ProtocolErrorSchema)` to create a new message.
  */
 export const ProtocolErrorSchema: GenMessage<ProtocolError> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 19);
+  messageDesc(file_ptc_v1_runner, 20);
 
 /**
  * Language names the language of a Script.
@@ -1177,7 +1415,9 @@ export enum ErrorKind {
   /**
    * ERROR_KIND_SCRIPT_ERROR means the program threw an uncaught exception,
    * rejected, trapped or exited with a failure, including a tool error that the
-   * program did not catch.
+   * program did not catch, or returned a result that cannot be represented as
+   * JSON (a cycle, a BigInt, a toJSON that throws; for WebAssembly, stdout that
+   * is not one JSON value).
    *
    * @generated from enum value: ERROR_KIND_SCRIPT_ERROR = 2;
    */
@@ -1217,7 +1457,8 @@ export enum ErrorKind {
 
   /**
    * ERROR_KIND_OUTPUT_LIMIT means the JSON result was larger than
-   * Limits.max_output_bytes.
+   * Limits.max_output_bytes or Limits.max_result_tokens (and could not be
+   * truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
    *
    * @generated from enum value: ERROR_KIND_OUTPUT_LIMIT = 7;
    */
@@ -1225,8 +1466,8 @@ export enum ErrorKind {
 
   /**
    * ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
-   * against ExecuteRequest.result_schema_json, or could not be represented as
-   * JSON.
+   * against ExecuteRequest.result_schema_json. (A result that cannot be
+   * represented as JSON at all is a SCRIPT_ERROR.)
    *
    * @generated from enum value: ERROR_KIND_RESULT_SCHEMA_VIOLATION = 8;
    */
@@ -1256,6 +1497,49 @@ export const ErrorKindSchema: GenEnum<ErrorKind> = /*@__PURE__*/
   enumDesc(file_ptc_v1_runner, 1);
 
 /**
+ * OverflowPolicy says what happens to a result that is larger than the
+ * output limits.
+ *
+ * @generated from enum ptc.v1.OverflowPolicy
+ */
+export enum OverflowPolicy {
+  /**
+   * OVERFLOW_POLICY_UNSPECIFIED is OVERFLOW_POLICY_FAIL.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * OVERFLOW_POLICY_FAIL fails the execution with ERROR_KIND_OUTPUT_LIMIT.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_FAIL = 1;
+   */
+  FAIL = 1,
+
+  /**
+   * OVERFLOW_POLICY_TRUNCATE cuts the result structurally until it fits,
+   * keeping valid JSON: arrays keep their first items and end with the string
+   * "[truncated: N more items]", objects keep their first keys and end with
+   * the key "[truncated]" whose value is "N more keys", strings keep their
+   * beginning and end with "…[truncated: N more bytes]". ExecutionStats and
+   * ExecuteResponse.model_message report the truncation. A result larger
+   * than 64 MiB, or one whose smallest truncated form is still over a limit,
+   * still fails with ERROR_KIND_OUTPUT_LIMIT. A result schema is checked
+   * against the result before truncation.
+   *
+   * @generated from enum value: OVERFLOW_POLICY_TRUNCATE = 2;
+   */
+  TRUNCATE = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.OverflowPolicy.
+ */
+export const OverflowPolicySchema: GenEnum<OverflowPolicy> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 2);
+
+/**
  * RunnerService runs sandboxed programs that call tools.
  *
  * @generated from service ptc.v1.RunnerService
@@ -1268,9 +1552,11 @@ export const RunnerService: GenService<{
    * A program that fails (syntax error, exception, limit breach, result schema
    * violation) still completes the RPC successfully; the failure is in
    * ExecuteResponse.error. gRPC status codes report request-level problems:
-   * INVALID_ARGUMENT for a malformed request, an oversized source or input, or
-   * an allowed_tools entry the server does not know; FAILED_PRECONDITION for a
-   * Script.module_sha256 the server does not hold; RESOURCE_EXHAUSTED when the
+   * INVALID_ARGUMENT for a malformed request (a message that does not decode,
+   * such as broken wire format or a string field that is not UTF-8, included),
+   * an oversized source or input, or an allowed_tools entry the server does not
+   * know; FAILED_PRECONDITION for a well-formed Script.module_sha256 the server
+   * does not hold; RESOURCE_EXHAUSTED when the
    * admission queue is full; DEADLINE_EXCEEDED or CANCELLED when the caller's
    * own deadline or cancellation ends the call. Session reports the same
    * problems the same way.

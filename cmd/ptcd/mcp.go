@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/mcpserve"
+	"github.com/ptcrun/ptc/internal/server"
+)
+
+// mcpEndpoint is ptcd's MCP endpoint: the search and execute tools over
+// streamable HTTP on its own listener (mcp.listen), authenticated like
+// gRPC calls and run by the same server (tenants, admission, metrics).
+type mcpEndpoint struct {
+	mcp  *mcpserve.Server
+	http *http.Server
+	addr string
+	// done receives the result of Serve when the listener stops.
+	done chan error
+}
+
+// startMCP listens on mcp.listen and serves the endpoint; nil when the
+// section leaves it off.
+func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config, log *slog.Logger) (*mcpEndpoint, error) {
+	if !c.MCP.Enabled() {
+		return nil, nil
+	}
+	desc := int(c.MCP.DescriptionBytes)
+	if desc == 0 {
+		desc = -1 // 0 in the file: never declare the tools there
+	}
+	m := mcpserve.New(mcpserve.Config{Backend: srv, Version: version(), DescriptionBytes: desc, Logger: log,
+		Limit: limiter.Limit})
+	mux := http.NewServeMux()
+	mux.Handle(c.MCP.Path, m.Handler(mcpserve.HTTPConfig{
+		SessionTimeout: time.Duration(c.MCP.SessionTimeout),
+		Authenticate: func(r *http.Request) (mcpserve.Caller, error) {
+			t, err := authn.AuthenticateHTTP(r)
+			if err != nil {
+				return mcpserve.Caller{}, err
+			}
+			return mcpserve.Caller{Key: t.Name, Bind: func(ctx context.Context) context.Context { return auth.WithTenant(ctx, t) }}, nil
+		},
+	}))
+	lis, err := net.Listen("tcp", c.MCP.Listen)
+	if err != nil {
+		return nil, err
+	}
+	e := &mcpEndpoint{mcp: m, addr: lis.Addr().String(), done: make(chan error, 1),
+		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+	// The serve goroutine ends when the server is closed (stop).
+	go func() {
+		var err error
+		if tc != nil {
+			err = e.http.ServeTLS(lis, "", "")
+		} else {
+			err = e.http.Serve(lis)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		e.done <- err
+	}()
+	return e, nil
+}
+
+// drain refuses new executions and waits, at most until ctx ends, for the
+// running ones.
+func (e *mcpEndpoint) drain(ctx context.Context) {
+	if e != nil {
+		_ = e.mcp.Drain(ctx)
+	}
+}
+
+// stop ends the sessions (and so their event streams), shuts the listener
+// down — responses still being finished get until ctx ends — and closes
+// every connection: the last step of a shutdown, once executions have
+// ended and their answers are written (drain).
+func (e *mcpEndpoint) stop(ctx context.Context) {
+	if e != nil {
+		e.mcp.CloseSessions()
+		_ = e.http.Shutdown(ctx)
+		_ = e.http.Close()
+	}
+}
+
+// refresh updates the tool descriptions after the tools changed.
+func (e *mcpEndpoint) refresh() {
+	if e != nil {
+		e.mcp.Refresh()
+	}
+}
+
+// failed returns the channel that reports a listener failure (nil, which
+// never delivers, when the endpoint is off).
+func (e *mcpEndpoint) failed() <-chan error {
+	if e == nil {
+		return nil
+	}
+	return e.done
+}
+
+// version is the module version ptcd was built at, "(devel)" in a work tree.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

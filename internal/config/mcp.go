@@ -1,0 +1,57 @@
+package config
+
+import (
+	"net"
+	"path"
+	"strings"
+	"time"
+)
+
+// Defaults of the mcp section.
+const (
+	DefaultMCPPath             = "/mcp"
+	DefaultMCPSessionTimeout   = 30 * time.Minute
+	DefaultMCPDescriptionBytes = 16 << 10
+)
+
+// MCP is the mcp section: ptcd's Model Context Protocol endpoint
+// (streamable HTTP), which serves the search and execute tools to MCP
+// clients with the same tenants, tools and limits as gRPC.
+type MCP struct {
+	// Listen is the HTTP address of the endpoint, host:port; "" (the
+	// default) turns it off. It uses the tls section like the gRPC
+	// listener, and counts for auth: off loopback, auth is required.
+	Listen string `yaml:"listen"`
+	// Path is the endpoint's path on that listener.
+	Path string `yaml:"path"`
+	// SessionTimeout closes MCP sessions idle this long.
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// DescriptionBytes bounds the tool declarations in the execute tool's
+	// description; past it the description names the tools and points to
+	// the search tool. 0 never declares them.
+	DescriptionBytes ByteSize `yaml:"description_bytes"`
+}
+
+// Enabled reports whether ptcd serves MCP.
+func (m MCP) Enabled() bool { return m.Listen != "" }
+
+func defaultMCP() MCP {
+	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes}
+}
+
+func (m MCP) validate() *Error {
+	if m.Listen != "" {
+		if _, _, err := net.SplitHostPort(m.Listen); err != nil {
+			return keyError("mcp.listen", "%q is not host:port: write e.g. \"127.0.0.1:7879\", or \"\" to turn MCP off", m.Listen)
+		}
+	}
+	switch {
+	case !strings.HasPrefix(m.Path, "/") || path.Clean(m.Path) != m.Path || strings.ContainsAny(m.Path, "?#% \t"):
+		return keyError("mcp.path", "%q is not a clean absolute path: write e.g. \"/mcp\"", m.Path)
+	case m.SessionTimeout <= 0:
+		return keyError("mcp.session_timeout", "%s is not positive: use a duration such as \"30m\"", m.SessionTimeout)
+	case m.DescriptionBytes < 0:
+		return keyError("mcp.description_bytes", "%s is negative: use a size such as \"16KiB\", or 0 to never declare the tools there", m.DescriptionBytes)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package jsnest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNestingEstimateOfRealScripts: the scripts shipped with ptc (examples,
+// test data) stay far below the nesting limit.
+func TestNestingEstimateOfRealScripts(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"../../examples/*/*.js", "../../examples/*.js", "../../runtime/ts/testdata/*.js", "../../examples/*/*.ts", "../../runtime/ts/testdata/*.ts"} {
+		m, _ := filepath.Glob(pattern)
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Skip("no scripts found")
+	}
+	worst := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Depth(string(b))
+		if d > worst {
+			worst = d
+		}
+		if d > Max/10 {
+			t.Errorf("%s: nesting estimate %d", f, d)
+		}
+	}
+	t.Logf("%d scripts, deepest estimate %d (limit %d)", len(files), worst, Max)
+}
+
+func TestNestingEstimate(t *testing.T) {
+	n := Max + 10
+	r := strings.Repeat
+	deep := []struct{ name, src string }{
+		{"arrays", r("[", n) + r("]", n)},
+		{"parens", r("(", n) + "1" + r(")", n)},
+		{"objects", "x = " + r("{a:", n) + "1" + r("}", n)},
+		{"blocks", r("{", n) + r("}", n)},
+		{"not", r("!", n) + "x"},
+		{"minus", r("- ", n) + "x"},
+		{"typeof", r("typeof ", n) + "x"},
+		{"sum", "1" + r("+1", n)},
+		{"sum over lines", "x = 1" + r(" +\n 1", n)},
+		{"assignments", r("a=", n) + "1"},
+		{"conditionals", r("a?b:", n) + "c"},
+		{"arrows", r("a=>", n) + "1"},
+		{"member chain", "a" + r(".b", n)},
+		{"optional chain", "a" + r("?.b", n)},
+		{"call chain", "f" + r("()", n)},
+		{"index chain", "a" + r("[0]", n)},
+		{"new", r("new ", n) + "F"},
+		{"await", r("await ", n) + "x"},
+		{"if", r("if(a)", n) + "x"},
+		{"else if", r("if(a){}else ", n) + "{}"},
+		{"labels", func() string {
+			var b strings.Builder
+			for i := 0; i < n; i++ {
+				b.WriteString("l")
+				b.WriteString(strings.Repeat("x", i%7+1))
+				b.WriteString(":")
+			}
+			return b.String() + "x"
+		}()},
+		{"functions", r("(function(){", n/2+5) + r("})", n/2+5)},
+		{"templates", r("`${", n) + r("}`", n)},
+		{"template in template text", "`" + r("${`", n) + r("`}", n) + "`"},
+		{"power", r("2**", n) + "1"},
+		{"spread", r("[...", n) + r("]", n)},
+		{"regexp then nesting", "x = /[/]/;" + r("[", n) + r("]", n)},
+		{"division then nesting", "x = a / b / c;" + r("[", n) + r("]", n)},
+		{"string with closers", "x = ']]]]';" + r("[", n) + r("]", n)},
+		{"comment with closers", "/* ]]]] */ // ]]]]\n" + r("[", n) + r("]", n)},
+		{"closers in a regexp after if", "if (x) /]]]]/.test(y);" + r("[", n) + r("]", n)},
+		{"nesting inside a call argument", "f(" + r("[", n) + r("]", n) + ")"},
+		{"nesting inside a template substitution", "`${" + r("[", n) + r("]", n) + "}`"},
+	}
+	for _, c := range deep {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Check(c.src)
+			if err == nil {
+				t.Fatalf("not refused (estimate %d)", Depth(c.src))
+			}
+			if err.Line < 1 || err.Column < 1 {
+				t.Fatalf("position %d:%d", err.Line, err.Column)
+			}
+		})
+	}
+
+	shallow := []struct {
+		name string
+		src  string
+		max  int
+	}{
+		{"many statements", r("x = a + b * c;\n", 5000), 10},
+		{"many statements without semicolons", r("x = a + b * c\n", 5000), 10},
+		{"many blocks", r("if (a) { b() } else { c() }\n", 5000), 10},
+		{"long list", "[" + r("1, ", 10000) + "1]", 10},
+		{"long object", "x = {" + r("a: 1, ", 10000) + "}", 10},
+		{"method chain", "a" + r(".b()", 50), 110},
+		{"regexp with brackets", r("x = /[(\\[{]+/.test(s);\n", 5000), 10},
+		{"regexp after a keyword", r("if (typeof /((/ === 'x') {}\n", 1000), 10},
+		{"regexp after a block", r("{ }\n/((((/.test(s)\n", 1000), 10},
+		{"divisions in parentheses", r("x = f(a / 2) + (b / c);\n", 5000), 10},
+		{"strings with brackets", r("x = '((' + \"[[\" + `{{`;\n", 5000), 10},
+		{"template substitutions", r("x = `a${b}c${d + e}`;\n", 5000), 10},
+		{"arrow functions", r("xs.map((x) => { return x * 2 });\n", 5000), 10},
+		{"functions", r("function f(a) { return a / 2 }\n", 5000), 10},
+		{"class", r("class A { m() { return 1 } get x() { return 2 } }\n", 1000), 10},
+		{"switch", r("switch (x) { case 1: y(); break; default: z() }\n", 1000), 10},
+		{"for await", "for await (const x of xs) { y / 2 }", 10},
+	}
+	for _, c := range shallow {
+		t.Run(c.name, func(t *testing.T) {
+			if d := Depth(c.src); d > c.max {
+				t.Fatalf("estimate %d, want at most %d", d, c.max)
+			}
+		})
+	}
+}
+
+func TestGenerators(t *testing.T) {
+	cases := []struct {
+		src  string
+		want bool
+	}{
+		{"function* g() { yield 1 }", true},
+		{"const g = function *() {}", true},
+		{"class A { *items() {} }", true},
+		{"x = { *[Symbol.iterator]() {} }", true},
+		{"async function* g() {}", true},
+		{"x = a * b; y = 2 ** 3; z *= 2", false},
+		{"// function* g() {}\n'function*'; `function*`", false},
+	}
+	for _, c := range cases {
+		if info, _ := Check(c.src); info.Generators != c.want {
+			t.Errorf("%q: Generators = %v", c.src, info.Generators)
+		}
+	}
+}
+
+func TestScanNames(t *testing.T) {
+	watch := map[string]uint{"JSON": 0, "Reflect": 1, "this": 2}
+	cases := []struct {
+		src     string
+		names   uint64
+		escaped bool
+		regexps bool
+	}{
+		{"return JSON.stringify(x)", 1, false, false},
+		{"x.Reflect; 'JSON'; // this", 2, false, false},
+		{"`${this}`", 4, false, false},
+		{"\\u004aSON.parse('1')", 0, true, false},
+		{"x = /JSON/.test(y)", 0, false, true},
+	}
+	for _, c := range cases {
+		info, _ := Scan(c.src, watch)
+		if info.Names != c.names || info.Escaped != c.escaped || info.RegExps != c.regexps {
+			t.Errorf("%q: %+v", c.src, info)
+		}
+	}
+}
+
+func TestRegExpNesting(t *testing.T) {
+	deep := strings.Repeat("(", Max+1) + strings.Repeat(")", Max+1)
+	if CheckRegExp(deep) == nil {
+		t.Fatal("deep pattern not refused")
+	}
+	for _, p := range []string{`(a)(b)\((c)`, `[((((((]`, `\(\(\(`, `((a|b)+)*`} {
+		if err := CheckRegExp(p); err != nil {
+			t.Errorf("%q refused: %v", p, err)
+		}
+	}
+	if _, err := Check("x = /" + deep + "/"); err == nil {
+		t.Fatal("deep literal not refused")
+	}
+	info, err := Scan(`a = /x(y)/g.test(s); b = /\/[/]/`, map[string]uint{})
+	if err != nil || len(info.Patterns) != 2 || info.Patterns[0] != (Pattern{`x(y)`, "g"}) || info.Patterns[1].Source != `\/[/]` {
+		t.Fatalf("%+v %v", info.Patterns, err)
+	}
+}

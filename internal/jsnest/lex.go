@@ -1,0 +1,183 @@
+package jsnest
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+func (s *scanner) skipLine() {
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		if c == '\n' || c == '\r' {
+			return
+		}
+		if c == 0xe2 && s.at(1) == 0x80 && (s.at(2) == 0xa8 || s.at(2) == 0xa9) {
+			return
+		}
+		s.i++
+	}
+}
+
+func (s *scanner) skipString(q byte) {
+	s.i++
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		switch {
+		case c == '\\':
+			s.i += 2
+			if s.i <= len(s.src) && s.src[s.i-1] == '\r' && s.at(0) == '\n' {
+				s.i++
+			}
+		case c == q:
+			s.i++
+			return
+		case c == '\n' || c == '\r':
+			return // unterminated: the parser reports it
+		default:
+			s.i++
+		}
+	}
+}
+
+func (s *scanner) skipNumber() {
+	start := s.i
+	hex := s.src[s.i] == '0' && (s.at(1)|0x20 == 'x' || s.at(1)|0x20 == 'b' || s.at(1)|0x20 == 'o')
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		switch {
+		case isIdentPart(c) || c == '.':
+			s.i++
+		case (c == '+' || c == '-') && !hex && s.i > start && s.src[s.i-1]|0x20 == 'e':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// template scans template text after a backquote (or after the '}' that
+// closes a substitution) up to the closing backquote, or enters the
+// substitution at "${".
+func (s *scanner) template() *Error {
+	for s.i < len(s.src) {
+		switch s.src[s.i] {
+		case '\\':
+			s.i += 2
+		case '`':
+			s.i++
+			s.operand()
+			s.unclosedKind = 0
+			return nil
+		case '$':
+			if s.at(1) == '{' {
+				s.i += 2
+				s.operator()
+				return s.push(level{open: '$'})
+			}
+			s.i++
+		default:
+			s.i++
+		}
+	}
+	return nil
+}
+
+func isIdentStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$' || c == '\\' || c == '#'
+}
+
+func isIdentPart(c byte) bool {
+	return isIdentStart(c) || c >= '0' && c <= '9' || c >= utf8.RuneSelf
+}
+
+// word scans an identifier or keyword.
+func (s *scanner) word() *Error {
+	start := s.i
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		if c == '\\' { // \uXXXX escape
+			s.i += 2
+			continue
+		}
+		if !isIdentPart(c) {
+			break
+		}
+		s.i++
+	}
+	w := s.src[start:s.i]
+	if s.watch != nil {
+		if bit, ok := s.watch[w]; ok {
+			s.info.Names |= 1 << bit
+		}
+	}
+	if strings.IndexByte(w, '\\') >= 0 {
+		s.info.Escaped = true
+	}
+	member := start > 0 && s.prevPunct(start) == '.'
+	if member {
+		// A property name after '.', whatever its spelling.
+		s.operand()
+		return nil
+	}
+	s.beforeOperand()
+	stmt, prevKw := s.stmt, s.kw
+	switch w {
+	case "if", "while", "for", "with", "else", "do", "try", "finally", "switch", "catch":
+		s.operator()
+		s.kw = w
+		if w == "else" || w == "do" || w == "try" || w == "finally" {
+			s.stmt = true
+		}
+		if w == "if" || w == "while" || w == "for" || w == "with" || w == "else" {
+			return s.chain()
+		}
+		return nil
+	case "return", "throw", "case", "typeof", "void", "delete", "new", "in", "instanceof", "of", "yield", "await", "extends":
+		s.operator()
+		s.kw = w
+		if w == "await" && prevKw == "for" {
+			s.kw = "for" // for await (…)
+		}
+		return s.chain()
+	case "function":
+		s.operator()
+		s.pendingFunc, s.pendingFuncExpr = true, !stmt
+		s.kw = w
+		return nil
+	case "class":
+		s.operator()
+		s.pendingClass, s.pendingClassExpr = true, !stmt
+		s.kw = w
+		return nil
+	case "var", "let", "const", "default", "break", "continue", "debugger", "import", "export":
+		s.operator()
+		s.kw = w
+		return nil
+	}
+	// An identifier, or a literal keyword (this, null, true…).
+	if s.kw == "function" || s.kw == "class" {
+		// The name of a function or class keeps what is pending.
+		s.prev = operatorNext
+		s.newline = false
+		s.kw = "name"
+		return nil
+	}
+	s.operand()
+	return nil
+}
+
+// prevPunct returns the last non-space byte before off (0 at the start).
+func (s *scanner) prevPunct(off int) byte {
+	for j := off - 1; j >= 0; j-- {
+		switch c := s.src[j]; c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		default:
+			if c == '.' && j > 0 && s.src[j-1] == '.' {
+				return 0 // spread "...x"
+			}
+			return c
+		}
+	}
+	return 0
+}

@@ -1,0 +1,87 @@
+package jsnest
+
+func (s *scanner) skipRegexp() *Error {
+	start := s.i
+	s.i++
+	end := RegExpEnd(s.src, s.i)
+	if end < 0 {
+		s.i = len(s.src)
+		for j := start; j < len(s.src); j++ {
+			if s.src[j] == '\n' || s.src[j] == '\r' {
+				s.i = j
+				break
+			}
+		}
+		return nil // unterminated: the parser reports it
+	}
+	pattern := s.src[start+1 : end]
+	s.i = end + 1
+	for s.i < len(s.src) && isIdentPart(s.src[s.i]) {
+		s.i++
+	}
+	if s.watch != nil {
+		s.info.Patterns = append(s.info.Patterns, Pattern{Source: pattern, Flags: s.src[end+1 : s.i]})
+	}
+	if d := RegExpDepth(pattern); len(s.stack)+d > Max && !s.full {
+		line, col := s.position(start)
+		return &Error{Line: line, Column: col, Depth: len(s.stack) + d}
+	}
+	return nil
+}
+
+// RegExpEnd returns the index of the '/' that closes the regular
+// expression literal whose body starts at i in src, or -1 if a line ends
+// first.
+func RegExpEnd(src string, i int) int {
+	inClass := false
+	for ; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '\\':
+			i++
+		case c == '\n' || c == '\r':
+			return -1
+		case c == '[':
+			inClass = true
+		case c == ']':
+			inClass = false
+		case c == '/' && !inClass:
+			return i
+		}
+	}
+	return -1
+}
+
+// RegExpDepth returns how deeply a regular expression pattern nests its
+// groups (goja's pattern translator recurses on them).
+func RegExpDepth(pattern string) int {
+	depth, max, inClass := 0, 0, false
+	for i := 0; i < len(pattern); i++ {
+		switch pattern[i] {
+		case '\\':
+			i++
+		case '[':
+			inClass = true
+		case ']':
+			inClass = false
+		case '(':
+			if !inClass {
+				if depth++; depth > max {
+					max = depth
+				}
+			}
+		case ')':
+			if !inClass && depth > 0 {
+				depth--
+			}
+		}
+	}
+	return max
+}
+
+// CheckRegExp reports a pattern nested more than Max groups deep.
+func CheckRegExp(pattern string) *Error {
+	if d := RegExpDepth(pattern); d > Max {
+		return &Error{Line: 1, Column: 1, Depth: d}
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package jsnest
+
+import (
+	"unicode/utf8"
+)
+
+// tokClass is what the previous significant token lets come next.
+type tokClass uint8
+
+const (
+	// operandNext: an operand may start here (a `/` begins a regular
+	// expression, a `{` an object literal or a block).
+	operandNext tokClass = iota
+	// operatorNext: an operand just ended (a `/` divides, `(` and `[` call
+	// and index).
+	operatorNext
+)
+
+// level is one open bracket.
+type level struct {
+	open byte // '(', '[', '{' or '$' (a template substitution)
+	run  int  // chaining tokens at this level since the last separator
+	// ctrl: a '(' that follows if/while/for/with (its ')' is followed by
+	// a statement, so a '/' after it starts a regular expression).
+	ctrl bool
+	// params: a '(' that holds a function's parameters.
+	params bool
+	// block: a '{' that opens statements (a block or a function body)
+	// rather than an object literal or a class body.
+	block bool
+	// exprFunc: a function or class body whose function is an
+	// expression, so that an operator may follow its '}'.
+	exprFunc bool
+	// class: a '{' that opens a class body.
+	class bool
+	// questions counts '?' awaiting their ':' at this level.
+	questions int
+}
+
+type scanner struct {
+	src    string
+	i      int
+	stack  []level
+	top    level // the program's own level (never popped)
+	sumRun int   // the run counts of all levels, top included
+	prev   tokClass
+	// stmt: the next token starts a statement (a '{' is a block).
+	stmt bool
+	// kw is the previous token when it was a keyword that matters to the
+	// next one (if, while, for, with, function, class, else, do, try…).
+	kw string
+	// pendingFunc: `function` (or a method name) seen, the next '(' holds
+	// parameters; pendingFuncExpr says whether it is an expression.
+	pendingFunc, pendingFuncExpr bool
+	// pendingClass: `class` seen; its next '{' opens a class body.
+	pendingClass, pendingClassExpr bool
+	// pendingBody: the ')' of a parameter list just closed; a '{' opens
+	// the function body (expression function when pendingBodyExpr).
+	pendingBody, pendingBodyExpr bool
+	// arrow: the previous token was "=>".
+	arrow bool
+	// newline: a line terminator since the previous token.
+	newline bool
+	// max is the deepest estimate so far.
+	max int
+	// full: scan to the end, past Max (Depth).
+	full  bool
+	info  Info
+	watch map[string]uint
+	// For Balance: opens holds the offset of each bracket of stack; extra
+	// is one past the offset of the first closing bracket that closed
+	// nothing (0: none); unclosed is the offset of the comment or template
+	// literal the text ends in, with unclosedKind '*' or '`' (0: none).
+	opens        []int
+	extra        int
+	extraOpen    int // one past the offset of the bracket it did not match
+	extraOpenC   byte
+	unclosed     int
+	unclosedKind byte
+}
+
+func (s *scanner) cur() *level {
+	if len(s.stack) == 0 {
+		return &s.top
+	}
+	return &s.stack[len(s.stack)-1]
+}
+
+func (s *scanner) depth() int { return len(s.stack) + s.sumRun }
+
+// chain counts one chaining token at the current level.
+func (s *scanner) chain() *Error {
+	s.cur().run++
+	s.sumRun++
+	return s.check()
+}
+
+// reset ends the current level's chain (a separator or a new statement).
+func (s *scanner) reset() {
+	l := s.cur()
+	s.sumRun -= l.run
+	l.run = 0
+}
+
+func (s *scanner) check() *Error {
+	d := s.depth()
+	if d > s.max {
+		s.max = d
+	}
+	if d > Max && !s.full {
+		line, col := s.position(s.i)
+		return &Error{Line: line, Column: col, Depth: d}
+	}
+	return nil
+}
+
+// position returns the 1-based line and byte column of offset off.
+func (s *scanner) position(off int) (int, int) {
+	line, start := 1, 0
+	for j := 0; j < off && j < len(s.src); j++ {
+		if s.src[j] == '\n' {
+			line++
+			start = j + 1
+		}
+	}
+	return line, off - start + 1
+}
+
+func (s *scanner) push(l level) *Error {
+	s.stack = append(s.stack, l)
+	off := s.i - 1 // just past the bracket
+	if l.open == '$' {
+		off-- // "${"
+	}
+	s.opens = append(s.opens, off)
+	return s.check()
+}
+
+// pop closes the innermost level if it matches c and returns it.
+func (s *scanner) pop(c byte) (level, bool) {
+	if len(s.stack) == 0 {
+		s.closedNothing()
+		return level{}, false
+	}
+	l := s.stack[len(s.stack)-1]
+	var want byte
+	switch c {
+	case ')':
+		want = '('
+	case ']':
+		want = '['
+	default:
+		want = '{'
+	}
+	if l.open != want && !(c == '}' && l.open == '$') {
+		// Unbalanced: leave the stack as it is (the parser reports it).
+		s.closedNothing()
+		return level{}, false
+	}
+	s.stack = s.stack[:len(s.stack)-1]
+	s.opens = s.opens[:len(s.opens)-1]
+	s.sumRun -= l.run
+	return l, true
+}
+
+func (s *scanner) run() *Error {
+	s.stmt = true
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		switch {
+		case c == '\n' || c == '\r':
+			s.newline = true
+			s.i++
+		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
+			s.i++
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s.src[s.i:])
+			switch r {
+			case '\u2028', '\u2029':
+				s.newline = true
+				s.i += n
+			case '\u00a0', '\ufeff', '\u1680', '\u202f', '\u205f', '\u3000':
+				s.i += n
+			default:
+				if r >= '\u2000' && r <= '\u200a' {
+					s.i += n
+					continue
+				}
+				if err := s.word(); err != nil {
+					return err
+				}
+			}
+		case c == '/' && s.at(1) == '/':
+			s.skipLine()
+		case c == '/' && s.at(1) == '*':
+			end := indexFrom(s.src, "*/", s.i+2)
+			if end < 0 {
+				s.unclosed, s.unclosedKind = s.i, '*'
+				return nil // unterminated comment: the parser reports it
+			}
+			for j := s.i; j < end; j++ {
+				if s.src[j] == '\n' || s.src[j] == '\r' {
+					s.newline = true
+				}
+			}
+			s.i = end + 2
+		case c == '\'' || c == '"':
+			s.beforeOperand()
+			s.skipString(c)
+			s.operand()
+		case c == '`':
+			if s.prev == operatorNext && !s.newline {
+				// A tagged template calls its tag.
+				if err := s.chain(); err != nil {
+					return err
+				}
+			} else {
+				s.beforeOperand()
+			}
+			s.unclosed, s.unclosedKind = s.i, '`'
+			s.i++
+			if err := s.template(); err != nil {
+				return err
+			}
+		case c == '/' && s.prev == operandNext:
+			s.info.RegExps = true
+			if err := s.skipRegexp(); err != nil {
+				return err
+			}
+			s.operand()
+		case isIdentStart(c):
+			if err := s.word(); err != nil {
+				return err
+			}
+		case c >= '0' && c <= '9' || c == '.' && s.at(1) >= '0' && s.at(1) <= '9':
+			s.beforeOperand()
+			s.skipNumber()
+			s.operand()
+		default:
+			if err := s.punct(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *scanner) at(k int) byte {
+	if s.i+k < len(s.src) {
+		return s.src[s.i+k]
+	}
+	return 0
+}
+
+func indexFrom(src, sub string, from int) int {
+	for j := from; j+len(sub) <= len(src); j++ {
+		if src[j:j+len(sub)] == sub {
+			return j
+		}
+	}
+	return -1
+}
+
+// beforeOperand handles automatic semicolon insertion: an operand after a
+// finished operand on a new line starts a new statement.
+func (s *scanner) beforeOperand() {
+	if s.prev == operatorNext && s.newline {
+		s.reset()
+		s.stmt = true
+	}
+}
+
+// operand records that an operand (literal, identifier, closing bracket)
+// just ended.
+func (s *scanner) operand() {
+	s.prev = operatorNext
+	s.stmt = false
+	s.kw = ""
+	s.arrow = false
+	s.newline = false
+	s.pendingBody = false
+}
+
+// operator records a token after which an operand is expected.
+func (s *scanner) operator() {
+	s.prev = operandNext
+	s.stmt = false
+	s.kw = ""
+	s.arrow = false
+	s.newline = false
+	s.pendingBody = false
+}

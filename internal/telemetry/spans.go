@@ -1,0 +1,166 @@
+package telemetry
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ptcrun/ptc/internal/core"
+)
+
+// Execution describes an execution as its span starts.
+type Execution struct {
+	ID          string
+	Language    core.Language
+	Isolation   string
+	SourceBytes int
+	InputBytes  int
+	Tools       int
+	Timeout     int64 // milliseconds
+}
+
+// StartExecution starts the span of an execution; the returned context
+// carries it to the engine and, through the bridge, to every tool call.
+// With tracing off it returns ctx and a nil span.
+func (t Tracing) StartExecution(ctx context.Context, e Execution) (context.Context, trace.Span) {
+	if t.Provider == nil {
+		return ctx, nil
+	}
+	ctx, span := t.Tracer().Start(ctx, SpanExecution, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(
+			KeyExecutionID.String(e.ID),
+			KeyLanguage.String(e.Language.String()),
+			KeyIsolation.String(e.Isolation),
+			KeySourceBytes.Int(e.SourceBytes),
+			KeyInputBytes.Int(e.InputBytes),
+			KeyTools.Int(e.Tools),
+			KeyTimeoutMS.Int64(e.Timeout),
+		)
+	}
+	return ctx, span
+}
+
+// EndExecution records a finished execution's outcome and stats in its span
+// and ends it. A nil span is ignored.
+func (t Tracing) EndExecution(span trace.Span, res *core.Result) {
+	if span == nil {
+		return
+	}
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	st := res.Stats
+	attrs := []attribute.KeyValue{
+		KeyOutcome.String(Outcome(res)),
+		KeyCPUTimeMS.Float64(float64(st.CPUTime.Microseconds()) / 1000),
+		KeyQueueTimeMS.Float64(float64(st.QueueTime.Microseconds()) / 1000),
+		KeyPeakMemoryBytes.Int64(st.PeakMemoryBytes),
+		KeyToolCalls.Int(int(st.ToolCalls)),
+		KeyToolResultBytes.Int64(st.ToolResultBytes),
+		KeyOutputBytes.Int64(st.OutputBytes),
+		KeyLogBytes.Int64(st.LogBytes),
+	}
+	if res.LogsTruncated {
+		attrs = append(attrs, KeyLogsTruncated.Bool(true))
+	}
+	if st.ResultTruncated {
+		attrs = append(attrs, KeyTruncated.Bool(true), KeyUntruncated.Int64(st.UntruncatedOutputBytes))
+	}
+	if e := res.Error; e != nil {
+		attrs = append(attrs, KeyErrorType.String(e.Kind.String()))
+		if e.Line > 0 {
+			attrs = append(attrs, KeyErrorLine.Int(e.Line))
+		}
+		if e.Tool != "" {
+			attrs = append(attrs, KeyErrorTool.String(e.Tool))
+		}
+		if e.Kind.IsBreach() {
+			attrs = append(attrs, KeyErrorLimit.Int64(e.Limit), KeyErrorObserved.Int64(e.Observed))
+		}
+		if t.RecordValues {
+			attrs = append(attrs, KeyErrorMessage.String(value([]byte(e.Message))))
+		}
+		span.SetStatus(codes.Error, e.Kind.String())
+	} else if t.RecordValues {
+		attrs = append(attrs, KeyResult.String(value(res.Result)))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// Outcome is "ok" or the error kind of a result, as metrics label it.
+func Outcome(res *core.Result) string {
+	if res.Error != nil {
+		return res.Error.Kind.String()
+	}
+	return "ok"
+}
+
+// CallSpans returns the CallObserver that makes a span per tool call, as a
+// child of the span in the call's context (the execution's). isClient
+// tells client tools (served by the caller) from server tools; known tells
+// names that are tools from names a script made up (whose spans are named
+// without the tool, keeping span names bounded). With tracing off it
+// returns nil.
+func (t Tracing) CallSpans(isClient, known func(name string) bool) core.CallObserver {
+	if t.Provider == nil {
+		return nil
+	}
+	return &callSpans{tracer: t.Tracer(), values: t.RecordValues, isClient: isClient, known: known}
+}
+
+type callSpans struct {
+	tracer          trace.Tracer
+	values          bool
+	isClient, known func(string) bool
+}
+
+func (c *callSpans) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
+	name := SpanToolPrefix
+	if c.known == nil || c.known(ev.Tool) {
+		name += " " + ev.Tool
+	}
+	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			KeyGenAIOperation.String("execute_tool"),
+			KeyGenAITool.String(ev.Tool),
+			KeyGenAICallID.String(ev.IdempotencyKey),
+			KeyToolSeq.Int(int(ev.Seq)),
+			KeyArgumentBytes.Int(len(ev.Arguments)),
+		}
+		if c.isClient != nil && c.isClient(ev.Tool) {
+			attrs = append(attrs, KeyToolClient.Bool(true))
+		}
+		if c.values {
+			attrs = append(attrs, KeyArguments.String(value(ev.Arguments)))
+		}
+		span.SetAttributes(attrs...)
+	}
+	return ctx
+}
+
+func (c *callSpans) CallFinished(ctx context.Context, ev *core.CallEvent) {
+	span := trace.SpanFromContext(ctx)
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{KeyToolOutcome.String(ev.Outcome())}
+	if ev.OK {
+		attrs = append(attrs, KeyResultBytes.Int(len(ev.Result)))
+		if c.values {
+			attrs = append(attrs, KeyToolResult.String(value(ev.Result)))
+		}
+	} else {
+		attrs = append(attrs, KeyErrorType.String(ev.ErrorCode))
+		if c.values {
+			attrs = append(attrs, KeyToolError.String(value([]byte(ev.ErrorMessage))))
+		}
+		span.SetStatus(codes.Error, ev.ErrorCode)
+	}
+	span.SetAttributes(attrs...)
+}

@@ -1,0 +1,96 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
+	out := map[string]string{}
+	for _, a := range s.Attributes() {
+		out[string(a.Key)] = a.Value.Emit()
+	}
+	return out
+}
+
+// TestSpansHoldValuesOnlyWhenAsked: tool-call and execution spans carry
+// sizes and codes; arguments, results and error messages only with
+// RecordValues, cut at MaxValueBytes. A name that is no tool does not
+// become a span name.
+func TestSpansHoldValuesOnlyWhenAsked(t *testing.T) {
+	for _, values := range []bool{false, true} {
+		rec := tracetest.NewSpanRecorder()
+		tr := Tracing{Provider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), RecordValues: values}
+		ctx, exec := tr.StartExecution(context.Background(), Execution{ID: "ex1", Language: core.LanguageJavaScript, Isolation: "worker"})
+		obs := tr.CallSpans(func(n string) bool { return n == "ask_user" }, func(n string) bool { return n == "lookup" || n == "ask_user" })
+		big := json.RawMessage(`"` + strings.Repeat("v", 2*MaxValueBytes) + `"`)
+		for _, ev := range []*core.CallEvent{
+			{Seq: 1, Tool: "lookup", IdempotencyKey: "ex1/1", Arguments: json.RawMessage(`{"q":"secret-arg"}`)},
+			{Seq: 2, Tool: "made_up_by_the_script", Arguments: json.RawMessage(`{}`)},
+			{Seq: 3, Tool: "ask_user", Arguments: big},
+		} {
+			cctx := obs.CallStarted(ctx, ev)
+			ev.Finished = true
+			switch ev.Seq {
+			case 1:
+				ev.OK, ev.Result = true, json.RawMessage(`{"a":"secret-result"}`)
+			case 2:
+				ev.ErrorCode, ev.ErrorMessage = "unknown_tool", "unknown tool secret-name"
+			case 3:
+				ev.OK, ev.Result = true, big
+			}
+			obs.CallFinished(cctx, ev)
+		}
+		tr.EndExecution(exec, &core.Result{Error: fault.New(fault.KindScript, "uncaught secret-error")})
+		spans := rec.Ended()
+		if len(spans) != 4 {
+			t.Fatalf("%d spans", len(spans))
+		}
+		names := []string{spans[0].Name(), spans[1].Name(), spans[2].Name(), spans[3].Name()}
+		if strings.Join(names, ",") != "execute_tool lookup,execute_tool,execute_tool ask_user,ptc.execute" {
+			t.Fatalf("names %v", names)
+		}
+		for _, s := range spans[:3] {
+			if s.Parent().SpanID() != exec.SpanContext().SpanID() {
+				t.Fatalf("%s is not a child of the execution", s.Name())
+			}
+		}
+		a := attrsOf(spans[0])
+		if a["ptc.tool.argument_bytes"] != "18" || a["ptc.tool.result_bytes"] != "21" || a["ptc.tool.outcome"] != "ok" || a["gen_ai.tool.call.id"] != "ex1/1" {
+			t.Fatalf("attributes %v", a)
+		}
+		if a := attrsOf(spans[2]); a["ptc.tool.client"] != "true" || values && len(a["ptc.tool.result"]) > MaxValueBytes+len("…[truncated]") {
+			t.Fatalf("client tool span %v", len(a["ptc.tool.result"]))
+		}
+		if a := attrsOf(spans[1]); a["error.type"] != "unknown_tool" || spans[1].Status().Description != "unknown_tool" {
+			t.Fatalf("failed call %v %v", a, spans[1].Status())
+		}
+		if a := attrsOf(spans[3]); a["ptc.outcome"] != "SCRIPT_ERROR" || a["ptc.isolation"] != "worker" || spans[3].Status().Description != "SCRIPT_ERROR" {
+			t.Fatalf("execution %v", a)
+		}
+		all := ""
+		for _, s := range spans {
+			for k, v := range attrsOf(s) {
+				all += k + "=" + v + "\n"
+			}
+		}
+		if has := strings.Contains(all, "secret"); has != values {
+			t.Fatalf("values=%v but secrets in spans: %v\n%s", values, has, all)
+		}
+	}
+	// Off: no spans, no observer.
+	if (Tracing{}).CallSpans(nil, nil) != nil {
+		t.Fatal("observer with tracing off")
+	}
+	if _, span := (Tracing{}).StartExecution(context.Background(), Execution{}); span != nil {
+		t.Fatal("span with tracing off")
+	}
+}

@@ -1,0 +1,67 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/ptcrun/ptc/internal/core"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// ProgressPB converts a tool call event into a ToolProgress message; the
+// arguments, result and error message go in only with values. dropped
+// counts the messages dropped before this one.
+func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgress {
+	out := &ptcv1.ToolProgress{
+		Phase:         ptcv1.ToolProgress_PHASE_STARTED,
+		Seq:           ev.Seq,
+		Tool:          ev.Tool,
+		StartedAfter:  durationPB(ev.StartedAfter),
+		ArgumentBytes: int64(len(ev.Arguments)),
+		Dropped:       dropped,
+	}
+	if values {
+		out.ArgumentsJson = string(ev.Arguments)
+	}
+	if !ev.Finished {
+		return out
+	}
+	out.Phase = ptcv1.ToolProgress_PHASE_FINISHED
+	out.Duration = durationPB(ev.Duration)
+	out.Outcome = ev.Outcome()
+	if ev.OK {
+		out.ResultBytes = int64(len(ev.Result))
+	}
+	if values {
+		out.ResultJson = string(ev.Result)
+		out.ErrorMessage = ev.ErrorMessage
+	}
+	return out
+}
+
+// ProgressFromPB converts a ToolProgress message into the event it reports
+// (with the sizes it carries: Arguments and Result are the values when the
+// message has them) and the count of messages dropped before it.
+func ProgressFromPB(m *ptcv1.ToolProgress) (ev core.CallEvent, argumentBytes, resultBytes, dropped int64) {
+	ev = core.CallEvent{
+		Seq:          m.GetSeq(),
+		Tool:         m.GetTool(),
+		StartedAfter: m.GetStartedAfter().AsDuration(),
+		Finished:     m.GetPhase() == ptcv1.ToolProgress_PHASE_FINISHED,
+		Duration:     m.GetDuration().AsDuration(),
+		ErrorMessage: m.GetErrorMessage(),
+	}
+	if s := m.GetArgumentsJson(); s != "" {
+		ev.Arguments = json.RawMessage(s)
+	}
+	if s := m.GetResultJson(); s != "" {
+		ev.Result = json.RawMessage(s)
+	}
+	if ev.Finished {
+		if o := m.GetOutcome(); o == "ok" {
+			ev.OK = true
+		} else {
+			ev.ErrorCode = o
+		}
+	}
+	return ev, m.GetArgumentBytes(), m.GetResultBytes(), m.GetDropped()
+}

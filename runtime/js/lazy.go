@@ -1,0 +1,115 @@
+package js
+
+import (
+	"github.com/ptcrun/ptc/internal/jsnest"
+)
+
+// Guards on built-ins cost their instantiation: goja creates built-ins on
+// first use, and replacing one creates it. Guards on built-ins a script
+// reaches only through a global name (JSON, Reflect, Proxy, the typed
+// arrays, RegExp, eval) are therefore installed only for code that can
+// reach them: code that names one of those globals, names `this` or
+// `globalThis` (the global object, through which any global is reachable)
+// or spells an identifier with escapes. Every piece of code a script runs
+// is scanned before it is compiled (the program, and whatever eval and the
+// Function constructors compile), so a guard is in place before the code
+// that could reach its built-in runs. Built-ins reachable from values
+// (Array.prototype, Function.prototype, String.prototype…) are guarded in
+// every execution.
+
+// group is a set of guards installed together.
+type group uint8
+
+const (
+	groupEval group = 1 << iota
+	groupJSON
+	groupReflect
+	groupProxy
+	groupRegExp
+	groupTyped
+	// groupBacktrack: a pattern runs on regexp2 (regexp.go).
+	groupBacktrack
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped
+)
+
+// watchedNames are the names a scan looks for, with the groups they call
+// for.
+var watchedNames = []struct {
+	name  string
+	group group
+}{
+	{"this", groupAll}, {"globalThis", groupAll},
+	{"eval", groupEval}, {"JSON", groupJSON}, {"Reflect", groupReflect}, {"Proxy", groupProxy}, {"RegExp", groupRegExp},
+	{"ArrayBuffer", groupTyped}, {"SharedArrayBuffer", groupTyped}, {"DataView", groupTyped},
+	{"Int8Array", groupTyped}, {"Uint8Array", groupTyped}, {"Uint8ClampedArray", groupTyped},
+	{"Int16Array", groupTyped}, {"Uint16Array", groupTyped}, {"Int32Array", groupTyped}, {"Uint32Array", groupTyped},
+	{"Float32Array", groupTyped}, {"Float64Array", groupTyped}, {"BigInt64Array", groupTyped}, {"BigUint64Array", groupTyped},
+}
+
+// watched maps each watched name to its bit in jsnest.Info.Names.
+var watched = func() map[string]uint {
+	m := make(map[string]uint, len(watchedNames))
+	for i, w := range watchedNames {
+		m[w.name] = uint(i)
+	}
+	return m
+}()
+
+// groupsOf returns the guard groups code with this scan report needs.
+func groupsOf(info jsnest.Info) group {
+	if info.Escaped {
+		return groupAll
+	}
+	var g group
+	if info.RegExps {
+		g |= groupRegExp
+	}
+	for _, p := range info.Patterns {
+		if backtracking(p.Source, p.Flags) {
+			g |= groupBacktrack
+			break
+		}
+	}
+	for i, w := range watchedNames {
+		if info.Names&(1<<uint(i)) != 0 {
+			g |= w.group
+		}
+	}
+	return g
+}
+
+// scan checks src's nesting and reports the guard groups it needs.
+func scan(src string) (group, jsnest.Info, *jsnest.Error) {
+	info, err := jsnest.Scan(src, watched)
+	return groupsOf(info), info, err
+}
+
+// install installs the guard groups of g not installed yet.
+func (x *exec) install(g group) {
+	g &^= x.installed
+	if g == 0 {
+		return
+	}
+	x.installed |= g
+	if g&groupEval != 0 {
+		x.guardEval()
+	}
+	if g&groupJSON != 0 {
+		x.guardJSON()
+	}
+	if g&groupReflect != 0 {
+		x.guardReflect()
+	}
+	if g&groupProxy != 0 {
+		x.guardProxy()
+	}
+	if g&groupRegExp != 0 {
+		x.guardRegExp()
+	}
+	if g&groupTyped != 0 {
+		x.guardTypedArrays()
+	}
+	if g&groupBacktrack != 0 {
+		x.guardBacktracking()
+	}
+}

@@ -1,0 +1,412 @@
+package js
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// interruptReason is the value passed to goja's Interrupt.
+type interruptReason int
+
+const (
+	reasonTimeout interruptReason = iota + 1
+	reasonCancelled
+	reasonCPU
+)
+
+var errTimeoutCause = errors.New("execution timeout")
+
+// completion is a finished tool call, delivered to the VM goroutine.
+type completion struct {
+	resolve, reject func(any) error
+	out             json.RawMessage
+	err             error
+	// site is where the script made the call (see callSite).
+	site goja.StackFrame
+}
+
+// exec is one execution. Its methods, except the watchdog goroutines and
+// the tool-call goroutines it starts, run on the VM goroutine.
+type exec struct {
+	e      *Engine
+	job    *runtime.Job
+	c      *compiled
+	mapPos func(int, int) (int, int, bool)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	vm *goja.Runtime
+	// rawJSONParse is goja's own JSON.parse (json.go).
+	rawJSONParse func(goja.FunctionCall) goja.Value
+
+	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
+	rawRangeError, rawSyntaxError func() goja.Value
+	// wrappers maps the proxies that stand for built-in functions to the
+	// originals; hasInstance is Function.prototype[Symbol.hasInstance],
+	// rawHasInstance its Go function.
+	wrappers       map[*goja.Object]*goja.Object
+	hasInstance    *goja.Object
+	rawHasInstance func(goja.FunctionCall) goja.Value
+	// nativeDepth counts nested calls of guarded built-ins (recursion.go);
+	// bound and proxies record the depth of the bound functions and
+	// proxies the script made.
+	nativeDepth    int
+	bound, proxies map[*goja.Object]int
+	isArray        func(goja.FunctionCall) goja.Value
+	// generatorsGuarded: GeneratorFunction is guarded (eval.go);
+	// installed: the guard groups in place (lazy.go).
+	generatorsGuarded bool
+	installed         group
+
+	// done carries completed tool calls to the VM goroutine. Tool-call
+	// goroutines give up sending once finished is closed.
+	done     chan completion
+	finished chan struct{}
+	pending  int
+	// queued holds inline-capable calls started in the current VM segment.
+	queued []queuedCall
+	wg     sync.WaitGroup
+
+	// keys interns property names across the tool results of the execution.
+	keys map[string]string
+
+	// callErrs maps the JS error objects made for failed calls back to
+	// the bridge errors, so an uncaught one is classified by its kind.
+	callErrs map[*goja.Object]*bridge.CallError
+	// frames is callSite's buffer.
+	frames []goja.StackFrame
+	// inputNull: the script's input is null (see nullInputMessage).
+	inputNull bool
+
+	// busy accounting: the VM's running time stands in for CPU time
+	// in-process (worker processes measure the OS CPU clock).
+	busy     time.Duration
+	segStart time.Time
+	cpuTimer *time.Timer
+	// began is when the execution started, for the observed time of a
+	// timeout.
+	began time.Time
+}
+
+func newExec(ctx context.Context, e *Engine, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) *exec {
+	x := &exec{e: e, job: job, c: c, mapPos: mapPos, began: time.Now(),
+		done: make(chan completion, 16), finished: make(chan struct{})}
+	if job.Limits.Timeout > 0 {
+		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
+	} else {
+		x.ctx, x.cancel = context.WithCancel(ctx)
+	}
+	return x
+}
+
+func (x *exec) run() (out *runtime.Outcome) {
+	out = &runtime.Outcome{}
+	defer func() {
+		if r := recover(); r != nil {
+			out.Result = nil
+			out.Err = panicFault(r, debug.Stack())
+		}
+		x.stopCPU()
+		out.Err = x.limitHit(out.Err)
+		// Calls the script started but never waited for run like any
+		// other call at the end of an execution: on a goroutine, with the
+		// context cancelled.
+		x.cancel()
+		for _, c := range x.queued {
+			x.spawn(c)
+		}
+		x.queued = nil
+		close(x.finished)
+		x.drain()
+		out.CPUTime = x.busy
+	}()
+
+	if err := x.setup(); err != nil {
+		out.Err = err
+		return out
+	}
+	go x.watch()
+
+	x.startCPU()
+	fnVal, err := x.vm.RunProgram(x.c.prg)
+	x.stopCPU()
+	if err != nil {
+		out.Err = x.classify(err)
+		return out
+	}
+	x.guardAsyncFunction(fnVal)
+	fn, ok := goja.AssertFunction(fnVal)
+	if !ok {
+		out.Err = fault.New(fault.KindSyntax, "the script must be the body of an async function (it closed the function early)")
+		return out
+	}
+	x.startCPU()
+	pv, err := fn(goja.Undefined())
+	x.stopCPU()
+	if err != nil {
+		out.Err = x.classify(err)
+		return out
+	}
+	p, ok := pv.Export().(*goja.Promise)
+	if !ok {
+		out.Err = fault.New(fault.KindInternal, "main function did not return a promise")
+		return out
+	}
+	for {
+		switch p.State() {
+		case goja.PromiseStateFulfilled:
+			out.Result, out.Err = x.result(p.Result())
+			return out
+		case goja.PromiseStateRejected:
+			if x.expired() {
+				out.Err = x.ctxError()
+				return out
+			}
+			out.Err = x.uncaught(p.Result())
+			return out
+		}
+		if c, ok := x.flush(); ok {
+			if err := x.deliver(c); err != nil {
+				out.Err = x.classify(err)
+				if x.expired() && out.Err.Kind == fault.KindScript {
+					out.Err = x.ctxError()
+				}
+				return out
+			}
+			continue
+		}
+		if x.pending == 0 {
+			out.Err = fault.New(fault.KindScript, "the script is waiting for a promise that can never settle "+
+				"(nothing it awaits is pending: resolve every promise you create, and do not use timers)")
+			return out
+		}
+		select {
+		case c := <-x.done:
+			x.pending--
+			if err := x.deliver(c); err != nil {
+				out.Err = x.classify(err)
+				if x.expired() && out.Err.Kind == fault.KindScript {
+					out.Err = x.ctxError()
+				}
+				return out
+			}
+		case <-x.ctx.Done():
+			out.Err = x.ctxError()
+			return out
+		}
+	}
+}
+
+// limitHit returns the limit error of an execution whose failure came
+// while a limit ran out (describing a thrown value can run script code
+// that is then interrupted): the limit it hit, not the script error.
+func (x *exec) limitHit(fe *fault.Error) *fault.Error {
+	if fe == nil || fe.Kind != fault.KindScript {
+		return fe
+	}
+	if x.expired() {
+		return x.ctxError()
+	}
+	if l := x.job.Limits.CPUTime; l > 0 && x.busy >= l {
+		return x.cpuError()
+	}
+	return fe
+}
+
+// watch interrupts the VM when the execution's context ends. It returns
+// when the execution finishes.
+func (x *exec) watch() {
+	select {
+	case <-x.ctx.Done():
+		if errors.Is(context.Cause(x.ctx), errTimeoutCause) {
+			x.vm.Interrupt(reasonTimeout)
+		} else {
+			x.vm.Interrupt(reasonCancelled)
+		}
+	case <-x.finished:
+	}
+}
+
+func (x *exec) startCPU() {
+	x.segStart = time.Now()
+	limit := x.job.Limits.CPUTime
+	if limit <= 0 {
+		return
+	}
+	left := limit - x.busy
+	if left <= 0 {
+		left = time.Nanosecond
+	}
+	vm := x.vm
+	if x.cpuTimer == nil {
+		x.cpuTimer = time.AfterFunc(left, func() { vm.Interrupt(reasonCPU) })
+	} else {
+		x.cpuTimer.Reset(left)
+	}
+}
+
+func (x *exec) stopCPU() {
+	if x.segStart.IsZero() {
+		return
+	}
+	x.busy += time.Since(x.segStart)
+	x.segStart = time.Time{}
+	if x.cpuTimer != nil {
+		x.cpuTimer.Stop()
+	}
+}
+
+// drain waits for tool-call goroutines after the context was cancelled,
+// bounded so that a handler ignoring its context cannot hold the caller.
+func (x *exec) drain() {
+	if x.pending == 0 {
+		x.wg.Wait()
+		return
+	}
+	ch := make(chan struct{})
+	go func() { x.wg.Wait(); close(ch) }()
+	t := time.NewTimer(drainGrace)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// expired reports whether the execution's context is done or its deadline
+// has passed (a tool may notice the deadline a moment before the context).
+func (x *exec) expired() bool {
+	if x.ctx.Err() != nil {
+		return true
+	}
+	dl, ok := x.ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+func (x *exec) ctxError() *fault.Error {
+	if errors.Is(context.Cause(x.ctx), errTimeoutCause) || (x.ctx.Err() == nil && x.expired()) {
+		return x.timeoutError()
+	}
+	return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
+}
+
+func (x *exec) timeoutError() *fault.Error {
+	return fault.Breach(fault.KindTimeout, x.job.Limits.Timeout.Nanoseconds(), time.Since(x.began).Nanoseconds(),
+		"the script did not finish within its %s time limit", x.job.Limits.Timeout)
+}
+
+// deliver settles the promise of a finished tool call; the promise job
+// queue (the script's continuations) runs inside.
+func (x *exec) deliver(c completion) error {
+	x.startCPU()
+	defer x.stopCPU()
+	if c.err != nil {
+		return c.reject(x.callError(c.err, c.site))
+	}
+	v, err := x.fromJSON(c.out)
+	if err != nil {
+		msg := "tool returned invalid JSON"
+		if strings.Contains(err.Error(), "nesting deeper") {
+			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", MaxJSONDepth)
+		}
+		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}, c.site))
+	}
+	return c.resolve(v)
+}
+
+// fromJSON converts JSON text into a JS value: the fast decoder, or
+// JSON.parse for the rare text it leaves to it.
+func (x *exec) fromJSON(data []byte) (goja.Value, error) {
+	if x.keys == nil && len(data) > 256 {
+		x.keys = make(map[string]string, 32)
+	}
+	v, err := decodeJSON(x.vm, data, x.keys)
+	if errors.Is(err, errLoneSurrogate) {
+		return x.parseJSON(string(data))
+	}
+	return v, err
+}
+
+// result serialises the script's return value.
+func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
+	if v == nil || goja.IsUndefined(v) {
+		return json.RawMessage("null"), nil
+	}
+	x.startCPU()
+	s, err := x.stringify(v)
+	x.stopCPU()
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) && !isUncatchable(err) {
+			fe := fault.New(fault.KindScript, "the return value cannot be converted to JSON: %s", x.describe(ex.Value()))
+			fe.Line, fe.Column = x.position(ex.Value())
+			return nil, fe
+		}
+		return nil, x.classify(err)
+	}
+	if s == nil || goja.IsUndefined(s) {
+		return json.RawMessage("null"), nil
+	}
+	str := s.String()
+	if max := x.job.Limits.MaxOutputBytes; max > 0 && int64(len(str)) > max {
+		return nil, fault.Breach(fault.KindOutputLimit, max, int64(len(str)),
+			"the result is %d bytes of JSON, more than the %d allowed; return less (aggregate, filter or summarise)", len(str), max)
+	}
+	return json.RawMessage(str), nil
+}
+
+// queuedCall is a started call not yet handed to a goroutine.
+type queuedCall struct {
+	inv             bridge.Invocation
+	resolve, reject func(any) error
+	site            goja.StackFrame
+}
+
+// spawn runs a call on its own goroutine. The goroutine ends when the
+// invocation returns (the execution's context bounds it) and its result
+// is handed over, or dropped once the execution has finished.
+func (x *exec) spawn(c queuedCall) {
+	x.pending++
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		out, err := c.inv()
+		select {
+		case x.done <- completion{resolve: c.resolve, reject: c.reject, out: out, err: err, site: c.site}:
+		case <-x.finished:
+		}
+	}()
+}
+
+// flush is called when the VM has gone idle. A single inline-capable call
+// that nothing else runs beside runs here, on the VM goroutine, and its
+// completion is returned for delivery — saving two goroutine hand-offs per
+// awaited call; otherwise every queued call gets its goroutine, so calls
+// made together still run concurrently.
+func (x *exec) flush() (completion, bool) {
+	if len(x.queued) == 1 && x.pending == 0 {
+		c := x.queued[0]
+		x.queued = x.queued[:0]
+		out, err := c.inv()
+		return completion{resolve: c.resolve, reject: c.reject, out: out, err: err, site: c.site}, true
+	}
+	for _, c := range x.queued {
+		x.spawn(c)
+	}
+	x.queued = x.queued[:0]
+	return completion{}, false
+}

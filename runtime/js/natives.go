@@ -1,0 +1,154 @@
+package js
+
+import (
+	"errors"
+	"fmt"
+	goruntime "runtime"
+
+	"github.com/dop251/goja"
+)
+
+// native returns a Go function as a JS function that looks like any
+// built-in: `name` and `length` set, and String(f) giving
+// "function name() { [native code] }" (goja names functions made from Go
+// after their Go symbol otherwise).
+func (x *exec) native(name string, length int, f func(goja.FunctionCall) goja.Value) *goja.Object {
+	fn := x.vm.ToValue(f).(*goja.Object)
+	_ = fn.DefineDataProperty("name", x.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = fn.DefineDataProperty("length", x.vm.ToValue(length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return fn
+}
+
+// method replaces holder[name], a built-in method, with a proxy of it
+// whose calls run wrap: wrap receives the call and the original's Go
+// function. The proxy reads as the original (name, length, properties;
+// Function.prototype.toString prints the original), and the property keeps
+// its attributes (writable, configurable, not enumerable). It returns the
+// original's Go function, or nil (and does nothing) if holder[name] is not
+// a built-in function.
+func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) func(goja.FunctionCall) goja.Value {
+	if holder == nil {
+		return nil
+	}
+	fn, orig := x.wrapMethod(holder.Get(name), wrap)
+	if fn != nil {
+		_ = holder.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	return orig
+}
+
+// wrapMethod returns the proxy of v, a built-in function, whose calls run
+// wrap, and v's Go function; nil if v is not a built-in function.
+func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) (*goja.Object, func(goja.FunctionCall) goja.Value) {
+	origObj, ok := v.(*goja.Object)
+	if !ok {
+		return nil, nil
+	}
+	orig, ok := origObj.Export().(func(goja.FunctionCall) goja.Value)
+	if !ok {
+		return nil, nil
+	}
+	p := x.vm.NewProxy(origObj, &goja.ProxyTrapConfig{
+		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			defer x.builtinPanic()
+			return wrap(goja.FunctionCall{This: this, Arguments: args}, orig)
+		},
+	})
+	fn := x.vm.ToValue(p).(*goja.Object)
+	x.wrappers[fn] = origObj
+	return fn, orig
+}
+
+// fnProxy returns a proxy of the built-in function fn with cfg's traps
+// (Apply, Construct), standing for fn: instanceof asks fn, fn's
+// Symbol.species getter answers the proxy, and Function.prototype.toString
+// prints fn.
+func (x *exec) fnProxy(fn *goja.Object, cfg *goja.ProxyTrapConfig) *goja.Object {
+	var p *goja.Object
+	var hasInstance goja.Value
+	cfg.GetSym = func(target *goja.Object, sym *goja.Symbol, receiver goja.Value) goja.Value {
+		v := target.GetSymbol(sym)
+		if o, ok := v.(*goja.Object); ok {
+			switch {
+			case o == target:
+				return receiver // a species getter's `this`
+			case sym == goja.SymHasInstance && o == x.hasInstance && x.rawHasInstance != nil:
+				// goja's instanceof rejects a proxy: ask fn itself.
+				if hasInstance == nil {
+					hasInstance = x.native("[Symbol.hasInstance]", 1, func(call goja.FunctionCall) goja.Value {
+						return x.rawHasInstance(goja.FunctionCall{This: fn, Arguments: call.Arguments})
+					})
+				}
+				return hasInstance
+			}
+		}
+		return v
+	}
+	p = x.vm.ToValue(x.vm.NewProxy(fn, cfg)).(*goja.Object)
+	x.wrappers[p] = fn
+	return p
+}
+
+// builtinPanic, deferred in a guarded built-in, turns a Go runtime error
+// raised inside goja's built-in (a sort comparator that empties the array
+// it sorts, say) into a catchable TypeError; anything else propagates.
+func (x *exec) builtinPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(goruntime.Error); ok {
+		panic(x.vm.NewTypeError(fmt.Sprintf("a built-in function failed on its arguments (%v)", e)))
+	}
+	panic(r)
+}
+
+// throwRange throws a RangeError with msg.
+func (x *exec) throwRange(msg string) { panic(x.intrinsicError(x.rawRangeError, msg)) }
+
+// throwSyntax throws a SyntaxError with msg.
+func (x *exec) throwSyntax(msg string) { panic(x.intrinsicError(x.rawSyntaxError, msg)) }
+
+// intrinsicError returns a new error made by make (a built-in failing on
+// purpose: its error is an instance of the built-in constructor, whatever
+// the script did to the globals; make may panic with it or return it),
+// with its message set to msg. Its stack is the script's current one
+// (goja formats it on first read, with the message set here).
+func (x *exec) intrinsicError(make func() goja.Value, msg string) goja.Value {
+	var v goja.Value
+	if make != nil {
+		v = catchValue(make)
+	}
+	obj, ok := v.(*goja.Object)
+	if !ok {
+		return x.vm.NewTypeError(msg)
+	}
+	_ = obj.DefineDataProperty("message", x.vm.ToValue(msg), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return obj
+}
+
+// catchValue runs f and returns the value it returned or threw.
+func catchValue(f func() goja.Value) (v goja.Value) {
+	defer func() {
+		switch e := recover().(type) {
+		case nil:
+		case goja.Value:
+			v = e
+		case *goja.Exception:
+			v = e.Value()
+		default:
+			panic(e)
+		}
+	}()
+	return f()
+}
+
+// rethrow panics with err, a failure returned by a goja call made from a
+// native function, so that it propagates to the script as it came.
+func rethrow(err error) {
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		panic(ex)
+	}
+	panic(err)
+}

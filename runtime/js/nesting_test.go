@@ -1,0 +1,46 @@
+package js_test
+
+import (
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// TestDeepNestingInSource: text nested deeply enough to overflow the Go
+// stack in goja's parser or compiler ends as a classified error on every
+// compile path, in a child process that must survive.
+func TestDeepNestingInSource(t *testing.T) {
+	const deep = `"[".repeat(1e6) + "]".repeat(1e6)`
+	catchName := func(compile string) string {
+		return `const src = ` + deep + `; try { ` + compile + `; return "compiled" } catch (e) { return [e.name, e instanceof SyntaxError, e.message.includes("nests more than 1000 levels")] }`
+	}
+	caught := `["SyntaxError",true,true]`
+	runProbes(t, []probeCase{
+		{name: "program literal", src: "return " + repeat("[", 1e6) + repeat("]", 1e6), kind: fault.KindSyntax, msg: "nests more than 1000 levels"},
+		{name: "program expression chain", src: "return 1" + repeat("+1", 5e5), kind: fault.KindSyntax, msg: "nests more than"},
+		{name: "program unary chain", src: "return " + repeat("!", 1e6) + "1", kind: fault.KindSyntax, msg: "nests more than"},
+		{name: "eval", src: catchName(`eval(src)`), want: caught},
+		{name: "indirect eval", src: catchName(`(0, eval)(src)`), want: caught},
+		{name: "eval of an operator chain", src: catchName(`eval("1" + "+1".repeat(1e6))`), want: caught},
+		{name: "eval of arrows", src: catchName(`eval("a=>".repeat(3e5) + "1")`), want: caught},
+		{name: "eval of else-if", src: catchName(`eval("if(a){}else ".repeat(1e5) + "{}")`), want: caught},
+		{name: "eval of templates", src: catchName("eval(\"`${\".repeat(2e5) + \"}`\".repeat(2e5))"), want: caught},
+		{name: "eval of labels", src: catchName(`eval(Array.from({length: 1e5}, (_, i) => "l" + i + ":").join("") + "1")`), want: caught},
+		{name: "Function", src: catchName(`Function("return " + src)`), want: caught},
+		{name: "new Function parameters", src: catchName(`new Function("a = " + src, "return a")`), want: caught},
+		{name: "Function via a function's constructor", src: catchName(`(function () {}).constructor("return " + src)`), want: caught},
+		{name: "Reflect.construct(Function)", src: catchName(`Reflect.construct(Function, ["return " + src])`), want: caught},
+		{name: "class extends Function", src: catchName(`class F extends Function {}; new F("return " + src)`), want: caught},
+		{name: "GeneratorFunction", src: catchName(`Object.getPrototypeOf(function* () {}).constructor("yield " + src)`), want: caught},
+		{name: "AsyncFunction", src: catchName(`Object.getPrototypeOf(async function () {}).constructor("return " + src)`), want: caught},
+		{name: "uncaught", src: `eval(` + deep + `)`, kind: fault.KindScript, msg: "SyntaxError: eval: the code nests more than 1000 levels"},
+	})
+}
+
+func repeat(s string, n float64) string {
+	b := make([]byte, 0, len(s)*int(n))
+	for i := 0; i < int(n); i++ {
+		b = append(b, s...)
+	}
+	return string(b)
+}

@@ -1,0 +1,259 @@
+package js
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dop251/goja"
+)
+
+// maxNativeDepth bounds how deeply built-in functions may call each other
+// without a JavaScript function in between (a nested array's join calling
+// its elements' toString, a bound function calling a bound function, a
+// proxy forwarding to a proxy). goja counts JavaScript frames against the
+// call-stack limit, but not the Go frames of built-ins calling built-ins:
+// such a chain recurses on the Go stack until it overflows, which kills
+// the process. Past this depth the guarded built-ins throw a RangeError.
+const maxNativeDepth = 1000
+
+// enter counts one level of guarded built-in recursion; what names the
+// built-in in the error. Pair it with leave (deferred, so that exceptions
+// unwind the count).
+func (x *exec) enter(what string) {
+	if x.nativeDepth >= maxNativeDepth {
+		x.throwRange(fmt.Sprintf("Maximum call stack size exceeded: %s nested more than %d built-in calls deep", what, maxNativeDepth))
+	}
+	x.nativeDepth++
+}
+
+func (x *exec) leave() { x.nativeDepth-- }
+
+// guardRecursion bounds the recursion of the built-ins that recurse into
+// values or call each other: Array.prototype.join and toLocaleString
+// (nested arrays, in guards.go), flat, bound functions, call and apply,
+// Reflect.apply and Reflect.construct, proxies forwarding to proxies,
+// and Function.prototype.toString (a native function's name getter).
+func (x *exec) guardRecursion() {
+	counted := x.counted
+	// join and toLocaleString count in their size guards (guards.go);
+	// Array.prototype.toString recurses only through join.
+	x.method(x.proto("Array"), "flat", x.flat)
+	fnProto := x.proto("Function")
+	x.method(fnProto, "call", counted("Function.prototype.call")) // apply: guards.go
+	x.method(fnProto, "bind", x.bind)
+	x.method(fnProto, "toString", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+		x.enter("Function.prototype.toString")
+		defer x.leave()
+		if obj, ok := call.This.(*goja.Object); ok {
+			if o, ok := x.wrappers[obj]; ok {
+				// A built-in behind a guard prints as the built-in.
+				call.This = o
+			}
+		}
+		return orig(call)
+	})
+}
+
+// guardReflect counts Reflect.apply and Reflect.construct, which call
+// functions and can nest without bound (Reflect.apply applying
+// Reflect.apply to a nested argument list), and checks the size of their
+// argument lists.
+func (x *exec) guardReflect() {
+	reflect, ok := x.vm.Get("Reflect").(*goja.Object)
+	if !ok {
+		return
+	}
+	for _, m := range []string{"apply", "construct"} {
+		what := "Reflect." + m
+		// The argument list is Reflect.apply's third argument and
+		// Reflect.construct's second.
+		list := map[string]int{"apply": 2, "construct": 1}[m]
+		x.method(reflect, m, func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+			x.enter(what)
+			defer x.leave()
+			if len(call.Arguments) > list {
+				args := append([]goja.Value(nil), call.Arguments...)
+				args[list] = x.argList(args[list], what)
+				call.Arguments = args
+			}
+			return orig(call)
+		})
+	}
+}
+
+// counted returns a wrapper for method that counts each call as one level
+// of built-in recursion.
+func (x *exec) counted(what string) func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value {
+	return func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+		x.enter(what)
+		defer x.leave()
+		return orig(call)
+	}
+}
+
+// proto returns the prototype object of the global constructor name.
+func (x *exec) proto(name string) *goja.Object {
+	ctor, ok := x.vm.Get(name).(*goja.Object)
+	if !ok {
+		return nil
+	}
+	p, _ := ctor.Get("prototype").(*goja.Object)
+	return p
+}
+
+// flat keeps Array.prototype.flat's recursion within maxNativeDepth: a
+// larger depth (Infinity, typically) flattens maxNativeDepth levels and
+// throws a RangeError if arrays remain nested below them.
+func (x *exec) flat(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+	x.enter("Array.prototype.flat")
+	defer x.leave()
+	depth := 1.0
+	if d := call.Argument(0); !goja.IsUndefined(d) {
+		depth = d.ToFloat() // converted once, here
+		if depth != depth {
+			depth = 0
+		}
+	}
+	if depth <= maxNativeDepth {
+		return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{x.vm.ToValue(depth)}})
+	}
+	res := orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{x.vm.ToValue(maxNativeDepth)}})
+	// Arrays left in the result were nested deeper than that.
+	if arr, ok := res.(*goja.Object); ok && x.isArray != nil {
+		n := arr.Get("length").ToInteger()
+		for i := int64(0); i < n; i++ {
+			v := x.isArray(goja.FunctionCall{Arguments: []goja.Value{arr.Get(strconv.FormatInt(i, 10))}})
+			if v.ToBoolean() {
+				x.throwRange(fmt.Sprintf("Array.prototype.flat: the array nests more than %d levels deep", maxNativeDepth))
+			}
+		}
+	}
+	return res
+}
+
+// bind makes bound functions whose calls are counted: the bound target is
+// a proxy of the real one that counts each call, so that a chain of bound
+// built-ins (String bound to an object whose toString is bound to the
+// next…) cannot recurse without bound. A function bound to a function
+// bound by this bind is not proxied again, but chains of bind are limited
+// to maxNativeDepth.
+func (x *exec) bind(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+	target, ok := call.This.(*goja.Object)
+	if !ok {
+		return orig(call)
+	}
+	if _, ok := goja.AssertFunction(target); !ok {
+		return orig(call) // throws the TypeError
+	}
+	depth, bound := x.bound[target]
+	if bound {
+		if depth >= maxNativeDepth {
+			x.throwRange(fmt.Sprintf("Function.prototype.bind: more than %d functions bound to each other", maxNativeDepth))
+		}
+	} else {
+		call.This = x.countedCallable(target, "bound function")
+	}
+	res := orig(call)
+	if fn, ok := res.(*goja.Object); ok {
+		x.bound[fn] = depth + 1
+	}
+	return res
+}
+
+// countedCallable returns a proxy of fn whose calls and constructions
+// count as one level of built-in recursion.
+func (x *exec) countedCallable(fn *goja.Object, what string) *goja.Object {
+	raw, _ := fn.Export().(func(goja.FunctionCall) goja.Value)
+	callable, _ := goja.AssertFunction(fn)
+	construct, _ := goja.AssertConstructor(fn)
+	cfg := &goja.ProxyTrapConfig{
+		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			x.enter(what)
+			defer x.leave()
+			if raw != nil {
+				return raw(goja.FunctionCall{This: this, Arguments: args})
+			}
+			v, err := callable(this, args...)
+			if err != nil {
+				rethrow(err)
+			}
+			return v
+		},
+	}
+	var p *goja.Object
+	if construct != nil {
+		cfg.Construct = func(_ *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+			x.enter(what)
+			defer x.leave()
+			if newTarget == nil || newTarget == p {
+				newTarget = fn
+			}
+			v, err := construct(newTarget, args...)
+			if err != nil {
+				rethrow(err)
+			}
+			return v
+		}
+	}
+	p = x.fnProxy(fn, cfg)
+	return p
+}
+
+// guardProxy limits chains of proxies: a proxy's target or handler may be
+// a proxy, and an operation on it forwards from proxy to proxy in Go
+// without a JavaScript frame. Every proxy a script creates (new Proxy,
+// Proxy.revocable) records its depth; creating one deeper than
+// maxNativeDepth throws a RangeError.
+func (x *exec) guardProxy() {
+	g := x.vm.GlobalObject()
+	orig, ok := g.Get("Proxy").(*goja.Object)
+	if !ok {
+		return
+	}
+	construct, ok := goja.AssertConstructor(orig)
+	if !ok {
+		return
+	}
+	depthOf := func(args []goja.Value) int {
+		d := 0
+		for _, a := range args[:min(len(args), 2)] {
+			if o, ok := a.(*goja.Object); ok && x.proxies[o] > d {
+				d = x.proxies[o]
+			}
+		}
+		if d >= maxNativeDepth {
+			x.throwRange(fmt.Sprintf("Proxy: more than %d proxies nested as targets or handlers", maxNativeDepth))
+		}
+		return d + 1
+	}
+	callable, _ := goja.AssertFunction(orig)
+	wrapper := x.fnProxy(orig, &goja.ProxyTrapConfig{
+		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			v, err := callable(this, args...) // throws: Proxy needs new
+			if err != nil {
+				rethrow(err)
+			}
+			return v
+		},
+		Construct: func(_ *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+			d := depthOf(args)
+			p, err := construct(orig, args...)
+			if err != nil {
+				rethrow(err)
+			}
+			x.proxies[p] = d
+			return p
+		},
+	})
+	x.method(orig, "revocable", func(call goja.FunctionCall, raw func(goja.FunctionCall) goja.Value) goja.Value {
+		d := depthOf(call.Arguments)
+		res := raw(call)
+		if r, ok := res.(*goja.Object); ok {
+			if p, ok := r.Get("proxy").(*goja.Object); ok {
+				x.proxies[p] = d
+			}
+		}
+		return res
+	})
+	_ = g.DefineDataProperty("Proxy", wrapper, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}

@@ -1,0 +1,428 @@
+package js
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+)
+
+// jsonState is one JSON.stringify.
+type jsonState struct {
+	x        *exec
+	replacer goja.Callable
+	props    []string // property list; nil means all enumerable keys
+	gap      string
+	stack    []*goja.Object // the objects being serialised, outermost first
+	b        []byte
+	max      int           // the longest output allowed
+	arg      [1]goja.Value // Array.isArray's argument, reused
+}
+
+// stringifyJS is JSON.stringify(value, replacer, space): a string, or
+// undefined. Exceptions from getters, toJSON and the replacer propagate.
+func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
+	if value == nil {
+		value = goja.Undefined()
+	}
+	st := &jsonState{x: x, max: int(x.maxStringChars())}
+	if r, ok := replacer.(*goja.Object); ok {
+		if fn, ok := goja.AssertFunction(r); ok {
+			st.replacer = fn
+		} else if x.isArray(goja.FunctionCall{Arguments: []goja.Value{r}}).ToBoolean() {
+			st.props = x.propertyList(r)
+		}
+	}
+	st.gap = x.gap(space)
+	// The holder {"": value} is visible only to a replacer function.
+	var holder *goja.Object
+	if st.replacer != nil {
+		holder = x.vm.NewObject()
+		_ = holder.Set("", value)
+	}
+	if !st.value(holder, "", value) {
+		return goja.Undefined()
+	}
+	return x.vm.ToValue(string(st.b))
+}
+
+// stringify serialises v as the engine does for tool arguments and
+// results: JSON.stringify(v), with a JS exception returned as an error.
+// Uncatchable errors (interrupts) come back as errors too.
+func (x *exec) stringify(v goja.Value) (res goja.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && isUncatchable(e) {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	if ex := x.vm.Try(func() { res = x.stringifyJS(v, nil, nil) }); ex != nil {
+		return nil, ex
+	}
+	return res, nil
+}
+
+// propertyList is the property list of an array replacer: its string and
+// number elements (and String and Number objects), without repeats.
+func (x *exec) propertyList(r *goja.Object) []string {
+	n := lengthOf(r)
+	seen := map[string]bool{}
+	list := []string{}
+	for i := 0.0; i < n; i++ {
+		v := r.Get(ftoa(i))
+		var item string
+		switch t := v.(type) {
+		case goja.String:
+			item = t.String()
+		case *goja.Object:
+			c := t.ClassName()
+			if c != "String" && c != "Number" {
+				continue
+			}
+			item = t.ToString().String()
+		default:
+			if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+				continue
+			}
+			if _, ok := v.Export().(bool); ok {
+				continue
+			}
+			if _, isNum := numberOf(v); !isNum {
+				continue
+			}
+			item = v.String()
+		}
+		if !seen[item] {
+			seen[item] = true
+			list = append(list, item)
+		}
+	}
+	return list
+}
+
+// gap is the indentation unit of a space argument.
+func (x *exec) gap(space goja.Value) string {
+	if obj, ok := space.(*goja.Object); ok {
+		switch obj.ClassName() {
+		case "Number":
+			space = x.vm.ToValue(obj.ToNumber().ToFloat())
+		case "String":
+			space = obj.ToString()
+		}
+	}
+	if f, ok := numberOf(space); ok {
+		n := math.Min(10, toInteger(f))
+		if n < 1 {
+			return ""
+		}
+		return strings.Repeat(" ", int(n))
+	}
+	if s, ok := space.(goja.String); ok {
+		if s.Length() > 10 {
+			s = s.Substring(0, 10)
+		}
+		return s.String()
+	}
+	return ""
+}
+
+// numberOf returns v's value if v is a number primitive.
+func numberOf(v goja.Value) (float64, bool) {
+	if _, isObj := v.(*goja.Object); v == nil || isObj {
+		return 0, false
+	}
+	switch n := v.Export().(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// property appends holder[key] (SerializeJSONProperty) and reports
+// whether it had a JSON representation.
+func (st *jsonState) property(holder *goja.Object, key string) bool {
+	v := holder.Get(key)
+	if v == nil {
+		v = goja.Undefined()
+	}
+	return st.value(holder, key, v)
+}
+
+// value serialises value, read from holder[key] (holder is nil for the
+// top-level value without a replacer).
+func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bool {
+	x := st.x
+	if obj, ok := value.(*goja.Object); ok {
+		value = st.toJSON(obj, value, key)
+	} else if isBigInt(value) { // BigInt.prototype.toJSON
+		value = st.toJSON(value.ToObject(x.vm), value, key)
+	}
+	if st.replacer != nil {
+		v, err := st.replacer(holder, x.vm.ToValue(key), value)
+		if err != nil {
+			rethrow(err)
+		}
+		value = v
+	}
+	if obj, ok := value.(*goja.Object); ok {
+		switch obj.ClassName() {
+		case "Number":
+			value = obj.ToNumber()
+		case "String":
+			value = obj.ToString()
+		case "Boolean", "BigInt":
+			value = x.vm.ToValue(obj.Export())
+		}
+	}
+	switch v := value.(type) {
+	case nil:
+		return false
+	case goja.String:
+		st.quote(v)
+		return true
+	case *goja.Object:
+		if _, ok := goja.AssertFunction(v); ok {
+			return false
+		}
+		st.object(v)
+		return true
+	}
+	switch value.ExportType() {
+	case nil: // undefined, null
+		if goja.IsNull(value) {
+			st.str("null")
+			return true
+		}
+		return false
+	case typeBool:
+		if value.ToBoolean() {
+			st.str("true")
+		} else {
+			st.str("false")
+		}
+		return true
+	case typeInt:
+		st.b = strconv.AppendInt(st.b, value.ToInteger(), 10)
+		return true
+	case typeFloat:
+		if f := value.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
+			st.str("null")
+		} else {
+			st.str(value.String())
+		}
+		return true
+	}
+	if isBigInt(value) {
+		panic(x.vm.NewTypeError("Do not know how to serialize a BigInt"))
+	}
+	return false // symbols
+}
+
+var (
+	typeBool  = reflect.TypeOf(false)
+	typeInt   = reflect.TypeOf(int64(0))
+	typeFloat = reflect.TypeOf(0.0)
+)
+
+// isBigInt reports whether v is a BigInt primitive.
+func isBigInt(v goja.Value) bool {
+	if _, ok := v.(*goja.Object); ok || v == nil {
+		return false
+	}
+	t := v.ExportType()
+	return t != nil && t.Kind() == reflect.Ptr && t.Elem().Name() == "Int"
+}
+
+// toJSON applies obj's toJSON method, if it has one, to value.
+func (st *jsonState) toJSON(obj *goja.Object, value goja.Value, key string) goja.Value {
+	if fn, ok := goja.AssertFunction(obj.Get("toJSON")); ok {
+		v, err := fn(value, st.x.vm.ToValue(key))
+		if err != nil {
+			rethrow(err)
+		}
+		return v
+	}
+	return value
+}
+
+// object serialises an object or array, guarding against cycles and
+// nesting deeper than MaxJSONDepth.
+func (st *jsonState) object(obj *goja.Object) {
+	x := st.x
+	for _, o := range st.stack {
+		if o == obj {
+			panic(x.vm.NewTypeError("Converting circular structure to JSON"))
+		}
+	}
+	if len(st.stack) >= MaxJSONDepth {
+		x.throwRange(fmt.Sprintf("JSON.stringify: the value nests more than %d levels deep", MaxJSONDepth))
+	}
+	st.stack = append(st.stack, obj)
+	defer func() { st.stack = st.stack[:len(st.stack)-1] }()
+	st.arg[0] = obj
+	if x.isArray(goja.FunctionCall{Arguments: st.arg[:]}).ToBoolean() {
+		n := lengthOf(obj)
+		if n == 0 {
+			st.str("[]")
+			return
+		}
+		st.byte('[')
+		for i := 0.0; i < n; i++ {
+			if i > 0 {
+				st.byte(',')
+			}
+			st.newline()
+			if !st.property(obj, ftoa(i)) {
+				st.str("null")
+			}
+		}
+		st.close(']')
+		return
+	}
+	keys := st.props
+	if keys == nil {
+		keys = obj.Keys()
+	}
+	st.byte('{')
+	empty := true
+	for _, k := range keys {
+		mark := len(st.b)
+		if !empty {
+			st.byte(',')
+		}
+		st.newline()
+		st.quoteGo(k)
+		st.byte(':')
+		if st.gap != "" {
+			st.byte(' ')
+		}
+		if st.property(obj, k) {
+			empty = false
+			continue
+		}
+		// Roll back the key of a value without a JSON representation.
+		st.b = st.b[:mark]
+	}
+	if empty {
+		st.byte('}')
+		return
+	}
+	st.close('}')
+}
+
+func (st *jsonState) str(s string) { st.b = append(st.b, s...) }
+
+func (st *jsonState) byte(c byte) { st.b = append(st.b, c) }
+
+// newline starts a line indented to the current depth.
+func (st *jsonState) newline() { st.indentTo(len(st.stack)) }
+
+// close ends an object or array on its own line.
+func (st *jsonState) close(c byte) {
+	st.indentTo(len(st.stack) - 1)
+	st.byte(c)
+}
+
+func (st *jsonState) indentTo(depth int) {
+	if st.gap == "" {
+		return
+	}
+	st.byte('\n')
+	for i := 0; i < depth; i++ {
+		st.str(st.gap)
+	}
+	st.checkSize()
+}
+
+// checkSize throws when the output grows past what the memory limit
+// allows (indentation makes it quadratic in the depth).
+func (st *jsonState) checkSize() {
+	if len(st.b) > st.max {
+		st.x.checkChars("JSON.stringify", float64(len(st.b)))
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// quote is QuoteJSONString: escapes, and lone surrogates as \uXXXX.
+func (st *jsonState) quote(s goja.String) {
+	if rv := reflect.ValueOf(s); rv.Kind() == reflect.String {
+		st.quoteGo(rv.String()) // goja keeps ASCII strings as Go strings
+		return
+	}
+	b := append(st.b, '"')
+	r := s.Reader()
+	for {
+		c, _, err := r.ReadRune()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		switch {
+		case err != nil: // a lone surrogate
+			b = append(b, '\\', 'u', hexDigits[c>>12&0xf], hexDigits[c>>8&0xf], hexDigits[c>>4&0xf], hexDigits[c&0xf])
+		case c == '"' || c == '\\':
+			b = append(b, '\\', byte(c))
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		case c < utf8.RuneSelf:
+			b = append(b, byte(c))
+		default:
+			b = utf8.AppendRune(b, c)
+		}
+	}
+	st.b = append(b, '"')
+	st.checkSize()
+}
+
+// quoteGo quotes a Go (UTF-8) string, which has no lone surrogates.
+func (st *jsonState) quoteGo(s string) {
+	b := append(st.b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	st.b = append(append(b, s[start:]...), '"')
+	st.checkSize()
+}

@@ -1,0 +1,197 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/hostprobe"
+)
+
+// TestNoFileAccessThroughSourceMaps runs the engine's source-map probes
+// (every compile path a script can reach, each naming a map on the host)
+// through the pool in both modes. inotify proves that no process opened
+// the named file; in worker mode, when strace is available, the worker's
+// open calls during the probes are counted too: none may leave /proc/self.
+func TestNoFileAccessThroughSourceMaps(t *testing.T) {
+	dir := t.TempDir()
+	mapFile := filepath.Join(dir, "probe.map")
+	if err := os.WriteFile(mapFile, []byte(`{"version":3,"sources":["x.js"],"names":[],"mappings":"AAAA"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Workers run in "/"; in-process executions resolve relative URLs
+	// against the test's working directory, so make it "/" too.
+	t.Chdir("/")
+	urls := []string{mapFile, strings.TrimPrefix(mapFile, "/"), "file://" + mapFile}
+
+	for _, mode := range []Mode{ModeWorker, ModeInProcess} {
+		t.Run(mode.String(), func(t *testing.T) {
+			w, err := hostprobe.NewWatch(dir)
+			if err != nil {
+				t.Skipf("inotify unavailable: %v", err)
+			}
+			defer w.Close()
+			p := newPool(t, Config{Mode: mode, Workers: 1})
+			run := func(urls ...string) {
+				for _, url := range urls {
+					for _, probe := range hostprobe.SourceMapProbes(url) {
+						job, _ := newJob(t, probe.Source, testLimits())
+						out := p.Run(context.Background(), job)
+						if out.Err != nil || string(out.Result) != `"ok"` {
+							t.Errorf("%s (%s): result %s, error %v", probe.Name, url, out.Result, out.Err)
+						}
+					}
+				}
+			}
+			// Warm up: the worker starts and loads what it needs first.
+			job, _ := newJob(t, `return 1`, testLimits())
+			if out := p.Run(context.Background(), job); out.Err != nil {
+				t.Fatal(out.Err)
+			}
+
+			var trace *straceRun
+			if mode == ModeWorker {
+				trace = startStrace(t, workerPIDs(t))
+			}
+			run(urls...)
+			if trace != nil {
+				trace.check(t, dir)
+			}
+			if events, err := w.Events(); err != nil || len(events) > 0 {
+				t.Fatalf("files touched: %v (%v)", events, err)
+			}
+			run("/dev/zero")
+			if _, err := os.ReadFile(mapFile); err != nil {
+				t.Fatal(err)
+			}
+			if events, err := w.Events(); err != nil || len(events) == 0 {
+				t.Fatalf("the watch saw nothing of a real read (%v)", err)
+			}
+		})
+	}
+}
+
+// workerPIDs returns the pids of this process's children: the pool's
+// worker processes.
+func workerPIDs(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": the comm may hold spaces.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(self) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatal("no worker process found")
+	}
+	return pids
+}
+
+// straceRun is strace attached to the workers, writing to out.
+type straceRun struct {
+	cmd *exec.Cmd
+	out string
+}
+
+// startStrace attaches strace to pids, tracing the open system calls, and
+// returns once it is attached; it skips the test's strace part (returns
+// nil) when strace is missing or may not attach.
+func startStrace(t *testing.T, pids []int) *straceRun {
+	t.Helper()
+	path, err := exec.LookPath("strace")
+	if err != nil {
+		t.Log("strace not found: open calls not counted")
+		return nil
+	}
+	out := filepath.Join(t.TempDir(), "strace.out")
+	args := []string{"-f", "-e", "trace=open,openat,openat2", "-o", out}
+	for _, pid := range pids {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	cmd := exec.Command(path, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Logf("strace: %v: open calls not counted", err)
+		return nil
+	}
+	// strace reports each attached thread on stderr; the first report
+	// means tracing has begun.
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "attached") {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return &straceRun{cmd: cmd, out: out}
+		}
+		if strings.Contains(line, "Operation not permitted") || strings.Contains(line, "attach:") {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Logf("strace cannot attach (%s): open calls not counted", line)
+			return nil
+		}
+	}
+	_ = cmd.Wait()
+	t.Log("strace ended before attaching: open calls not counted")
+	return nil
+}
+
+// check stops strace and fails the test if a worker opened a file a
+// script named, or anything but what the worker and the Go runtime read
+// for themselves: /proc/self (the memory accounting reads
+// /proc/self/status), the cgroup CPU quota (Go refreshes GOMAXPROCS from
+// it) and, under the race detector, its own executable.
+func (s *straceRun) check(t *testing.T, dir string) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	_ = s.cmd.Wait()
+	b, err := os.ReadFile(s.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	var opens, own int
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "open") || !strings.Contains(line, "(") {
+			continue
+		}
+		opens++
+		switch {
+		case strings.Contains(line, dir), strings.Contains(line, "/dev/zero"), strings.Contains(line, "probe.map"):
+			t.Errorf("a worker opened a file a script named: %s", line)
+		case strings.Contains(line, `"/proc/self/`), strings.Contains(line, `"/sys/fs/cgroup/`),
+			self != "" && strings.Contains(line, `"`+self+`"`):
+			own++
+		default:
+			t.Errorf("a worker opened a file during the executions: %s", line)
+		}
+	}
+	t.Logf("strace: %d open calls by the workers during the probes, all %d of them the worker's and the Go runtime's own (/proc/self, cgroup)", opens, own)
+}
