@@ -70,7 +70,7 @@ func floodCases() []tcase {
 		f("calls-awaited-over-limit", `for (;;) await tools.get_budget_by_level({level: "junior"});`,
 			fails(ToolCallLimit).and(errorLimit(50)).and(toolCalls(51, 50, "tool_call_limit")), true, maxCalls(50)),
 		f("calls-promise-all-over-limit", `await Promise.all(Array.from({length: 2000}, () => tools.get_budget_by_level({level: "senior"})))`,
-			fails(ToolCallLimit).and(toolCalls(2000, 100, "tool_call_limit")), false, maxCalls(100)),
+			fails(ToolCallLimit).and(toolCallsEnded(2000, 100)), false, maxCalls(100)),
 		f("calls-refusals-caught", `const r = await Promise.allSettled(Array.from({length: 500}, () => tools.get_budget_by_level({level: "senior"}))); return r.filter((x) => x.status === "fulfilled").length`,
 			succeeds("100").and(toolCalls(500, 100, "tool_call_limit")), false, maxCalls(100)),
 		f("calls-concurrent-many", `const r = await Promise.all(Array.from({length: 5000}, (_, i) => tools.get_budget_by_level({level: ["junior", "senior", "staff"][i % 3]}))); return r.length`,

@@ -18,13 +18,19 @@ import (
 // memory is garbage the Go runtime keeps until its next collection, which
 // on a quiet server may be a long time: the process stays at its
 // high-water mark. After an execution that moved more than a threshold
-// through ptcd, the server collects and returns the free memory to the
-// system, at most once per releaseEvery, a moment after the last such
-// execution (so a burst pays once).
+// through ptcd, or executions that together moved burstFactor times that,
+// the server collects and returns the free memory to the system, at most
+// once per releaseEvery, and again a moment after the last such execution
+// (so a burst pays about once a second, and its end is always followed by
+// a release).
 
 // DefaultReleaseAfter is the weight of an execution (the bytes it moved
 // through ptcd) above which ptcd gives memory back afterwards.
 const DefaultReleaseAfter = 8 << 20
+
+// burstFactor: executions that together moved burstFactor times the
+// threshold since the last release schedule one too.
+const burstFactor = 8
 
 // releaseEvery is the delay of a release after a large execution, and the
 // shortest time between two releases.
@@ -53,6 +59,10 @@ type releaser struct {
 
 	mu    sync.Mutex
 	timer *time.Timer
+	// moved is the weight of the executions since the last release.
+	moved int64
+	// again: a large execution ended while a release was pending.
+	again bool
 }
 
 // newReleaser returns the default releaser for ex.
@@ -80,30 +90,43 @@ func (r *releaser) weight(req core.Request, res *core.Result) int64 {
 	return w
 }
 
-// note schedules a release after an execution of weight w, unless one is
-// already scheduled.
+// note counts an execution's weight and schedules a release after a large
+// one, or once the executions since the last release moved more than
+// burstFactor times the threshold together (a burst of requests each just
+// under the threshold holds as much as a few large ones). An execution
+// that ends while a release is pending schedules one more after it: the
+// pending release may run while that execution's memory is still in use.
 func (r *releaser) note(req core.Request, res *core.Result) {
-	if r.threshold <= 0 || r.weight(req, res) <= r.threshold {
+	if r.threshold <= 0 {
 		return
 	}
+	w := r.weight(req, res)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.timer != nil {
+	r.moved += w
+	if w <= r.threshold && r.moved <= burstFactor*r.threshold {
 		return
 	}
-	r.timer = time.AfterFunc(releaseEvery, func() {
-		r.release()
-		r.mu.Lock()
-		r.timer = nil
-		r.mu.Unlock()
-	})
+	if r.timer != nil {
+		r.again = true
+		return
+	}
+	r.timer = time.AfterFunc(releaseEvery, r.fire)
 }
 
-// stop cancels a scheduled release.
-func (r *releaser) stop() {
+// fire runs a scheduled release, and schedules the next one if a large
+// execution ended in the meantime.
+func (r *releaser) fire() {
+	r.mu.Lock()
+	r.moved = 0
+	r.mu.Unlock()
+	r.release()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.timer != nil {
-		r.timer.Stop()
+	if r.again {
+		r.again = false
+		r.timer = time.AfterFunc(releaseEvery, r.fire)
+		return
 	}
+	r.timer = nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	ptcruntime "github.com/ptcrun/ptc/runtime"
 )
 
 // What the operator is told when a worker ends. A healthy worker writes
@@ -18,7 +19,7 @@ import (
 // stderrHead.
 
 // logExit logs how a worker ended, when there is something to tell.
-func (w *proc) logExit(execs map[uint64]*execState, kinds map[uint64]fault.Kind, stopped string, waitErr error) {
+func (w *proc) logExit(execs map[uint64]*execState, outs map[uint64]*ptcruntime.Outcome, stopped string, waitErr error) {
 	out := strings.TrimSpace(w.stderr.String())
 	died := stopped == "" && waitErr != nil
 	if out == "" && !died {
@@ -49,11 +50,11 @@ func (w *proc) logExit(execs map[uint64]*execState, kinds map[uint64]fault.Kind,
 		// A death the script caused (its memory, its nesting) is the
 		// script's outcome; any other is ptc's failure.
 		level = slog.LevelWarn
-		if len(kinds) == 0 {
+		if len(outs) == 0 {
 			level = slog.LevelError
 		}
-		for _, k := range kinds {
-			if k == fault.KindInternal {
+		for _, out := range outs {
+			if out.Err.Kind == fault.KindInternal {
 				level = slog.LevelError
 			}
 		}

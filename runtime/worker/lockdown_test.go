@@ -110,8 +110,8 @@ func closeAfter(f *os.File, err error) error {
 	return err
 }
 
-// probeReport is what the locked-down helper prints.
-type probeReport struct {
+// lockdownReport is what the locked-down helper prints.
+type lockdownReport struct {
 	Landlock, Scope, LandlockErr string
 	Seccomp                      bool
 	SeccompErr, ProbeErr         string
@@ -182,7 +182,7 @@ func TestLockdownRefusesFiles(t *testing.T) {
 
 // runLockdownHelper prepares dir (a file, a listening socket), runs the
 // helper with one layer and returns its report.
-func runLockdownHelper(t *testing.T, dir, layer string) probeReport {
+func runLockdownHelper(t *testing.T, dir, layer string) lockdownReport {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "existing"), []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func runLockdownHelper(t *testing.T, dir, layer string) probeReport {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	var rep probeReport
+	var rep lockdownReport
 	line := ""
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "REPORT ") {
@@ -230,7 +230,7 @@ func TestLockdownProbeHelper(t *testing.T) {
 	}
 	status := openProcStatus()
 	l := lockDownWith(layer != "seccomp", layer != "landlock")
-	rep := probeReport{Landlock: strconv.Itoa(l.landlockABI), Scope: l.landlockScope, LandlockErr: l.landlockErr,
+	rep := lockdownReport{Landlock: strconv.Itoa(l.landlockABI), Scope: l.landlockScope, LandlockErr: l.landlockErr,
 		Seccomp: l.seccomp, SeccompErr: l.seccompErr, ProbeErr: l.probeErr, Results: map[string]string{}}
 	rep.VMData = status.vmData()
 	var mu sync.Mutex

@@ -49,8 +49,13 @@ func (w *proc) readLoop() {
 	if len(execs) > 0 && poolKind == fault.KindUnspecified {
 		w.pool.stats.died.Add(1)
 	}
-	kinds := w.failAll(execs, err, waitErr, poolKind, poolMsg)
-	w.logExit(execs, kinds, stopped, waitErr)
+	outs := w.failAll(execs, err, waitErr, poolKind, poolMsg)
+	// The record goes out before the outcomes, so that the worker's crash
+	// output is in the log by the time a caller hears of the failure.
+	w.logExit(execs, outs, stopped, waitErr)
+	for slot, out := range outs {
+		execs[slot].done <- out
+	}
 	w.pool.removed(w)
 }
 

@@ -145,11 +145,11 @@ func (es *execState) finish(out *ptcruntime.Outcome) {
 	}
 }
 
-// failAll ends every execution of a dead worker: the limit it was stopped
-// for, the kill the supervisor made, or the death classified. It returns
-// the kind each execution ended with.
-func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, poolKind fault.Kind, poolMsg string) map[uint64]fault.Kind {
-	kinds := make(map[uint64]fault.Kind, len(execs))
+// failAll decides how every execution of a dead worker ends: the limit it
+// was stopped for, the kill the supervisor made, or the death classified.
+// It returns the outcomes by slot; the caller delivers them.
+func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, poolKind fault.Kind, poolMsg string) map[uint64]*ptcruntime.Outcome {
+	outs := make(map[uint64]*ptcruntime.Outcome, len(execs))
 	for slot, es := range execs {
 		var fe *fault.Error
 		out := &ptcruntime.Outcome{}
@@ -173,10 +173,9 @@ func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, pool
 			fe = w.deathError(es, readErr, waitErr)
 		}
 		out.Err = fe
-		kinds[slot] = fe.Kind
-		es.done <- out
+		outs[slot] = out
 	}
-	return kinds
+	return outs
 }
 
 // deathError classifies the death of a worker for one of its executions,

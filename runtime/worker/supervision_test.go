@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,9 +165,10 @@ func TestIdleTimeoutExpires(t *testing.T) {
 	waitFor(t, p, "the pool to shrink to one worker", func() bool { return p.Stats().Alive == 1 })
 }
 
-// TestWorkerCrashOutputLogged: what a worker writes when it dies reaches
-// the pool's log with the execution id, bounded; a kill from outside is
-// logged as a death.
+// TestWorkerCrashOutputLogged: what a worker writes when it dies — a
+// signal's goroutine dump, the Go runtime's own "fatal error: ..." —
+// reaches the pool's log with the execution id, bounded; a kill from
+// outside is logged as a death.
 func TestWorkerCrashOutputLogged(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -176,11 +179,16 @@ func TestWorkerCrashOutputLogged(t *testing.T) {
 		{"SIGQUIT dump", syscall.SIGQUIT, "worker process died", "SIGQUIT: quit"},
 		{"SIGABRT crash", syscall.SIGABRT, "worker process died", "SIGABRT: abort"},
 		{"killed from outside", syscall.SIGKILL, "worker process died", ""},
+		{"Go fatal error", syscall.SIGUSR1, "worker process died", "fatal error: sync: unlock of unlocked mutex"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var sink logSink
-			p := newPool(t, Config{Workers: 1, Logger: sink.logger()})
+			cfg := Config{Workers: 1, Logger: sink.logger()}
+			if c.sig == syscall.SIGUSR1 {
+				cfg.Executable = fatalWorker(t)
+			}
+			p := newPool(t, cfg)
 			entered, release := make(chan struct{}, 1), make(chan struct{})
 			defer close(release)
 			id := fmt.Sprintf("crash-%s", c.sig)
@@ -216,6 +224,23 @@ func TestWorkerCrashOutputLogged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fatalWorker returns an executable that starts this test binary as a
+// worker that dies of a Go fatal error on SIGUSR1 (workers start with an
+// empty environment, so the wrapper sets the variable itself).
+func fatalWorker(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "fatal-worker")
+	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec '%s' \"$@\"\n", fatalOnUSR1, exe)
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func clip(s string) string {
