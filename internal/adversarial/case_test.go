@@ -147,10 +147,16 @@ type env struct {
 
 	problems []string // what do found wrong beyond the response
 	skipped  string   // why do could not attack here (a tool is missing)
+	notes    []string // what do measured, for the log
 }
 
 // skip records that the case cannot run in this environment.
 func (e *env) skip(reason string) { e.skipped = reason }
+
+// note records a measurement of a case's do function; the run logs it.
+func (e *env) note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
 
 // fail records a problem found by a case's do function.
 func (e *env) fail(format string, args ...any) {

@@ -178,15 +178,25 @@ func concurrencyCases() []tcase {
 		{
 			name: "pool-shrinks-after-burst", family: famConcurrency, bound: 120 * time.Second, want: checkedByDo, modes: worker,
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				supBefore, _ := rssOf(e.srv.pid())
+				var peakN int
+				var peakRSS, supPeak int64
 				park(ctx, e, 40, func() {
-					if n, _ := e.srv.workerRSS(); n < 40 {
-						e.fail("only %d workers ran 40 parked executions", n)
+					if peakN, peakRSS = e.srv.workerRSS(); peakN < 40 {
+						e.fail("only %d workers ran 40 parked executions", peakN)
 					}
+					supPeak, _ = rssOf(e.srv.pid())
 				})
+				// The shrink is timed from the end of the burst, to within
+				// the 100 ms the pool is looked at.
+				end := time.Now()
 				var n int
 				var rss int64
-				for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-					if n, rss = e.srv.workerRSS(); n <= 4 {
+				for deadline := end.Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+					if n, rss = e.srv.workerRSS(); n <= 2 {
+						supAfter, _ := rssOf(e.srv.pid())
+						e.note("idle shrink: %d workers (%s) after the burst, %d (%s) %.1fs later (workers.idle 2, idle_timeout 30s); ptcd %s before the burst, %s during it, %s after the shrink",
+							peakN, mib(peakRSS), n, mib(rss), time.Since(end).Seconds(), mib(supBefore), mib(supPeak), mib(supAfter))
 						return nil, nil
 					}
 				}

@@ -104,6 +104,9 @@ func runCase(t *testing.T, c *tcase, srv *server, dir string) (problems []string
 		return nil, e.skipped
 	}
 	t.Logf("answered in %v: %s", took.Round(time.Millisecond), describe(res, err))
+	for _, n := range e.notes {
+		t.Log(n)
+	}
 	if sampler != nil {
 		peak := sampler.stop()
 		if grew := peak - before; grew > c.serverGrowth {

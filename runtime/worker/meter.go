@@ -221,14 +221,14 @@ func (w *watchdog) check() (busy, breached bool) {
 	if w.memLimit <= 0 || (w.shared && !hot) {
 		return busy, false
 	}
-	used := live - w.baseLive
+	used := w.usage(live)
 	if used <= w.memLimit && obj-w.baseLive > w.memLimit && time.Since(w.lastGC) > forcedGCGap {
 		// Heap objects (garbage included) passed the limit: collect to
 		// learn whether the live heap did.
 		runtime.GC()
 		w.lastGC = time.Now()
 		live, _ = w.heap.read()
-		used = live - w.baseLive
+		used = w.usage(live)
 	}
 	if used > w.memLimit {
 		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))
@@ -240,6 +240,19 @@ func (w *watchdog) check() (busy, breached bool) {
 		return busy, w.trip(fe, cpu)
 	}
 	return busy, false
+}
+
+// usage returns the heap charged to the execution when the last GC marked
+// live bytes. The baseline follows the live heap down: what the last GC
+// before the execution marked may have included data that has died since
+// (an earlier execution's, in a shared heap), and charging against that
+// stale figure would let the script hold that much more than its limit.
+// Only check calls it (one at a time).
+func (w *watchdog) usage(live int64) int64 {
+	if live < w.baseLive {
+		w.baseLive = live
+	}
+	return live - w.baseLive
 }
 
 // trip records the first breach and cancels the execution.
