@@ -146,9 +146,10 @@ func bombCases() []tcase {
 	cs = append(cs, tcase{name: "timeout-loop", family: famBomb, bound: bombBound,
 		req: jsReq(`for (;;) {}`, timeout(time.Second), cpu(10*time.Second)), want: fails(Timeout)})
 	// Built-ins that cannot be interrupted, under a short timeout.
-	cs = append(cs, tcase{name: "sort-huge-default", family: famBomb, bound: bombBound,
+	cs = append(cs, residual(tcase{name: "sort-huge-default", family: famBomb, bound: bombBound,
 		req:  jsReq(`const a = Array.from({length: 4e6}, (_, i) => String(4e6 - i)); a.sort(); return a[0]`, timeout(2*time.Second), memory(1<<30)),
-		want: succeeds(`"1"`).or(Timeout, CPULimit)})
+		want: succeeds(`"1"`).or(Timeout, CPULimit)},
+		"the default sort of 4 million strings is one native call that cannot be interrupted: in-process it runs to its end, 10–20 s past a 2 s timeout on a loaded machine; worker mode kills it at the deadline", inprocess))
 	// A memory bomb must reach its limit before its wall clock ends even
 	// on a loaded machine (the timeout is wall time): bombs that expect
 	// only a memory outcome get room.
