@@ -96,6 +96,22 @@ func concurrencyCases() []tcase {
 			},
 		},
 		{
+			// WebAssembly runs in ptcd in both modes: the guests' call
+			// stacks (wazero grows them by copying, up to 100 MB each)
+			// are ptcd's own memory, outside memory_bytes.
+			name: "burst-16-wasm-call-stacks", family: famConcurrency, bound: 90 * time.Second, want: checkedByDo, serverSettle: 256 * MiB,
+			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				before, _ := rssOf(e.srv.pid())
+				sampler := sampleRSS(e.srv.pid())
+				runBurst(ctx, e, []burstItem{{"wasm-recursion", wasmReq(wasmRecurse(), timeout(60*time.Second), memory(64*MiB)), fails(ScriptError)}}, 16)
+				peak := sampler.stop()
+				e.note("16 concurrent WebAssembly recursions to the engine's stack limit: ptcd %s before, %s at the peak (+%s)", mib(before), mib(peak), mib(peak-before))
+				return nil, nil
+			},
+			residual:      "WebAssembly call stacks are ptcd's own memory (wazero grows a guest's stack by copying, up to 100 MB, outside memory_bytes): 16 recursions at once grow ptcd by up to GiBs",
+			residualModes: worker | inprocess,
+		},
+		{
 			name: "burst-64-memory-bombs", family: famConcurrency, bound: 90 * time.Second, want: checkedByDo,
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				runBurst(ctx, e, []burstItem{
