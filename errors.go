@@ -67,6 +67,13 @@ const (
 	KindResultSchema  ErrorKind = 8
 	KindCancelled     ErrorKind = 9
 	KindInternal      ErrorKind = 10
+	// KindPauseLimit: a resumable execution would pause more often than
+	// Limits.MaxPauses, waited paused longer than Limits.MaxPausedTime, or
+	// its paused state did not fit a continuation.
+	KindPauseLimit ErrorKind = 11
+	// KindDiverged: a resumed execution, re-run to its pause, made another
+	// call than the paused run did (Message names it).
+	KindDiverged ErrorKind = 12
 )
 
 // String returns the kind's name, e.g. "TIMEOUT" or "SCRIPT_ERROR".

@@ -57,6 +57,8 @@ tool_sources:
 	//     max_log_bytes: 64KiB
 	//     max_log_entries: 1000
 	//     max_result_tokens: 1048576
+	//     max_pauses: 20
+	//     max_paused_time: 24h0m0s
 	//   ceilings:
 	//     timeout: 5m0s
 	//     cpu_time: 2m0s
@@ -67,6 +69,8 @@ tool_sources:
 	//     max_log_bytes: 4MiB
 	//     max_log_entries: 100000
 	//     max_result_tokens: 16777216
+	//     max_pauses: 1000
+	//     max_paused_time: 720h0m0s
 	// tool_sources:
 	//   - name: github
 	//     type: mcp_http
@@ -118,4 +122,12 @@ tool_sources:
 	//   max: 64
 	//   executions_per_worker: 1
 	//   recycle_after: 1000
+	// durable:
+	//   ttl: 24h0m0s
+	//   max_token_bytes: 256KiB
+	//   max_state_bytes: 64MiB
+	//   parked:
+	//     max: 64
+	//     max_bytes: 256MiB
+	//     max_age: 10m0s
 }

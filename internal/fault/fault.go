@@ -34,6 +34,8 @@ const (
 	KindResultSchema
 	KindCancelled
 	KindInternal
+	KindPauseLimit
+	KindDiverged
 )
 
 var kindNames = [...]string{
@@ -48,6 +50,8 @@ var kindNames = [...]string{
 	KindResultSchema:  "RESULT_SCHEMA_VIOLATION",
 	KindCancelled:     "CANCELLED",
 	KindInternal:      "INTERNAL",
+	KindPauseLimit:    "PAUSE_LIMIT",
+	KindDiverged:      "RESUME_DIVERGED",
 }
 
 // String returns the kind's name without the ERROR_KIND_ prefix, e.g. "TIMEOUT".
@@ -61,14 +65,14 @@ func (k Kind) String() string {
 // Kinds lists every kind that a failure can carry, in enum order.
 func Kinds() []Kind {
 	return []Kind{KindSyntax, KindScript, KindTimeout, KindCPULimit, KindMemoryLimit,
-		KindToolCallLimit, KindOutputLimit, KindResultSchema, KindCancelled, KindInternal}
+		KindToolCallLimit, KindOutputLimit, KindResultSchema, KindCancelled, KindInternal, KindPauseLimit, KindDiverged}
 }
 
 // IsBreach reports whether k is the kind of a limit breach (the kinds
 // Breach builds).
 func (k Kind) IsBreach() bool {
 	switch k {
-	case KindTimeout, KindCPULimit, KindMemoryLimit, KindToolCallLimit, KindOutputLimit:
+	case KindTimeout, KindCPULimit, KindMemoryLimit, KindToolCallLimit, KindOutputLimit, KindPauseLimit:
 		return true
 	}
 	return false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -38,6 +39,10 @@ type execState struct {
 	tools         bridge.Caller
 	maxConcurrent int
 	hasMemory     bool
+	// idle is the job's idleness report (resumable executions only);
+	// cpu returns the CPU time the guest used so far.
+	idle func(inflight int, cpu time.Duration)
+	cpu  func() time.Duration
 
 	mu        sync.Mutex
 	handles   map[uint32][]byte
@@ -114,8 +119,45 @@ func (s *execState) drop(h uint32) bool {
 // call runs one tool call through the bridge and returns the status and
 // payload the guest receives.
 func (s *execState) call(ctx context.Context, name string, args json.RawMessage) (int32, []byte) {
+	if s.idle != nil {
+		r := s.gather([]bridge.Invocation{s.tools.Start(ctx, name, args)})
+		return s.outcome(name, r[0].out, r[0].err)
+	}
 	out, err := s.tools.Call(ctx, name, args)
 	return s.outcome(name, out, err)
+}
+
+// gathered is the outcome of one invocation.
+type gathered struct {
+	out json.RawMessage
+	err error
+}
+
+// gather runs the invocations of a resumable execution, each on its own
+// goroutine (which ends when its invocation returns: the bridge ends it
+// when the execution's context does), and reports idleness before
+// waiting for each: the guest is blocked in this host call with the
+// invocations not yet returned in flight. The bridge bounds how many
+// handlers run at once.
+func (s *execState) gather(invs []bridge.Invocation) []gathered {
+	type done struct {
+		i int
+		gathered
+	}
+	ch := make(chan done, len(invs))
+	for i, inv := range invs {
+		go func() {
+			out, err := inv()
+			ch <- done{i, gathered{out, err}}
+		}()
+	}
+	out := make([]gathered, len(invs))
+	for left := len(invs); left > 0; left-- {
+		s.idle(left, s.cpu())
+		d := <-ch
+		out[d.i] = d.gathered
+	}
+	return out
 }
 
 // outcome turns a call's result or error into a status and payload.
@@ -165,6 +207,12 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 		invs[i] = s.tools.Start(ctx, c.Tool, c.Args)
 	}
 	results := make([]abi.BatchResult, len(calls))
+	if s.idle != nil {
+		for i, g := range s.gather(invs) {
+			results[i] = s.batchResult(calls[i].Tool, g.out, g.err)
+		}
+		return results
+	}
 	workers := s.maxConcurrent
 	if workers > len(calls) {
 		workers = len(calls)
@@ -179,16 +227,7 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 			defer wg.Done()
 			for i := range next {
 				out, err := invs[i]()
-				status, payload := s.outcome(calls[i].Tool, out, err)
-				if status == abi.StatusOK {
-					results[i] = abi.BatchResult{OK: true, Result: payload}
-					continue
-				}
-				var e abi.Error
-				if json.Unmarshal(payload, &e) != nil {
-					e = abi.Error{Name: abi.NameToolError, Tool: calls[i].Tool, Code: tools.CodeToolFailed, Message: "the tool call failed"}
-				}
-				results[i] = abi.BatchResult{Error: &e}
+				results[i] = s.batchResult(calls[i].Tool, out, err)
 			}
 		}()
 	}
@@ -198,6 +237,19 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// batchResult is one call's entry in a batch's results.
+func (s *execState) batchResult(tool string, out json.RawMessage, err error) abi.BatchResult {
+	status, payload := s.outcome(tool, out, err)
+	if status == abi.StatusOK {
+		return abi.BatchResult{OK: true, Result: payload}
+	}
+	var e abi.Error
+	if json.Unmarshal(payload, &e) != nil {
+		e = abi.Error{Name: abi.NameToolError, Tool: tool, Code: tools.CodeToolFailed, Message: "the tool call failed"}
+	}
+	return abi.BatchResult{Error: &e}
 }
 
 // memory returns the guest's memory or traps. (wazero's Memory returns a

@@ -122,6 +122,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
 	st := newExecState(caller, int(lim.MaxConcurrentToolCalls), ent.shape.hasMemory)
+	st.idle = job.Idle
 	alloc := &allocator{limit: memLimit, pool: &e.regions}
 	maxOut := math.MaxInt - outputSlack
 	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
@@ -155,6 +156,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	clock := cpuclock.Thread()
 	cpu0 := clock.Now()
 	start := time.Now()
+	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
 	// The wall timer and the CPU watchdog end with the execution: both are
 	// stopped by the deferred calls below, and their callbacks only cancel
 	// runCtx.

@@ -114,7 +114,7 @@ export function prepareTools(tools: readonly ClientTool[] | undefined, toDefinit
     const output = t.outputSchema === undefined ? "" : schemaJSON(t.outputSchema, `${path}.outputSchema`, "output");
     const description = t.description ?? "";
     out.set(t.name, {
-      definition: toDefinition({ name: t.name, description, inputSchemaJson: input, outputSchemaJson: output }),
+      definition: toDefinition({ name: t.name, description, inputSchemaJson: input, outputSchemaJson: output, requiresApproval: false }),
       handler: t.handler as ToolHandler,
       parse: isStandardJSONSchema(t.inputSchema) ? t.inputSchema["~standard"].validate : undefined,
       inputSchemaJson: input,
