@@ -236,12 +236,15 @@ func (w *watchdog) check() (busy, breached bool) {
 		return busy, false
 	}
 	used := w.usage(live)
-	if used <= w.memLimit && obj-w.baseLive > w.memLimit && obj < goal && time.Since(w.lastGC) > forcedGCGap {
+	if used <= w.memLimit && obj-w.baseLive > w.memLimit && (w.shared || obj < goal) && time.Since(w.lastGC) > forcedGCGap {
 		// Heap objects (garbage included) passed the limit: collect to
-		// learn whether the live heap did. Not while a collection is
-		// under way (the heap past its goal): forcing one would wait for
-		// it and then mark the whole heap once more, where the next check
-		// after it ends reads the live heap it marked.
+		// learn whether the live heap did. When the execution runs alone
+		// in its worker, not while a collection is under way (the heap
+		// past its goal): forcing one would wait for it and then mark the
+		// whole heap once more, where the next check after it ends reads
+		// the live heap it marked (the Go memory limit, set near the
+		// execution's, keeps those collections coming). A shared heap
+		// has no such limit: there the check collects at once.
 		runtime.GC()
 		w.lastGC = time.Now()
 		live, _ = w.heap.read()
