@@ -400,7 +400,8 @@ func TestDensityMemoryBreach(t *testing.T) {
 	}
 	l := testLimits()
 	l.MemoryBytes = 64 << 20
-	bomb, _ := newJob(t, `const a = []; for (let i = 0; ; i++) a.push("item " + i);`, l)
+	l.Timeout, l.CPUTime = time.Minute, time.Minute
+	bomb, _ := newJob(t, `const a = []; for (let i = 0; ; i++) a.push("x".repeat(4096) + i);`, l)
 	if fe := p.Run(context.Background(), bomb).Err; fe == nil || fe.Kind != fault.KindMemoryLimit {
 		t.Fatalf("bomb: %v, want MEMORY_LIMIT", fe)
 	}

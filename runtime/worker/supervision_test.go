@@ -110,11 +110,17 @@ func TestIdleWorkersShrink(t *testing.T) {
 
 	// A worker picked now is the one idle for the shortest time; the
 	// others age. Age them all past IdleTimeout but that one, and run
-	// the timer's work.
+	// the timer's work — once no worker is starting (one that joined
+	// later would be the most recently idle).
 	job, _ := newJob(t, `return 2`, testLimits())
 	if out := p.Run(context.Background(), job); out.Err != nil {
 		t.Fatal(out.Err)
 	}
+	waitFor(t, p, "the pool to finish starting workers", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.spawning == 0
+	})
 	p.mu.Lock()
 	var recent *proc
 	for w := range p.procs {
