@@ -134,6 +134,7 @@ func errorOf(e *fault.Error) *Error {
 		Limit:      e.Limit,
 		Observed:   e.Observed,
 		RetryAfter: e.RetryAfter,
+		Reason:     e.Reason,
 		cause:      e.Cause,
 	}
 }

@@ -149,7 +149,7 @@ func TestResumableWASM(t *testing.T) {
 	if len(res.Pending) != 1 || res.Pending[0].Tool != "get_team_members" {
 		t.Fatalf("first pause %+v %v", res.Pending, res.Error)
 	}
-	if _, err := b.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Approve: true}); ptc.CodeOf(err) != ptc.FailedPrecondition ||
+	if _, err := b.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Approve: true}); !isReason(err, ptc.FailedPrecondition, "WASM_MODULE_MISSING") ||
 		!strings.Contains(err.Error(), "module") {
 		t.Fatalf("a runner without the module: %v", err)
 	}
@@ -249,21 +249,25 @@ func TestContinuationsRefused(t *testing.T) {
 		tok    string
 		code   ptc.Code
 		msg    string
+		reason string
 	}{
-		{"altered", a, string(flip), ptc.InvalidArgument, "continuation"},
-		{"foreign key", other, tok, ptc.InvalidArgument, `signed with key "k1"`},
-		{"malformed", a, "not a continuation!", ptc.InvalidArgument, "malformed"},
-		{"truncated", a, tok[:len(tok)/2], ptc.InvalidArgument, "continuation"},
-		{"empty", a, "", ptc.InvalidArgument, "empty"},
+		{"altered", a, string(flip), ptc.InvalidArgument, "continuation", "CONTINUATION_TAMPERED"},
+		{"foreign key", other, tok, ptc.InvalidArgument, `signed with key "k1"`, "CONTINUATION_UNKNOWN_KEY"},
+		{"malformed", a, "not a continuation!", ptc.InvalidArgument, "malformed", "CONTINUATION_MALFORMED"},
+		{"truncated", a, tok[:len(tok)/2], ptc.InvalidArgument, "continuation", ""}, // malformed or tampered, by where the cut falls
+		{"empty", a, "", ptc.InvalidArgument, "empty", "CONTINUATION_MALFORMED"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.runner.Resume(ctx, tc.tok, ok)
 			var pe *ptc.Error
-			if !errors.As(err, &pe) || pe.Code != tc.code || !strings.Contains(pe.Message, tc.msg) {
-				t.Fatalf("got %v, want %s with %q", err, tc.code, tc.msg)
+			if !errors.As(err, &pe) || pe.Code != tc.code || !strings.Contains(pe.Message, tc.msg) || pe.Reason == "" || tc.reason != "" && pe.Reason != tc.reason {
+				t.Fatalf("got %v (reason %q), want %s with %q (reason %q)", err, pe.Reason, tc.code, tc.msg, tc.reason)
 			}
 		})
+	}
+	if _, err := a.Resume(ctx, tok, ptc.Answer{CallID: "c9", Approve: true}); !isReason(err, ptc.InvalidArgument, "ANSWERS_INVALID") {
+		t.Fatalf("unknown call id: %v", err)
 	}
 	if runs.Load() != 0 {
 		t.Fatalf("a refused continuation ran the tool %d times", runs.Load())
@@ -271,7 +275,13 @@ func TestContinuationsRefused(t *testing.T) {
 	if out, err := a.Resume(ctx, tok, ok); err != nil || string(out.Result) != `{"sent":true}` {
 		t.Fatal(err, out)
 	}
-	if _, err := a.Resume(ctx, tok, ok); ptc.CodeOf(err) != ptc.FailedPrecondition || runs.Load() != 1 {
+	if _, err := a.Resume(ctx, tok, ok); !isReason(err, ptc.FailedPrecondition, "CONTINUATION_USED") || runs.Load() != 1 {
 		t.Fatalf("used: %v, ran %d times", err, runs.Load())
 	}
+}
+
+// isReason reports whether err is a request error with code and reason.
+func isReason(err error, code ptc.Code, reason string) bool {
+	var pe *ptc.Error
+	return errors.As(err, &pe) && pe.Code == code && pe.Reason == reason
 }

@@ -108,6 +108,12 @@ type Error struct {
 	// before trying again (from the server's RetryInfo); zero when not
 	// given.
 	RetryAfter time.Duration
+	// Reason, for some request errors, names the cause in a stable form
+	// to branch on: for Resume, "CONTINUATION_EXPIRED",
+	// "CONTINUATION_USED", "CONTINUATION_TAMPERED",
+	// "CONTINUATION_MALFORMED", "ANSWERS_INVALID", … (docs/durable.md
+	// lists them); empty otherwise.
+	Reason string
 
 	cause error
 }

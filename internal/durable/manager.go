@@ -178,11 +178,11 @@ func (o *Opened) State() (*State, *fault.Error) {
 	}
 	plain, err := decrypt(o.key, o.pid, o.body, o.m.cfg.MaxStateBytes)
 	if err != nil {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err)
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err).Because(fault.ReasonContinuationMalformed)
 	}
 	st, err := unmarshal(plain)
 	if err != nil {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is malformed: %v", err)
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is malformed: %v", err).Because(fault.ReasonContinuationMalformed)
 	}
 	o.state = st
 	return st, nil
@@ -195,37 +195,37 @@ func (o *Opened) State() (*State, *fault.Error) {
 // state is gone) FAILED_PRECONDITION.
 func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault.Error) {
 	if tok == "" {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution")
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution").Because(fault.ReasonContinuationMalformed)
 	}
 	if limit := 2 * max(m.cfg.MaxTokenBytes, 1<<20); len(tok) > limit {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %d bytes, longer than any this server issues", len(tok))
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %d bytes, longer than any this server issues", len(tok)).Because(fault.ReasonContinuationMalformed)
 	}
 	h, body, signed, mac, err := parse(tok)
 	if err != nil {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err)
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err).Because(fault.ReasonContinuationMalformed)
 	}
 	k, ok := m.byID[h.keyID]
 	if !ok {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is signed with key %q, which this server does not hold (a retired key, or another deployment's)", h.keyID)
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is signed with key %q, which this server does not hold (a retired key, or another deployment's)", h.keyID).Because(fault.ReasonContinuationUnknownKey)
 	}
 	if !verify(k, signed, mac) {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation failed its signature check: it was altered, or it is not this server's")
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation failed its signature check: it was altered, or it is not this server's").Because(fault.ReasonContinuationTampered)
 	}
 	if h.tenant != tenant {
-		return nil, fault.Reject(fault.CodePermissionDenied, "continuation belongs to another tenant")
+		return nil, fault.Reject(fault.CodePermissionDenied, "continuation belongs to another tenant").Because(fault.ReasonContinuationWrongTenant)
 	}
 	if !m.cfg.Now().Before(h.expires) {
-		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation expired at %s; the paused execution can no longer be resumed", h.expires.Format(time.RFC3339))
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation expired at %s; the paused execution can no longer be resumed", h.expires.Format(time.RFC3339)).Because(fault.ReasonContinuationExpired)
 	}
 	id := hex.EncodeToString(h.pauseID[:])
 	if h.stored {
 		if m.cfg.Store == nil {
-			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured")
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured").Because(fault.ReasonContinuationNeedsStore)
 		}
 		b, err := m.cfg.Store.Get(ctx, id)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)")
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
 		case err != nil:
 			return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
 		}
@@ -246,7 +246,7 @@ func (m *Manager) Consume(ctx context.Context, o *Opened) *fault.Error {
 		return fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
 	}
 	if !first {
-		return fault.Reject(fault.CodeFailedPrecondition, "continuation was used already: each continuation resumes its execution once (resume with the continuation the last resume returned)")
+		return fault.Reject(fault.CodeFailedPrecondition, "continuation was used already: each continuation resumes its execution once (resume with the continuation the last resume returned)").Because(fault.ReasonContinuationUsed)
 	}
 	if o.stored {
 		_ = m.cfg.Store.Delete(ctx, o.PauseID)

@@ -101,24 +101,25 @@ func TestOpenRefuses(t *testing.T) {
 		tenant string
 		code   fault.Code
 		msg    string
+		reason string
 	}{
-		{"valid", m, s.Token, "a", fault.CodeOK, ""},
-		{"rotated: the old key still verifies", rotated, s.Token, "a", fault.CodeOK, ""},
-		{"foreign key", foreign, s.Token, "a", fault.CodeInvalidArgument, `signed with key "k1"`},
-		{"other tenant", m, s.Token, "b", fault.CodePermissionDenied, "another tenant"},
-		{"expired", later, s.Token, "a", fault.CodeFailedPrecondition, "expired"},
-		{"empty", m, "", "a", fault.CodeInvalidArgument, "empty"},
-		{"not base64url", m, "a+b/c==", "a", fault.CodeInvalidArgument, "malformed"},
-		{"too short", m, "AQ", "a", fault.CodeInvalidArgument, "malformed"},
-		{"unknown version", m, flip(0), "a", fault.CodeInvalidArgument, "version"},
-		{"unknown flags", m, flip(1), "a", fault.CodeInvalidArgument, "flags"},
-		{"key id altered", m, flip(4), "a", fault.CodeInvalidArgument, "key"},
-		{"pause id altered", m, flip(7), "a", fault.CodeInvalidArgument, "signature"},
-		{"expiry altered", m, flip(30), "a", fault.CodeInvalidArgument, "signature"},
-		{"body altered", m, flip(len(raw) - 40), "a", fault.CodeInvalidArgument, "signature"},
-		{"MAC altered", m, flip(len(raw) - 1), "a", fault.CodeInvalidArgument, "signature"},
-		{"truncated", m, base64.RawURLEncoding.EncodeToString(raw[:len(raw)-10]), "a", fault.CodeInvalidArgument, ""},
-		{"too long", m, strings.Repeat("A", 3<<20), "a", fault.CodeInvalidArgument, "longer"},
+		{"valid", m, s.Token, "a", fault.CodeOK, "", ""},
+		{"rotated: the old key still verifies", rotated, s.Token, "a", fault.CodeOK, "", ""},
+		{"foreign key", foreign, s.Token, "a", fault.CodeInvalidArgument, `signed with key "k1"`, fault.ReasonContinuationUnknownKey},
+		{"other tenant", m, s.Token, "b", fault.CodePermissionDenied, "another tenant", fault.ReasonContinuationWrongTenant},
+		{"expired", later, s.Token, "a", fault.CodeFailedPrecondition, "expired", fault.ReasonContinuationExpired},
+		{"empty", m, "", "a", fault.CodeInvalidArgument, "empty", fault.ReasonContinuationMalformed},
+		{"not base64url", m, "a+b/c==", "a", fault.CodeInvalidArgument, "malformed", fault.ReasonContinuationMalformed},
+		{"too short", m, "AQ", "a", fault.CodeInvalidArgument, "malformed", fault.ReasonContinuationMalformed},
+		{"unknown version", m, flip(0), "a", fault.CodeInvalidArgument, "version", fault.ReasonContinuationMalformed},
+		{"unknown flags", m, flip(1), "a", fault.CodeInvalidArgument, "flags", fault.ReasonContinuationMalformed},
+		{"key id altered", m, flip(4), "a", fault.CodeInvalidArgument, "key", fault.ReasonContinuationUnknownKey},
+		{"pause id altered", m, flip(7), "a", fault.CodeInvalidArgument, "signature", fault.ReasonContinuationTampered},
+		{"expiry altered", m, flip(30), "a", fault.CodeInvalidArgument, "signature", fault.ReasonContinuationTampered},
+		{"body altered", m, flip(len(raw) - 40), "a", fault.CodeInvalidArgument, "signature", fault.ReasonContinuationTampered},
+		{"MAC altered", m, flip(len(raw) - 1), "a", fault.CodeInvalidArgument, "signature", fault.ReasonContinuationTampered},
+		{"truncated", m, base64.RawURLEncoding.EncodeToString(raw[:len(raw)-10]), "a", fault.CodeInvalidArgument, "", ""},
+		{"too long", m, strings.Repeat("A", 3<<20), "a", fault.CodeInvalidArgument, "longer", fault.ReasonContinuationMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +129,11 @@ func TestOpenRefuses(t *testing.T) {
 			}
 			if code(ferr) != tc.code || (ferr != nil && !strings.Contains(ferr.Message, tc.msg)) {
 				t.Fatalf("got %v, want %s with %q", ferr, tc.code, tc.msg)
+			}
+			// A truncated token fails wherever the cut falls: malformed,
+			// or its signature; either way it has a reason.
+			if ferr != nil && (ferr.Reason != tc.reason && tc.reason != "" || ferr.Reason == "") {
+				t.Fatalf("reason %q, want %q", ferr.Reason, tc.reason)
 			}
 		})
 	}
@@ -142,8 +148,9 @@ func TestConsumeOnce(t *testing.T) {
 		if ferr != nil {
 			t.Fatal(ferr)
 		}
-		if got := code(m.Consume(context.Background(), o)); got != want {
-			t.Fatalf("use %d: %v", i+1, got)
+		ferr = m.Consume(context.Background(), o)
+		if got := code(ferr); got != want || (ferr != nil && ferr.Reason != fault.ReasonContinuationUsed) {
+			t.Fatalf("use %d: %v", i+1, ferr)
 		}
 	}
 }
@@ -181,6 +188,15 @@ func TestLargeStates(t *testing.T) {
 	_ = store.Put(context.Background(), s.PauseID, []byte("other"), time.Now().Add(time.Hour))
 	if _, ferr := m.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeInternal {
 		t.Fatalf("swapped body: %v", ferr)
+	}
+	// A stored state that is gone, and a server without the store.
+	_ = store.Delete(context.Background(), s.PauseID)
+	if _, ferr := m.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationStateGone {
+		t.Fatalf("state gone: %v", ferr)
+	}
+	storeless := newManager(t, Config{Keys: []Key{key1}, MaxTokenBytes: 2048})
+	if _, ferr := storeless.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationNeedsStore {
+		t.Fatalf("no store: %v", ferr)
 	}
 	if _, ferr := m.Seal(context.Background(), "", st); ferr != nil {
 		t.Fatal(ferr)

@@ -97,7 +97,7 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	}
 	if req.Resumable {
 		if e.durable == nil {
-			return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)")
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
 		}
 		// A resumable execution is re-run to resume it: it is always
 		// deterministic, its virtual clock starting now unless set.
@@ -212,7 +212,7 @@ func (e *Executor) prepareModule(p *Prepared) *fault.Error {
 	if len(p.req.Module) == 0 {
 		h := strings.ToLower(p.req.ModuleSHA256)
 		if !me.Has(h) {
-			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256)
+			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256).Because(fault.ReasonModuleMissing)
 		}
 		p.modHash = h
 		return nil

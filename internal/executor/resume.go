@@ -50,7 +50,7 @@ type Resume struct {
 // Continue does that, after admission.
 func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fault.Error) {
 	if e.durable == nil {
-		return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)")
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
 	}
 	o, ferr := e.durable.Open(ctx, r.Continuation, r.Tenant)
 	if ferr != nil {
@@ -64,7 +64,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 		rs.usage.Paused += time.Since(lv.pausedAt)
 		pend, _ := lv.d.Paused()
 		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
-			return nil, ferr
+			return nil, ferr.Because(fault.ReasonAnswersInvalid)
 		}
 		p.resume = rs
 		return &p, nil
@@ -100,7 +100,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage}
 	rs.usage.Paused += time.Since(st.PausedAt)
 	if rs.answers, ferr = checkAnswers(p, st.Journal.Pending, r.Answers); ferr != nil {
-		return nil, ferr
+		return nil, ferr.Because(fault.ReasonAnswersInvalid)
 	}
 	p.resume = rs
 	return p, nil

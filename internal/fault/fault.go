@@ -143,6 +143,10 @@ type Error struct {
 	// RetryAfter, for a request refused for load, is how long the caller
 	// should wait before retrying; zero when not given.
 	RetryAfter time.Duration
+	// Reason, for a request error, names its cause in a stable,
+	// machine-readable form (one of the Reason constants), sent as a
+	// google.rpc.ErrorInfo detail; empty when the code says enough.
+	Reason string
 	// Cause is the underlying error, kept for errors.Is/As; never shown to a model.
 	Cause error
 }
@@ -173,6 +177,12 @@ func Breach(k Kind, limit, observed int64, format string, args ...any) *Error {
 // Reject returns a request error with code c and a formatted message.
 func Reject(c Code, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Because sets the error's Reason and returns it.
+func (e *Error) Because(reason string) *Error {
+	e.Reason = reason
+	return e
 }
 
 // Error implements the error interface.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -65,7 +66,7 @@ func TestResumeOverGRPC(t *testing.T) {
 	// still works.
 	_, err = p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
 		Answers: []*ptcv1.ActionAnswer{{CallId: ex.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_OutputJson{OutputJson: `1`}}}})
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "tools.send") {
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "tools.send") || reasonOf(err) != "ANSWERS_INVALID" {
 		t.Fatalf("wrong answer: %v", err)
 	}
 	done, err := p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
@@ -78,8 +79,14 @@ func TestResumeOverGRPC(t *testing.T) {
 	}
 	_, err = p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
 		Answers: []*ptcv1.ActionAnswer{{CallId: ex.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: true}}}}})
-	if status.Code(err) != codes.FailedPrecondition || runs.Load() != 1 {
+	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != "CONTINUATION_USED" || runs.Load() != 1 {
 		t.Fatalf("used: %v", err)
+	}
+	// The Go client reads the reason too.
+	_, err = p.client.Resume(ctx, ex.GetContinuation(), ptc.Answer{CallID: ex.GetPendingActions()[0].GetCallId(), Approve: true})
+	var pe *ptc.Error
+	if !errors.As(err, &pe) || pe.Reason != "CONTINUATION_USED" {
+		t.Fatalf("Go client: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -92,6 +99,16 @@ func TestResumeOverGRPC(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
+}
+
+// reasonOf returns the reason of a status error's ptc ErrorInfo detail.
+func reasonOf(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == "ptc.v1" {
+			return ei.GetReason()
+		}
+	}
+	return ""
 }
 
 // TestApprovalsGoClient: approvals through the Go client, by Execute and

@@ -100,7 +100,7 @@ func stateFromPB(out *core.Result, r *ptcv1.ExecuteResponse) {
 // and the module.
 func ResumeFromPB(in *ptcv1.ResumeRequest) (string, []core.Answer, []byte, *fault.Error) {
 	if in == nil || in.GetContinuation() == "" {
-		return "", nil, nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution")
+		return "", nil, nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution").Because(fault.ReasonContinuationMalformed)
 	}
 	return in.GetContinuation(), AnswersFromPB(in.GetAnswers()), in.GetWasmModule(), nil
 }
