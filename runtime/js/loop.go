@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -320,8 +319,8 @@ func (x *exec) deliver(c completion) error {
 	v, err := x.fromJSON(c.out)
 	if err != nil {
 		msg := "tool returned invalid JSON"
-		if strings.Contains(err.Error(), "nesting deeper") {
-			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", MaxJSONDepth)
+		if errors.Is(err, errJSONDepth) {
+			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", maxJSONDepth)
 		}
 		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}, c.site))
 	}
