@@ -167,7 +167,11 @@ func (x *exec) realArray(v goja.Value) (*goja.Object, bool) {
 
 // lengthOf is LengthOfArrayLike (one read of length, ToLength).
 func lengthOf(obj *goja.Object) float64 {
-	l := toInteger(obj.Get("length").ToFloat())
+	v := obj.Get("length")
+	if v == nil {
+		return 0
+	}
+	l := toInteger(v.ToFloat())
 	return math.Max(0, math.Min(l, 1<<53-1))
 }
 
@@ -182,7 +186,11 @@ func (x *exec) snapshot(obj *goja.Object, what string, asArray bool) *goja.Objec
 	}
 	vals := make([]any, int(n))
 	for i := range vals {
-		vals[i] = obj.Get(itoa(i))
+		if v := obj.Get(itoa(i)); v != nil {
+			vals[i] = v
+		} else {
+			vals[i] = goja.Undefined() // nil would become null
+		}
 	}
 	if asArray {
 		return x.vm.NewArray(vals...)

@@ -54,8 +54,9 @@ type exec struct {
 
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
 	rawRangeError, rawSyntaxError func() goja.Value
-	// wrappers maps the proxies that stand for built-in functions to the
-	// originals; hasInstance is Function.prototype[Symbol.hasInstance],
+	// wrappers maps the stand-ins of guarded built-in functions (plain
+	// functions for methods, proxies for constructors) to the originals;
+	// hasInstance is Function.prototype[Symbol.hasInstance],
 	// rawHasInstance its Go function.
 	wrappers       map[*goja.Object]*goja.Object
 	hasInstance    *goja.Object

@@ -19,13 +19,15 @@ func (x *exec) native(name string, length int, f func(goja.FunctionCall) goja.Va
 	return fn
 }
 
-// method replaces holder[name], a built-in method, with a proxy of it
-// whose calls run wrap: wrap receives the call and the original's Go
-// function. The proxy reads as the original (name, length, properties;
-// Function.prototype.toString prints the original), and the property keeps
-// its attributes (writable, configurable, not enumerable). It returns the
-// original's Go function, or nil (and does nothing) if holder[name] is not
-// a built-in function.
+// method replaces holder[name], a built-in method, with a plain native
+// function whose calls run wrap: wrap receives the call and the original's
+// Go function. The replacement reads as the original: the same name and
+// length (with the same attributes), no prototype, not a constructor, the
+// same native string form, and the original's name in stack traces (a
+// Proxy would show as "proxy" there, and a proxy of it would not print).
+// The property keeps its attributes (writable, configurable, not
+// enumerable). It returns the original's Go function, or nil (and does
+// nothing) if holder[name] is not a built-in function.
 func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) func(goja.FunctionCall) goja.Value {
 	if holder == nil {
 		return nil
@@ -37,8 +39,8 @@ func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.Func
 	return orig
 }
 
-// wrapMethod returns the proxy of v, a built-in function, whose calls run
-// wrap, and v's Go function; nil if v is not a built-in function.
+// wrapMethod returns the stand-in of v, a built-in function, whose calls
+// run wrap, and v's Go function; nil if v is not a built-in function.
 func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) (*goja.Object, func(goja.FunctionCall) goja.Value) {
 	origObj, ok := v.(*goja.Object)
 	if !ok {
@@ -48,13 +50,15 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 	if !ok {
 		return nil, nil
 	}
-	p := x.vm.NewProxy(origObj, &goja.ProxyTrapConfig{
-		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
-			defer x.builtinPanic()
-			return wrap(goja.FunctionCall{This: this, Arguments: args}, orig)
-		},
-	})
-	fn := x.vm.ToValue(p).(*goja.Object)
+	fn := x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		defer x.builtinPanic()
+		return wrap(call, orig)
+	}).(*goja.Object)
+	for _, p := range []string{"name", "length"} {
+		if v := origObj.Get(p); v != nil {
+			_ = fn.DefineDataProperty(p, v, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+	}
 	x.wrappers[fn] = origObj
 	return fn, orig
 }
@@ -151,4 +155,13 @@ func rethrow(err error) {
 		panic(ex)
 	}
 	panic(err)
+}
+
+// nilSafe is v, or undefined for the nil that goja's Get returns for a
+// missing property.
+func nilSafe(v goja.Value) goja.Value {
+	if v == nil {
+		return goja.Undefined()
+	}
+	return v
 }

@@ -45,9 +45,16 @@ func (x *exec) guardRecursion() {
 		x.enter("Function.prototype.toString")
 		defer x.leave()
 		if obj, ok := call.This.(*goja.Object); ok {
-			if o, ok := x.wrappers[obj]; ok {
-				// A built-in behind a guard prints as the built-in.
-				call.This = o
+			if p, isProxy := obj.Export().(goja.Proxy); isProxy {
+				if o, ok := x.wrappers[obj]; ok {
+					// A built-in behind a guarding proxy prints as the
+					// built-in.
+					call.This = o
+				} else if t := p.Target(); t != nil && x.wrappers[t] != nil {
+					// A proxy of it prints as goja prints a proxy of a
+					// function (it throws for a proxy of a proxy).
+					return x.vm.ToValue("function () { [native code] }")
+				}
 			}
 		}
 		return orig(call)
