@@ -101,8 +101,7 @@ func protocolCases() []tcase {
 		bad("limit-negative-calls", jsReq("return 1", maxCalls(-1)), false),
 		bad("limit-negative-output", jsReq("return 1", maxOutput(-5)), false),
 		p("limit-one-nanosecond", jsReq("for (;;) {}", timeout(1), cpu(1)), fails(Timeout, CPULimit), false),
-		defective(p("limit-one-byte-memory", jsReq(`return "x".repeat(256 << 20).length`, memory(1)), fails(MemoryLimit, ScriptError), false),
-			oomInternalDefect, worker),
+		p("limit-one-byte-memory", jsReq(`return "x".repeat(256 << 20).length`, memory(1)), fails(MemoryLimit, ScriptError), false),
 		p("limit-one-byte-output", jsReq("return 10", maxOutput(1)), fails(OutputLimit), false),
 		p("limit-one-concurrent-call", jsReq(`return (await Promise.all(Array.from({length: 50}, () => tools.get_budget_by_level({level: "mid"})))).length`, maxConcurrent(1)), succeeds("50"), false),
 		bad("clock-start-out-of-range", jsReq("return Date.now()", func(r *ptcv1.ExecuteRequest) {
