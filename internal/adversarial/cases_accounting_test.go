@@ -19,12 +19,12 @@ func accountingCases() []tcase {
 		return tcase{name: name, family: famAccounting, fast: fast, bound: 15 * time.Second, req: req, want: w}
 	}
 	return []tcase{
-		defective(a("acct-refused-awaited-caught", jsReq(`let ok = 0; for (let i = 0; i < 10; i++) { try { await tools.get_budget_by_level({level: "mid"}); ok++ } catch (e) { if (e.name !== "ToolCallLimitError") throw e } } return ok`, maxCalls(5)),
-			succeeds("5").and(toolCalls(10, 5, "tool_call_limit")), true), refusedCallsDefect),
-		defective(a("acct-refused-uncaught", jsReq(`for (let i = 0; i < 10; i++) await tools.get_budget_by_level({level: "mid"}); return 1`, maxCalls(5)),
-			fails(ToolCallLimit).and(errorLimit(5)).and(toolCalls(6, 5, "tool_call_limit")), false), refusedCallsDefect),
-		defective(a("acct-refused-all-settled", jsReq(`const r = await Promise.allSettled(Array.from({length: 12}, () => tools.get_budget_by_level({level: "mid"}))); return r.map((x) => x.status === "fulfilled" ? "ok" : x.reason.code).filter((c) => c === "tool_call_limit").length`, maxCalls(4)),
-			succeeds("8").and(toolCalls(12, 4, "tool_call_limit")), false), refusedCallsDefect),
+		a("acct-refused-awaited-caught", jsReq(`let ok = 0; for (let i = 0; i < 10; i++) { try { await tools.get_budget_by_level({level: "mid"}); ok++ } catch (e) { if (e.name !== "ToolCallLimitError") throw e } } return ok`, maxCalls(5)),
+			succeeds("5").and(toolCalls(10, 5, "tool_call_limit")), true),
+		a("acct-refused-uncaught", jsReq(`for (let i = 0; i < 10; i++) await tools.get_budget_by_level({level: "mid"}); return 1`, maxCalls(5)),
+			fails(ToolCallLimit).and(errorLimit(5)).and(toolCalls(6, 5, "tool_call_limit")), false),
+		a("acct-refused-all-settled", jsReq(`const r = await Promise.allSettled(Array.from({length: 12}, () => tools.get_budget_by_level({level: "mid"}))); return r.map((x) => x.status === "fulfilled" ? "ok" : x.reason.code).filter((c) => c === "tool_call_limit").length`, maxCalls(4)),
+			succeeds("8").and(toolCalls(12, 4, "tool_call_limit")), false),
 		a("acct-invalid-arguments-recorded", jsReq(`try { await tools.get_budget_by_level({level: "king"}) } catch (e) { return [e.name, e.code, e.errors.length > 0] }`),
 			succeeds(`["ToolArgumentError","invalid_arguments",true]`).and(toolCalls(1, 0, "invalid_arguments")), false),
 		a("acct-tool-error-recorded", jsReq(`try { await tools.get_expenses({member_id: "nobody", quarter: "Q1"}) } catch (e) { return [e.name, e.code, e.tool] }`),

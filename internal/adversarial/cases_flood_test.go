@@ -21,14 +21,12 @@ func floodCases() []tcase {
 			req:          jsReq(`for (let i = 0; i < 2e6; i++) console.log(""); return 1`, timeout(10*time.Second), maxLogs(64*KiB)),
 			want:         succeeds("1").and(logsBounded),
 			serverGrowth: 128 * MiB,
-			defect:       logCapDefect,
 		},
 		{
 			name: "log-empty-entries-until-timeout", family: famFlood, bound: 20 * time.Second,
 			req:          jsReq(`for (;;) console.log("")`, timeout(3*time.Second), maxLogs(64*KiB)),
 			want:         fails(Timeout, CPULimit).and(logsBounded),
 			serverGrowth: 256 * MiB,
-			defect:       logCapDefect,
 		},
 		{
 			name: "log-empty-entries-promise-all", family: famFlood, bound: 20 * time.Second,
@@ -42,7 +40,6 @@ func floodCases() []tcase {
 			req:          jsReq(`for (let i = 0; i < 1e6; i++) console.log(); return 1`, timeout(10*time.Second), maxLogs(64*KiB)),
 			want:         succeeds("1").and(logsBounded),
 			serverGrowth: 128 * MiB,
-			defect:       logCapDefect,
 		},
 		f("log-huge-entry", `console.log("x".repeat(4 << 20)); return 1`, succeeds("1").and(logsBounded), false, maxLogs(64*KiB)),
 		f("log-many-small", `for (let i = 0; i < 2e5; i++) console.log("entry " + i); return 1`, succeeds("1").and(logsBounded), true, maxLogs(64*KiB)),
@@ -71,8 +68,8 @@ func floodCases() []tcase {
 		f("output-at-limit", `return "x".repeat(98)`, succeeds(`"`+repeat("x", 98)+`"`), false, maxOutput(100)),
 		f("output-huge-array-of-nulls", `return new Array(1e6).fill(null)`, fails(OutputLimit, MemoryLimit), false),
 		// Tool calls.
-		defective(f("calls-awaited-over-limit", `for (;;) await tools.get_budget_by_level({level: "junior"});`,
-			fails(ToolCallLimit).and(errorLimit(50)).and(toolCalls(51, 50, "tool_call_limit")), true, maxCalls(50)), refusedCallsDefect),
+		f("calls-awaited-over-limit", `for (;;) await tools.get_budget_by_level({level: "junior"});`,
+			fails(ToolCallLimit).and(errorLimit(50)).and(toolCalls(51, 50, "tool_call_limit")), true, maxCalls(50)),
 		defective(f("calls-promise-all-over-limit", `await Promise.all(Array.from({length: 2000}, () => tools.get_budget_by_level({level: "senior"})))`,
 			fails(ToolCallLimit).and(toolCalls(2000, 100, "tool_call_limit")), false, maxCalls(100)), refusedCallsDefect),
 		defective(f("calls-refusals-caught", `const r = await Promise.allSettled(Array.from({length: 500}, () => tools.get_budget_by_level({level: "senior"}))); return r.filter((x) => x.status === "fulfilled").length`,
