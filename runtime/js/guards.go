@@ -222,8 +222,6 @@ func (x *exec) guardArrays() {
 	vm := x.vm
 	proto := x.proto("Array")
 	x.method(proto, "join", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Array.prototype.join")
-		defer x.leave()
 		this, n, ok := x.arrayThis(call, "Array.prototype.join")
 		if !ok {
 			return orig(call)
@@ -240,8 +238,6 @@ func (x *exec) guardArrays() {
 		return orig(goja.FunctionCall{This: this, Arguments: []goja.Value{sep}})
 	})
 	x.method(proto, "toLocaleString", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Array.prototype.toLocaleString")
-		defer x.leave()
 		this, n, ok := x.arrayThis(call, "Array.prototype.toLocaleString")
 		if !ok {
 			return orig(call)
@@ -273,14 +269,12 @@ func (x *exec) guardArrays() {
 	}
 	x.method(proto, "fill", x.fill)
 	// A comparator that changes the array makes goja's sort fail in Go
-	// (builtinPanic turns that into a TypeError).
+	// (rethrowBuiltin turns that into a TypeError).
 	x.method(proto, "sort", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value { return orig(call) })
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		x.method(array, "from", x.arrayFrom)
 	}
 	x.method(x.proto("Function"), "apply", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Function.prototype.apply")
-		defer x.leave()
 		if len(call.Arguments) > 1 {
 			call.Arguments = []goja.Value{call.Arguments[0], x.argList(call.Arguments[1], "Function.prototype.apply")}
 		}

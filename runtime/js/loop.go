@@ -49,6 +49,10 @@ type exec struct {
 	cancel context.CancelFunc
 
 	vm *goja.Runtime
+	// rawOwnDescriptor and rawOwnSymbols are goja's own
+	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
+	// (builtins.go).
+	rawOwnDescriptor, rawOwnSymbols func(goja.FunctionCall) goja.Value
 	// rawJSONParse is goja's own JSON.parse (json.go).
 	rawJSONParse func(goja.FunctionCall) goja.Value
 
@@ -58,9 +62,12 @@ type exec struct {
 	// functions for methods, proxies for constructors) to the originals;
 	// hasInstance is Function.prototype[Symbol.hasInstance],
 	// rawHasInstance its Go function.
-	wrappers       map[*goja.Object]*goja.Object
-	hasInstance    *goja.Object
-	rawHasInstance func(goja.FunctionCall) goja.Value
+	// standIns maps an original built-in method to its stand-in, so
+	// that one built-in under two names (trimLeft and trimStart) keeps
+	// one identity.
+	wrappers, standIns map[*goja.Object]*goja.Object
+	hasInstance        *goja.Object
+	rawHasInstance     func(goja.FunctionCall) goja.Value
 	// nativeDepth counts nested calls of guarded built-ins (recursion.go);
 	// bound and proxies record the depth of the bound functions and
 	// proxies the script made.
