@@ -289,9 +289,10 @@ func (x *exec) countCollections() {
 	}
 }
 
-// countIterator counts the built-ins of the prototype of the iterators
-// (path names it) that proto's method (Symbol.iterator if method is empty) returns for
-// receiver, and of its prototype (%IteratorPrototype%) if parent.
+// countIterator counts the built-ins of the prototype (named path) of the
+// iterators that proto's method (Symbol.iterator if method is empty)
+// returns for receiver, and of its prototype (%IteratorPrototype%) if
+// parent.
 func (x *exec) countIterator(path string, proto *goja.Object, method string, receiver goja.Value, parent bool) {
 	if proto == nil {
 		return
