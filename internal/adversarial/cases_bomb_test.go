@@ -185,6 +185,12 @@ func bombCases() []tcase {
 	return cs
 }
 
+// heapChargedDefect: the engine ends a million-deep array's case right,
+// but the worker keeps what it held and charges it to the next execution,
+// the trivial one the suite runs after every case
+// (memory-not-charged-to-next-execution is the defect's own case).
+const heapChargedDefect = "intermittent: the million-deep array stays charged to its worker: the trivial execution run next on that worker ends MEMORY_LIMIT (\"held more than its memory limit of 256 MiB\")"
+
 // oomInternalDefect: a worker that dies of Go's out-of-memory error.
 const oomInternalDefect = "intermittent: a worker that runs out of memory inside a built-in (String.prototype.split of a 32 MiB string) dies with Go's out-of-memory error and the execution ends INTERNAL \"the worker process ... exited with status 2 unexpectedly; run it again\" instead of MEMORY_LIMIT"
 
@@ -230,16 +236,22 @@ func nestingCases() []tcase {
 	cs := []tcase{
 		n("nesting-json-parse-array", `return JSON.parse("[".repeat(3e6) + "]".repeat(3e6)).length`, fails(ScriptError), true),
 		n("nesting-json-parse-object", `return Object.keys(JSON.parse('{"a":'.repeat(2e6) + "1" + "}".repeat(2e6))).length`, fails(ScriptError), false),
-		n("nesting-json-stringify", deepArray+` return JSON.stringify(a).length`, fails(ScriptError), false),
+		defective(n("nesting-json-stringify", deepArray+` return JSON.stringify(a).length`, fails(ScriptError), false), heapChargedDefect, worker),
 		n("nesting-eval-literal", `return eval("[".repeat(1e6) + "]".repeat(1e6)).length`, fails(ScriptError), false),
 		n("nesting-function-literal", `return new Function("return " + "(".repeat(1e6) + "1" + ")".repeat(1e6))()`, fails(ScriptError), false),
-		n("nesting-array-tostring", deepArray+` return String(a).length`, fails(ScriptError), false),
-		n("nesting-array-flat", deepArray+` return a.flat(Infinity).length`, succeeds("0").or(ScriptError), false),
-		n("nesting-result", deepArray+` return a`, fails(ScriptError, SchemaViolation), false),
+		defective(n("nesting-array-tostring", deepArray+` return String(a).length`, fails(ScriptError), false), heapChargedDefect, worker),
+		defective(n("nesting-array-flat", deepArray+` return a.flat(Infinity).length`, succeeds("0").or(ScriptError), false), heapChargedDefect, worker),
+		defective(n("nesting-result", deepArray+` return a`, fails(ScriptError, SchemaViolation), false), heapChargedDefect, worker),
+		// A built-in installed where a built-in (itself) looks up a method
+		// or a getter recursed in Go until ptcd (in-process) died.
+		n("native-self-recursion-tolocalestring", `const o = {}; o.toString = Object.prototype.toLocaleString; return String(o)`, fails(ScriptError), true),
+		n("native-self-recursion-string-method", `const o = {}; o.toString = String.prototype.trim; return String(o)`, fails(ScriptError), false),
+		n("native-self-recursion-length-getter", `const o = {}; Object.defineProperty(o, "length", {get: Array.prototype.push}); return Array.prototype.push.call(o)`, fails(ScriptError), false),
+		n("native-self-recursion-tojson", `const o = {toJSON: Date.prototype.toJSON, toString: Date.prototype.toJSON}; return o`, fails(ScriptError), false),
 		n("nesting-prototype-chain", `let o = {}; for (let i = 0; i < 1e6; i++) o = Object.create(o); return o.missing === undefined`, succeeds("true").or(ScriptError), false),
 		n("nesting-bound-functions", `let f = () => 1; for (let i = 0; i < 1e6; i++) f = f.bind(null); return f()`, succeeds("1").or(ScriptError), false),
 		n("nesting-proxy-chain", `let p = {x: 1}; for (let i = 0; i < 1e6; i++) p = new Proxy(p, {}); return p.x`, succeeds("1").or(ScriptError), false),
-		n("nesting-console-log", deepArray+` console.log(a); return 1`, succeeds("1").or(ScriptError), false),
+		defective(n("nesting-console-log", deepArray+` console.log(a); return 1`, succeeds("1").or(ScriptError), false), heapChargedDefect, worker),
 	}
 	cs = append(cs, tcase{name: "nesting-source-literal", family: famBomb, bound: 45 * time.Second,
 		req: jsReq("return "+deepSource, nestingLimits), want: fails(SyntaxError, ScriptError)})
