@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -81,17 +82,31 @@ func (c *Client) ListTools(ctx context.Context, q ToolQuery) (*ToolList, error) 
 }
 
 // Execute runs a script against the server's tools (unary RPC). Script
-// failures come back as Result.Error. Request.ClientTools, OnLog and
-// OnProgress need Run.
+// failures come back as Result.Error. A resumable request
+// (Request.Resumable) may come back paused, its ClientTools (served by
+// the caller: their handlers are not used) and approvals pending; Resume
+// goes on. Otherwise ClientTools, OnLog, OnProgress and Approve need Run.
 func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
-	if len(req.ClientTools) > 0 {
-		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream)"}
+	if len(req.ClientTools) > 0 && !req.Resumable {
+		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream), or a resumable request"}
 	}
 	res, err := c.rpc.Execute(ctx, wire.RequestPB(requestCore(req)))
 	if err != nil {
 		return nil, remoteError(ctx, err)
 	}
 	return resultOf(wire.ResultFromPB(res)), nil
+}
+
+// Resume goes on with a paused execution (Result.RequiresAction) on the
+// server, or on any server that shares its continuation keys: the
+// continuation and one answer per pending action. It returns the
+// execution's next state; errors are as Runner.Resume's.
+func (c *Client) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
+	res, err := c.rpc.Resume(ctx, wire.ResumePB(continuation, answersCore(answers), nil))
+	if err != nil {
+		return nil, remoteError(ctx, err)
+	}
+	return resultOf(wire.ResultFromPB(res.GetExecution())), nil
 }
 
 // Run runs a script over a Session stream, serving clientTools (and any in
@@ -101,7 +116,13 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // are served one at a time), and its result goes back into the running
 // script. A panicking handler becomes a tool error. Log lines stream to
 // req.OnLog and tool call progress to req.OnProgress when they are set.
+// Calls that need approval are decided by req.Approve (denied without
+// it). A resumable request is refused: a Session holds its stream instead
+// of pausing.
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
+	if req.Resumable {
+		return nil, &Error{Code: InvalidArgument, Message: "a resumable request runs with Client.Execute (Run holds a stream and never pauses)"}
+	}
 	all := append(append([]tools.Tool(nil), req.ClientTools...), clientTools...)
 	handlers := make(map[string]tools.Handler, len(all))
 	inline := map[string]bool{}
@@ -158,6 +179,19 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 			}
 		case *ptcv1.SessionResponse_ProtocolError:
 			// Only a client that broke the protocol gets one; ignore.
+		case *ptcv1.SessionResponse_ApprovalRequest:
+			// Decided on its own goroutine: the callback may take time.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := wire.ActionFromPB(msg.ApprovalRequest.GetAction())
+				ok, why := false, "this client has no approval callback (Request.Approve)"
+				if req.Approve != nil {
+					ok, why = req.Approve(ctx, actionOf(a))
+				}
+				ans := wire.AnswerPB(core.Answer{CallID: a.CallID, Approve: ok, Deny: !ok, Reason: why})
+				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ApprovalAnswer{ApprovalAnswer: ans}})
+			}()
 		case *ptcv1.SessionResponse_ToolCall:
 			tc := msg.ToolCall
 			h := handlers[tc.GetTool()]

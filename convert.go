@@ -41,6 +41,10 @@ func requestCore(r Request) core.Request {
 	if r.TruncateResult {
 		out.Overflow = core.OverflowTruncate
 	}
+	out.Resumable, out.RequireApproval = r.Resumable, r.RequireApproval
+	if ap := r.Approve; ap != nil {
+		out.Approve = func(ctx context.Context, a core.Action) (bool, string) { return ap(ctx, actionOf(a)) }
+	}
 	return out
 }
 
@@ -74,6 +78,14 @@ func progressOf(ev *core.CallEvent, argBytes, resBytes, dropped int64, values bo
 	return out
 }
 
+func answersCore(as []Answer) []core.Answer {
+	out := make([]core.Answer, len(as))
+	for i, a := range as {
+		out[i] = core.Answer(a)
+	}
+	return out
+}
+
 func resultOf(r *core.Result) *Result {
 	out := &Result{
 		ExecutionID:     r.ExecutionID,
@@ -96,6 +108,13 @@ func resultOf(r *core.Result) *Result {
 			out.Trace[i] = ToolCallRecord(t)
 		}
 	}
+	if len(r.Pending) > 0 {
+		out.Pending = make([]Action, len(r.Pending))
+		for i, a := range r.Pending {
+			out.Pending[i] = actionOf(a)
+		}
+		out.Continuation, out.ContinuationExpires = r.Continuation, r.ContinuationExpires
+	}
 	return out
 }
 
@@ -115,6 +134,7 @@ func errorOf(e *fault.Error) *Error {
 		Limit:      e.Limit,
 		Observed:   e.Observed,
 		RetryAfter: e.RetryAfter,
+		Reason:     e.Reason,
 		cause:      e.Cause,
 	}
 }
@@ -129,4 +149,9 @@ func toolListOf(l *core.ToolList) *ToolList {
 		out.Scores = append(out.Scores, m.Score)
 	}
 	return out
+}
+
+func actionOf(a core.Action) Action {
+	return Action{CallID: a.CallID, Approval: a.Kind == core.ActionApproval, Seq: a.Seq, Tool: a.Tool, Arguments: a.Arguments,
+		IdempotencyKey: a.IdempotencyKey, Reason: a.Reason}
 }

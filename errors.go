@@ -67,6 +67,13 @@ const (
 	KindResultSchema  ErrorKind = 8
 	KindCancelled     ErrorKind = 9
 	KindInternal      ErrorKind = 10
+	// KindPauseLimit: a resumable execution would pause more often than
+	// Limits.MaxPauses, waited paused longer than Limits.MaxPausedTime, or
+	// its paused state did not fit a continuation.
+	KindPauseLimit ErrorKind = 11
+	// KindDiverged: a resumed execution, re-run to its pause, made another
+	// call than the paused run did (Message names it).
+	KindDiverged ErrorKind = 12
 )
 
 // String returns the kind's name, e.g. "TIMEOUT" or "SCRIPT_ERROR".
@@ -101,6 +108,12 @@ type Error struct {
 	// before trying again (from the server's RetryInfo); zero when not
 	// given.
 	RetryAfter time.Duration
+	// Reason, for some request errors, names the cause in a stable form
+	// to branch on: for Resume, "CONTINUATION_EXPIRED",
+	// "CONTINUATION_USED", "CONTINUATION_TAMPERED",
+	// "CONTINUATION_MALFORMED", "ANSWERS_INVALID", … (docs/durable.md
+	// lists them); empty otherwise.
+	Reason string
 
 	cause error
 }

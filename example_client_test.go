@@ -20,7 +20,7 @@ import (
 // ptcd --demo-tools does, and returns its address and a stop function.
 func serve() (string, func()) {
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		panic(err)
 	}
 	r, err := executor.New(executor.Config{Registry: reg})

@@ -19,6 +19,7 @@
 package ptc
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -46,7 +47,7 @@ func (l Language) String() string { return core.Language(l).String() }
 // Result.EffectiveLimits reports the limits that applied.
 type Limits struct {
 	// Timeout is the wall-clock budget of the execution, tool waits
-	// included. Breach: KindTimeout.
+	// included (time paused for the caller excluded). Breach: KindTimeout.
 	Timeout time.Duration
 	// CPUTime is the time the sandbox itself may compute. Breach:
 	// KindCPULimit.
@@ -76,6 +77,13 @@ type Limits struct {
 	// JSON, counted as ToolList.ApproxTokens is. Breach: KindOutputLimit,
 	// or truncation with Request.TruncateResult.
 	MaxResultTokens int32
+	// MaxPauses bounds how often a resumable execution (Request.Resumable)
+	// may pause for its caller. Breach: KindPauseLimit.
+	MaxPauses int32
+	// MaxPausedTime bounds the total time a resumable execution may wait
+	// paused, across its pauses (paused time is not part of Timeout).
+	// Breach: KindPauseLimit, when it is resumed.
+	MaxPausedTime time.Duration
 }
 
 // Request is one execution request.
@@ -137,6 +145,68 @@ type Request struct {
 	Seed uint64
 	// ClockStart is where the virtual clock starts when Deterministic is set.
 	ClockStart time.Time
+	// Resumable lets the execution pause at calls only the caller can
+	// answer — calls to ClientTools (whose Handler may then be nil) and
+	// calls that need approval — instead of running or failing them: the
+	// Result then has Pending actions and a Continuation, and Resume (of
+	// the Runner or Client, on any process that shares the continuation
+	// keys) goes on with the answers. Calls started together pause
+	// together; server tools keep running until the script waits only for
+	// the caller. A resumable execution is re-run to resume it, so it is
+	// always deterministic (Seed; the virtual clock starts at ClockStart,
+	// or at the time it starts). Client.Run refuses it.
+	Resumable bool
+	// RequireApproval names server tools whose calls the caller wants to
+	// approve, besides those the server requires approval for
+	// (tools.Definition.RequiresApproval, or the server's configuration).
+	RequireApproval []string
+	// Approve decides, while the script runs, the calls that need
+	// approval: approved (the tool runs) or denied with a reason (the
+	// script gets a ToolError with code "denied" and the reason, and the
+	// tool does not run). It applies to Runner.Execute and Client.Run
+	// without Resumable; a resumable execution pauses for approvals
+	// instead. Without it those calls are denied.
+	Approve func(ctx context.Context, a Action) (approved bool, reason string)
+}
+
+// Action is one call a paused execution waits for (Result.Pending), or
+// one an Approve callback decides.
+type Action struct {
+	// CallID names the call in its Answer.
+	CallID string
+	// Approval is set when the call waits for approval of a server tool
+	// (answer it with Approve, and it runs once, or Deny with a Reason);
+	// otherwise it is a call to a client tool (answer it with its Output
+	// or its Error).
+	Approval bool
+	// Seq is the call's 1-based number among the execution's calls.
+	Seq int32
+	// Tool is the tool called: a client tool, or the server tool that
+	// runs if approved.
+	Tool string
+	// Arguments is the call's JSON arguments, validated against the
+	// tool's input schema.
+	Arguments json.RawMessage
+	// IdempotencyKey is "<execution id>/<seq>", the same on every resume.
+	IdempotencyKey string
+	// Reason says why a call needs approval.
+	Reason string
+}
+
+// Answer answers one pending Action in Resume: exactly one of Output and
+// Error (for a client tool), or of Approve and Deny (for an approval).
+type Answer struct {
+	// CallID is the Action's CallID.
+	CallID string
+	// Output is the client tool's JSON result, checked against its output
+	// schema.
+	Output json.RawMessage
+	// Error is the client tool's failure (its Code is required).
+	Error *tools.Error
+	// Approve lets the call run; Deny refuses it with Reason, which the
+	// script sees as the message of a ToolError with code "denied".
+	Approve, Deny bool
+	Reason        string
 }
 
 // Result is the outcome of an execution that ran, successfully or not.
@@ -160,7 +230,22 @@ type Result struct {
 	Trace []ToolCallRecord
 	// EffectiveLimits are the limits that applied, every field set.
 	EffectiveLimits Limits
+	// Pending lists the calls a paused resumable execution waits for, by
+	// Seq; empty when the execution ended. A paused Result has no Result
+	// and no Error; its Logs are those written since the previous pause;
+	// its Stats and Trace cover the execution so far (the pending calls
+	// are not in the Trace).
+	Pending []Action
+	// Continuation resumes a paused execution (Runner.Resume,
+	// Client.Resume) until ContinuationExpires, once. It is opaque,
+	// signed and encrypted, and bound to the caller's tenant.
+	Continuation        string
+	ContinuationExpires time.Time
 }
+
+// RequiresAction reports whether the execution paused: Pending lists what
+// it waits for and Continuation resumes it.
+func (r *Result) RequiresAction() bool { return len(r.Pending) > 0 }
 
 // Stats measure one execution.
 type Stats struct {

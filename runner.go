@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime/wasm"
@@ -16,12 +19,93 @@ import (
 // Runner executes scripts in-process. It is safe for concurrent use.
 type Runner struct {
 	ex *executor.Executor
+	dm *durable.Manager
 }
 
 // config is what the options set.
 type config struct {
 	exec      executor.Config
 	isolation Isolation
+	durable   Durable
+}
+
+// Durable configures the continuations of a Runner's resumable
+// executions (Request.Resumable). The zero value signs them with a key
+// made when the Runner starts: they resume only in that Runner, until it
+// closes. docs/durable.md describes the token and its security.
+type Durable struct {
+	// Keys sign and encrypt continuations, by key id: SigningKey names the
+	// one that signs new continuations, every key verifies (keep the old
+	// key while its continuations may still be resumed). Each secret is at
+	// least 32 random bytes. Runners (and ptcd servers) that share a key
+	// resume each other's continuations.
+	Keys       map[string][]byte
+	SigningKey string
+	// TTL is how long a continuation can be resumed (default 24h).
+	TTL time.Duration
+	// MaxTokenBytes bounds a continuation (default 256 KiB); a paused
+	// state that does not fit is kept in the store (StateFile, RedisURL),
+	// or the execution ends with KindPauseLimit.
+	MaxTokenBytes int
+	// StateFile keeps used continuations and large paused states in one
+	// file, across restarts of this process.
+	StateFile string
+	// RedisURL keeps them in Redis (redis://host:port/db), shared with
+	// every runner and server that uses it.
+	RedisURL string
+	// Parked bounds the paused executions kept in memory to resume
+	// without a re-run (default 64; negative keeps none).
+	Parked int
+}
+
+// WithDurable configures resumable executions: continuation keys, their
+// lifetime and where used continuations and large states are kept.
+func WithDurable(d Durable) Option {
+	return func(c *config) error {
+		if d.StateFile != "" && d.RedisURL != "" {
+			return fmt.Errorf("ptc: Durable: give StateFile or RedisURL, not both")
+		}
+		if len(d.Keys) > 0 {
+			if _, ok := d.Keys[d.SigningKey]; !ok {
+				return fmt.Errorf("ptc: Durable: SigningKey %q is not one of Keys", d.SigningKey)
+			}
+		}
+		c.durable = d
+		return nil
+	}
+}
+
+// manager builds the continuation manager of a Durable.
+func (d Durable) manager() (*durable.Manager, error) {
+	cfg := durable.Config{TTL: d.TTL, MaxTokenBytes: d.MaxTokenBytes}
+	if len(d.Keys) > 0 {
+		cfg.Keys = append(cfg.Keys, durable.Key{ID: d.SigningKey, Secret: d.Keys[d.SigningKey]})
+		ids := make([]string, 0, len(d.Keys))
+		for id := range d.Keys {
+			if id != d.SigningKey {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			cfg.Keys = append(cfg.Keys, durable.Key{ID: id, Secret: d.Keys[id]})
+		}
+	}
+	var err error
+	switch {
+	case d.StateFile != "":
+		cfg.Store, err = durable.OpenFile(d.StateFile)
+	case d.RedisURL != "":
+		cfg.Store, err = durable.OpenRedis(context.Background(), d.RedisURL, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := durable.New(cfg)
+	if err != nil && cfg.Store != nil {
+		_ = cfg.Store.Close()
+	}
+	return m, err
 }
 
 // Option configures a Runner.
@@ -171,16 +255,32 @@ func NewRunner(opts ...Option) (*Runner, error) {
 		c.exec.Workers = &worker.Config{Workers: w.Idle, MaxWorkers: w.Max, ExecutionsPerWorker: w.ExecutionsPerWorker,
 			RecycleAfter: w.RecycleAfter, Executable: w.Executable}
 	}
-	ex, err := executor.New(c.exec)
+	dm, err := c.durable.manager()
 	if err != nil {
 		return nil, fmt.Errorf("ptc: %w", err)
 	}
-	return &Runner{ex: ex}, nil
+	c.exec.Durable = dm
+	c.exec.Parked = executor.ParkedConfig{Max: c.durable.Parked}
+	ex, err := executor.New(c.exec)
+	if err != nil {
+		_ = dm.Close()
+		return nil, fmt.Errorf("ptc: %w", err)
+	}
+	return &Runner{ex: ex, dm: dm}, nil
 }
 
 // Close releases the runner's engines (worker processes, the WebAssembly
-// runtime and its compiled modules). Executions must have finished.
-func (r *Runner) Close() error { return r.ex.Close() }
+// runtime and its compiled modules) and its state store; paused
+// executions kept in memory are dropped (their continuations still
+// resume them, in a Runner with the same keys). Executions must have
+// finished.
+func (r *Runner) Close() error {
+	err := r.ex.Close()
+	if derr := r.dm.Close(); err == nil {
+		err = derr
+	}
+	return err
+}
 
 // Register adds a server tool.
 func (r *Runner) Register(t tools.Tool) error { return r.ex.Registry().Register(t) }
@@ -206,6 +306,38 @@ func (r *Runner) Execute(ctx context.Context, req Request) (*Result, error) {
 	res, err := r.ex.Execute(ctx, requestCore(req), limits.Limits{})
 	if err != nil {
 		return nil, errorOf(err)
+	}
+	return resultOf(res), nil
+}
+
+// LoadModule compiles a WebAssembly module (or finds it in the cache) and
+// returns its hex SHA-256, by which requests (Request.ModuleSHA256) and
+// resumes find it: a paused WebAssembly execution's continuation names its
+// module without carrying it, so a Runner that resumes it must hold it.
+func (r *Runner) LoadModule(ctx context.Context, module []byte) (string, error) {
+	h, ferr := r.ex.LoadModule(ctx, module)
+	if ferr != nil {
+		return "", errorOf(ferr)
+	}
+	return h, nil
+}
+
+// Resume goes on with a paused execution (Result.RequiresAction): the
+// continuation it returned and one answer per pending action. It returns
+// the execution's next state: paused again, or ended. Nothing runs when it
+// returns an *Error: InvalidArgument for a malformed or altered
+// continuation (or one signed with a key this Runner lacks) and for
+// answers that do not fit the pending actions (the message names the
+// call); FailedPrecondition for an expired continuation or one used
+// already (each resumes once).
+func (r *Runner) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
+	p, ferr := r.ex.PrepareResume(ctx, executor.Resume{Continuation: continuation, Answers: answersCore(answers)})
+	if ferr != nil {
+		return nil, errorOf(ferr)
+	}
+	res, ferr := r.ex.Continue(ctx, p)
+	if ferr != nil {
+		return nil, errorOf(ferr)
 	}
 	return resultOf(res), nil
 }

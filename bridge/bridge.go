@@ -127,8 +127,30 @@ type Config struct {
 	// KeepResults stores each call's result JSON in the trace.
 	KeepResults bool
 	// Observer, when set, watches every call that is recorded in the trace
-	// (see core.CallObserver): live progress, tracing.
+	// (see core.CallObserver): live progress, tracing. Calls a resumed
+	// execution's re-run answers from its journal are not observed again.
 	Observer core.CallObserver
+	// Approvals names the tools whose calls need approval, each with the
+	// reason; Approve decides them (without it they are denied).
+	Approvals map[string]string
+	Approve   core.Approver
+
+	// Resumable makes the execution resumable (see durable.go): calls to
+	// ClientTools, and calls that need approval while Approve is nil, wait
+	// for the caller, and the execution pauses (OnPause) once everything
+	// it waits for waits for the caller. Engines must report idleness
+	// (Dispatcher.Idle).
+	Resumable   bool
+	ClientTools []string
+	// Journal, for a resumed execution, is what the paused run delivered;
+	// Answers answer its pending calls, by seq (validated by the caller).
+	Journal core.Journal
+	Answers map[int32]core.Answer
+	// OnPause is called once when the execution pauses or its re-run
+	// diverges; it must stop the engine, or leave it idle until Resume.
+	// OnReplayed is called once a re-run reaches the pause point: what the
+	// script does from then on is new.
+	OnPause, OnReplayed func()
 }
 
 // Dispatcher runs the tool calls of one execution. It is safe for
@@ -140,6 +162,9 @@ type Dispatcher struct {
 	sem   chan struct{}
 
 	desc describer
+
+	// dur is the state of a resumable execution, nil otherwise.
+	dur *durable
 
 	mu sync.Mutex
 	// calls numbers every call the script made; refused counts those
@@ -168,16 +193,21 @@ func New(cfg Config) *Dispatcher {
 		d.names = append(d.names, t.Name)
 	}
 	sort.Strings(d.names)
+	if cfg.Resumable {
+		d.dur = newDurable(d)
+	}
 	return d
 }
 
 // Names returns the callable tool names, sorted.
 func (d *Dispatcher) Names() []string { return d.names }
 
-// Inline reports whether the named tool may run on the script's goroutine.
+// Inline reports whether the named tool may run on the script's
+// goroutine; never in a resumable execution, whose every completion goes
+// through the gate.
 func (d *Dispatcher) Inline(name string) bool {
 	t, ok := d.tools[name]
-	return ok && t.Inline
+	return ok && t.Inline && d.dur == nil
 }
 
 // Call runs one tool call through every check of the bridge.
@@ -188,15 +218,52 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 // Start numbers the call, records it in the trace and checks the call
 // budget, the name and the arguments — every call the script makes is
 // counted and traced, refused ones included (past the budget, at most
-// MaxRefusedRecords of them are recorded); the returned Invocation waits
-// for a concurrency slot, runs the handler and checks the output.
+// MaxRefusedRecords of them are recorded); the returned Invocation asks
+// for approval when the tool needs it, waits for a concurrency slot, runs
+// the handler and checks the output.
 func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessage) Invocation {
+	if d.dur != nil {
+		return d.dur.start(ctx, name, args)
+	}
+	b := d.begin(ctx, name, args, true)
+	if b.err != nil {
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, b.err)
+		return failed(b.err)
+	}
+	t, args, err := d.check(name, args)
+	if err != nil {
+		d.finish(b.ctx, b.ev, b.idx, b.start, nil, err)
+		return failed(err)
+	}
+	return func() (json.RawMessage, error) {
+		out, err := d.invoke(b.ctx, t, b.seq, b.key, args)
+		d.finish(b.ctx, b.ev, b.idx, b.start, out, err)
+		return out, err
+	}
+}
+
+// begun is a call that was numbered and traced: its seq, its trace index
+// (-1 when not recorded), when it started, its observer's context and
+// event, and the budget's refusal.
+type begun struct {
+	seq   int32
+	idx   int
+	start time.Time
+	ctx   context.Context
+	ev    *core.CallEvent
+	key   string
+	err   *CallError
+}
+
+// begin numbers a call, records it in the trace, tells the observer (when
+// observe is set) and checks the call budget.
+func (d *Dispatcher) begin(ctx context.Context, name string, args json.RawMessage, observe bool) begun {
 	start := time.Now()
 	d.mu.Lock()
 	if d.calls == math.MaxInt32 {
 		d.mu.Unlock()
-		return failed(&CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
-			Message: "the execution made more tool calls than can be counted"})
+		return begun{idx: -1, start: start, ctx: ctx, err: &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
+			Message: "the execution made more tool calls than can be counted"}}
 	}
 	d.calls++
 	seq := d.calls
@@ -210,40 +277,82 @@ func (d *Dispatcher) Start(ctx context.Context, name string, args json.RawMessag
 		d.refused++
 	}
 	d.mu.Unlock()
-
-	var key string
-	var ev *core.CallEvent
-	if d.cfg.Observer != nil && idx >= 0 {
-		key = d.idempotencyKey(seq)
-		ev = &core.CallEvent{ExecutionID: d.cfg.ExecutionID, Seq: seq, Tool: name, IdempotencyKey: key,
-			StartedAfter: start.Sub(d.cfg.Start), Arguments: args}
-		ctx = d.cfg.Observer.CallStarted(ctx, ev)
+	b := begun{seq: seq, idx: idx, start: start, ctx: ctx}
+	if observe {
+		d.observe(&b, name, args)
 	}
 	if over {
-		err := &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
+		b.err = &CallError{Name: NameCallLimitError, Tool: name, Code: tools.CodeCallLimit,
 			Message: fmt.Sprintf("tool call limit of %d calls reached; make fewer calls (batch work, or stop earlier)", d.cfg.MaxCalls),
 			Limit:   int64(d.cfg.MaxCalls), Observed: int64(seq)}
-		d.finish(ctx, ev, idx, start, nil, err)
-		return failed(err)
 	}
+	return b
+}
+
+// observe tells the observer that a begun call started.
+func (d *Dispatcher) observe(b *begun, name string, args json.RawMessage) {
+	if d.cfg.Observer == nil || b.idx < 0 {
+		return
+	}
+	b.key = d.idempotencyKey(b.seq)
+	b.ev = &core.CallEvent{ExecutionID: d.cfg.ExecutionID, Seq: b.seq, Tool: name, IdempotencyKey: b.key,
+		StartedAfter: b.start.Sub(d.cfg.Start), Arguments: args}
+	b.ctx = d.cfg.Observer.CallStarted(b.ctx, b.ev)
+}
+
+// check finds the tool and validates the arguments.
+func (d *Dispatcher) check(name string, args json.RawMessage) (*tools.Compiled, json.RawMessage, *CallError) {
 	t, ok := d.tools[name]
 	if !ok {
-		err := &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
+		return nil, nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeUnknownTool,
 			Message: fmt.Sprintf("unknown tool %q; available tools: %s", name, listNames(d.names))}
-		d.finish(ctx, ev, idx, start, nil, err)
-		return failed(err)
 	}
-
 	args, err := checkArgs(t, args)
 	if err != nil {
-		d.finish(ctx, ev, idx, start, nil, err)
-		return failed(err)
+		return nil, nil, err
 	}
-	return func() (json.RawMessage, error) {
-		out, err := d.run(ctx, t, seq, key, args)
-		d.finish(ctx, ev, idx, start, out, err)
-		return out, err
+	return t, args, nil
+}
+
+// invoke asks for approval when the tool needs it, then runs the call.
+func (d *Dispatcher) invoke(ctx context.Context, t *tools.Compiled, seq int32, key string, args json.RawMessage) (json.RawMessage, error) {
+	if reason, ok := d.cfg.Approvals[t.Name]; ok {
+		if err := d.approve(ctx, t.Name, seq, args, reason); err != nil {
+			return nil, err
+		}
 	}
+	return d.run(ctx, t, seq, key, args)
+}
+
+// approve asks the execution's approver about one call; without one the
+// call is denied.
+func (d *Dispatcher) approve(ctx context.Context, name string, seq int32, args json.RawMessage, reason string) error {
+	if d.cfg.Approve == nil {
+		return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeDenied,
+			Message: fmt.Sprintf("%s needs approval (%s) and this execution has no way to ask for it: run it resumable, over a Session, or with an approval callback", name, reason)}
+	}
+	ok, why := d.cfg.Approve(ctx, d.action(core.ActionApproval, name, seq, args, reason))
+	if ctx.Err() != nil {
+		return ctxError(name, ctx)
+	}
+	if !ok {
+		return denied(name, why)
+	}
+	return nil
+}
+
+// denied is the error of a call whose approval was denied for reason.
+func denied(name, reason string) *CallError {
+	if reason == "" {
+		reason = "the call was denied"
+	}
+	return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeDenied, Message: reason}
+}
+
+// action describes a call that waits for its caller.
+func (d *Dispatcher) action(kind core.ActionKind, name string, seq int32, args json.RawMessage, reason string) core.Action {
+	return core.Action{CallID: core.CallID(seq), Kind: kind, Seq: seq, Tool: name, Arguments: args,
+		IdempotencyKey: d.idempotencyKey(seq), Reason: reason}
 }
 
 // finish completes the call's trace record and, with an observer, its
@@ -287,7 +396,7 @@ func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, st
 }
 
 // checkArgs bounds and validates a call's arguments.
-func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, error) {
+func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallError) {
 	name := t.Name
 	if len(args) > MaxArgumentBytes {
 		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,

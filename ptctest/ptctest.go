@@ -40,7 +40,8 @@ import (
 
 // What makes every run of Run reproducible.
 const (
-	// DefaultSeed seeds Math.random when no WithSeed option is given.
+	// DefaultSeed seeds Math.random unless a WithRequest option sets
+	// Request.Seed.
 	DefaultSeed = 1
 	// ExecutionID is the execution id of runs made by Run (tool
 	// idempotency keys are "ptctest/<seq>").
@@ -53,9 +54,9 @@ type Answer struct {
 	err error
 }
 
-// Output returns an answer with output v, marshalled as JSON (a
+// output returns an answer with output v, marshalled as JSON (a
 // json.RawMessage is used as it is).
-func Output(v any) Answer {
+func output(v any) Answer {
 	b, err := toJSON(v)
 	return Answer{a: fixture.Answer{Output: b}, err: err}
 }
@@ -70,7 +71,7 @@ func answerOf(v any) Answer {
 	if a, ok := v.(Answer); ok {
 		return a
 	}
-	return Output(v)
+	return output(v)
 }
 
 func toJSON(v any) (json.RawMessage, error) {
@@ -178,7 +179,6 @@ type config struct {
 	tools      []tools.Tool
 	demo       bool
 	limits     ptc.Limits
-	seed       uint64
 	edit       []func(*ptc.Request)
 	runnerOpts []ptc.Option
 	record     string
@@ -206,9 +206,6 @@ func WithDemoTools() Option { return func(c *config) { c.demo = true } }
 // WithLimits sets the requested limits.
 func WithLimits(l ptc.Limits) Option { return func(c *config) { c.limits = l } }
 
-// WithSeed seeds Math.random (DefaultSeed without it).
-func WithSeed(seed uint64) Option { return func(c *config) { c.seed = seed } }
-
 // WithRequest edits the request just before it runs.
 func WithRequest(edit func(*ptc.Request)) Option {
 	return func(c *config) { c.edit = append(c.edit, edit) }
@@ -226,9 +223,8 @@ func WithRecord(path string) Option { return func(c *config) { c.record = path }
 // WithScript replaces the recorded script in Replay.
 func WithScript(source string) Option { return func(c *config) { c.script = &source } }
 
-// WithContext sets the context of the run (context.Background without it).
-func WithContext(ctx context.Context) Option { return func(c *config) { c.ctx = ctx } }
-
+// newConfig applies opts. A run is bounded by its limits (WithLimits),
+// not by a context.
 func newConfig(opts []Option) *config {
 	c := &config{ctx: context.Background()}
 	for _, o := range opts {
@@ -296,7 +292,7 @@ func (c *config) toolset() ([]tools.Tool, error) {
 	return out, nil
 }
 
-// apply sets the input, seed and edits of the options on req.
+// apply sets the input, limits and edits of the options on req.
 func (c *config) apply(req *ptc.Request) error {
 	if c.hasInput {
 		in, err := toJSON(c.input)
@@ -304,9 +300,6 @@ func (c *config) apply(req *ptc.Request) error {
 			return fmt.Errorf("input: %w", err)
 		}
 		req.Input = in
-	}
-	if c.seed != 0 {
-		req.Seed = c.seed
 	}
 	if c.limits != (ptc.Limits{}) {
 		req.Limits = c.limits
@@ -353,7 +346,8 @@ func record(path string, req ptc.Request, defs []tools.Definition, res *ptc.Resu
 // recording (no tool is called), and reports a divergence from the
 // recording — a call with other arguments, an extra or missing call, or
 // another result — with Errorf. The recorded script, input and seed are
-// used unless WithScript, WithInput or WithSeed override them.
+// used unless WithScript, WithInput or WithRequest (Request.Seed, say)
+// override them.
 func Replay(t testing.TB, path string, opts ...Option) *ptc.Result {
 	t.Helper()
 	f, err := os.Open(path)

@@ -73,7 +73,7 @@ return out`,
 			fakes: []*Fake{Sequence("get_budget_by_level",
 				map[string]any{"level": "mid", "travel_limit": 1},
 				Fail("rate_limited", "slow down"),
-				Output(map[string]any{"level": "mid", "travel_limit": 3}))},
+				map[string]any{"level": "mid", "travel_limit": 3})},
 			want: `[1, "rate_limited", 3]`,
 		},
 		{
@@ -209,7 +209,7 @@ func TestRecordReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	tape := filepath.Join(t.TempDir(), "exp.jsonl")
-	rec := Run(t, string(src), WithDemoTools(), WithSeed(3), WithInput(map[string]string{"department": "support"}), WithRecord(tape))
+	rec := Run(t, string(src), WithDemoTools(), WithRequest(func(r *ptc.Request) { r.Seed = 3 }), WithInput(map[string]string{"department": "support"}), WithRecord(tape))
 	rep := Replay(t, tape)
 	AssertResult(t, rep, rec.Result)
 	if len(rep.Trace) != len(rec.Trace) {

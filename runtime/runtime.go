@@ -48,6 +48,14 @@ type Job struct {
 	// Determinism, when Deterministic is set, seeds the random source and
 	// gives the script a virtual clock.
 	core.Determinism
+	// Idle is set for a resumable execution (and nil otherwise): the
+	// engine calls it, on the script's goroutine, each time the script
+	// waits with nothing to run — inflight calls started and not yet
+	// delivered to it, cpu the compute time used so far — and then waits
+	// for a completion (or for ctx). It lets the bridge order completions
+	// and notice a pause (bridge.Dispatcher.Idle). Engines never call
+	// tools inline in a resumable execution (Tools.Inline says no).
+	Idle func(inflight int, cpu time.Duration)
 }
 
 // VirtualClockStep is how far the virtual clock of a deterministic job
@@ -88,6 +96,9 @@ type LogBuffer struct {
 	entries   []core.LogEntry
 	truncated bool
 	live      func(core.LogEntry)
+	// skip is the number of first entries a resumed execution kept
+	// before: written again by its re-run, neither returned nor sent live.
+	skip int
 }
 
 // NewLogBuffer returns a buffer bounded by the log limits of l (a zero
@@ -131,6 +142,9 @@ func (b *LogBuffer) Write(level, msg string) bool {
 	b.text += int64(len(msg))
 	b.entries = append(b.entries, e)
 	live := b.live
+	if len(b.entries) <= b.skip {
+		live = nil
+	}
 	b.mu.Unlock()
 	if live != nil {
 		live(e)
@@ -138,14 +152,45 @@ func (b *LogBuffer) Write(level, msg string) bool {
 	return true
 }
 
-// Entries returns the kept entries and whether any output was dropped.
+// Entries returns the kept entries (past the skipped ones) and whether
+// any output was dropped.
 func (b *LogBuffer) Entries() ([]core.LogEntry, bool) {
 	if b == nil {
 		return nil, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]core.LogEntry(nil), b.entries...), b.truncated
+	if b.skip >= len(b.entries) {
+		return nil, b.truncated
+	}
+	return append([]core.LogEntry(nil), b.entries[b.skip:]...), b.truncated
+}
+
+// Skip hides the first n entries from Entries and from the live
+// function: a resumed execution's re-run writes again what it returned
+// before its pause (they still count against the limits).
+func (b *LogBuffer) Skip(n int) {
+	b.mu.Lock()
+	b.skip = n
+	b.mu.Unlock()
+}
+
+// SetLive replaces the function that receives each kept entry (nil for
+// none).
+func (b *LogBuffer) SetLive(live func(core.LogEntry)) {
+	b.mu.Lock()
+	b.live = live
+	b.mu.Unlock()
+}
+
+// Count returns the number of entries kept, skipped ones included.
+func (b *LogBuffer) Count() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
 }
 
 // Bytes returns the message bytes kept so far (the text, without the

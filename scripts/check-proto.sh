@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-proto.sh fails when ptc's gRPC contract does not pass `buf lint`, when
 # a .proto file is not formatted, or when the committed generated code
-# (proto/**/*.pb.go and internal/workerproto/*.pb.go) differs from what the
+# (proto/**/*.pb.go, internal/workerproto/*.pb.go and
+# internal/durableproto/*.pb.go) differs from what the
 # .proto files generate. It prints the
 # difference and never modifies the working tree: it generates into a
 # temporary directory.
@@ -43,7 +44,7 @@ buf generate --output "$tmp/generated"
 while IFS= read -r -d '' f; do
 	mkdir -p "$tmp/committed/$(dirname "$f")"
 	cp "$f" "$tmp/committed/$f"
-done < <(find proto internal/workerproto -type f -name '*.pb.go' -print0)
+done < <(find proto internal/workerproto internal/durableproto -type f -name '*.pb.go' -print0)
 
 if ! (cd "$tmp" && diff -ruN committed generated); then
 	echo "check-proto: committed generated code is out of date; run scripts/gen-proto.sh and commit the result" >&2

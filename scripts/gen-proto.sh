@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gen-proto.sh regenerates the committed Go code of ptc's protobuf packages —
 # the gRPC contract (proto/ptc/v1/*.pb.go) and the internal worker protocol
-# (internal/workerproto/*.pb.go) — from the .proto files under proto/, after
+# (internal/workerproto/*.pb.go) and the encoding of paused executions
+# (internal/durableproto/*.pb.go) — from the .proto files under proto/, after
 # checking that they are formatted and pass `buf lint`.
 #
 # Usage: scripts/gen-proto.sh   (from any directory)
@@ -29,6 +30,6 @@ buf lint
 # Remove the previous output first so that a deleted or renamed .proto file
 # leaves no stale generated code behind. buf.gen.yaml cannot use `clean: true`:
 # its output directory is the repository root.
-find proto internal/workerproto -type f -name '*.pb.go' -delete 2>/dev/null || true
+find proto internal/workerproto internal/durableproto -type f -name '*.pb.go' -delete 2>/dev/null || true
 buf generate
-echo "gen-proto: generated code is up to date in proto/ and internal/workerproto/"
+echo "gen-proto: generated code is up to date in proto/, internal/workerproto/ and internal/durableproto/"

@@ -30,4 +30,8 @@ const (
 	// the same code as CodeCancelled: for the script, the call was
 	// cancelled.
 	CodeClientGone = CodeCancelled
+	// CodeDenied: the call needed approval and was denied (or nobody could
+	// be asked); the tool did not run. The error's message holds the
+	// reason.
+	CodeDenied = "denied"
 )

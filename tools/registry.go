@@ -123,9 +123,19 @@ func (r *Registry) SetGroup(group string, ts []Tool) error {
 	return nil
 }
 
-// Register compiles t and adds it. A second tool with the same name, or a
-// name that is a namespace of another ("a" beside "a.b"), is an error.
-func (r *Registry) Register(t Tool) error {
+// Register compiles tools and adds them, in order. A second tool with the
+// same name, or a name that is a namespace of another ("a" beside "a.b"),
+// is an error (the tools before it are added).
+func (r *Registry) Register(ts ...Tool) error {
+	for _, t := range ts {
+		if err := r.register(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) register(t Tool) error {
 	c, err := Compile(t)
 	if err != nil {
 		return err

@@ -19,6 +19,11 @@ type Definition struct {
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	// OutputSchema, when set, is the JSON Schema every result must match.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// RequiresApproval makes every call of the tool wait for its caller's
+	// approval before it runs (a resumable execution pauses; a Session
+	// asks; a Go caller's approval callback decides); a call nobody can
+	// approve is denied. It applies to server tools.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
 }
 
 // Call is one invocation of a tool, as its handler sees it.

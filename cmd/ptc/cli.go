@@ -36,6 +36,10 @@ const usage = `usage:
                [--deterministic] [--seed N] [--record CASSETTE] [--progress]
                [--truncate] [--max-result-tokens N]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
+  ptc run FILE --resumable [--client-tools JSON|@FILE] [--require-approval TOOL,...]
+               [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] ...
+  ptc resume [FILE|-] [--approve ID|all]... [--deny ID=REASON]... [--answer ID=JSON]...
+               [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
@@ -43,13 +47,15 @@ const usage = `usage:
 
 FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssembly
 module (.wasm); --language javascript|typescript|wasm runs a file of another name.
---json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping.
+--json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping;
+a paused run or resume prints it so always.
 With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
 (trusting the system's CAs), --tls-ca FILE trusting the CA certificates in a PEM file.
 
-exit codes of run: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
-  11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT, 14 CPU_LIMIT, 15 MEMORY_LIMIT,
-  16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION, 19 CANCELLED, 20 INTERNAL
+exit codes of run and resume: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
+  5 paused (the pause state is on stdout), 11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT,
+  14 CPU_LIMIT, 15 MEMORY_LIMIT, 16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION,
+  19 CANCELLED, 20 INTERNAL, 21 PAUSE_LIMIT, 22 RESUME_DIVERGED
 exit codes of test: 0 every case passed, 1 usage or I/O error, 4 a case failed
 `
 
@@ -61,6 +67,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "resume":
+		return resumeCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "tools":
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "test":
@@ -111,6 +119,7 @@ type runFlags struct {
 	record, replay string
 	deterministic  bool
 	seed           uint64
+	durable        durableFlags
 }
 
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -134,7 +143,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.replay, "replay", "", "answer every tool call from the cassette FILE (the script FILE is then optional)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "tls": true})); err != nil {
+	f.durable.define(fs)
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true})); err != nil {
 		return exitUsage
 	}
 	f.limits = ptc.Limits(lim)
@@ -172,19 +182,35 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	req.TruncateResult = f.truncate
 	applyDeterminism(f, &req)
+	if err := f.durable.apply(&req, stdin); err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
 	if f.record != "" {
+		if req.Resumable {
+			fmt.Fprintln(stderr, "ptc: --record and --resumable do not go together")
+			return exitUsage
+		}
 		return recordCmd(ctx, f, req, path, stdout, stderr)
 	}
 
 	var res *ptc.Result
-	if f.server.addr != "" {
+	switch {
+	case req.Resumable && f.server.addr != "":
+		res, err = runRemoteResumable(ctx, f, req)
+	case req.Resumable:
+		res, err = runLocalResumable(ctx, req)
+	case f.server.addr != "":
 		res, err = runRemote(ctx, f, req)
-	} else {
+	default:
 		res, err = runLocal(ctx, req)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc:", err)
 		return exitRejected
+	}
+	if res.RequiresAction() {
+		return reportPause(res, f.durable.out, stdout, stderr)
 	}
 	return report(res, f.jsonOut, stdout, stderr)
 }
@@ -223,6 +249,28 @@ func runLocal(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
 		return nil, err
 	}
 	return r.Execute(ctx, req)
+}
+
+// runLocalResumable runs a resumable request in-process, with the local
+// continuation key (see newDurableRunner). Logs come with the result.
+func runLocalResumable(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
+	r, err := newDurableRunner()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Execute(ctx, req)
+}
+
+// runRemoteResumable runs a resumable request with Execute on a server.
+func runRemoteResumable(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {
+	c, err := f.server.dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	req.OnLog = nil
+	return c.Execute(ctx, req)
 }
 
 func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {

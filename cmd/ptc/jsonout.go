@@ -59,6 +59,15 @@ func responsePB(r *ptc.Result) *ptcv1.ExecuteResponse {
 	for _, t := range r.Trace {
 		c.Trace = append(c.Trace, core.Record(t))
 	}
+	for _, a := range r.Pending {
+		kind := core.ActionClientTool
+		if a.Approval {
+			kind = core.ActionApproval
+		}
+		c.Pending = append(c.Pending, core.Action{CallID: a.CallID, Kind: kind, Seq: a.Seq, Tool: a.Tool,
+			Arguments: a.Arguments, IdempotencyKey: a.IdempotencyKey, Reason: a.Reason})
+	}
+	c.Continuation, c.ContinuationExpires = r.Continuation, r.ContinuationExpires
 	return wire.ResultPB(c)
 }
 

@@ -16,7 +16,7 @@ func newLocalRunner() (*ptc.Runner, error) {
 // newLocalExecutor is the executor `ptc tools` lists the demo tools with.
 func newLocalExecutor() (*executor.Executor, error) {
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		return nil, err
 	}
 	return executor.New(executor.Config{Registry: reg})

@@ -127,7 +127,7 @@ func localBackend(ctx context.Context, path string, inProcess bool, log *slog.Lo
 	}
 	reg := tools.NewRegistry()
 	if cfg.DemoTools {
-		if err := demo.Register(reg); err != nil {
+		if err := reg.Register(demo.Tools()...); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -155,7 +155,7 @@ func localBackend(ctx context.Context, path string, inProcess bool, log *slog.Lo
 			}
 		})
 	}
-	ecfg := executor.Config{Registry: reg, Policy: cfg.Policy()}
+	ecfg := executor.Config{Registry: reg, Policy: cfg.Policy(), Approve: cfg.ApprovalRule()}
 	if !inProcess {
 		w := cfg.WorkerConfig()
 		ecfg.Workers = &w
@@ -205,6 +205,13 @@ func (r remoteBackend) Tools(ctx context.Context, q core.ToolQuery) (*core.ToolL
 // server's progress events reach the request's observer.
 func (r remoteBackend) Run(ctx context.Context, req core.Request) (*core.Result, *fault.Error) {
 	preq := ptc.Request{Language: ptc.Language(req.Language), Source: req.Source, Input: req.Input}
+	if ap := req.Approve; ap != nil {
+		// The server asks over the Session; the MCP client's user decides.
+		preq.Approve = func(ctx context.Context, a ptc.Action) (bool, string) {
+			return ap(ctx, core.Action{CallID: a.CallID, Kind: core.ActionApproval, Seq: a.Seq, Tool: a.Tool,
+				Arguments: a.Arguments, IdempotencyKey: a.IdempotencyKey, Reason: a.Reason})
+		}
+	}
 	if obs := req.Observer; obs != nil {
 		preq.OnProgress = func(p ptc.ProgressEvent) {
 			ev := &core.CallEvent{Seq: p.Seq, Tool: p.Tool, StartedAfter: p.StartedAfter, Finished: p.Finished, Duration: p.Duration}

@@ -194,15 +194,15 @@ func runMCP(t *testing.T, opts *sdk.ClientOptions, args ...string) *sdk.ClientSe
 // for the tenant of $PTC_TOKEN, through the Go client.
 func TestMCPFrontsServer(t *testing.T) {
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := executor.New(executor.Config{Registry: reg})
+	ex, err := executor.New(executor.Config{Registry: reg, Approve: func(name string) bool { return name == "get_budget_by_level" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	authn, err := auth.New(true, []auth.Tenant{{Name: "t", TokenHashes: []string{auth.HashToken("front-token-0123456789")}, Tools: []string{"get_team_members"}}})
+	authn, err := auth.New(true, []auth.Tenant{{Name: "t", TokenHashes: []string{auth.HashToken("front-token-0123456789")}, Tools: []string{"get_team_members", "get_budget_by_level"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +218,18 @@ func TestMCPFrontsServer(t *testing.T) {
 
 	t.Setenv(tokenEnv, "front-token-0123456789")
 	progress := make(chan string, 16)
+	asked := make(chan string, 4)
 	cs := runMCP(t, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 		progress <- r.Params.Message
+	}, ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked <- r.Params.Message
+		if strings.Contains(r.Params.Message, "junior") {
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 	}}, "--server", lis.Addr().String())
 	list, err := cs.ListTools(context.Background(), nil)
-	if err != nil || !strings.Contains(list.Tools[0].Description, "The 1 tools") {
+	if err != nil || !strings.Contains(list.Tools[0].Description, "The 2 tools") {
 		t.Fatalf("%v %+v", err, list)
 	}
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{
@@ -242,6 +249,19 @@ func TestMCPFrontsServer(t *testing.T) {
 		t.Fatalf("%v %s", err, resultText(res))
 	}
 	waitProgress(t, progress, 1)
+	// Approvals ptcd requires are asked over the Session, and put to the
+	// MCP client's user through elicitation.
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{
+		"code": `const s = await tools.get_budget_by_level({level: "senior"});
+			try { await tools.get_budget_by_level({level: "junior"}); } catch (e) { return [s.travel_limit, e.code, e.message]; }`}})
+	if err != nil || res.IsError || resultText(res) != `[3000,"denied","the user declined the call"]` {
+		t.Fatalf("%v %s", err, resultText(res))
+	}
+	for _, level := range []string{"senior", "junior"} {
+		if q := <-asked; !strings.Contains(q, `get_budget_by_level with {"level":"`+level+`"}`) || !strings.Contains(q, "the server's configuration requires approval") {
+			t.Fatalf("asked %q", q)
+		}
+	}
 
 	t.Setenv(tokenEnv, "not-the-token")
 	cs = runMCP(t, nil, "--server", lis.Addr().String())
@@ -271,4 +291,21 @@ func TestMCPStdioTypeScriptClient(t *testing.T) {
 	r := mcptest.RunTSClient(t, mcptest.Plan{Transport: "stdio", Command: ptcBinary(t), Args: []string{"mcp", "--config", stdioConfig(t)},
 		Steps: mcptest.AcceptanceSteps(src, deny)})
 	mcptest.CheckAcceptance(t, r, want, "everything.get-env")
+}
+
+// TestMCPConfigApprovals: `ptc mcp --config` applies the file's approvals
+// section; a client without elicitation has those calls denied, saying
+// why, and the tool never runs.
+func TestMCPConfigApprovals(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "ptcd.yaml")
+	if err := os.WriteFile(cfg, []byte("demo_tools: true\napprovals:\n  tools: [\"get_budget_*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs := runMCP(t, nil, "--config", cfg, "--inprocess")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{
+		"code": `const m = await tools.get_team_members({department: "support"});
+			try { await tools.get_budget_by_level({level: "senior"}); return "ran"; } catch (e) { return [m.length > 0, e.code, e.message]; }`}})
+	if err != nil || res.IsError || !strings.HasPrefix(resultText(res), `[true,"denied","tool get_budget_by_level needs approval and this MCP client cannot ask for it (it does not support elicitation)`) {
+		t.Fatalf("%v %s", err, resultText(res))
+	}
 }

@@ -19,7 +19,7 @@ import (
 func startServer(t *testing.T, demoTools bool) string {
 	t.Helper()
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); demoTools && err != nil {
+	if err := reg.Register(demo.Tools()...); demoTools && err != nil {
 		t.Fatal(err)
 	}
 	if !demoTools {

@@ -51,7 +51,7 @@ func tlsServer(t *testing.T, token string) (addr, caFile string) {
 		t.Fatal(err)
 	}
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		t.Fatal(err)
 	}
 	ex, err := executor.New(executor.Config{Registry: reg})
@@ -84,6 +84,7 @@ func TestServerTLSAndToken(t *testing.T) {
 	const token = "cli-token-0123456789abcdef"
 	addr, ca := tlsServer(t, token)
 	script := writeScript(t, "s.js", `return (await tools.get_team_members({department: "support"})).length`)
+	state := writeScript(t, "state.txt", "not-a-continuation")
 	cases := []struct {
 		name  string
 		token string
@@ -101,7 +102,10 @@ func TestServerTLSAndToken(t *testing.T) {
 		{"run in plaintext to a TLS server", "", []string{"run", script, "--server", addr}, exitRejected, "UNAVAILABLE"},
 		{"a CA file that does not exist", token, []string{"run", script, "--server", addr, "--tls-ca", "/does/not/exist.pem"}, exitRejected, "--tls-ca"},
 		{"a CA file without a certificate", token, []string{"run", script, "--server", addr, "--tls-ca", script}, exitRejected, "holds no PEM certificate"},
+		{"resume reaches the server with the token", token, []string{"resume", state, "--server", addr, "--tls-ca", ca}, exitRejected, "continuation"},
+		{"resume without the token", "", []string{"resume", state, "--server", addr, "--tls-ca", ca}, exitRejected, "credentials are missing"},
 		{"run: --tls without --server", "", []string{"run", script, "--tls"}, exitUsage, "--tls and --tls-ca apply to --server"},
+		{"resume: --tls without --server", "", []string{"resume", state, "--tls"}, exitUsage, "--tls and --tls-ca apply to --server"},
 		{"tools: --tls-ca without --server", "", []string{"tools", "--tls-ca", ca}, exitUsage, "--tls and --tls-ca apply to --server"},
 	}
 	for _, c := range cases {

@@ -54,6 +54,7 @@ func TestTestCommandFailures(t *testing.T) {
 		"wrong-kind":         {"want error TIMEOUT, got SCRIPT_ERROR at line 1:7: uncaught Error: boom"},
 		"wrong-message":      {`the SCRIPT_ERROR message does not contain "kaboom"`, "got: uncaught Error: boom"},
 		"wrong-result":       {"the result differs from the expected JSON (expected → actual):", "/limit: 2500 → 2000"},
+		"unanswered-pause":   {"the execution paused again after the last step of resumes, waiting for get_budget_by_level (approval)"},
 	}
 	blocks := failBlocks(stdout)
 	if len(blocks) != len(want) {
@@ -71,7 +72,7 @@ func TestTestCommandFailures(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(stdout, "FAIL\t../../examples/tests-failing\t") || !strings.Contains(stdout, "(0 passed, 11 failed)") {
+	if !strings.Contains(stdout, "FAIL\t../../examples/tests-failing\t") || !strings.Contains(stdout, "(0 passed, 12 failed)") {
 		t.Errorf("summary:\n%s", stdout)
 	}
 

@@ -86,7 +86,7 @@ func TestConfigErrors(t *testing.T) {
 		{"default above ceiling", []string{"--config", above, "--print-config"}, nil,
 			"ptcd: config: " + above + ":3:14: limits.defaults.timeout: 10m0s is above its ceiling limits.ceilings.timeout (5m0s): lower the default or raise the ceiling\n"},
 		{"unknown key", []string{"--config", typo}, nil,
-			"ptcd: config: " + typo + ":3:5: limits.defaults.timeot: unknown key \"timeot\" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens\n"},
+			"ptcd: config: " + typo + ":3:5: limits.defaults.timeot: unknown key \"timeot\" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens, max_pauses, max_paused_time\n"},
 		{"environment", []string{"--print-config"}, []string{"PTC_SHUTDOWN_GRACE=15"},
 			"ptcd: config: shutdown_grace (environment variable PTC_SHUTDOWN_GRACE): duration \"15\" has no unit: write e.g. \"15s\" or \"15m\"\n"},
 		{"flag", []string{"--limits.ceilings.timeout", "10s", "--print-config"}, nil,

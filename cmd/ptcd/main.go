@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 
 	reg := tools.NewRegistry()
 	if c.DemoTools {
-		if err := demo.Register(reg); err != nil {
+		if err := reg.Register(demo.Tools()...); err != nil {
 			fmt.Fprintln(stderr, "ptcd:", err)
 			return 2
 		}
@@ -181,8 +181,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			mcpEP.Load().refresh()
 		})
 	}
+	dm, ephemeral, err := c.DurableManager(ctx, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd: durable:", err)
+		return 2
+	}
+	defer dm.Close()
+	if ephemeral {
+		log.Warn("continuations are signed with a key made at start: paused executions cannot be resumed after a restart or on another replica; set durable.keys")
+	}
 	wcfg := c.WorkerConfig()
-	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing})
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing,
+		Durable: dm, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2

@@ -366,7 +366,7 @@ tenants:
 		tools string
 	}{
 		{"token", client(mcpTokenAll), true, "The 3 tools"},
-		{"client certificate of a tenant", client("", pki.issue(t, "harness-b", x509.ExtKeyUsageClientAuth)), true, "The 1 tools"},
+		{"client certificate of a tenant", client("", pki.issue(t, "harness-b", x509.ExtKeyUsageClientAuth)), true, "The one tool"},
 		{"client certificate of no tenant", client("", pki.issue(t, "stranger", x509.ExtKeyUsageClientAuth)), false, ""},
 		{"no credentials", client(""), false, ""},
 	}

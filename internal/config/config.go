@@ -88,6 +88,11 @@ type Config struct {
 	// Workers configures the worker processes that run JavaScript and
 	// TypeScript executions.
 	Workers Workers `yaml:"workers"`
+
+	// Durable configures resumable executions and their continuations.
+	Durable Durable `yaml:"durable"`
+	// Approvals lists the server tools whose calls need approval.
+	Approvals Approvals `yaml:"approvals,omitempty"`
 }
 
 // Limits holds the limits section. Each side is a limits.Limits, written
@@ -141,6 +146,11 @@ type ToolSource struct {
 
 	// Policy applies to every tool of the source.
 	Policy Policy `yaml:"policy,omitempty"`
+	// Approval is the approval policy of an MCP server's tools, from
+	// their annotations: none (the default), all, not_read_only (every
+	// tool not marked readOnlyHint) or destructive (every tool not marked
+	// read-only whose destructiveHint is not false).
+	Approval string `yaml:"approval,omitempty"`
 
 	// Tools are the endpoints of an http source.
 	Tools []HTTPTool `yaml:"tools,omitempty"`
@@ -205,6 +215,7 @@ func Default() *Config {
 	defaultServing(c)
 	defaultTracing(c)
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
+	c.Durable = defaultDurable()
 	return c
 }
 

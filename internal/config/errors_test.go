@@ -32,10 +32,10 @@ func TestErrorMessages(t *testing.T) {
 		{"limit set twice", "limits:\n  defaults:\n    timeout: 1s\n    timeout: 2s\n", nil, nil, `config: FILE:4:5: limits.defaults.timeout is set twice (first at line 3): keep one`},
 
 		// Unknown keys, at every level, with the keys allowed there.
-		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, tracing, mcp, workers`},
-		{"unknown limit", "limits:\n  defaults:\n    timeot: 1s\n", nil, nil, `config: FILE:3:5: limits.defaults.timeot: unknown key "timeot" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens`},
+		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, tracing, mcp, workers, durable, approvals`},
+		{"unknown limit", "limits:\n  defaults:\n    timeot: 1s\n", nil, nil, `config: FILE:3:5: limits.defaults.timeot: unknown key "timeot" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens, max_pauses, max_paused_time`},
 		{"unknown section key", "logging:\n  levl: x\n", nil, nil, `config: FILE:2:3: logging.levl: unknown key "levl" (did you mean level?): the keys here are level, format`},
-		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    comand: x\n", nil, nil, `config: FILE:4:5: tool_sources[0].comand: unknown key "comand" (did you mean command?): the keys here are name, type, required, command, args, dir, env, env_from_env, url, headers_from_env, allow, deny, connect_timeout, policy, tools`},
+		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    comand: x\n", nil, nil, `config: FILE:4:5: tool_sources[0].comand: unknown key "comand" (did you mean command?): the keys here are name, type, required, command, args, dir, env, env_from_env, url, headers_from_env, allow, deny, connect_timeout, policy, approval, tools`},
 		{"unknown policy key", "tool_sources:\n  - {name: a, type: mcp_stdio, command: x, policy: {retris: 2}}\n", nil, nil, `config: FILE:2:53: tool_sources[0].policy.retris: unknown key "retris" (did you mean retries?): the keys here are timeout, retries, backoff_base, backoff_max, max_calls_per_execution, max_concurrent`},
 		{"unknown tenant key", "tenants:\n  - name: a\n    tokens: [x]\n", nil, nil, `config: FILE:3:5: tenants[0].tokens: unknown key "tokens": the keys here are name, token_hashes, client_identities, tools, ceilings, max_concurrent, rate, burst`},
 		{"unknown workers key", "workers: {count: 3}\n", nil, nil, `config: FILE:1:11: workers.count: unknown key "count": the keys here are mode, idle, max, executions_per_worker, recycle_after`},
@@ -98,6 +98,20 @@ func TestErrorMessages(t *testing.T) {
 		{"tracing ratio", "tracing: {endpoint: 127.0.0.1:4317, sampling_ratio: 1.5}\n", nil, nil, `config: FILE:1:53: tracing.sampling_ratio: 1.5 is out of range: use a number from 0 (no traces) to 1 (every trace), e.g. 0.1`},
 		{"tracing ratio not a number", "tracing: {sampling_ratio: lots}\n", nil, nil, `config: FILE:1:27: tracing.sampling_ratio: "lots" is not a number: write a ratio from 0 to 1, e.g. 0.1`},
 		{"tracing protocol", "tracing: {endpoint: 127.0.0.1:4317, protocol: zipkin}\n", nil, nil, `config: FILE:1:47: tracing.protocol: "zipkin" is not a protocol: use grpc or http`},
+
+		// Durable executions and approvals.
+		{"durable key id", "durable: {keys: [{id: \"\", secret_env: K}]}\n", nil, nil, `config: FILE:1:23: durable.keys[0].id: "" is not a key id: use 1 to 64 characters; continuations name the key that signed them`},
+		{"durable key id twice", "durable:\n  keys:\n    - {id: a, secret_env: K1}\n    - {id: a, secret_env: K2}\n", nil, nil, `config: FILE:4:12: durable.keys[1].id: "a" is also the id of durable.keys[0]: give each key its own id`},
+		{"durable secret in file", "durable:\n  keys:\n    - {id: a, secret_env: \"s3cret value\"}\n", nil, nil, `config: FILE:3:27: durable.keys[0].secret_env must name an environment variable (e.g. PTC_DURABLE_KEY_0), not hold the secret: secrets come only from the environment`},
+		{"durable ttl", "durable: {ttl: 0s}\n", nil, nil, `config: FILE:1:16: durable.ttl: 0s is not positive: use a duration such as "24h"`},
+		{"durable token cap", "durable: {max_token_bytes: 100}\n", nil, nil, `config: FILE:1:28: durable.max_token_bytes: 100 is below 1KiB: use a size such as 64KiB`},
+		{"durable state below token", "durable: {max_token_bytes: 64KiB, max_state_bytes: 32KiB}\n", nil, nil, `config: FILE:1:52: durable.max_state_bytes: 32KiB is below durable.max_token_bytes (64KiB): a paused state in the store can be no smaller than one in a continuation`},
+		{"durable two stores", "durable:\n  store: {file: /tmp/d.db, redis_url_env: R}\n", nil, nil, `config: FILE:2:11: durable.store has both file and redis_url_env: give one (file for one replica, Redis for several)`},
+		{"durable redis url in file", "durable:\n  store: {redis_url_env: \"redis://h:6379\"}\n", nil, nil, `config: FILE:2:26: durable.store.redis_url_env must name an environment variable (e.g. PTC_REDIS_URL), not hold the URL: it may carry a password`},
+		{"durable parked", "durable:\n  parked: {max: -1}\n", nil, nil, `config: FILE:2:17: durable.parked.max: -1 is negative: use 0 to keep no paused execution in memory, or more`},
+		{"approvals glob", "approvals: {tools: [\"[\"]}\n", nil, nil, `config: FILE:1:21: approvals.tools[0]: "[" is not a tool name or glob: use names or globs such as "crm.delete_*"`},
+		{"source approval", "tool_sources:\n  - {name: a, type: mcp_stdio, command: x, approval: sometimes}\n", nil, nil, `config: FILE:2:54: tool_sources[0].approval: "sometimes" is not an approval policy: use none, all, not_read_only or destructive`},
+		{"approval of an http source", "tool_sources:\n  - name: a\n    type: http\n    approval: all\n    tools: [{name: t, url: https://h/}]\n", nil, nil, `config: FILE:4:15: tool_sources[0].approval applies only to type mcp_stdio or mcp_http, and this source is http: remove it`},
 
 		// Tenants.
 		{"tenant without name", "tenants:\n  - tools: [x]\n", nil, nil, `config: FILE:2:5: tenants[0].name is required: name the tenant (it appears in logs and metrics)`},

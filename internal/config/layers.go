@@ -157,6 +157,11 @@ func settings() []setting {
 		setting{"workers.max", "worker processes alive at once", func(c *Config) flag.Value { return intValue{&c.Workers.Max} }},
 		setting{"workers.executions_per_worker", "executions one worker runs at once", func(c *Config) flag.Value { return intValue{&c.Workers.ExecutionsPerWorker} }},
 		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},
+		setting{"durable.ttl", "how long a continuation can be resumed", func(c *Config) flag.Value { return &c.Durable.TTL }},
+		setting{"durable.max_token_bytes", "largest continuation (larger paused states go to the store)", func(c *Config) flag.Value { return &c.Durable.MaxTokenBytes }},
+		setting{"durable.store.file", "file that keeps large paused states and used continuations (this replica)", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.File} }},
+		setting{"durable.store.redis_url_env", "environment variable holding the Redis URL of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.RedisURLEnv} }},
+		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
 	)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Ceilings) })...)
@@ -321,6 +326,12 @@ func UnknownEnv(environ []string, c *Config) []string {
 	known := map[string]bool{}
 	for _, k := range Keys() {
 		known[EnvName(k)] = true
+	}
+	for _, k := range c.Durable.Keys {
+		known[k.SecretEnv] = true
+	}
+	if v := c.Durable.Store.RedisURLEnv; v != "" {
+		known[v] = true
 	}
 	for _, v := range c.Tracing.HeadersFromEnv {
 		known[v] = true

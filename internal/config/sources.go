@@ -122,6 +122,7 @@ func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func
 			Logger:         log,
 			TracerProvider: provider,
 			Propagator:     prop,
+			Approval:       ts.Approval,
 		}
 		return mcp.Start(ctx, cfg)
 	case TypeHTTP:

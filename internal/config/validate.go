@@ -19,7 +19,8 @@ import (
 func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.Workers.validate, c.validateTop, c.validateLimits, c.validateServing, c.validateTLS,
-		c.MCP.validate, c.validateTenants, c.validateTracing, c.validateSources,
+		c.MCP.validate, c.validateTenants, c.validateTracing, c.Durable.validate, c.Approvals.validate,
+		c.validateSources,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -293,6 +294,7 @@ func (s *ToolSource) validate(key string) *Error {
 		{"allow", len(s.Allow) > 0, []string{TypeMCPStdio, TypeMCPHTTP}},
 		{"deny", len(s.Deny) > 0, []string{TypeMCPStdio, TypeMCPHTTP}},
 		{"connect_timeout", s.ConnectTimeout != 0, []string{TypeMCPStdio, TypeMCPHTTP}},
+		{"approval", s.Approval != "", []string{TypeMCPStdio, TypeMCPHTTP}},
 		{"tools", len(s.Tools) > 0, []string{TypeHTTP}},
 	} {
 		if f.set && !contains(f.types, s.Type) {
@@ -312,6 +314,11 @@ func (s *ToolSource) validate(key string) *Error {
 	}
 	if s.ConnectTimeout < 0 {
 		return keyError(key+".connect_timeout", "%s is negative: use 0 for the default (30s) or a positive duration", s.ConnectTimeout)
+	}
+	switch s.Approval {
+	case "", ApprovalNone, ApprovalAll, ApprovalNotReadOnly, ApprovalDestructive:
+	default:
+		return keyError(key+".approval", "%q is not an approval policy: use none, all, not_read_only or destructive", s.Approval)
 	}
 	if err := s.Policy.validate(key + ".policy"); err != nil {
 		return err

@@ -115,6 +115,20 @@ type Request struct {
 	ProgressValues bool
 	// Overflow says what happens to a result over the output limits.
 	Overflow OverflowPolicy
+	// Resumable lets the execution pause at calls only its caller can
+	// answer (ClientTools, approvals): it then ends with Pending actions
+	// and a Continuation that Resume takes with the answers.
+	Resumable bool
+	// RequireApproval names server tools the caller wants to approve
+	// itself, on top of those the server requires approval for.
+	RequireApproval []string
+	// Approve, when set, decides approvals while an execution that is not
+	// resumable runs; without it such an execution denies them. A
+	// resumable execution pauses for them.
+	Approve Approver
+	// Tenant is the authenticated caller's tenant ("" without one): a
+	// continuation is bound to it.
+	Tenant string
 }
 
 // LogEntry is one line of console output (or of a module's stderr).
@@ -183,6 +197,11 @@ type Result struct {
 	Stats           Stats
 	Trace           []Record
 	EffectiveLimits limits.Limits
+	// Pending lists the calls a paused execution waits for (empty when it
+	// ended); Continuation resumes it until ContinuationExpires.
+	Pending             []Action
+	Continuation        string
+	ContinuationExpires time.Time
 }
 
 // ToolQuery selects tools to describe (ListTools).

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
@@ -59,6 +60,16 @@ type Config struct {
 	// WASM configures the WebAssembly engine, created on the first WASM
 	// request.
 	WASM wasm.Config
+	// Durable seals paused executions into continuations and opens them;
+	// nil refuses resumable executions.
+	Durable *durable.Manager
+	// Approve, when set, reports the server tools whose every call needs
+	// approval (the operator's rules), besides those whose definition says
+	// so.
+	Approve func(tool string) bool
+	// Parked bounds the paused executions kept waiting in memory, to be
+	// resumed without a re-run (see parked.go); zero keeps the defaults.
+	Parked ParkedConfig
 	// Tracing makes a span per execution and per tool call; the zero value
 	// makes none.
 	Tracing telemetry.Tracing
@@ -74,6 +85,10 @@ type Executor struct {
 	maxInput  int
 	schemas   *lru.Cache[[32]byte, *tools.Schema]
 	pool      *worker.Pool
+
+	durable *durable.Manager
+	approve func(string) bool
+	parked  *parkedSet
 
 	wasmCfg  wasm.Config
 	wasmOnce sync.Once
@@ -97,11 +112,16 @@ func New(cfg Config) (*Executor, error) {
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 		wasmCfg:   cfg.WASM,
+		durable:   cfg.Durable,
+		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
 		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
 	}
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
+	}
+	if e.durable != nil {
+		e.parked = newParkedSet(cfg.Parked)
 	}
 	if e.policy == (limits.Policy{}) {
 		e.policy = limits.DefaultPolicy()
@@ -160,6 +180,7 @@ func New(cfg Config) (*Executor, error) {
 // Close releases the engines: the worker pool and the WebAssembly runtime.
 // Executions must have finished.
 func (e *Executor) Close() error {
+	e.parked.closeAll()
 	var err error
 	if e.pool != nil {
 		err = e.pool.Close()

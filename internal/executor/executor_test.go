@@ -99,3 +99,17 @@ func TestValidatedAndClampedOnce(t *testing.T) {
 		t.Fatalf("negative limit: %v", err)
 	}
 }
+
+// TestNotResumable: an executor without continuation keys refuses a
+// resumable request and a resume, with their reason.
+func TestNotResumable(t *testing.T) {
+	e := newExecutor(t, Config{})
+	_, ferr := e.Prepare(core.Request{Script: core.Script{Source: "return 1"}, Resumable: true}, limits.Limits{})
+	if ferr == nil || ferr.Code != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonResumableUnsupported {
+		t.Fatalf("prepare: %v", ferr)
+	}
+	_, ferr = e.PrepareResume(context.Background(), Resume{Continuation: "x"})
+	if ferr == nil || ferr.Code != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonResumableUnsupported {
+		t.Fatalf("resume: %v", ferr)
+	}
+}

@@ -32,6 +32,15 @@ type Prepared struct {
 	modEng  *wasm.Engine
 	det     core.Determinism
 	queued  time.Duration
+
+	// approvals names the tools whose calls need approval, with why.
+	approvals map[string]string
+	// resumable: the execution may pause (see resumable.go); clientNames
+	// are its client tools, whose calls pause it.
+	resumable   bool
+	clientNames []string
+	// resume is set when p resumes a paused execution.
+	resume *resumed
 }
 
 // ExecutionID returns the execution's id (generated if the request had none).
@@ -39,6 +48,9 @@ func (p *Prepared) ExecutionID() string { return p.id }
 
 // Language returns the script's language (unspecified resolved).
 func (p *Prepared) Language() core.Language { return p.req.Language }
+
+// Request returns the request p runs (for a resume, the paused one's).
+func (p *Prepared) Request() core.Request { return p.req }
 
 // Limits returns the effective limits.
 func (p *Prepared) Limits() limits.Limits { return p.limits }
@@ -83,7 +95,19 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	} else if err := CheckExecutionID(id); err != nil {
 		return nil, err
 	}
-	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id)}
+	if req.Resumable {
+		if e.durable == nil {
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
+		}
+		// A resumable execution is re-run to resume it: it is always
+		// deterministic, its virtual clock starting now unless set.
+		req.Deterministic = true
+		if req.ClockStart.IsZero() {
+			req.ClockStart = time.Now().UTC().Truncate(time.Millisecond)
+		}
+	}
+	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id),
+		resumable: req.Resumable}
 	if req.Language == core.LanguageWASM {
 		if err := e.prepareModule(p); err != nil {
 			return nil, err
@@ -92,6 +116,12 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	var err *fault.Error
 	if p.tools, err = e.selectTools(req); err != nil {
 		return nil, err
+	}
+	if p.approvals, err = e.approvalsOf(req, p.tools); err != nil {
+		return nil, err
+	}
+	for _, t := range req.ClientTools {
+		p.clientNames = append(p.clientNames, t.Name)
 	}
 	if len(req.ResultSchema) > 0 {
 		s, serr := e.compileResultSchema(req.ResultSchema)
@@ -178,7 +208,7 @@ func (e *Executor) prepareModule(p *Prepared) *fault.Error {
 	if len(p.req.Module) == 0 {
 		h := strings.ToLower(p.req.ModuleSHA256)
 		if !me.Has(h) {
-			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256)
+			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256).Because(fault.ReasonModuleMissing)
 		}
 		p.modHash = h
 		return nil
@@ -225,6 +255,10 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		if seen[t.Name] {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q collides with a server tool of the same name", t.Name)
 		}
+		if t.Handler == nil && req.Resumable {
+			// Its calls pause the execution: the handler never runs.
+			t.Handler = unreachable
+		}
 		c, err := tools.Compile(t)
 		if err != nil {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
@@ -238,4 +272,78 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		seen[t.Name] = true
 	}
 	return out, nil
+}
+
+// unreachable is the handler of a resumable execution's client tool: its
+// calls wait for the caller and never reach a handler.
+func unreachable(context.Context, tools.Call) (json.RawMessage, error) {
+	return nil, tools.Errorf(tools.CodeToolFailed, "a client tool of a resumable execution is answered by its caller")
+}
+
+// approvalsOf names the selected server tools whose calls need approval,
+// each with why: its definition says so, the server's configuration
+// does, or the request asks to approve it (a name the script cannot call
+// is refused).
+func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (map[string]string, *fault.Error) {
+	client := map[string]bool{}
+	for _, t := range req.ClientTools {
+		client[t.Name] = true
+	}
+	asked := map[string]bool{}
+	for _, n := range req.RequireApproval {
+		asked[n] = true
+	}
+	var out map[string]string
+	set := func(name, why string) {
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, ok := out[name]; !ok {
+			out[name] = why
+		}
+	}
+	for _, t := range selected {
+		if client[t.Name] {
+			continue
+		}
+		switch {
+		case asked[t.Name]:
+			set(t.Name, "the caller asked to approve its calls")
+			delete(asked, t.Name)
+		case t.RequiresApproval:
+			set(t.Name, "its definition requires approval")
+		case e.approve != nil && e.approve(t.Name):
+			set(t.Name, "the server's configuration requires approval for it")
+		}
+	}
+	for _, n := range req.RequireApproval {
+		if asked[n] {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "require_approval names %q, which is not a server tool this execution may call", n)
+		}
+	}
+	return out, nil
+}
+
+// LoadModule compiles a WebAssembly module (or finds it in the cache) so
+// that requests and resumes can name it by its SHA-256, which it returns.
+func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *fault.Error) {
+	l, ok := e.engines[core.LanguageWASM].(lazyWASM)
+	if !ok {
+		return "", fault.Reject(fault.CodeUnimplemented, "WebAssembly is not enabled")
+	}
+	me, err := l.engine()
+	if err != nil {
+		return "", fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
+	}
+	if max := e.maxSource * wasmModuleFactor; len(module) > max {
+		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
+	}
+	h, err := me.Compile(ctx, module)
+	if err != nil {
+		if errors.Is(err, wasm.ErrInvalidModule) {
+			return "", fault.Reject(fault.CodeInvalidArgument, "%v", err)
+		}
+		return "", fault.Reject(fault.CodeUnavailable, "%v", err)
+	}
+	return h, nil
 }

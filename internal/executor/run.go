@@ -24,7 +24,8 @@ func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.
 	return e.Run(ctx, p), nil
 }
 
-// Run executes a prepared request. It always returns a Result.
+// Run executes a prepared request. It always returns a Result; a
+// resumable one may be paused (Result.Pending and Continuation set).
 func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	start := time.Now()
 	ctx, span := e.tracing.StartExecution(ctx, telemetry.Execution{
@@ -32,7 +33,24 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		SourceBytes: len(p.req.Source) + len(p.req.Module), InputBytes: len(p.req.Input),
 		Tools: len(p.tools), Timeout: p.limits.Timeout.Milliseconds(),
 	})
-	d := bridge.New(bridge.Config{
+	var res *core.Result
+	if p.resumable {
+		res = e.runResumable(ctx, p)
+	} else {
+		d := bridge.New(e.bridgeConfig(p, start))
+		logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
+		out := e.runJob(ctx, p, e.job(p, d, logs, p.limits))
+		res = result(p, out, d, logs)
+		res.Stats.Duration = time.Since(start)
+		res.ModelMessage = core.ModelMessage(res)
+	}
+	e.tracing.EndExecution(span, res)
+	return res
+}
+
+// bridgeConfig is the dispatcher configuration of p's execution.
+func (e *Executor) bridgeConfig(p *Prepared, start time.Time) bridge.Config {
+	return bridge.Config{
 		ExecutionID:   p.id,
 		Tools:         p.tools,
 		MaxCalls:      p.limits.MaxToolCalls,
@@ -40,15 +58,20 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		Start:         start,
 		KeepResults:   p.req.IncludeToolResults,
 		Observer:      core.Observers(p.req.Observer, e.callSpans(p)),
-	})
-	logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
+		Approvals:     p.approvals,
+		Approve:       p.req.Approve,
+	}
+}
+
+// job is the engine's view of p's execution, under lim.
+func (e *Executor) job(p *Prepared, d *bridge.Dispatcher, logs *runtime.LogBuffer, lim limits.Limits) *runtime.Job {
 	job := &runtime.Job{
 		ExecutionID: p.id,
 		Language:    p.req.Language,
 		Source:      p.req.Source,
 		Module:      p.req.Module,
 		Input:       p.req.Input,
-		Limits:      engineLimits(p.limits, p.req.Overflow),
+		Limits:      engineLimits(lim, p.req.Overflow),
 		Tools:       d,
 		Logs:        logs,
 		Determinism: p.det,
@@ -56,13 +79,22 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	if len(job.Input) == 0 {
 		job.Input = json.RawMessage("null")
 	}
-	var out *runtime.Outcome
-	if p.modEng != nil {
-		out = safeRunHash(ctx, p, job)
-	} else {
-		out = safeRun(ctx, p.engine, job)
-	}
+	return job
+}
 
+// runJob runs a job on p's engine.
+func (e *Executor) runJob(ctx context.Context, p *Prepared, job *runtime.Job) *runtime.Outcome {
+	if p.modEng != nil {
+		return safeRunHash(ctx, p, job)
+	}
+	return safeRun(ctx, p.engine, job)
+}
+
+// result assembles the Result of an execution that ended: the result
+// (checked against the result schema, then fitted to the output limits)
+// or the failure, the logs, the trace and the stats (Duration and
+// ModelMessage are the caller's).
+func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runtime.LogBuffer) *core.Result {
 	res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits}
 	// The result schema applies to the script's result, before any
 	// truncation.
@@ -84,7 +116,6 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	res.Logs, res.LogsTruncated = logs.Entries()
 	res.Trace = d.Trace()
 	st := &res.Stats
-	st.Duration = time.Since(start)
 	st.CPUTime = out.CPUTime
 	st.QueueTime = p.queued
 	st.PeakMemoryBytes = out.PeakMemoryBytes
@@ -92,8 +123,6 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	st.ToolResultBytes = d.ResultBytes()
 	st.OutputBytes = int64(len(res.Result))
 	st.LogBytes = logs.Bytes()
-	res.ModelMessage = core.ModelMessage(res)
-	e.tracing.EndExecution(span, res)
 	return res
 }
 

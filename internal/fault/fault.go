@@ -34,6 +34,8 @@ const (
 	KindResultSchema
 	KindCancelled
 	KindInternal
+	KindPauseLimit
+	KindDiverged
 )
 
 var kindNames = [...]string{
@@ -48,6 +50,8 @@ var kindNames = [...]string{
 	KindResultSchema:  "RESULT_SCHEMA_VIOLATION",
 	KindCancelled:     "CANCELLED",
 	KindInternal:      "INTERNAL",
+	KindPauseLimit:    "PAUSE_LIMIT",
+	KindDiverged:      "RESUME_DIVERGED",
 }
 
 // String returns the kind's name without the ERROR_KIND_ prefix, e.g. "TIMEOUT".
@@ -61,14 +65,14 @@ func (k Kind) String() string {
 // Kinds lists every kind that a failure can carry, in enum order.
 func Kinds() []Kind {
 	return []Kind{KindSyntax, KindScript, KindTimeout, KindCPULimit, KindMemoryLimit,
-		KindToolCallLimit, KindOutputLimit, KindResultSchema, KindCancelled, KindInternal}
+		KindToolCallLimit, KindOutputLimit, KindResultSchema, KindCancelled, KindInternal, KindPauseLimit, KindDiverged}
 }
 
 // IsBreach reports whether k is the kind of a limit breach (the kinds
 // Breach builds).
 func (k Kind) IsBreach() bool {
 	switch k {
-	case KindTimeout, KindCPULimit, KindMemoryLimit, KindToolCallLimit, KindOutputLimit:
+	case KindTimeout, KindCPULimit, KindMemoryLimit, KindToolCallLimit, KindOutputLimit, KindPauseLimit:
 		return true
 	}
 	return false
@@ -139,6 +143,10 @@ type Error struct {
 	// RetryAfter, for a request refused for load, is how long the caller
 	// should wait before retrying; zero when not given.
 	RetryAfter time.Duration
+	// Reason, for a request error, names its cause in a stable,
+	// machine-readable form (one of the Reason constants), sent as a
+	// google.rpc.ErrorInfo detail; empty when the code says enough.
+	Reason string
 	// Cause is the underlying error, kept for errors.Is/As; never shown to a model.
 	Cause error
 }
@@ -169,6 +177,12 @@ func Breach(k Kind, limit, observed int64, format string, args ...any) *Error {
 // Reject returns a request error with code c and a formatted message.
 func Reject(c Code, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Because sets the error's Reason and returns it.
+func (e *Error) Because(reason string) *Error {
+	e.Reason = reason
+	return e
 }
 
 // Error implements the error interface.

@@ -21,7 +21,8 @@ import (
 // Limits bounds one execution. A zero field means "not set": Resolve replaces
 // it with the operator default.
 type Limits struct {
-	// Timeout is the wall-clock budget of the execution, tool waits included.
+	// Timeout is the wall-clock budget of the execution, tool waits included
+	// (time paused for the caller excluded).
 	Timeout time.Duration
 	// CPUTime is the time the sandbox itself may compute.
 	CPUTime time.Duration
@@ -43,6 +44,12 @@ type Limits struct {
 	// MaxResultTokens bounds the approximate model tokens of the result
 	// JSON (counted as ListTools counts them, prompt.ApproxTokens).
 	MaxResultTokens int32
+	// MaxPauses bounds how often a resumable execution may pause for its
+	// caller (a client tool call or an approval).
+	MaxPauses int32
+	// MaxPausedTime bounds the total time a resumable execution may wait
+	// paused, across all its pauses; it is not part of Timeout.
+	MaxPausedTime time.Duration
 }
 
 // LogEntryOverhead is what every log entry costs against MaxLogBytes besides
@@ -144,6 +151,8 @@ var table = [...]Field{
 	// ceiling never bind before max_output_bytes's: a caller (or operator)
 	// asks for a tighter token budget.
 	countField("max_result_tokens", "approximate model tokens of the result JSON", 1<<20, 16<<20, unsafe.Offsetof(layout.MaxResultTokens)),
+	countField("max_pauses", "pauses of a resumable execution", 20, 1000, unsafe.Offsetof(layout.MaxPauses)),
+	durationField("max_paused_time", "total time a resumable execution may wait paused", 24*time.Hour, 30*24*time.Hour, unsafe.Offsetof(layout.MaxPausedTime)),
 }
 
 // Fields returns the description of every field of Limits, in proto field

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/plural"
 	"github.com/ptcrun/ptc/internal/prompt"
 	"github.com/ptcrun/ptc/internal/tsdecl"
 	"github.com/ptcrun/ptc/tools"
@@ -96,13 +97,17 @@ func (s *Server) descriptions(ctx context.Context) descriptions {
 	case n == 0:
 		b.WriteString("\nNo tools are available to you: programs can only compute.\n")
 	case inline:
-		fmt.Fprintf(&b, "\nThe %d tools, declared in TypeScript:\n\n", n)
+		if n == 1 {
+			b.WriteString("\nThe one tool, declared in TypeScript:\n\n")
+		} else {
+			fmt.Fprintf(&b, "\nThe %d tools, declared in TypeScript:\n\n", n)
+		}
 		b.WriteString(decls)
 	default:
-		fmt.Fprintf(&b, "\n%d tools are available; their declarations are too long to list here. Call search with a few words of what the program needs to get the declarations of the matching tools, or search inside the program with `await tools.$search(query)` and `await tools.$describe(name)`.\n", n)
+		fmt.Fprintf(&b, "\n%s available; their declarations are too long to list here. Call search with a few words of what the program needs to get the declarations of the matching tools, or search inside the program with `await tools.$search(query)` and `await tools.$describe(name)`.\n", plural.Count(n, "tool is", "tools are"))
 		b.WriteString(toolIndex(l.Tools, max(s.cfg.DescriptionBytes, DefaultDescriptionBytes)/2))
 	}
-	search := fmt.Sprintf("Finds tools for execute's programs: ranks the %d tools available to you by relevance to a query (their names, descriptions and arguments) and returns the best matches with their TypeScript declarations.", n)
+	search := fmt.Sprintf("Finds tools for execute's programs: ranks the %s available to you by relevance to a query (their names, descriptions and arguments) and returns the best matches with their TypeScript declarations.", plural.Count(n, "tool", "tools"))
 	if inline {
 		search += " Every tool is already declared in execute's description."
 	}
@@ -146,12 +151,12 @@ func toolIndex(defs []tools.Definition, budget int) string {
 	var short strings.Builder
 	short.WriteString("Namespaces (tools.<namespace>.<tool>):\n")
 	for i, ns := range order {
-		line := fmt.Sprintf("- %s (%d tools)\n", ns, len(groups[ns]))
+		line := fmt.Sprintf("- %s (%s)\n", ns, plural.Count(len(groups[ns]), "tool", "tools"))
 		if ns == "" {
-			line = fmt.Sprintf("- %d tools outside namespaces\n", len(groups[ns]))
+			line = fmt.Sprintf("- %s outside namespaces\n", plural.Count(len(groups[ns]), "tool", "tools"))
 		}
 		if short.Len()+len(line) > budget {
-			fmt.Fprintf(&short, "- … and %d more namespaces\n", len(order)-i)
+			fmt.Fprintf(&short, "- … and %s\n", plural.Count(len(order)-i, "more namespace", "more namespaces"))
 			break
 		}
 		short.WriteString(line)

@@ -56,7 +56,9 @@ func TestDescriptionThreshold(t *testing.T) {
 		{"names", manyTools(10, 2), 500, []string{"10 tools are available; their declarations are too long", "Call search", "tools.$search", "- ns0: tool_with_a_long_name_000, tool_with_a_long_name_002"}, []string{"declare const tools"}},
 		{"never inline", manyTools(2, 1), -1, []string{"2 tools are available", "- ns0: tool_with_a_long_name_000, tool_with_a_long_name_001"}, []string{"declare const tools"}},
 		{"namespaces", manyTools(2000, 40), 0, []string{"2000 tools are available", "Namespaces (tools.<namespace>.<tool>):", "- ns0 (50 tools)", "- ns39 (50 tools)"}, []string{"declare const tools", "tool_with_a_long_name_000"}},
-		{"too many namespaces", manyTools(2000, 2000), 0, []string{"2000 tools are available", "- ns0 (1 tools)", "more namespaces"}, []string{"declare const tools"}},
+		{"too many namespaces", manyTools(2000, 2000), 0, []string{"2000 tools are available", "- ns0 (1 tool)", "more namespaces"}, []string{"declare const tools"}},
+		{"one tool inline", manyTools(1, 1), 0, []string{"The one tool, declared in TypeScript"}, []string{"1 tools", "call search"}},
+		{"one tool never inline", manyTools(1, 1), -1, []string{"1 tool is available", "- ns0: tool_with_a_long_name_000"}, []string{"1 tools", "declare const tools"}},
 		{"no tools", nil, 0, []string{"No tools are available to you"}, []string{"declare const tools"}},
 	}
 	for _, tc := range cases {

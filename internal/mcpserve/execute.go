@@ -155,7 +155,9 @@ func (s *Server) execute(ctx context.Context, req *sdk.CallToolRequest) (res *sd
 		rep = newReporter(ctx, req.Session, token)
 		creq.Observer = rep
 	}
-	ctx = withApprover(ctx, newElicitor(req.Session))
+	// Calls that need approval (docs/durable.md) are put to the MCP
+	// client's user through elicitation.
+	creq.Approve = newElicitor(req.Session)
 	r, ferr := s.cfg.Backend.Run(ctx, creq)
 	if rep != nil {
 		rep.stop()

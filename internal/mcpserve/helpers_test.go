@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.SkipReport(m)) }
 func newBackend(tb testing.TB, ts ...tools.Tool) *server.Server {
 	tb.Helper()
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		tb.Fatal(err)
 	}
 	for _, t := range ts {

@@ -90,7 +90,7 @@ func TestHTTPTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := la.Tools[0].Description; !strings.Contains(d, "The 1 tools") || strings.Contains(d, "get_expenses") {
+	if d := la.Tools[0].Description; !strings.Contains(d, "The one tool") || strings.Contains(d, "get_expenses") {
 		t.Fatalf("tenant a's description:\n%s", d)
 	}
 	if d := lb.Tools[0].Description; !strings.Contains(d, "The 3 tools") {

@@ -86,7 +86,7 @@ func TestDefinitionBytes(t *testing.T) {
 	for _, r := range rows {
 		reg := tools.NewRegistry()
 		if r.useDemo {
-			if err := demo.Register(reg); err != nil {
+			if err := reg.Register(demo.Tools()...); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -172,7 +172,7 @@ func TestToolsUnavailableAtStart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notifications/tools/list_changed")
 	}
-	if d := desc(); !strings.Contains(d, "The 1 tools") {
+	if d := desc(); !strings.Contains(d, "The one tool") {
 		t.Fatalf("after:\n%s", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/ptcrun/ptc"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -120,4 +121,30 @@ func BenchmarkExecuteChain(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPauseResumeGRPC is one pause/resume round trip over gRPC on
+// loopback: a resumable Execute that pauses at a client tool, then the
+// Resume that answers it and completes the execution. The server keeps
+// the paused execution in memory (its default), so the Resume does not
+// re-run it; BenchmarkResume in package ptc measures a re-run's cost.
+func BenchmarkPauseResumeGRPC(b *testing.B) {
+	p := startProd(b, prodConfig{quiet: true})
+	ctx := context.Background()
+	req := &ptcv1.ExecuteRequest{Script: &ptcv1.Script{Language: ptcv1.Language_LANGUAGE_JAVASCRIPT,
+		Source: `const t = await tools.get_budget_by_level({level: "senior"}); return t.travel_limit + await tools.ask({})`},
+		Resumable: true, ClientTools: []*ptcv1.ToolDefinition{{Name: "ask"}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := p.rpc.Execute(ctx, req)
+		if err != nil || len(res.GetPendingActions()) != 1 {
+			b.Fatal(err, res)
+		}
+		out, err := p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: res.GetContinuation(), Answers: []*ptcv1.ActionAnswer{{
+			CallId: res.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_OutputJson{OutputJson: "1"}}}})
+		if err != nil || out.GetExecution().GetResultJson() != "3001" {
+			b.Fatal(err, out)
+		}
+	}
 }

@@ -47,5 +47,5 @@ func ExampleInterceptors() {
 	}
 	slices.Sort(names)
 	fmt.Println(names)
-	// Output: [Execute ListTools Session]
+	// Output: [Execute ListTools Resume Session]
 }

@@ -114,6 +114,10 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
+	if len(req.ClientTools) > 0 && !req.Resumable {
+		return nil, wire.Status(fault.Reject(fault.CodeInvalidArgument,
+			"client_tools in Execute need resumable (calls to them pause the execution); Session takes its client tools in SessionStart"))
+	}
 	res, ferr := s.Run(ctx, req)
 	if ferr != nil {
 		return nil, wire.Status(ferr)
@@ -145,6 +149,36 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	res := s.exec.Run(ectx, p)
 	s.observe(ctx, req, p, res)
 	return res, nil
+}
+
+// Resume goes on with a paused execution.
+func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.ResumeResponse, error) {
+	tok, answers, module, ferr := wire.ResumeFromPB(in)
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	tenant := tenantOf{}
+	if t, ok := auth.FromContext(ctx); ok {
+		tenant = tenantOf{t}
+	}
+	p, ferr := s.exec.PrepareResume(ctx, executor.Resume{Continuation: tok, Answers: answers,
+		Tenant: tenant.name(), Ceilings: tenant.ceilings(), Module: module})
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	ectx, done := s.execContext(ctx)
+	defer done()
+	release, err := s.admit(ectx, p, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, ferr := s.exec.Continue(ectx, p)
+	if ferr != nil {
+		return nil, wire.Status(ferr)
+	}
+	s.observe(ctx, p.Request(), p, res)
+	return &ptcv1.ResumeResponse{Execution: wire.ResultPB(res)}, nil
 }
 
 // ListTools lists the server tools the caller's tenant may use: all of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"io"
 	"net"
@@ -62,7 +63,11 @@ func newExecutor(tb testing.TB, ts ...tools.Tool) *executor.Executor {
 			tb.Fatal(err)
 		}
 	}
-	ex, err := executor.New(executor.Config{Registry: reg})
+	dm, err := durable.New(durable.Config{Keys: []durable.Key{{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ex, err := executor.New(executor.Config{Registry: reg, Durable: dm})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -50,8 +51,11 @@ type session struct {
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
 	answered map[string]bool
-	closed   bool // the client half-closed: no more results can arrive
-	nextID   int64
+	// approvals holds the calls waiting for the client's approval, by
+	// call id ("a" and the call's seq).
+	approvals map[string]chan *ptcv1.Approval
+	closed    bool // the client half-closed: no more results can arrive
+	nextID    int64
 }
 
 // Session runs one execution whose client tools are served by the caller
@@ -72,17 +76,25 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	if ferr != nil {
 		return wire.Status(ferr)
 	}
+	if req.Resumable {
+		return status.Error(codes.InvalidArgument, "a Session is not resumable: it holds its stream and asks for approvals with approval_request (use Execute with resumable to pause)")
+	}
+	if len(req.ClientTools) > 0 {
+		return status.Error(codes.InvalidArgument, "a Session takes its client tools in SessionStart.client_tools, not in execute.client_tools")
+	}
 	tenant, err := s.applyTenant(stream.Context(), &req)
 	if err != nil {
 		return err
 	}
 	ss := &session{
-		stream:   stream,
-		sendLock: make(chan struct{}, 1),
-		live:     make(chan *ptcv1.SessionResponse, sendQueue),
-		pending:  map[string]chan *ptcv1.ToolResult{},
-		answered: map[string]bool{},
+		stream:    stream,
+		sendLock:  make(chan struct{}, 1),
+		live:      make(chan *ptcv1.SessionResponse, sendQueue),
+		pending:   map[string]chan *ptcv1.ToolResult{},
+		answered:  map[string]bool{},
+		approvals: map[string]chan *ptcv1.Approval{},
 	}
+	req.Approve = ss.approve
 	for _, d := range start.GetClientTools() {
 		def := wire.DefinitionFromPB(d)
 		if err := def.Check(); err != nil {
@@ -244,6 +256,8 @@ func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) 
 			ss.deliver(ctx, msg.ToolResult)
 		case *ptcv1.SessionRequest_Cancel:
 			cancel(fmt.Errorf("cancelled by the client: %s", msg.Cancel.GetReason()))
+		case *ptcv1.SessionRequest_ApprovalAnswer:
+			ss.decide(ctx, msg.ApprovalAnswer)
 		case *ptcv1.SessionRequest_Start:
 			cancel(status.Error(codes.InvalidArgument, "a Session takes exactly one start message"))
 			return
@@ -261,6 +275,10 @@ func (ss *session) halfClose() {
 	for id, ch := range ss.pending {
 		ch <- wire.ToolResultPB(id, nil, tools.Errorf(tools.CodeClientGone, "the client closed its stream before answering"))
 		delete(ss.pending, id)
+	}
+	for id, ch := range ss.approvals {
+		ch <- &ptcv1.Approval{Reason: "the client closed its stream before deciding"}
+		delete(ss.approvals, id)
 	}
 }
 
@@ -322,4 +340,58 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// approve asks the client to approve one call (the execution's
+// approver): it sends an ApprovalRequest and waits for the answer.
+func (ss *session) approve(ctx context.Context, a core.Action) (bool, string) {
+	id := "a" + strconv.Itoa(int(a.Seq))
+	a.CallID = id
+	ch := make(chan *ptcv1.Approval, 1)
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return false, "the client closed its stream; no call can be approved"
+	}
+	ss.approvals[id] = ch
+	ss.mu.Unlock()
+	defer func() {
+		ss.mu.Lock()
+		delete(ss.approvals, id)
+		ss.mu.Unlock()
+	}()
+	dl, _ := ctx.Deadline()
+	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ApprovalRequest{ApprovalRequest: wire.ApprovalRequestPB(a, dl)}}
+	if err := ss.send(ctx, m); err != nil {
+		return false, "the approval request could not be sent to the client"
+	}
+	select {
+	case d := <-ch:
+		return d.GetApproved(), d.GetReason()
+	case <-ctx.Done():
+		return false, "the execution ended while waiting for approval"
+	}
+}
+
+// decide routes the client's answer to an approval request.
+func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
+	id := a.GetCallId()
+	d := a.GetApproval()
+	if d == nil {
+		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval", id))
+		return
+	}
+	if len(d.GetReason()) > executor.MaxReasonBytes {
+		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q: the reason is longer than %d bytes", id, executor.MaxReasonBytes))
+		return
+	}
+	ss.mu.Lock()
+	ch, ok := ss.approvals[id]
+	delete(ss.approvals, id)
+	ss.mu.Unlock()
+	if !ok {
+		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", id))
+		return
+	}
+	ch <- d
 }

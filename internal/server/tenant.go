@@ -33,6 +33,15 @@ func (t tenantOf) ceilings() limits.Limits {
 	return t.Ceilings
 }
 
+// name is the tenant's name, "" without one: continuations are bound to
+// it.
+func (t tenantOf) name() string {
+	if t.Tenant == nil {
+		return ""
+	}
+	return t.Name
+}
+
 // applyTenant narrows req's tools to the caller's tenant (when the context
 // carries one): every allowed tool must be in the tenant's set, and an
 // empty allowed_tools becomes the tenant's set. The tenant's limit
@@ -42,6 +51,7 @@ func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, 
 	if !ok {
 		return tenantOf{}, nil
 	}
+	req.Tenant = t.Name
 	if !t.RestrictsTools() {
 		return tenantOf{t}, nil
 	}
@@ -106,6 +116,10 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 	return release, nil
 }
 
+// OutcomePaused is the outcome label of a resumable execution that paused
+// for its caller.
+const OutcomePaused = "REQUIRES_ACTION"
+
 // RejectedStatus is the RESOURCE_EXHAUSTED status of a request refused by
 // admission control, with a google.rpc.RetryInfo detail.
 func RejectedStatus(r *admission.Rejected) error {
@@ -116,8 +130,11 @@ func RejectedStatus(r *admission.Rejected) error {
 // outcome in the call's log record.
 func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prepared, res *core.Result) {
 	outcome := metrics.OutcomeOK
-	if res.Error != nil {
+	switch {
+	case res.Error != nil:
 		outcome = res.Error.Kind.String()
+	case len(res.Pending) > 0:
+		outcome = OutcomePaused
 	}
 	logging.AddFields(ctx, logging.Fields{"execution_id", res.ExecutionID, "outcome", outcome})
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {

@@ -28,7 +28,7 @@ import (
 func tracedServer(b *testing.B, tr telemetry.Tracing) ptcv1.RunnerServiceClient {
 	b.Helper()
 	reg := tools.NewRegistry()
-	if err := demo.Register(reg); err != nil {
+	if err := reg.Register(demo.Tools()...); err != nil {
 		b.Fatal(err)
 	}
 	ex, err := executor.New(executor.Config{Registry: reg, Tracing: tr})

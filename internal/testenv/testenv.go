@@ -90,20 +90,31 @@ func NodeModule(t testing.TB, rel string) string {
 	if reason == "" {
 		return bin
 	}
+	Missing(t, reason, "run `npm ci` at the repository root")
+	return ""
+}
+
+// Missing ends t because something it needs from outside the module is
+// missing: under CI=true (where .ci/run installs everything) it fails;
+// otherwise it skips, saying what is missing and what installs it
+// (reason "redis-server is not on PATH", fix "apt-get install
+// redis-server"), and records the skip for SkipReport.
+func Missing(t testing.TB, reason, fix string) {
+	t.Helper()
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: run `npm ci` at the repository root", reason)
+		t.Fatalf("%s: %s", reason, fix)
 	}
+	why := reason + "; " + fix
 	skipped.Lock()
 	if skipped.tests == nil {
 		skipped.tests = map[string][]string{}
 	}
-	if _, ok := skipped.tests[reason]; !ok {
-		skipped.reasons = append(skipped.reasons, reason)
+	if _, ok := skipped.tests[why]; !ok {
+		skipped.reasons = append(skipped.reasons, why)
 	}
-	skipped.tests[reason] = append(skipped.tests[reason], t.Name())
+	skipped.tests[why] = append(skipped.tests[why], t.Name())
 	skipped.Unlock()
-	t.Skipf("%s: run `npm ci` at the repository root to run this test", reason)
-	return ""
+	t.Skipf("%s: %s to run this test", reason, fix)
 }
 
 // Runner is what a TestMain runs: *testing.M, and what SkipReport
@@ -111,7 +122,7 @@ func NodeModule(t testing.TB, rel string) string {
 type Runner interface{ Run() int }
 
 // SkipReport wraps m: after the tests, it prints one line per reason
-// naming the tests NodeBin skipped, e.g.
+// naming the tests NodeBin (or Missing) skipped, e.g.
 //
 //	github.com/ptcrun/ptc/internal/tsdecl: 2 tests skipped (node_modules/.bin/tsc is missing; run `npm ci` at the repository root): TestA, TestB
 //
@@ -147,7 +158,7 @@ func skipLines() []string {
 		if len(tests) != 1 {
 			n = fmt.Sprintf("%d tests", len(tests))
 		}
-		out = append(out, fmt.Sprintf("%s: %s skipped (%s; run `npm ci` at the repository root): %s",
+		out = append(out, fmt.Sprintf("%s: %s skipped (%s): %s",
 			packagePath(), n, reason, strings.Join(tests, ", ")))
 	}
 	return out

@@ -48,7 +48,8 @@ func ErrorFromPB(e *ptcv1.ExecutionError) *fault.Error {
 }
 
 // Status converts a request error to a gRPC status error: the code, the
-// message and, when RetryAfter is set, a google.rpc.RetryInfo detail. An
+// message and, when RetryAfter is set, a google.rpc.RetryInfo detail; when
+// Reason is set, a google.rpc.ErrorInfo detail (domain "ptc.v1"). An
 // error that is not a *fault.Error is INTERNAL with a generic message.
 func Status(err error) error {
 	var fe *fault.Error
@@ -61,11 +62,17 @@ func Status(err error) error {
 			st = d
 		}
 	}
+	if fe.Reason != "" {
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: fe.Reason, Domain: fault.ReasonDomain}); derr == nil {
+			st = d
+		}
+	}
 	return st.Err()
 }
 
 // ErrorFromStatus converts an RPC's error back into a request error: the
-// status code and message, RetryAfter from a RetryInfo detail, and the
+// status code and message, RetryAfter from a RetryInfo detail, Reason
+// from a ptc ErrorInfo detail, and the
 // original error as the cause. A context error (the caller's own deadline
 // or cancel) keeps it as the cause, so errors.Is(err, context.Canceled)
 // holds.
@@ -83,8 +90,13 @@ func ErrorFromStatus(err error) *fault.Error {
 	}
 	out := &fault.Error{Code: fault.Code(st.Code()), Message: st.Message(), Cause: err}
 	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			out.RetryAfter = ri.GetRetryDelay().AsDuration()
+		switch d := d.(type) {
+		case *errdetails.RetryInfo:
+			out.RetryAfter = d.GetRetryDelay().AsDuration()
+		case *errdetails.ErrorInfo:
+			if d.GetDomain() == fault.ReasonDomain {
+				out.Reason = d.GetReason()
+			}
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // RequestFromPB converts an ExecuteRequest. It refuses only what the
@@ -47,6 +48,15 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 		Determinism:        core.Determinism{Deterministic: in.GetDeterministic(), Seed: in.GetSeed()},
 		Overflow:           core.OverflowPolicy(in.GetOverflowPolicy()),
 		ProgressValues:     in.GetProgressValues(),
+		Resumable:          in.GetResumable(),
+		RequireApproval:    in.GetRequireApproval(),
+	}
+	for _, d := range in.GetClientTools() {
+		def := DefinitionFromPB(d)
+		if err := def.Check(); err != nil {
+			return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "client_tools: %v", err)
+		}
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def})
 	}
 	if cs := in.GetClockStart(); cs != nil {
 		if err := cs.CheckValid(); err != nil {
@@ -65,9 +75,20 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 
 // RequestPB converts a request; an unspecified language is sent as
 // JavaScript, StreamLogs is set when the request has OnLog and
-// StreamProgress when it has an Observer. Client tools travel in
-// SessionStart (see DefinitionPB).
+// StreamProgress when it has an Observer. The client tools of a resumable
+// request travel in it; other client tools travel in SessionStart (see
+// DefinitionPB).
 func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
+	out := requestPB(r)
+	if r.Resumable {
+		for _, t := range r.ClientTools {
+			out.ClientTools = append(out.ClientTools, DefinitionPB(t.Definition))
+		}
+	}
+	return out
+}
+
+func requestPB(r core.Request) *ptcv1.ExecuteRequest {
 	return &ptcv1.ExecuteRequest{
 		Script: &ptcv1.Script{
 			Language:     ptcv1.Language(r.Language.Or(core.LanguageJavaScript)),
@@ -88,6 +109,8 @@ func RequestPB(r core.Request) *ptcv1.ExecuteRequest {
 		StreamProgress:     r.Observer != nil,
 		ProgressValues:     r.Observer != nil && r.ProgressValues,
 		OverflowPolicy:     ptcv1.OverflowPolicy(r.Overflow),
+		Resumable:          r.Resumable,
+		RequireApproval:    r.RequireApproval,
 	}
 }
 

@@ -35,6 +35,7 @@ func ResultPB(r *core.Result) *ptcv1.ExecuteResponse {
 			CutStrings:             r.Stats.CutStrings,
 		},
 	}
+	stateOf(out, r)
 	if len(r.Logs) > 0 {
 		out.Logs = make([]*ptcv1.LogEntry, len(r.Logs))
 		for i, l := range r.Logs {
@@ -59,7 +60,7 @@ func ResultFromPB(r *ptcv1.ExecuteResponse) *core.Result {
 		ModelMessage:  r.GetModelMessage(),
 		LogsTruncated: r.GetLogsTruncated(),
 	}
-	if r.GetError() == nil {
+	if r.GetError() == nil && r.GetResultJson() != "" {
 		out.Result = json.RawMessage(r.GetResultJson())
 	}
 	if l, err := LimitsFromPB(r.GetEffectiveLimits()); err == nil {
@@ -87,6 +88,7 @@ func ResultFromPB(r *ptcv1.ExecuteResponse) *core.Result {
 	for _, t := range r.GetTrace() {
 		out.Trace = append(out.Trace, RecordFromPB(t))
 	}
+	stateFromPB(out, r)
 	return out
 }
 

@@ -20,16 +20,18 @@ func DefinitionPB(d tools.Definition) *ptcv1.ToolDefinition {
 		Description:      d.Description,
 		InputSchemaJson:  string(d.InputSchema),
 		OutputSchemaJson: string(d.OutputSchema),
+		RequiresApproval: d.RequiresApproval,
 	}
 }
 
 // DefinitionFromPB converts a tool definition.
 func DefinitionFromPB(d *ptcv1.ToolDefinition) tools.Definition {
 	return tools.Definition{
-		Name:         d.GetName(),
-		Description:  d.GetDescription(),
-		InputSchema:  rawOrNil(d.GetInputSchemaJson()),
-		OutputSchema: rawOrNil(d.GetOutputSchemaJson()),
+		Name:             d.GetName(),
+		Description:      d.GetDescription(),
+		InputSchema:      rawOrNil(d.GetInputSchemaJson()),
+		OutputSchema:     rawOrNil(d.GetOutputSchemaJson()),
+		RequiresApproval: d.GetRequiresApproval(),
 	}
 }
 

@@ -124,6 +124,15 @@ func TestStatusRoundTrip(t *testing.T) {
 	if back.Code != in.Code || back.Message != in.Message || back.RetryAfter != in.RetryAfter || !errors.Is(back, err) {
 		t.Fatalf("back %+v", back)
 	}
+	// A reason travels as a ptc ErrorInfo detail; another domain's is not ours.
+	used := Status(fault.Reject(fault.CodeFailedPrecondition, "used").Because(fault.ReasonContinuationUsed))
+	if back := ErrorFromStatus(used); back.Code != fault.CodeFailedPrecondition || back.Reason != fault.ReasonContinuationUsed {
+		t.Fatalf("reason %+v", back)
+	}
+	foreign, _ := status.New(codes.FailedPrecondition, "x").WithDetails(&errdetails.ErrorInfo{Reason: "CONTINUATION_USED", Domain: "example.com"})
+	if back := ErrorFromStatus(foreign.Err()); back.Reason != "" {
+		t.Fatalf("foreign reason %+v", back)
+	}
 	// Anything that is not a request error is an opaque INTERNAL.
 	if status.Code(Status(errors.New("secret detail"))) != codes.Internal || status.Convert(Status(errors.New("secret detail"))).Message() != "internal error" {
 		t.Fatal("a plain error leaks")

@@ -333,6 +333,7 @@ type WorkerFrame struct {
 	//	*WorkerFrame_Done
 	//	*WorkerFrame_Breach
 	//	*WorkerFrame_Discover
+	//	*WorkerFrame_Idle
 	Msg           isWorkerFrame_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -429,6 +430,15 @@ func (x *WorkerFrame) GetDiscover() *Discover {
 	return nil
 }
 
+func (x *WorkerFrame) GetIdle() *Idle {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerFrame_Idle); ok {
+			return x.Idle
+		}
+	}
+	return nil
+}
+
 type isWorkerFrame_Msg interface {
 	isWorkerFrame_Msg()
 }
@@ -466,6 +476,11 @@ type WorkerFrame_Discover struct {
 	Discover *Discover `protobuf:"bytes,6,opt,name=discover,proto3,oneof"`
 }
 
+type WorkerFrame_Idle struct {
+	// idle reports that a resumable execution waits with nothing to run.
+	Idle *Idle `protobuf:"bytes,7,opt,name=idle,proto3,oneof"`
+}
+
 func (*WorkerFrame_Ready) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_ToolStart) isWorkerFrame_Msg() {}
@@ -477,6 +492,8 @@ func (*WorkerFrame_Done) isWorkerFrame_Msg() {}
 func (*WorkerFrame_Breach) isWorkerFrame_Msg() {}
 
 func (*WorkerFrame_Discover) isWorkerFrame_Msg() {}
+
+func (*WorkerFrame_Idle) isWorkerFrame_Msg() {}
 
 // Init configures a worker process.
 type Init struct {
@@ -818,7 +835,11 @@ type Execute struct {
 	// determinism, when set, seeds Math.random and gives Date a virtual clock.
 	Determinism *Determinism `protobuf:"bytes,8,opt,name=determinism,proto3" json:"determinism,omitempty"`
 	// logs tells whether console output is kept (and so forwarded).
-	Logs          bool `protobuf:"varint,9,opt,name=logs,proto3" json:"logs,omitempty"`
+	Logs bool `protobuf:"varint,9,opt,name=logs,proto3" json:"logs,omitempty"`
+	// resumable makes the worker report each time the program waits with
+	// nothing to run (Idle frames), so that the supervisor can order tool
+	// results and pause the execution; its tools never run inline.
+	Resumable     bool `protobuf:"varint,10,opt,name=resumable,proto3" json:"resumable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -912,6 +933,13 @@ func (x *Execute) GetDeterminism() *Determinism {
 func (x *Execute) GetLogs() bool {
 	if x != nil {
 		return x.Logs
+	}
+	return false
+}
+
+func (x *Execute) GetResumable() bool {
+	if x != nil {
+		return x.Resumable
 	}
 	return false
 }
@@ -1157,7 +1185,10 @@ func (x *Violation) GetMessage() string {
 type Cancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// slot identifies the execution.
-	Slot          uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// pause means the execution paused while it waited with nothing to run:
+	// stopping it leaves the worker clean.
+	Pause         bool `protobuf:"varint,2,opt,name=pause,proto3" json:"pause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1199,6 +1230,78 @@ func (x *Cancel) GetSlot() uint64 {
 	return 0
 }
 
+func (x *Cancel) GetPause() bool {
+	if x != nil {
+		return x.Pause
+	}
+	return false
+}
+
+// Idle reports that a resumable execution waits with nothing to run.
+type Idle struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// slot identifies the execution.
+	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// inflight is the number of tool calls started and not yet delivered to
+	// the program.
+	Inflight uint32 `protobuf:"varint,2,opt,name=inflight,proto3" json:"inflight,omitempty"`
+	// cpu_time_nanos is the compute time the execution used so far.
+	CpuTimeNanos  int64 `protobuf:"varint,3,opt,name=cpu_time_nanos,json=cpuTimeNanos,proto3" json:"cpu_time_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Idle) Reset() {
+	*x = Idle{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Idle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Idle) ProtoMessage() {}
+
+func (x *Idle) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Idle.ProtoReflect.Descriptor instead.
+func (*Idle) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Idle) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *Idle) GetInflight() uint32 {
+	if x != nil {
+		return x.Inflight
+	}
+	return 0
+}
+
+func (x *Idle) GetCpuTimeNanos() int64 {
+	if x != nil {
+		return x.CpuTimeNanos
+	}
+	return 0
+}
+
 // ToolStart starts one tool call. Calls are started in the order the program
 // makes them.
 type ToolStart struct {
@@ -1217,7 +1320,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1332,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1345,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1294,7 +1397,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1409,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1422,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1392,7 +1495,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1507,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1520,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Search) GetQuery() string {
@@ -1453,7 +1556,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1568,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1581,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1526,7 +1629,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1641,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1654,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -1607,7 +1710,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1722,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1735,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -1708,7 +1811,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1823,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1836,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -1787,7 +1890,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1902,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1915,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -1876,7 +1979,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"tool_reply\x18\x03 \x01(\v2\x18.ptc.worker.v1.ToolReplyH\x00R\ttoolReply\x12/\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x15.ptc.worker.v1.CancelH\x00R\x06cancel\x12E\n" +
 	"\x0ediscover_reply\x18\x05 \x01(\v2\x1c.ptc.worker.v1.DiscoverReplyH\x00R\rdiscoverReplyB\x05\n" +
-	"\x03msg\"\xb8\x02\n" +
+	"\x03msg\"\xe3\x02\n" +
 	"\vWorkerFrame\x12,\n" +
 	"\x05ready\x18\x01 \x01(\v2\x14.ptc.worker.v1.ReadyH\x00R\x05ready\x129\n" +
 	"\n" +
@@ -1884,7 +1987,8 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x03log\x18\x03 \x01(\v2\x12.ptc.worker.v1.LogH\x00R\x03log\x12)\n" +
 	"\x04done\x18\x04 \x01(\v2\x13.ptc.worker.v1.DoneH\x00R\x04done\x12/\n" +
 	"\x06breach\x18\x05 \x01(\v2\x15.ptc.worker.v1.BreachH\x00R\x06breach\x125\n" +
-	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscoverB\x05\n" +
+	"\bdiscover\x18\x06 \x01(\v2\x17.ptc.worker.v1.DiscoverH\x00R\bdiscover\x12)\n" +
+	"\x04idle\x18\a \x01(\v2\x13.ptc.worker.v1.IdleH\x00R\x04idleB\x05\n" +
 	"\x03msg\"\x8d\x01\n" +
 	"\x04Init\x12,\n" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
@@ -1909,7 +2013,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\vDeterminism\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12.\n" +
 	"\x13clock_start_seconds\x18\x02 \x01(\x03R\x11clockStartSeconds\x12*\n" +
-	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xc1\x02\n" +
+	"\x11clock_start_nanos\x18\x03 \x01(\x05R\x0fclockStartNanos\"\xdf\x02\n" +
 	"\aExecute\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12!\n" +
 	"\fexecution_id\x18\x02 \x01(\tR\vexecutionId\x123\n" +
@@ -1920,7 +2024,9 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x06limits\x18\x06 \x03(\x03R\x06limits\x12)\n" +
 	"\x05tools\x18\a \x03(\v2\x13.ptc.worker.v1.ToolR\x05tools\x12<\n" +
 	"\vdeterminism\x18\b \x01(\v2\x1a.ptc.worker.v1.DeterminismR\vdeterminism\x12\x12\n" +
-	"\x04logs\x18\t \x01(\bR\x04logs\"\x84\x01\n" +
+	"\x04logs\x18\t \x01(\bR\x04logs\x12\x1c\n" +
+	"\tresumable\x18\n" +
+	" \x01(\bR\tresumable\"\x84\x01\n" +
 	"\tToolReply\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x1f\n" +
@@ -1940,9 +2046,14 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\tViolation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\akeyword\x18\x02 \x01(\tR\akeyword\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x1c\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"2\n" +
 	"\x06Cancel\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x04R\x04slot\"n\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x14\n" +
+	"\x05pause\x18\x02 \x01(\bR\x05pause\"\\\n" +
+	"\x04Idle\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x1a\n" +
+	"\binflight\x18\x02 \x01(\rR\binflight\x12$\n" +
+	"\x0ecpu_time_nanos\x18\x03 \x01(\x03R\fcpuTimeNanos\"n\n" +
 	"\tToolStart\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x12\n" +
 	"\x04call\x18\x02 \x01(\rR\x04call\x12\x12\n" +
@@ -2023,7 +2134,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2038,41 +2149,43 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*CallError)(nil),       // 10: ptc.worker.v1.CallError
 	(*Violation)(nil),       // 11: ptc.worker.v1.Violation
 	(*Cancel)(nil),          // 12: ptc.worker.v1.Cancel
-	(*ToolStart)(nil),       // 13: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 14: ptc.worker.v1.Discover
-	(*Search)(nil),          // 15: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 16: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 17: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 18: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 19: ptc.worker.v1.Breach
-	(*Done)(nil),            // 20: ptc.worker.v1.Done
+	(*Idle)(nil),            // 13: ptc.worker.v1.Idle
+	(*ToolStart)(nil),       // 14: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 15: ptc.worker.v1.Discover
+	(*Search)(nil),          // 16: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 17: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 18: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 19: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 20: ptc.worker.v1.Breach
+	(*Done)(nil),            // 21: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
 	8,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
 	9,  // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
 	12, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	16, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	17, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
 	5,  // 5: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	13, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	17, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	20, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	19, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	14, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	0,  // 11: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	6,  // 12: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	7,  // 13: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	10, // 14: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	11, // 15: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	15, // 16: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 17: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	18, // 18: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	18, // 19: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	18, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	21, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	20, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	15, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	13, // 11: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
+	0,  // 12: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	6,  // 13: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	7,  // 14: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	10, // 15: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	11, // 16: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	16, // 17: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 18: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	19, // 19: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	19, // 20: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2094,8 +2207,9 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Done)(nil),
 		(*WorkerFrame_Breach)(nil),
 		(*WorkerFrame_Discover)(nil),
+		(*WorkerFrame_Idle)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[12].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2105,7 +2219,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -201,6 +201,9 @@ func (x *exec) run() (out *runtime.Outcome) {
 				"(nothing it awaits is pending: resolve every promise you create, and do not use timers)")
 			return out
 		}
+		if x.job.Idle != nil {
+			x.job.Idle(x.pending, x.busy)
+		}
 		select {
 		case c := <-x.done:
 			x.pending--

@@ -39,6 +39,10 @@ type execState struct {
 	tools         bridge.Caller
 	maxConcurrent int
 	hasMemory     bool
+	// idle is the job's idleness report (resumable executions only);
+	// start is when the guest started, for its CPU time.
+	idle  func(inflight int, cpu time.Duration)
+	start time.Time
 
 	mu           sync.Mutex
 	handles      map[uint32][]byte
@@ -143,8 +147,45 @@ func (s *execState) drop(h uint32) bool {
 // call runs one tool call through the bridge and returns the status and
 // payload the guest receives.
 func (s *execState) call(ctx context.Context, name string, args json.RawMessage) (int32, []byte) {
+	if s.idle != nil {
+		r := s.gather([]bridge.Invocation{s.tools.Start(ctx, name, args)})
+		return s.outcome(name, r[0].out, r[0].err)
+	}
 	out, err := s.tools.Call(ctx, name, args)
 	return s.outcome(name, out, err)
+}
+
+// gathered is the outcome of one invocation.
+type gathered struct {
+	out json.RawMessage
+	err error
+}
+
+// gather runs the invocations of a resumable execution, each on its own
+// goroutine (which ends when its invocation returns: the bridge ends it
+// when the execution's context does), and reports idleness before
+// waiting for each: the guest is blocked in this host call with the
+// invocations not yet returned in flight. The bridge bounds how many
+// handlers run at once.
+func (s *execState) gather(invs []bridge.Invocation) []gathered {
+	type done struct {
+		i int
+		gathered
+	}
+	ch := make(chan done, len(invs))
+	for i, inv := range invs {
+		go func() {
+			out, err := inv()
+			ch <- done{i, gathered{out, err}}
+		}()
+	}
+	out := make([]gathered, len(invs))
+	for left := len(invs); left > 0; left-- {
+		s.idle(left, max(time.Since(s.start)-s.blockedTime(), 0))
+		d := <-ch
+		out[d.i] = d.gathered
+	}
+	return out
 }
 
 // outcome turns a call's result or error into a status and payload.
@@ -194,6 +235,12 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 		invs[i] = s.tools.Start(ctx, c.Tool, c.Args)
 	}
 	results := make([]abi.BatchResult, len(calls))
+	if s.idle != nil {
+		for i, g := range s.gather(invs) {
+			results[i] = s.batchResult(calls[i].Tool, g.out, g.err)
+		}
+		return results
+	}
 	workers := s.maxConcurrent
 	if workers > len(calls) {
 		workers = len(calls)
@@ -208,16 +255,7 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 			defer wg.Done()
 			for i := range next {
 				out, err := invs[i]()
-				status, payload := s.outcome(calls[i].Tool, out, err)
-				if status == abi.StatusOK {
-					results[i] = abi.BatchResult{OK: true, Result: payload}
-					continue
-				}
-				var e abi.Error
-				if json.Unmarshal(payload, &e) != nil {
-					e = abi.Error{Name: abi.NameToolError, Tool: calls[i].Tool, Code: tools.CodeToolFailed, Message: "the tool call failed"}
-				}
-				results[i] = abi.BatchResult{Error: &e}
+				results[i] = s.batchResult(calls[i].Tool, out, err)
 			}
 		}()
 	}
@@ -227,6 +265,19 @@ func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.Batc
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// batchResult is one call's entry in a batch's results.
+func (s *execState) batchResult(tool string, out json.RawMessage, err error) abi.BatchResult {
+	status, payload := s.outcome(tool, out, err)
+	if status == abi.StatusOK {
+		return abi.BatchResult{OK: true, Result: payload}
+	}
+	var e abi.Error
+	if json.Unmarshal(payload, &e) != nil {
+		e = abi.Error{Name: abi.NameToolError, Tool: tool, Code: tools.CodeToolFailed, Message: "the tool call failed"}
+	}
+	return abi.BatchResult{Error: &e}
 }
 
 // memory returns the guest's memory or traps. (wazero's Memory returns a

@@ -120,6 +120,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
 	st := newExecState(caller, int(lim.MaxConcurrentToolCalls), ent.shape.hasMemory)
+	st.idle = job.Idle
 	alloc := &allocator{limit: memLimit, pool: &e.buffers}
 	maxOut := math.MaxInt - outputSlack
 	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
@@ -146,6 +147,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	}
 
 	start := time.Now()
+	st.start = start
 	// The wall timer and the CPU watchdog end with the execution: both are
 	// stopped by the deferred calls below, and their callbacks only cancel
 	// runCtx.

@@ -164,6 +164,9 @@ func (c *child) readFrames(errc chan<- error) {
 			}
 		case *wp.SupervisorFrame_Cancel:
 			if x := c.lookup(m.Cancel.GetSlot()); x != nil {
+				if m.Cancel.GetPause() {
+					x.paused.Store(true)
+				}
 				x.cancel()
 			}
 		default:
@@ -209,6 +212,12 @@ func (c *child) start(m *wp.Execute) func() {
 		return nil
 	}
 	job.Tools = x
+	if m.GetResumable() {
+		job.Idle = func(inflight int, cpu time.Duration) {
+			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Idle{Idle: &wp.Idle{
+				Slot: slot, Inflight: uint32(max(inflight, 0)), CpuTimeNanos: int64(cpu)}}})
+		}
+	}
 	var logs *ptcruntime.LogBuffer
 	if m.GetLogs() {
 		logs = ptcruntime.NewLogBuffer(time.Now(), job.Limits, func(e core.LogEntry) {
@@ -228,7 +237,10 @@ func (c *child) start(m *wp.Execute) func() {
 		c.mu.Lock()
 		delete(c.execs, slot)
 		c.mu.Unlock()
-		_ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), clean(out)))
+		// An execution stopped because it paused was idle: the worker is
+		// as clean as after a script that ended.
+		ok := clean(out) || (x.paused.Load() && out.Err != nil && out.Err.Kind == fault.KindCancelled)
+		_ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), ok))
 		// Measured after the reply, off the execution's path, for the
 		// next execution's RLIMIT_DATA: after executions that grew the
 		// heap, and every vmDataEvery executions.

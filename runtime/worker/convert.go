@@ -27,6 +27,7 @@ func executeFrame(slot uint64, job *ptcruntime.Job) *wp.Execute {
 		InputJson:   job.Input,
 		Limits:      job.Limits.Values(),
 		Logs:        job.Logs != nil,
+		Resumable:   job.Idle != nil,
 	}
 	names := job.Tools.Names()
 	x.Tools = make([]*wp.Tool, len(names))

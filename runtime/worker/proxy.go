@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ptcrun/ptc/bridge"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
@@ -26,6 +27,10 @@ type childExec struct {
 	w      *frameWriter
 	names  []string
 	inline map[string]bool
+
+	// paused is set when the supervisor stops the execution because it
+	// paused.
+	paused atomic.Bool
 
 	mu        sync.Mutex
 	next      uint32

@@ -80,6 +80,13 @@ func (w *proc) handle(f *wp.WorkerFrame) error {
 		return nil
 	case *wp.WorkerFrame_Discover:
 		return w.discover(m.Discover)
+	case *wp.WorkerFrame_Idle:
+		// In frame order: every call the worker started before it went
+		// idle was started here first.
+		if es := w.lookup(m.Idle.GetSlot(), false); es != nil && es.job.Idle != nil {
+			es.job.Idle(int(min(m.Idle.GetInflight(), es.calls)), nonNegativeDuration(m.Idle.GetCpuTimeNanos()))
+		}
+		return nil
 	default:
 		return errors.New("unexpected frame from the worker")
 	}
@@ -176,7 +183,7 @@ func (w *proc) done(m *wp.Done) error {
 		// The worker's buffer (same limits) dropped output: mark ours too.
 		es.job.Logs.Truncate()
 	}
-	es.clean = m.GetClean() && clean(out)
+	es.clean = m.GetClean() && (clean(out) || (es.paused.Load() && out.Err != nil && out.Err.Kind == fault.KindCancelled))
 	es.done <- out
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
@@ -72,7 +73,9 @@ func (p *Pool) wait(ctx context.Context, w *proc, es *execState) *ptcruntime.Out
 			done = nil
 			// Cancel first, then end the tool calls: their failures reach
 			// the worker after the cancel, as in-process.
-			_ = w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot}}})
+			pause := errors.Is(context.Cause(ctx), core.ErrPaused)
+			es.paused.Store(pause)
+			_ = w.send(&wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Cancel{Cancel: &wp.Cancel{Slot: es.slot, Pause: pause}}})
 			es.tctx.end(ctx.Err())
 			timer := time.NewTimer(p.cfg.KillGrace)
 			defer timer.Stop()
@@ -104,6 +107,8 @@ type execState struct {
 	wg       sync.WaitGroup
 	done     chan *ptcruntime.Outcome
 	clean    bool
+	// paused is set when the execution is stopped because it paused.
+	paused atomic.Bool
 	// killKind is set (under proc.mu) when the supervisor kills the
 	// worker because of this execution.
 	killKind fault.Kind

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -72,17 +71,6 @@ func Tools() []tools.Tool {
 			Inline:      true,
 		},
 	}
-}
-
-// Register adds a fresh set of the demo tools (see Tools) to r. It fails if
-// r already holds a tool with one of their names.
-func Register(r *tools.Registry) error {
-	for _, t := range Tools() {
-		if err := r.Register(t); err != nil {
-			return fmt.Errorf("register demo tool %s: %w", t.Name, err)
-		}
-	}
-	return nil
 }
 
 func (c *company) getTeamMembers(ctx context.Context, call tools.Call) (json.RawMessage, error) {

@@ -416,13 +416,13 @@ func TestExpenseProperties(t *testing.T) {
 
 func TestRegister(t *testing.T) {
 	r := tools.NewRegistry()
-	if err := demo.Register(r); err != nil {
+	if err := r.Register(demo.Tools()...); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	if got, want := strings.Join(r.Names(), ","), "get_budget_by_level,get_expenses,get_team_members"; got != want {
 		t.Fatalf("Names() = %s, want %s", got, want)
 	}
-	if err := demo.Register(r); err == nil || !strings.Contains(err.Error(), "already registered") {
+	if err := r.Register(demo.Tools()...); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Fatalf("second Register: err = %v, want an already registered error", err)
 	}
 }

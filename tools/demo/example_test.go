@@ -30,9 +30,9 @@ func ExampleTools() {
 }
 
 // Offering the demo tools from a registry, for example a server's.
-func ExampleRegister() {
+func ExampleTools_registry() {
 	r := tools.NewRegistry()
-	if err := demo.Register(r); err != nil {
+	if err := r.Register(demo.Tools()...); err != nil {
 		fmt.Println("error:", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -328,5 +329,53 @@ func BenchmarkInProcessCall(b *testing.B) {
 		if _, err := h(context.Background(), c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestApprovalFromAnnotations: a source's approval policy applied to the
+// annotations its server gives each tool.
+func TestApprovalFromAnnotations(t *testing.T) {
+	f := newFakeServer() // echo: no annotations
+	no := false
+	for _, tl := range []struct {
+		name string
+		ann  *sdk.ToolAnnotations
+	}{
+		{"read", &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		{"write", &sdk.ToolAnnotations{DestructiveHint: &no}},
+		{"drop", &sdk.ToolAnnotations{}}, // destructive unless said otherwise
+	} {
+		f.srv.AddTool(&sdk.Tool{Name: tl.name, InputSchema: map[string]any{"type": "object"}, Annotations: tl.ann},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
+	}
+	tr, _ := f.inMemory(t)
+	for _, tc := range []struct {
+		policy string
+		want   []string // the tools that need approval
+	}{
+		{"", nil},
+		{"none", nil},
+		{"all", []string{"fake.drop", "fake.echo", "fake.read", "fake.write"}},
+		{"not_read_only", []string{"fake.drop", "fake.echo", "fake.write"}},
+		{"destructive", []string{"fake.drop", "fake.echo"}},
+	} {
+		t.Run("policy "+tc.policy, func(t *testing.T) {
+			s := startSource(t, Config{Name: "fake", transport: tr, Required: true, Approval: tc.policy})
+			var got []string
+			for _, tl := range s.Tools() {
+				if tl.Definition.RequiresApproval {
+					got = append(got, tl.Definition.Name)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("approval %q: %v need approval, want %v", tc.policy, got, tc.want)
+			}
+		})
+	}
+	if err := (&Config{Name: "fake", Command: "x", Approval: "sometimes"}).Validate(); err == nil || !strings.Contains(err.Error(), `approval "sometimes" is unknown`) {
+		t.Fatalf("unknown policy: %v", err)
 	}
 }

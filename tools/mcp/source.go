@@ -86,6 +86,13 @@ type Config struct {
 	Deny  []string
 	// Policy applies to every tool of the source.
 	Policy policy.Config
+	// Approval says which of the server's tools need approval before a
+	// call runs, from their annotations: "" or "none" (none), "all",
+	// "not_read_only" (every tool without readOnlyHint) or "destructive"
+	// (every tool without readOnlyHint whose destructiveHint is not false).
+	// Annotations are the server's own claims: trust them as much as the
+	// server.
+	Approval string
 	// ConnectTimeout bounds connecting and listing tools; 0 means
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -112,6 +119,11 @@ type Config struct {
 func (c *Config) Validate() error {
 	if err := tools.ValidateName(c.Name); err != nil {
 		return fmt.Errorf("mcp source: %w", err)
+	}
+	switch c.Approval {
+	case "", "none", "all", "not_read_only", "destructive":
+	default:
+		return fmt.Errorf("mcp source %s: approval %q is unknown: use none, all, not_read_only or destructive", c.Name, c.Approval)
 	}
 	if strings.Contains(c.Name, ".") {
 		return fmt.Errorf("mcp source %s: name must not contain dots", c.Name)
@@ -489,7 +501,7 @@ func (s *Source) listTools(ctx context.Context, sess *sdk.ClientSession) ([]tool
 
 // definition converts an MCP tool and checks that ptc can use it.
 func (s *Source) definition(t *sdk.Tool) (tools.Definition, error) {
-	def := tools.Definition{Name: s.cfg.Name + "." + t.Name, Description: t.Description}
+	def := tools.Definition{Name: s.cfg.Name + "." + t.Name, Description: t.Description, RequiresApproval: needsApproval(s.cfg.Approval, t.Annotations)}
 	if def.Description == "" {
 		def.Description = t.Title
 	}
@@ -723,3 +735,17 @@ func wait(ctx context.Context, d time.Duration) bool {
 
 // jitter returns a duration in [d/2, d].
 func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
+
+// needsApproval applies an approval policy to a tool's annotations.
+func needsApproval(policy string, a *sdk.ToolAnnotations) bool {
+	readOnly := a != nil && a.ReadOnlyHint
+	switch policy {
+	case "all":
+		return true
+	case "not_read_only":
+		return !readOnly
+	case "destructive":
+		return !readOnly && (a == nil || a.DestructiveHint == nil || *a.DestructiveHint)
+	}
+	return false
+}

@@ -6,8 +6,13 @@ programmatic tool calling. See docs/clients.md in the ptc repository.
 - ClientTool / @tool: tools this process serves to scripts, with JSON Schemas.
 - Cancellation: stops an execution from any thread.
 - Errors: InvalidRequestError (nothing sent), RequestError (a gRPC status),
+  ContinuationError (resume refused a continuation, with its kind),
   ConnectionLostError (the server went away mid-execution), CancelledError;
   a failed script is a Result whose error is an ExecutionError of a kind.
+- Durable executions: execute(..., resumable=True) may pause (Result
+  .requires_action, pending_actions, continuation); resume(continuation,
+  [Answer, ...]) goes on. In run, on_approval decides calls that need
+  approval.
 """
 
 from ._json import NotJSONError, dumps_strict
@@ -15,9 +20,11 @@ from ._request import new_execution_id
 from .aio import AsyncClient
 from .cancel import Cancellation
 from .client import Client
+from .durable import Answer, ApprovalContext, PendingAction
 from .errors import (
     CancelledError,
     ConnectionLostError,
+    ContinuationError,
     ExecutionError,
     InvalidRequestError,
     PtcError,
@@ -28,18 +35,22 @@ from .tools import ClientTool, ToolCallContext, tool
 from .types import ErrorKind, Limits, LogEntry, Result, Stats, ToolCallRecord, ToolDefinition, ToolList
 
 __all__ = [
+    "Answer",
+    "ApprovalContext",
     "AsyncClient",
     "Cancellation",
     "CancelledError",
     "Client",
     "ClientTool",
     "ConnectionLostError",
+    "ContinuationError",
     "ErrorKind",
     "ExecutionError",
     "InvalidRequestError",
     "Limits",
     "LogEntry",
     "NotJSONError",
+    "PendingAction",
     "PtcError",
     "RequestError",
     "Result",

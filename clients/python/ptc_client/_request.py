@@ -49,16 +49,18 @@ def _limits(limits: Limits | dict[str, Any]) -> pb.Limits:
         raise InvalidRequestError("limits", "limits must be a Limits or a dict")
     for f in dataclasses.fields(Limits):
         v = getattr(limits, f.name)
-        integral = f.name not in ("timeout", "cpu_time")
+        integral = f.name not in ("timeout", "cpu_time", "max_paused_time")
         ok = isinstance(v, int) if integral else isinstance(v, (int, float))
         if isinstance(v, bool) or not ok or v < 0 or v != v or v == float("inf"):
             raise InvalidRequestError(f"limits.{f.name}", f"must be a non-negative {'integer' if integral else 'number'}, not {v!r}")
-        if f.name in ("max_tool_calls", "max_concurrent_tool_calls") and v > _INT32_MAX:
+        if f.name in ("max_tool_calls", "max_concurrent_tool_calls", "max_pauses") and v > _INT32_MAX:
             raise InvalidRequestError(f"limits.{f.name}", "must fit in 32 bits")
     return pb.Limits(
         timeout=_duration(limits.timeout) if limits.timeout else None,
         cpu_time=_duration(limits.cpu_time) if limits.cpu_time else None,
         memory_bytes=limits.memory_bytes,
+        max_pauses=limits.max_pauses,
+        max_paused_time=_duration(limits.max_paused_time) if limits.max_paused_time else None,
         max_tool_calls=limits.max_tool_calls,
         max_concurrent_tool_calls=limits.max_concurrent_tool_calls,
         max_output_bytes=limits.max_output_bytes,
@@ -81,6 +83,8 @@ def execute_request(
     seed: int | None = None,
     clock_start: datetime.datetime | None = None,
     include_tool_results: bool = False,
+    resumable: bool = False,
+    require_approval: Iterable[str] | None = None,
 ) -> pb.ExecuteRequest:
     """execute_request checks the options and converts them to the wire
     request (see Client.execute for their meaning)."""
@@ -108,6 +112,13 @@ def execute_request(
     tools = list(allowed_tools or [])
     for i, name in enumerate(tools):
         check_tool_name(name, f"allowed_tools[{i}]")
+    if not isinstance(resumable, bool):
+        raise InvalidRequestError("resumable", "must be a bool")
+    if isinstance(require_approval, (str, bytes)):
+        raise InvalidRequestError("require_approval", "must be a list of tool names")
+    gated = list(require_approval or [])
+    for i, name in enumerate(gated):
+        check_tool_name(name, f"require_approval[{i}]")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise InvalidRequestError("seed", "must be an unsigned 64-bit integer")
     clock = None
@@ -134,4 +145,6 @@ def execute_request(
         seed=seed or 0,
         clock_start=clock,
         include_tool_results=include_tool_results,
+        resumable=resumable,
+        require_approval=gated,
     )

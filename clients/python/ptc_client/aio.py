@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import grpc
 import grpc.aio
@@ -17,7 +17,9 @@ from ._proto import runner_pb2_grpc as pb_grpc
 from ._request import execute_request
 from ._serve import serve_async
 from .cancel import Cancellation
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError
+from .client import _execution_of, _resume_request, _unary_request, check_run
+from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, Result, ToolList, log_from_pb, result_from_pb, tool_list_from_pb
 
@@ -76,21 +78,43 @@ class AsyncClient:
         try:
             return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
         except grpc.aio.AioRpcError as e:
-            raise RequestError(e.code(), e.details() or "") from e
+            raise request_error(e) from e
 
-    async def execute(self, source: str | None = None, *, cancel: Cancellation | None = None, **options: Any) -> Result:
+    async def execute(
+        self,
+        source: str | None = None,
+        *,
+        tools: Iterable[ClientTool] | None = None,
+        cancel: Cancellation | None = None,
+        **options: Any,
+    ) -> Result:
         """execute runs a script against the server's tools in one unary
-        call (see Client.execute)."""
-        if "tools" in options or "on_log" in options:
-            raise InvalidRequestError("tools", "client tools and on_log need run (a Session stream), not execute")
-        req = execute_request(source, **options)
+        call; with resumable=True it may pause (see Client.execute)."""
+        req = _unary_request(source, tools, options)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
+        return await self._unary(self._stub.Execute, req, cancel, result_from_pb)
+
+    async def resume(
+        self,
+        continuation: str,
+        answers: Sequence[Answer],
+        *,
+        wasm_module: bytes | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Result:
+        """resume goes on with a paused execution (see Client.resume)."""
+        req = _resume_request(continuation, answers, wasm_module)
+        if cancel is not None and cancel.cancelled:
+            raise CancelledError(cancel.reason or "")
+        return await self._unary(self._stub.Resume, req, cancel, _execution_of)
+
+    async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
         loop = asyncio.get_running_loop()
-        call = self._stub.Execute(req, metadata=self._metadata)
+        call = method(req, metadata=self._metadata)
         unsubscribe = cancel._subscribe(lambda _: loop.call_soon_threadsafe(call.cancel)) if cancel is not None else None
         try:
-            return result_from_pb(await call)
+            return convert(await call)
         except asyncio.CancelledError:
             if cancel is not None and cancel.cancelled and call.cancelled():
                 raise CancelledError(cancel.reason or "") from None
@@ -99,7 +123,7 @@ class AsyncClient:
         except grpc.aio.AioRpcError as e:
             if cancel is not None and cancel.cancelled:
                 raise CancelledError(cancel.reason or "") from e
-            raise RequestError(e.code(), e.details() or "") from e
+            raise request_error(e) from e
         finally:
             if unsubscribe is not None:
                 unsubscribe()
@@ -110,6 +134,7 @@ class AsyncClient:
         *,
         tools: Iterable[ClientTool] | None = None,
         on_log: Callable[[LogEntry], Any] | None = None,
+        on_approval: ApprovalCallback | None = None,
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
@@ -118,10 +143,12 @@ class AsyncClient:
         """run runs a script over a Session stream, serving ``tools`` from
         this process (see Client.run). Coroutine handlers run as tasks;
         plain functions on a pool of max_handler_threads threads of this
-        run. on_log may be a coroutine function."""
+        run. on_log may be a coroutine function, and so may on_approval
+        (each approval request is decided in a task of its own)."""
         prepared = prepare_tools(tools)
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
+        check_run(options, on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
@@ -133,7 +160,7 @@ class AsyncClient:
         # Threads start only for plain-function handlers that are called.
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
-            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, cancel, cancel_grace, pool).run(start)
+            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_approval, cancel, cancel_grace, pool).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -151,11 +178,12 @@ class _AsyncSession:
         metadata: tuple[tuple[str, str], ...],
         tools: dict[str, PreparedTool],
         on_log: Callable[[LogEntry], Any] | None,
+        on_approval: ApprovalCallback | None,
         cancel: Cancellation | None,
         grace: float,
         executor: ThreadPoolExecutor,
     ) -> None:
-        self.stub, self.metadata, self.tools, self.on_log = stub, metadata, tools, on_log
+        self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.cancel, self.grace, self.executor = cancel, grace, executor
         self.ended = threading.Event()
         self.write_lock = asyncio.Lock()
@@ -175,6 +203,11 @@ class _AsyncSession:
     async def serve(self, call: Any, tc: pb.ToolCall) -> None:
         result = await serve_async(self.tools.get(tc.tool), tc, self.ended, self.executor)
         await self.send(call, pb.SessionRequest(tool_result=result))
+
+    async def approve(self, call: Any, r: pb.ApprovalRequest) -> None:
+        action = pending_from_pb(r.action)
+        decision = await decide_async(self.on_approval, action, approval_context(r, self.ended), self.executor)
+        await self.send(call, approval_answer(action, decision))
 
     async def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
@@ -211,6 +244,8 @@ class _AsyncSession:
                 kind = m.WhichOneof("msg")
                 if kind == "tool_call":
                     self._spawn(self.serve(call, m.tool_call))
+                elif kind == "approval_request":
+                    self._spawn(self.approve(call, m.approval_request))
                 elif kind == "log" and self.on_log is not None:
                     out = self.on_log(log_from_pb(m.log))
                     if asyncio.iscoroutine(out):
@@ -230,7 +265,7 @@ class _AsyncSession:
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
                 raise ConnectionLostError(code, details, execution_id, self._inflight()) from None
-            raise RequestError(code, details) from None
+            raise request_error(e) from None
         finally:
             self.ended.set()
             call.cancel()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import grpc
 
@@ -16,7 +16,8 @@ from ._proto import runner_pb2_grpc as pb_grpc
 from ._request import execute_request
 from ._serve import serve_sync
 from .cancel import Cancellation
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError
+from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, Result, ToolList, log_from_pb, result_from_pb, tool_list_from_pb
 
@@ -36,7 +37,9 @@ class Client:
     module_sha256, input (a JSON value), limits (Limits or dict),
     allowed_tools, result_schema (a JSON Schema), execution_id (made up
     when absent, so it is known even if the connection fails),
-    deterministic, seed, clock_start, include_tool_results.
+    deterministic, seed, clock_start, include_tool_results,
+    require_approval (server tools whose calls the caller approves, besides
+    those the server requires approval for), and for execute resumable.
     """
 
     def __init__(
@@ -87,27 +90,65 @@ class Client:
         try:
             return tool_list_from_pb(self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
         except grpc.RpcError as e:
-            raise RequestError(e.code(), e.details() or "") from e
+            raise request_error(e) from e
 
-    def execute(self, source: str | None = None, *, cancel: Cancellation | None = None, **options: Any) -> Result:
+    def execute(
+        self,
+        source: str | None = None,
+        *,
+        tools: Iterable[ClientTool] | None = None,
+        cancel: Cancellation | None = None,
+        **options: Any,
+    ) -> Result:
         """execute runs a script against the server's tools in one unary
-        call. Client tools need run. cancel cancels the call (raising
-        CancelledError)."""
-        if "tools" in options or "on_log" in options:
-            raise InvalidRequestError("tools", "client tools and on_log need run (a Session stream), not execute")
-        req = execute_request(source, **options)
+        call. cancel cancels the call (raising CancelledError).
+
+        Client tools need run, or resumable=True: then a call to one of
+        ``tools`` (their handlers are not used), or one that needs
+        approval, pauses the execution — the Result has requires_action
+        True, its pending_actions and a continuation — and resume goes on."""
+        req = _unary_request(source, tools, options)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        future = self._stub.Execute.future(req, metadata=self._metadata)
+        return self._unary(self._stub.Execute, req, cancel, result_from_pb)
+
+    def resume(
+        self,
+        continuation: str,
+        answers: Sequence[Answer],
+        *,
+        wasm_module: bytes | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Result:
+        """resume goes on with a paused execution (a Result whose
+        requires_action is True), on this server or any that shares its
+        continuation keys: the continuation and one Answer per pending
+        action. It returns the execution's next state: paused again, with a
+        new continuation, or completed. A continuation resumes once.
+
+        A refused continuation raises ContinuationError (its kind: EXPIRED,
+        USED, TAMPERED, MALFORMED, ...); answers that do not fit the
+        pending actions raise RequestError INVALID_ARGUMENT (reason
+        "ANSWERS_INVALID", the message names the call) — then nothing ran
+        and the same continuation can be sent again with the answers
+        fixed. wasm_module is the module of a paused WASM execution, when
+        the server no longer holds it (reason "WASM_MODULE_MISSING")."""
+        req = _resume_request(continuation, answers, wasm_module)
+        if cancel is not None and cancel.cancelled:
+            raise CancelledError(cancel.reason or "")
+        return self._unary(self._stub.Resume, req, cancel, _execution_of)
+
+    def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+        future = method.future(req, metadata=self._metadata)
         unsubscribe = cancel._subscribe(lambda _: future.cancel()) if cancel is not None else None
         try:
-            return result_from_pb(future.result())
+            return convert(future.result())
         except grpc.FutureCancelledError:
             raise CancelledError(cancel.reason or "" if cancel is not None else "") from None
         except grpc.RpcError as e:
             if cancel is not None and cancel.cancelled:
                 raise CancelledError(cancel.reason or "") from e
-            raise RequestError(e.code(), e.details() or "") from e
+            raise request_error(e) from e
         finally:
             if unsubscribe:
                 unsubscribe()
@@ -118,6 +159,7 @@ class Client:
         *,
         tools: Iterable[ClientTool] | None = None,
         on_log: Callable[[LogEntry], None] | None = None,
+        on_approval: ApprovalCallback | None = None,
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
@@ -133,10 +175,21 @@ class Client:
         on_log as they happen (if it raises, the execution is cancelled and
         run raises its exception). cancel stops the execution: run sends
         CancelExecution, waits up to cancel_grace seconds for the server's
-        result, and raises CancelledError."""
+        result, and raises CancelledError.
+
+        Calls of server tools that need approval (the server's
+        configuration, or require_approval) are decided by on_approval
+        while the script runs: on_approval(action) or
+        on_approval(action, ctx) — a PendingAction and an ApprovalContext —
+        returns True (the tool runs, once), False, or (approved, reason)
+        (a denied call rejects in the script with a ToolError of code
+        "denied" and the reason). It runs on the handler pool (a coroutine
+        function on an event loop of its own). Without on_approval, or if
+        it raises, the call is denied."""
         prepared = prepare_tools(tools)
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
+        check_run(options, on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
@@ -145,7 +198,40 @@ class Client:
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return _Session(self._stub, self._metadata, prepared, on_log, cancel, cancel_grace, max_handler_threads).run(start)
+        return _Session(self._stub, self._metadata, prepared, on_log, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
+
+
+def _unary_request(source: str | None, tools: Iterable[ClientTool] | None, options: dict[str, Any]) -> pb.ExecuteRequest:
+    """_unary_request checks and converts the request of execute."""
+    for k in ("on_log", "on_approval"):
+        if k in options:
+            raise InvalidRequestError(k, "on_log and on_approval need run (a Session stream); a resumable execute pauses for approvals instead")
+    if tools is not None and options.get("resumable") is not True:
+        raise InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable=True (calls to them pause the execution)")
+    req = execute_request(source, **options)
+    req.client_tools.extend(t.definition for t in prepare_tools(tools, need_handlers=False).values())
+    return req
+
+
+def _resume_request(continuation: Any, answers: Sequence[Answer], wasm_module: bytes | None) -> pb.ResumeRequest:
+    """_resume_request checks and converts the request of resume."""
+    if not isinstance(continuation, str) or not continuation:
+        raise InvalidRequestError("continuation", "the continuation is empty: pass the continuation of a paused Result")
+    if wasm_module is not None and not isinstance(wasm_module, (bytes, bytearray)):
+        raise InvalidRequestError("wasm_module", "must be bytes")
+    return pb.ResumeRequest(continuation=continuation, answers=answers_pb(answers), wasm_module=bytes(wasm_module or b""))
+
+
+def _execution_of(r: pb.ResumeResponse) -> Result:
+    return result_from_pb(r.execution)
+
+
+def check_run(options: dict[str, Any], on_approval: Any) -> None:
+    """check_run refuses what run cannot do."""
+    if options.get("resumable"):
+        raise InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks on_approval instead of pausing)")
+    if on_approval is not None and not callable(on_approval):
+        raise InvalidRequestError("on_approval", "must be callable")
 
 
 class _Session:
@@ -162,11 +248,12 @@ class _Session:
         metadata: tuple[tuple[str, str], ...],
         tools: dict[str, PreparedTool],
         on_log: Callable[[LogEntry], None] | None,
+        on_approval: ApprovalCallback | None,
         cancel: Cancellation | None,
         grace: float,
         threads: int,
     ) -> None:
-        self.stub, self.metadata, self.tools, self.on_log = stub, metadata, tools, on_log
+        self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.cancel, self.grace, self.threads = cancel, grace, threads
         self.outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.ended = threading.Event()
@@ -192,6 +279,10 @@ class _Session:
             with self.lock:
                 self.inflight -= 1
         self.send(pb.SessionRequest(tool_result=result))
+
+    def approve(self, r: pb.ApprovalRequest) -> None:
+        action = pending_from_pb(r.action)
+        self.send(approval_answer(action, decide_sync(self.on_approval, action, approval_context(r, self.ended))))
 
     def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
@@ -221,6 +312,8 @@ class _Session:
                     with self.lock:
                         self.inflight += 1
                     pool.submit(self.serve, m.tool_call)
+                elif kind == "approval_request":
+                    pool.submit(self.approve, m.approval_request)
                 elif kind == "log" and self.on_log is not None:
                     self.on_log(log_from_pb(m.log))
                 elif kind == "result":
@@ -239,7 +332,7 @@ class _Session:
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
                 raise ConnectionLostError(code, details, execution_id, self.inflight) from None
-            raise RequestError(code, details) from None
+            raise request_error(e) from None
         finally:
             self.ended.set()
             self.outbox.put(_CLOSE)

@@ -5,6 +5,8 @@ callers branch with ``except``, never on message text:
 
 - InvalidRequestError: the request or a tool definition is invalid; nothing was sent.
 - RequestError: the server refused the request (a gRPC status code).
+- ContinuationError: resume refused the continuation (malformed, altered,
+  expired, used already, ...): a RequestError with a kind.
 - ConnectionLostError: the connection ended before the execution's result arrived.
 - CancelledError: the caller cancelled the execution.
 - ExecutionError: the script failed (kind SCRIPT_ERROR, TIMEOUT, ...). It is
@@ -14,9 +16,11 @@ callers branch with ``except``, never on message text:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
+
+from ._status import reason_of
 
 if TYPE_CHECKING:
     from .types import ErrorKind, Result
@@ -47,11 +51,45 @@ class RequestError(PtcError):
     module digest: send the module), UNIMPLEMENTED, UNAVAILABLE (the server
     cannot be reached)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str, message: str | None = None) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str, message: str | None = None, reason: str = "") -> None:
         super().__init__(message or f"ptc: {code.name}: {details}")
         self.code = code
         self.code_name = code.name
         self.details = details
+        self.reason = reason
+        """Names the cause in a stable form to branch on, when the server
+        gives one (e.g. "CONTINUATION_EXPIRED", "ANSWERS_INVALID"; see
+        docs/durable.md); "" otherwise."""
+
+
+class ContinuationError(RequestError):
+    """ContinuationError is a RequestError for a continuation that resume
+    cannot use; ``kind`` says why, and nothing ran:
+
+    - MALFORMED: empty, not base64url, truncated, corrupt (INVALID_ARGUMENT)
+    - TAMPERED: altered, or another server's: its signature fails (INVALID_ARGUMENT)
+    - UNKNOWN_KEY: signed with a key this server does not hold (INVALID_ARGUMENT)
+    - WRONG_TENANT: issued to another tenant (PERMISSION_DENIED)
+    - EXPIRED: past its expiry time (FAILED_PRECONDITION)
+    - USED: it resumed its execution already (FAILED_PRECONDITION)
+    - STATE_GONE: its paused state is gone from the server's store (FAILED_PRECONDITION)
+    - NEEDS_STORE: it refers to a state store this server does not have (FAILED_PRECONDITION)
+
+    A kind this client does not know yet is the server's reason without
+    its "CONTINUATION_" prefix."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, reason: str) -> None:
+        super().__init__(code, details, reason=reason)
+        self.kind = reason.removeprefix("CONTINUATION_")
+
+
+def request_error(e: Any) -> RequestError:
+    """request_error converts a failed call (grpc.RpcError) into a
+    RequestError, or a ContinuationError for a refused continuation."""
+    code, details, reason = e.code(), e.details() or "", reason_of(e)
+    if reason.startswith("CONTINUATION_"):
+        return ContinuationError(code, details, reason)
+    return RequestError(code, details, reason=reason)
 
 
 class ConnectionLostError(RequestError):

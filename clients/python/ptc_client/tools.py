@@ -57,8 +57,10 @@ class ClientTool:
 
     name: str
     """How scripts call the tool; dots make namespaces (``crm.find_contact``)."""
-    handler: Handler
-    """Serves a call: handler(args) or handler(args, ctx); sync or async."""
+    handler: Handler | None = None
+    """Serves a call: handler(args) or handler(args, ctx); sync or async.
+    Required by run; a resumable execute sends only the definition (a call
+    pauses the execution and is answered in resume)."""
     description: str = ""
     input_schema: Any = None
     """The arguments' JSON Schema (a dict or bool); None accepts any JSON."""
@@ -134,7 +136,11 @@ def _is_async(fn: Handler) -> bool:
     return asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
-def prepare_tools(tools: Any) -> dict[str, PreparedTool]:
+def _no_handler(args: Any) -> Any:  # a resumable execute's definition: never called
+    raise RuntimeError("this tool has no handler")
+
+
+def prepare_tools(tools: Any, need_handlers: bool = True) -> dict[str, PreparedTool]:
     """prepare_tools checks client tool definitions (names, duplicates,
     handlers, schemas) and converts them for the wire. Nothing is sent if
     it raises."""
@@ -150,7 +156,7 @@ def prepare_tools(tools: Any) -> dict[str, PreparedTool]:
         check_tool_name(t.name, f"{path}.name")
         if t.name in out:
             raise InvalidRequestError(f"{path}.name", f"duplicate tool name {t.name!r}: every client tool needs its own name")
-        if not callable(t.handler):
+        if need_handlers and not callable(t.handler):
             raise InvalidRequestError(f"{path}.handler", f"client tool {t.name!r} has no handler function")
         if not isinstance(t.description, str):
             raise InvalidRequestError(f"{path}.description", "description must be a string")
@@ -160,5 +166,6 @@ def prepare_tools(tools: Any) -> dict[str, PreparedTool]:
             input_schema_json="" if t.input_schema is None else schema_json(t.input_schema, f"{path}.input_schema"),
             output_schema_json="" if t.output_schema is None else schema_json(t.output_schema, f"{path}.output_schema"),
         )
-        out[t.name] = PreparedTool(definition, t.handler, _takes_context(t.handler), _is_async(t.handler))
+        handler = t.handler if callable(t.handler) else _no_handler
+        out[t.name] = PreparedTool(definition, handler, _takes_context(handler), _is_async(handler))
     return out

@@ -4,13 +4,15 @@ parsed JSON."""
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._proto import runner_pb2 as pb
-from .errors import ExecutionError
+from .durable import PendingAction, pending_from_pb
+from .errors import ExecutionError, PtcError
 
 
 class ErrorKind(str, enum.Enum):
@@ -28,6 +30,8 @@ class ErrorKind(str, enum.Enum):
     RESULT_SCHEMA_VIOLATION = "RESULT_SCHEMA_VIOLATION"
     CANCELLED = "CANCELLED"
     INTERNAL = "INTERNAL"
+    PAUSE_LIMIT = "PAUSE_LIMIT"
+    RESUME_DIVERGED = "RESUME_DIVERGED"
 
     def __str__(self) -> str:
         return self.value
@@ -65,6 +69,10 @@ class Limits:
     """Size of the result JSON (OUTPUT_LIMIT)."""
     max_log_bytes: int = 0
     """Captured console output (truncated beyond)."""
+    max_pauses: int = 0
+    """How often a resumable execution may pause (PAUSE_LIMIT)."""
+    max_paused_time: float = 0
+    """Total time a resumable execution may wait paused (PAUSE_LIMIT)."""
 
 
 @dataclass
@@ -114,10 +122,14 @@ class ToolCallRecord:
 @dataclass
 class Result:
     """Result is the outcome of one execution. A script that failed is a
-    Result with ok False and error set, not an exception."""
+    Result with ok False and error set, not an exception. A resumable
+    execution that paused is a Result with state "REQUIRES_ACTION"
+    (requires_action True), ok False, no error, its pending_actions and a
+    continuation for resume."""
 
     execution_id: str
     ok: bool
+    """True when the script returned a result (False while paused)."""
     value: Any
     """The parsed result when ok; None otherwise."""
     result_json: str
@@ -130,17 +142,43 @@ class Result:
     stats: Stats = field(default_factory=Stats)
     trace: list[ToolCallRecord] = field(default_factory=list)
     effective_limits: Limits = field(default_factory=Limits)
+    state: str = "COMPLETED"
+    """"REQUIRES_ACTION" when a resumable execution paused, else "COMPLETED"."""
+    pending_actions: list[PendingAction] = field(default_factory=list)
+    """The calls a paused execution waits for, by seq; resume needs one
+    answer for each. A paused result's logs are those written since the
+    previous pause; its stats and trace cover the execution so far."""
+    continuation: str = ""
+    """Resumes a paused execution, once, until continuation_expire_time;
+    "" when it ended. Opaque: store it as it is."""
+    continuation_expire_time: datetime.datetime | None = None
+    """When the continuation expires (UTC)."""
+
+    @property
+    def requires_action(self) -> bool:
+        """requires_action reports whether a resumable execution paused:
+        answer its pending_actions with resume."""
+        return self.state == "REQUIRES_ACTION"
 
     def for_model(self) -> str:
         """for_model returns what a harness pastes into the model's context:
         the result JSON when the script succeeded, else the short
         explanation of the failure (kind, line, what to change)."""
+        if self.requires_action:
+            waits = ", ".join(f"{'approval of ' if a.approval else ''}tools.{a.tool} ({a.call_id})" for a in self.pending_actions)
+            return f"The script is paused, waiting for: {waits}."
         if self.ok:
             return self.result_json
         return self.model_message or (str(self.error) if self.error else "the script failed")
 
     def unwrap(self) -> Any:
-        """unwrap returns the value, or raises the ExecutionError."""
+        """unwrap returns the value, or raises the ExecutionError (a
+        PtcError for a paused execution)."""
+        if self.requires_action:
+            raise PtcError(
+                f"ptc: execution {self.execution_id} is paused, waiting for {len(self.pending_actions)} action(s): "
+                "answer them with resume(result.continuation, answers)"
+            )
         if not self.ok:
             raise self.error or ExecutionError(ErrorKind.INTERNAL, "the result has neither a value nor an error")
         return self.value
@@ -156,6 +194,8 @@ class ToolDefinition:
     """The arguments' JSON Schema; None when any JSON is accepted."""
     output_schema: Any
     """The result's JSON Schema; None when not validated."""
+    requires_approval: bool = False
+    """Every call of the tool waits for the caller's approval."""
 
 
 @dataclass
@@ -200,9 +240,10 @@ def result_from_pb(r: pb.ExecuteResponse) -> Result:
             execution_id=r.execution_id,
         )
     st, lim = r.stats, r.effective_limits
+    paused = r.state == pb.EXECUTION_STATE_REQUIRES_ACTION
     res = Result(
         execution_id=r.execution_id,
-        ok=err is None,
+        ok=err is None and not paused,
         value=None,
         result_json="",
         error=err,
@@ -242,6 +283,14 @@ def result_from_pb(r: pb.ExecuteResponse) -> Result:
             max_concurrent_tool_calls=lim.max_concurrent_tool_calls,
             max_output_bytes=lim.max_output_bytes,
             max_log_bytes=lim.max_log_bytes,
+            max_pauses=lim.max_pauses,
+            max_paused_time=seconds(lim.max_paused_time),
+        ),
+        state="REQUIRES_ACTION" if paused else "COMPLETED",
+        pending_actions=[pending_from_pb(a) for a in r.pending_actions],
+        continuation=r.continuation,
+        continuation_expire_time=(
+            r.continuation_expire_time.ToDatetime().replace(tzinfo=datetime.timezone.utc) if r.HasField("continuation_expire_time") else None
         ),
     )
     if res.ok:
@@ -259,6 +308,7 @@ def tool_list_from_pb(r: pb.ListToolsResponse) -> ToolList:
                 description=t.description,
                 input_schema=json.loads(t.input_schema_json) if t.input_schema_json else None,
                 output_schema=json.loads(t.output_schema_json) if t.output_schema_json else None,
+                requires_approval=t.requires_approval,
             )
             for t in r.tools
         ],

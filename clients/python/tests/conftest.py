@@ -41,11 +41,13 @@ def ptcd_binary() -> str:
 class Ptcd:
     """Ptcd is a running server; addr is host:port of its gRPC listener."""
 
-    def __init__(self, demo_tools: bool = False, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, demo_tools: bool = False, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
         cmd = [ptcd_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "", "--shutdown-grace", "1s", *args]
         if demo_tools:
             cmd.append("--demo-tools")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
+        )
         ready = threading.Event()
         self.addr = ""
         self.log: list[str] = []

@@ -3,14 +3,31 @@
 
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { CancelledError, InvalidRequestError, RequestError } from "./errors.js";
-import { ListToolsRequestSchema, SessionStartSchema, ToolDefinitionSchema, type ListToolsResponse } from "./gen/ptc/v1/runner_pb.js";
+import { answersPB, type Answer, type ApprovalCallback } from "./durable.js";
+import { CancelledError, InvalidRequestError, requestError } from "./errors.js";
+import {
+  ListToolsRequestSchema,
+  ResumeRequestSchema,
+  SessionStartSchema,
+  ToolDefinitionSchema,
+  type ListToolsResponse,
+  type ResumeResponse,
+} from "./gen/ptc/v1/runner_pb.js";
 import { executeRequestPB, type ExecuteOptions } from "./request.js";
 import { resultFromPB, type LogEntry, type Result } from "./result.js";
 import { Transport } from "./rpc.js";
 import type { JSONSchema } from "./schema.js";
 import { runSession } from "./session.js";
-import { prepareTools, type ClientTool } from "./tools.js";
+import { prepareTools, type ClientTool, type ClientToolDefinition } from "./tools.js";
+
+/**
+ * ExecuteRequestOptions describe one unary execution. With `resumable`,
+ * `tools` declares client tools (their handlers, if any, are not used):
+ * a call to one pauses the execution and is answered in `resume`.
+ */
+export interface ExecuteRequestOptions extends ExecuteOptions {
+  tools?: readonly ClientToolDefinition[];
+}
 
 /** ClientOptions configure a Client. */
 export interface ClientOptions {
@@ -39,6 +56,23 @@ export interface RunOptions extends ExecuteOptions {
    * the server's CANCELLED result before it cancels the stream. Default 5000.
    */
   cancelGraceMs?: number;
+  /**
+   * onApproval decides, while the script runs, each call of a server tool
+   * that needs approval (the server's configuration or requireApproval):
+   * resolve true (the tool runs, once) or false, or {approved, reason}
+   * (the script's call rejects with a ToolError of code "denied" and the
+   * reason). Decisions run concurrently. Without onApproval, or if it
+   * throws, the call is denied.
+   */
+  onApproval?: ApprovalCallback;
+}
+
+/** ResumeOptions go with a resume. */
+export interface ResumeOptions {
+  /** wasmModule is the module of a paused WASM execution, when the server answered FAILED_PRECONDITION (WASM_MODULE_MISSING). */
+  wasmModule?: Uint8Array;
+  /** signal cancels the call; the continuation may have been used up if the server got it. */
+  signal?: AbortSignal;
 }
 
 /** ListToolsOptions select the server tools to describe. */
@@ -62,6 +96,8 @@ export interface ToolDefinition {
   inputSchema: JSONSchema | undefined;
   /** outputSchema is the result's JSON Schema; undefined when not validated. */
   outputSchema: JSONSchema | undefined;
+  /** requiresApproval means every call of the tool waits for the caller's approval. */
+  requiresApproval: boolean;
 }
 
 /** ToolList is the answer of listTools. */
@@ -132,6 +168,7 @@ export class Client {
           description: t.description,
           inputSchema: t.inputSchemaJson === "" ? undefined : (JSON.parse(t.inputSchemaJson) as JSONSchema),
           outputSchema: t.outputSchemaJson === "" ? undefined : (JSON.parse(t.outputSchemaJson) as JSONSchema),
+          requiresApproval: t.requiresApproval,
         })),
         typescript: res.typescript,
         prompt: res.prompt,
@@ -142,19 +179,56 @@ export class Client {
 
   /**
    * execute runs a script against the server's tools in one unary call.
-   * Client tools need run.
+   * Client tools need run, or `resumable`: then a call to one of `tools`,
+   * or one that needs approval, pauses the execution — the Result has
+   * state "REQUIRES_ACTION", its pendingActions and a continuation — and
+   * `resume` goes on.
    */
-  execute(options: ExecuteOptions): Promise<Result> {
-    if ((options as RunOptions)?.tools !== undefined || (options as RunOptions)?.onLog !== undefined) {
-      return Promise.reject(new InvalidRequestError("tools", "client tools and onLog need run (a Session stream), not execute"));
-    }
+  execute(options: ExecuteRequestOptions): Promise<Result> {
     let req;
     try {
+      const o = options as RunOptions;
+      if (o?.onLog !== undefined || o?.onApproval !== undefined) {
+        throw new InvalidRequestError(o.onLog !== undefined ? "onLog" : "onApproval", "onLog and onApproval need run (a Session stream); a resumable execute pauses for approvals instead");
+      }
+      if (o?.tools !== undefined && o.resumable !== true) {
+        throw new InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable: true (calls to them pause the execution)");
+      }
       req = executeRequestPB(options);
+      req.clientTools = [...prepareTools(options.tools, (d) => create(ToolDefinitionSchema, d), false).values()].map((t) => t.definition);
     } catch (e) {
       return Promise.reject(e);
     }
     return this.unary(options.signal, (md, cb) => this.transport.execute(req, md, {}, cb), resultFromPB);
+  }
+
+  /**
+   * resume goes on with a paused execution (a Result with state
+   * "REQUIRES_ACTION"), on this server or any that shares its
+   * continuation keys: the continuation and one answer per pending action
+   * (see Answer). It resolves with the execution's next state: paused
+   * again, with a new continuation, or completed. A continuation resumes
+   * once. A refused continuation rejects with ContinuationError (its
+   * `kind`: EXPIRED, USED, TAMPERED, MALFORMED, ...); answers that do not
+   * fit the pending actions with RequestError INVALID_ARGUMENT (reason
+   * "ANSWERS_INVALID", the message names the call) — then nothing ran
+   * and the same continuation can be sent again with the answers fixed.
+   */
+  resume(continuation: string, answers: readonly Answer[], options: ResumeOptions = {}): Promise<Result> {
+    let req;
+    try {
+      if (typeof continuation !== "string" || continuation === "") {
+        throw new InvalidRequestError("continuation", "the continuation is empty: pass the continuation of a paused Result");
+      }
+      if (options.wasmModule !== undefined && !(options.wasmModule instanceof Uint8Array)) throw new InvalidRequestError("wasmModule", "must be a Uint8Array");
+      req = create(ResumeRequestSchema, { continuation, answers: answersPB(answers), wasmModule: options.wasmModule ?? new Uint8Array() });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.unary<ResumeResponse, Result>(options.signal, (md, cb) => this.transport.resume(req, md, {}, cb), (res) => {
+      if (!res.execution) throw new InvalidRequestError("execution", "the server's Resume response holds no execution");
+      return resultFromPB(res.execution);
+    });
   }
 
   /**
@@ -163,12 +237,15 @@ export class Client {
    * (concurrently with the others) and the answer goes back into the
    * script. A handler's ToolError fails the call with its code; any other
    * exception with "tool_failed"; a result that is not JSON with
-   * "invalid_output". Console lines stream to onLog. `signal` cancels.
+   * "invalid_output". Console lines stream to onLog; calls that need
+   * approval are decided by onApproval. `signal` cancels.
    */
   run(options: RunOptions): Promise<Result> {
     let start;
     let tools;
     try {
+      if (options?.resumable) throw new InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks onApproval instead of pausing)");
+      if (options?.onApproval !== undefined && typeof options.onApproval !== "function") throw new InvalidRequestError("onApproval", "must be a function");
       tools = prepareTools(options.tools, (d) => create(ToolDefinitionSchema, d));
       const execute = executeRequestPB(options);
       execute.streamLogs = options.onLog !== undefined;
@@ -182,6 +259,7 @@ export class Client {
     return runSession(this.transport, start, {
       tools,
       onLog: options.onLog,
+      onApproval: options.onApproval,
       signal: options.signal,
       cancelGraceMs: grace,
       metadata: this.metadata.clone(),
@@ -202,7 +280,7 @@ export class Client {
       call = start(this.metadata.clone(), (err, res) => {
         signal?.removeEventListener("abort", onAbort);
         if (signal?.aborted) reject(new CancelledError(signal.reason));
-        else if (err) reject(new RequestError(err.code, err.details, { cause: err }));
+        else if (err) reject(requestError(err));
         else {
           try {
             resolve(convert(res as R));

@@ -3,14 +3,17 @@
 //
 //   InvalidRequestError  the request or a tool definition is invalid; nothing was sent
 //   RequestError         the server refused the request (a gRPC status code)
+//   ContinuationError    resume refused the continuation (malformed, altered,
+//                        expired, used already, ...): a RequestError with a kind
 //   ConnectionLostError  the connection ended before the execution's result arrived
 //   CancelledError       the caller's AbortSignal ended the execution
 //   ExecutionError       the script failed (kind SCRIPT_ERROR, TIMEOUT, ...): it
 //                        is Result.error, and thrown only by unwrap()
 //   ToolError            thrown by a client tool handler to fail the call with a code
 
-import { status as grpcStatus } from "@grpc/grpc-js";
+import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import type { Result } from "./result.js";
+import { reasonOf } from "./status.js";
 
 /** PtcError is the base class of every error this package throws. */
 export class PtcError extends Error {
@@ -57,13 +60,73 @@ export class RequestError extends PtcError {
   readonly codeName: string;
   /** details is the server's message. */
   readonly details: string;
+  /**
+   * reason names the cause in a stable form to branch on, when the server
+   * gives one (e.g. "CONTINUATION_EXPIRED", "ANSWERS_INVALID"; see
+   * docs/durable.md); "" otherwise.
+   */
+  readonly reason: string;
 
-  constructor(code: number, details: string, options?: { cause?: unknown; message?: string }) {
+  constructor(code: number, details: string, options?: { cause?: unknown; message?: string; reason?: string }) {
     super(options?.message ?? `ptc: ${grpcCodeName(code)}: ${details}`, options);
     this.code = code;
     this.codeName = grpcCodeName(code);
     this.details = details;
+    this.reason = options?.reason ?? "";
   }
+}
+
+/**
+ * ContinuationErrorKind says why `resume` refused a continuation:
+ *
+ *   MALFORMED     empty, not base64url, truncated, corrupt (INVALID_ARGUMENT)
+ *   TAMPERED      altered, or another server's: its signature fails (INVALID_ARGUMENT)
+ *   UNKNOWN_KEY   signed with a key this server does not hold (INVALID_ARGUMENT)
+ *   WRONG_TENANT  issued to another tenant (PERMISSION_DENIED)
+ *   EXPIRED       past its expiry time (FAILED_PRECONDITION)
+ *   USED          it resumed its execution already (FAILED_PRECONDITION)
+ *   STATE_GONE    its paused state is gone from the server's store: used, or expired (FAILED_PRECONDITION)
+ *   NEEDS_STORE   it refers to a state store this server does not have (FAILED_PRECONDITION)
+ *
+ * A kind this client does not know yet arrives as the server's reason
+ * without its "CONTINUATION_" prefix.
+ */
+export type ContinuationErrorKind =
+  | "MALFORMED"
+  | "TAMPERED"
+  | "UNKNOWN_KEY"
+  | "WRONG_TENANT"
+  | "EXPIRED"
+  | "USED"
+  | "STATE_GONE"
+  | "NEEDS_STORE"
+  | (string & {});
+
+/**
+ * ContinuationError is a RequestError for a continuation that `resume`
+ * cannot use: `kind` says why. Nothing ran. A malformed or altered one
+ * will never work; an expired or used one means the paused execution
+ * cannot go on from it (the continuation of the latest pause is the only
+ * live one).
+ */
+export class ContinuationError extends RequestError {
+  override name = "ContinuationError";
+  /** kind says why the continuation was refused. */
+  readonly kind: ContinuationErrorKind;
+
+  constructor(code: number, details: string, reason: string, options?: { cause?: unknown }) {
+    super(code, details, { ...options, reason });
+    this.kind = reason.replace(/^CONTINUATION_/, "");
+  }
+}
+
+const continuationPrefix = "CONTINUATION_";
+
+/** requestError converts a failed call's status into a RequestError, or a ContinuationError for a refused continuation. */
+export function requestError(e: ServiceError): RequestError {
+  const reason = reasonOf(e);
+  if (reason.startsWith(continuationPrefix)) return new ContinuationError(e.code, e.details, reason, { cause: e });
+  return new RequestError(e.code, e.details, { cause: e, reason });
 }
 
 /**

@@ -5,15 +5,44 @@
 //   @ptcrun/client/ai             a Vercel AI SDK tool
 //   @ptcrun/client/openai-agents  an OpenAI Agents SDK function tool
 
-export { Client, type ClientOptions, type ListToolsOptions, type RunOptions, type ToolDefinition, type ToolList } from "./client.js";
-export { CancelledError, ConnectionLostError, InvalidRequestError, PtcError, RequestError, ToolError, grpcCodeName } from "./errors.js";
+export {
+  Client,
+  type ClientOptions,
+  type ExecuteRequestOptions,
+  type ListToolsOptions,
+  type ResumeOptions,
+  type RunOptions,
+  type ToolDefinition,
+  type ToolList,
+} from "./client.js";
+export {
+  Answer,
+  type ApprovalCallback,
+  type ApprovalContext,
+  type ApprovalDecision,
+  type PendingAction,
+  type PendingActionKind,
+} from "./durable.js";
+export {
+  CancelledError,
+  ConnectionLostError,
+  ContinuationError,
+  InvalidRequestError,
+  PtcError,
+  RequestError,
+  ToolError,
+  grpcCodeName,
+  type ContinuationErrorKind,
+} from "./errors.js";
 export { NotJSONError, toJSONStrict } from "./json.js";
 export { newExecutionId, type ExecuteOptions, type Language } from "./request.js";
 export {
   ExecutionError,
   forModel,
+  requiresAction,
   unwrap,
   type ErrorKind,
+  type ExecutionStateName,
   type Limits,
   type LogEntry,
   type Result,
@@ -21,4 +50,4 @@ export {
   type ToolCallRecord,
 } from "./result.js";
 export { type InferOutput, type JSONSchema, type SchemaLike, type StandardJSONSchema } from "./schema.js";
-export { clientTool, type ClientTool, type ToolCallContext, type ToolHandler } from "./tools.js";
+export { clientTool, type ClientTool, type ClientToolDefinition, type ToolCallContext, type ToolHandler } from "./tools.js";

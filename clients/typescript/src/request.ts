@@ -45,6 +45,21 @@ export interface ExecuteOptions {
   /** includeToolResults puts each call's result into Result.trace. */
   includeToolResults?: boolean;
   /**
+   * resumable (execute only) lets the execution pause at calls only the
+   * caller can answer — calls to `tools` and calls that need approval —
+   * instead of failing them: the Result then has state "REQUIRES_ACTION",
+   * pendingActions and a continuation for `resume`. A resumable execution
+   * is deterministic (seed; the clock starts at clockStart, or when it
+   * starts). run refuses it: a Session asks onApproval instead.
+   */
+  resumable?: boolean;
+  /**
+   * requireApproval names server tools whose calls the caller wants to
+   * approve, besides those the server requires approval for (an unknown
+   * name is INVALID_ARGUMENT).
+   */
+  requireApproval?: string[];
+  /**
    * signal cancels the execution. Execute cancels the RPC; run sends
    * CancelExecution and waits up to cancelGraceMs for the server's result.
    * Either way the call rejects with CancelledError.
@@ -73,6 +88,7 @@ function durationPB(ms: number): Duration {
 
 const limitFields: Array<keyof Limits> = [
   "timeoutMs", "cpuTimeMs", "memoryBytes", "maxToolCalls", "maxConcurrentToolCalls", "maxOutputBytes", "maxLogBytes",
+  "maxPauses", "maxPausedTimeMs",
 ];
 
 function checkLimits(l: Partial<Limits>): void {
@@ -87,7 +103,7 @@ function checkLimits(l: Partial<Limits>): void {
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (integral && !Number.isSafeInteger(v))) {
       throw new InvalidRequestError(`limits.${k}`, `must be a non-negative ${integral ? "integer" : "number"}, not ${String(v)}`);
     }
-    if ((k === "maxToolCalls" || k === "maxConcurrentToolCalls") && v > 2 ** 31 - 1) {
+    if ((k === "maxToolCalls" || k === "maxConcurrentToolCalls" || k === "maxPauses") && v > 2 ** 31 - 1) {
       throw new InvalidRequestError(`limits.${k}`, "must fit in 32 bits");
     }
   }
@@ -121,6 +137,11 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
     throw new InvalidRequestError("allowedTools", "must be an array of tool names");
   }
   for (const [i, name] of (o.allowedTools ?? []).entries()) checkToolName(name, `allowedTools[${i}]`);
+  if (o.requireApproval !== undefined && (!Array.isArray(o.requireApproval) || o.requireApproval.some((t) => typeof t !== "string"))) {
+    throw new InvalidRequestError("requireApproval", "must be an array of tool names");
+  }
+  for (const [i, name] of (o.requireApproval ?? []).entries()) checkToolName(name, `requireApproval[${i}]`);
+  if (o.resumable !== undefined && typeof o.resumable !== "boolean") throw new InvalidRequestError("resumable", "must be a boolean");
   let seed = 0n;
   if (o.seed !== undefined) {
     const ok = typeof o.seed === "bigint" ? o.seed >= 0n && o.seed < 2n ** 64n : Number.isSafeInteger(o.seed) && o.seed >= 0;
@@ -148,6 +169,8 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
       maxConcurrentToolCalls: limits.maxConcurrentToolCalls ?? 0,
       maxOutputBytes: BigInt(limits.maxOutputBytes ?? 0),
       maxLogBytes: BigInt(limits.maxLogBytes ?? 0),
+      maxPauses: limits.maxPauses ?? 0,
+      maxPausedTime: limits.maxPausedTimeMs ? durationPB(limits.maxPausedTimeMs) : undefined,
     }),
     allowedTools: o.allowedTools ?? [],
     resultSchemaJson: o.resultSchema === undefined ? "" : schemaJSON(o.resultSchema, "resultSchema", "output"),
@@ -159,5 +182,7 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
       nanos: (((o.clockStart.getTime() % 1000) + 1000) % 1000) * 1e6,
     }) : undefined,
     includeToolResults: o.includeToolResults ?? false,
+    resumable: o.resumable ?? false,
+    requireApproval: o.requireApproval ?? [],
   });
 }

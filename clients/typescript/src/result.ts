@@ -1,10 +1,12 @@
 // The outcome of an execution, converted from the wire (ExecuteResponse)
 // into plain values: numbers in milliseconds and bytes, parsed JSON.
 
-import type { Duration } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { pendingFromPB, type PendingAction } from "./durable.js";
 import { PtcError } from "./errors.js";
 import {
   ErrorKind as ErrorKindPB,
+  ExecutionState,
   type ExecuteResponse,
   type ExecutionError as ExecutionErrorPB,
   type Limits as LimitsPB,
@@ -28,6 +30,8 @@ export type ErrorKind =
   | "RESULT_SCHEMA_VIOLATION"
   | "CANCELLED"
   | "INTERNAL"
+  | "PAUSE_LIMIT"
+  | "RESUME_DIVERGED"
   | `KIND_${number}`;
 
 /** errorKindName maps the wire enum to an ErrorKind. */
@@ -104,6 +108,10 @@ export interface Limits {
   maxOutputBytes: number;
   /** maxLogBytes bounds captured console output (truncated beyond). */
   maxLogBytes: number;
+  /** maxPauses bounds how often a resumable execution may pause (PAUSE_LIMIT). */
+  maxPauses: number;
+  /** maxPausedTimeMs bounds the total time a resumable execution may wait paused (PAUSE_LIMIT). */
+  maxPausedTimeMs: number;
 }
 
 /** LogEntry is one line of the script's console output. */
@@ -147,13 +155,24 @@ export interface ToolCallRecord {
 }
 
 /**
+ * ExecutionStateName says whether an execution ended ("COMPLETED") or a
+ * resumable one paused ("REQUIRES_ACTION").
+ */
+export type ExecutionStateName = "COMPLETED" | "REQUIRES_ACTION";
+
+/**
  * Result is the outcome of one execution. A script that failed is a
- * Result with `ok: false` and `error` set, not an exception.
+ * Result with `ok: false` and `error` set, not an exception. A resumable
+ * execution that paused is a Result with `state: "REQUIRES_ACTION"`,
+ * `ok: false`, no error, its `pendingActions` and a `continuation` for
+ * `resume`.
  */
 export interface Result<T = unknown> {
   /** executionId identifies the execution. */
   executionId: string;
-  /** ok is true when the script returned a result. */
+  /** state is "REQUIRES_ACTION" when a resumable execution paused, else "COMPLETED". */
+  state: ExecutionStateName;
+  /** ok is true when the script returned a result (false while paused). */
   ok: boolean;
   /** value is the parsed result when ok; undefined otherwise. */
   value: T | undefined;
@@ -169,6 +188,22 @@ export interface Result<T = unknown> {
   trace: ToolCallRecord[];
   /** effectiveLimits are the limits that applied. */
   effectiveLimits: Limits;
+  /**
+   * pendingActions are the calls a paused execution waits for, by seq;
+   * `resume` needs one answer for each. Empty when it ended. A paused
+   * result's logs are those written since the previous pause; its stats
+   * and trace cover the execution so far.
+   */
+  pendingActions: PendingAction[];
+  /** continuation resumes a paused execution, once, until continuationExpireTime; "" when it ended. Opaque: store it as it is. */
+  continuation: string;
+  /** continuationExpireTime is when the continuation expires. */
+  continuationExpireTime: Date | undefined;
+}
+
+/** requiresAction reports whether a resumable execution paused: answer its pendingActions with `resume`. */
+export function requiresAction(result: Result): boolean {
+  return result.state === "REQUIRES_ACTION";
 }
 
 /**
@@ -177,11 +212,17 @@ export interface Result<T = unknown> {
  * failure (kind, line, what to change).
  */
 export function forModel(result: Result): string {
+  if (requiresAction(result)) {
+    return `The script is paused, waiting for: ${result.pendingActions.map((a) => `${a.approval ? "approval of " : ""}tools.${a.tool} (${a.callId})`).join(", ")}.`;
+  }
   return result.ok ? result.resultJson : result.modelMessage || result.error?.message || "the script failed";
 }
 
 /** unwrap returns the result's value, or throws its ExecutionError. */
 export function unwrap<T>(result: Result<T>): T {
+  if (result.state === "REQUIRES_ACTION") {
+    throw new PtcError(`ptc: execution ${result.executionId} is paused, waiting for ${result.pendingActions.length} action(s): answer them with resume(result.continuation, answers)`);
+  }
   if (!result.ok) {
     throw result.error ?? new ExecutionError({ kind: "INTERNAL", message: "the result has neither a value nor an error" });
   }
@@ -203,7 +244,13 @@ function limitsFromPB(l: LimitsPB | undefined): Limits {
     maxConcurrentToolCalls: l?.maxConcurrentToolCalls ?? 0,
     maxOutputBytes: Number(l?.maxOutputBytes ?? 0n),
     maxLogBytes: Number(l?.maxLogBytes ?? 0n),
+    maxPauses: l?.maxPauses ?? 0,
+    maxPausedTimeMs: durationMs(l?.maxPausedTime),
   };
+}
+
+function dateOf(t: Timestamp | undefined): Date | undefined {
+  return t ? new Date(Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6)) : undefined;
 }
 
 /** logFromPB converts one console entry. */
@@ -244,9 +291,11 @@ function errorFromPB(e: ExecutionErrorPB, modelMessage: string, executionId: str
 /** resultFromPB converts an ExecuteResponse into a Result. */
 export function resultFromPB(r: ExecuteResponse): Result {
   const st = r.stats;
+  const paused = r.state === ExecutionState.REQUIRES_ACTION;
   const out: Result = {
     executionId: r.executionId,
-    ok: r.error === undefined,
+    state: paused ? "REQUIRES_ACTION" : "COMPLETED",
+    ok: r.error === undefined && !paused,
     value: undefined,
     resultJson: "",
     error: r.error ? errorFromPB(r.error, r.modelMessage, r.executionId) : undefined,
@@ -265,6 +314,9 @@ export function resultFromPB(r: ExecuteResponse): Result {
     },
     trace: r.trace.map(recordFromPB),
     effectiveLimits: limitsFromPB(r.effectiveLimits),
+    pendingActions: r.pendingActions.map(pendingFromPB),
+    continuation: r.continuation,
+    continuationExpireTime: dateOf(r.continuationExpireTime),
   };
   if (out.ok) {
     out.resultJson = r.resultJson === "" ? "null" : r.resultJson;

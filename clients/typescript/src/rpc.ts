@@ -1,4 +1,4 @@
-// The gRPC transport: RunnerService's three methods on @grpc/grpc-js,
+// The gRPC transport: RunnerService's methods on @grpc/grpc-js,
 // with messages (de)serialised by the protobuf-es generated schemas.
 
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
@@ -8,6 +8,8 @@ import {
   ExecuteResponseSchema,
   ListToolsRequestSchema,
   ListToolsResponseSchema,
+  ResumeRequestSchema,
+  ResumeResponseSchema,
   RunnerService,
   SessionRequestSchema,
   SessionResponseSchema,
@@ -15,6 +17,8 @@ import {
   type ExecuteResponse,
   type ListToolsRequest,
   type ListToolsResponse,
+  type ResumeRequest,
+  type ResumeResponse,
   type SessionRequest,
   type SessionResponse,
 } from "./gen/ptc/v1/runner_pb.js";
@@ -47,6 +51,12 @@ export class Transport {
     cb: (err: grpc.ServiceError | null, res?: ExecuteResponse) => void): grpc.ClientUnaryCall {
     return this.client.makeUnaryRequest(path(RunnerService.method.execute.name),
       serializer(ExecuteRequestSchema), deserializer(ExecuteResponseSchema), req, md, opts, cb);
+  }
+
+  resume(req: ResumeRequest, md: grpc.Metadata, opts: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, res?: ResumeResponse) => void): grpc.ClientUnaryCall {
+    return this.client.makeUnaryRequest(path(RunnerService.method.resume.name),
+      serializer(ResumeRequestSchema), deserializer(ResumeResponseSchema), req, md, opts, cb);
   }
 
   listTools(req: ListToolsRequest, md: grpc.Metadata, opts: grpc.CallOptions,

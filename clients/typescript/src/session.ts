@@ -5,12 +5,17 @@
 
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { CancelledError, ConnectionLostError, RequestError, ToolError } from "./errors.js";
+import { decide, pendingFromPB, type ApprovalCallback } from "./durable.js";
+import { CancelledError, ConnectionLostError, ToolError, requestError } from "./errors.js";
 import {
+  ActionAnswerSchema,
+  ApprovalSchema,
   CancelExecutionSchema,
+  PendingActionSchema,
   SessionRequestSchema,
   ToolErrorSchema,
   ToolResultSchema,
+  type ApprovalRequest,
   type SessionResponse,
   type SessionStart,
   type ToolCall,
@@ -25,6 +30,7 @@ import type { PreparedTool, ToolCallContext } from "./tools.js";
 export interface SessionOptions {
   tools: Map<string, PreparedTool>;
   onLog: ((entry: LogEntry) => void) | undefined;
+  onApproval: ApprovalCallback | undefined;
   signal: AbortSignal | undefined;
   cancelGraceMs: number;
   metadata: grpc.Metadata;
@@ -95,6 +101,17 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       send({ msg: { case: "toolResult", value: create(ToolResultSchema, { callId: tc.callId, outcome }) } });
     };
 
+    const approve = async (ar: ApprovalRequest) => {
+      const action = pendingFromPB(ar.action ?? create(PendingActionSchema));
+      const deadline = ar.deadline ? new Date(Number(ar.deadline.seconds) * 1000 + ar.deadline.nanos / 1e6) : undefined;
+      const d = await decide(o.onApproval, action, { deadline, signal: ended.signal });
+      const answer = create(ActionAnswerSchema, {
+        callId: action.callId,
+        outcome: { case: "approval", value: create(ApprovalSchema, { approved: d.approved, reason: d.reason }) },
+      });
+      send({ msg: { case: "approvalAnswer", value: answer } });
+    };
+
     call.on("metadata", () => {
       heard = true;
     });
@@ -121,6 +138,9 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
           finish(cancelReason ? { error: new CancelledError(cancelReason.reason, res) } : { result: res });
           break;
         }
+        case "approvalRequest":
+          void approve(m.msg.value);
+          break;
         case "protocolError":
           // Sent only for a malformed answer, which this client never
           // sends; the session goes on.
@@ -134,7 +154,7 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       } else if (heard && lostCodes.has(e.code)) {
         finish({ error: new ConnectionLostError(e.code, e.details, executionId, inflight.size, { cause: e }) });
       } else {
-        finish({ error: new RequestError(e.code, e.details, { cause: e }) });
+        finish({ error: requestError(e) });
       }
     });
     call.on("end", () => {

@@ -48,6 +48,14 @@ export interface ClientTool<Args = any, Out = unknown> {
 }
 
 /**
+ * ClientToolDefinition is a client tool without its handler, as a
+ * resumable `execute` takes it: a call to it pauses the execution, and the
+ * caller answers it in `resume`. A ClientTool is one too (its handler is
+ * then not used).
+ */
+export type ClientToolDefinition = Omit<ClientTool, "handler"> & { handler?: ToolHandler<any, unknown> };
+
+/**
  * clientTool returns its argument, typed: with a Zod (Standard JSON
  * Schema) inputSchema the handler's arguments take the schema's output
  * type, and they are parsed by the schema before the handler runs.
@@ -99,7 +107,8 @@ export interface PreparedTool {
  * handlers, schemas) and converts them for the wire. Nothing is sent if it
  * throws.
  */
-export function prepareTools(tools: readonly ClientTool[] | undefined, toDefinition: (d: Omit<ToolDefinitionPB, "$typeName" | "$unknown">) => ToolDefinitionPB): Map<string, PreparedTool> {
+export function prepareTools(tools: readonly ClientToolDefinition[] | undefined, toDefinition: (d: Omit<ToolDefinitionPB, "$typeName" | "$unknown">) => ToolDefinitionPB,
+  needHandlers = true): Map<string, PreparedTool> {
   const out = new Map<string, PreparedTool>();
   if (tools === undefined) return out;
   if (!Array.isArray(tools)) throw new InvalidRequestError("tools", "tools must be an array of client tools");
@@ -108,14 +117,14 @@ export function prepareTools(tools: readonly ClientTool[] | undefined, toDefinit
     if (typeof t !== "object" || t === null) throw new InvalidRequestError(path, "a client tool must be an object {name, description, inputSchema, handler}");
     checkToolName(t.name, `${path}.name`);
     if (out.has(t.name)) throw new InvalidRequestError(`${path}.name`, `duplicate tool name ${JSON.stringify(t.name)}: every client tool needs its own name`);
-    if (typeof t.handler !== "function") throw new InvalidRequestError(`${path}.handler`, `client tool ${JSON.stringify(t.name)} has no handler function`);
+    if (needHandlers && typeof t.handler !== "function") throw new InvalidRequestError(`${path}.handler`, `client tool ${JSON.stringify(t.name)} has no handler function`);
     if (t.description !== undefined && typeof t.description !== "string") throw new InvalidRequestError(`${path}.description`, "description must be a string");
     const input = t.inputSchema === undefined ? "" : schemaJSON(t.inputSchema, `${path}.inputSchema`, "input");
     const output = t.outputSchema === undefined ? "" : schemaJSON(t.outputSchema, `${path}.outputSchema`, "output");
     const description = t.description ?? "";
     out.set(t.name, {
-      definition: toDefinition({ name: t.name, description, inputSchemaJson: input, outputSchemaJson: output }),
-      handler: t.handler as ToolHandler,
+      definition: toDefinition({ name: t.name, description, inputSchemaJson: input, outputSchemaJson: output, requiresApproval: false }),
+      handler: (t.handler ?? (() => undefined)) as ToolHandler,
       parse: isStandardJSONSchema(t.inputSchema) ? t.inputSchema["~standard"].validate : undefined,
       inputSchemaJson: input,
       outputSchemaJson: output,

@@ -1,4 +1,4 @@
-// The runnable example in examples/clients/typescript, compiled by
+// The runnable examples in examples/clients/typescript, compiled by
 // tsconfig.examples.json and run against a ptcd with the demo tools.
 
 import assert from "node:assert/strict";
@@ -26,8 +26,19 @@ test("quickstart", async () => {
   assert.deepEqual(lines.filter((l) => !l.startsWith("  [script ")), [
     'server tools: {"members":8,"limits":[1500,2000,3000,4000,5000]}',
     'client tool: {"EUR":2760,"GBP":2370,"JPY":"unsupported_currency"}',
-    `failed: SCRIPT_ERROR - The script failed with SCRIPT_ERROR: uncaught ToolError from tool get_expenses (code not_found): no team member has id "nobody": use an id returned by get_team_members. Check the arguments and the error of tool get_expenses; catch tool errors with try/catch (err.code, err.message) if the script can continue without it.`,
+    `failed: SCRIPT_ERROR - The script failed with SCRIPT_ERROR at line 1, column 32: uncaught ToolError from tool get_expenses (code not_found): no team member has id "nobody": use an id returned by get_team_members. Check the arguments and the error of tool get_expenses; catch tool errors with try/catch (err.code, err.message) if the script can continue without it.`,
     "cancelled: CANCELLED",
   ]);
   for (const l of lines.filter((l) => l.startsWith("  [script "))) assert.equal(l, "  [script log] senior travel budget 3000");
+});
+
+test("durable", async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(built, "durable.mjs"), srv.addr], { timeout: 60_000 });
+  assert.deepEqual(stdout.trimEnd().split("\n"), [
+    "paused: answer tools.ask_reviewer(...)",
+    'paused: approve tools.get_budget_by_level({"level":"staff"})',
+    'resumed: {"member":"Xavier Dubois","level":"staff","travel_limit":4000}',
+    "reused: USED (FAILED_PRECONDITION)",
+    'approvals: {"senior":3000,"principal":"denied: principal budgets are confidential"}',
+  ]);
 });

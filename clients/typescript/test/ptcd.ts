@@ -35,12 +35,12 @@ export interface Ptcd {
 }
 
 /** startPtcd starts a server; demoTools registers the built-in demo tools. */
-export async function startPtcd(opts: { demoTools?: boolean; args?: string[] } = {}): Promise<Ptcd> {
+export async function startPtcd(opts: { demoTools?: boolean; args?: string[]; env?: Record<string, string> } = {}): Promise<Ptcd> {
   const bin = ptcdBinary();
   if (!existsSync(bin)) throw new Error(`ptcd binary ${bin} does not exist`);
   const args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--shutdown-grace", "1s", ...(opts.args ?? [])];
   if (opts.demoTools) args.push("--demo-tools");
-  const child = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } });
   const exited = new Promise<void>((res) => child.once("exit", () => res()));
   const addr = await new Promise<string>((res, rej) => {
     const lines = createInterface({ input: child.stderr! });

@@ -60,6 +60,31 @@ type caseFile struct {
 	Fixtures    map[string]rules `yaml:"fixtures"`
 	Cassette    string           `yaml:"cassette"`
 	Expect      expectation      `yaml:"expect"`
+	// RequireApproval, ClientTools and Resumes make the case resumable:
+	// the execution pauses at approvals and client tool calls, and each
+	// pause is answered by the next step of Resumes.
+	RequireApproval []string     `yaml:"require_approval"`
+	ClientTools     []definition `yaml:"client_tools"`
+	Resumes         []resumeStep `yaml:"resumes"`
+}
+
+// resumeStep answers one pause of a resumable case.
+type resumeStep struct {
+	// Pending, when set, are the tools the pause must wait for, in seq
+	// order.
+	Pending []string `yaml:"pending"`
+	// Approve lists the tools whose pending approvals are approved ("all"
+	// approves every one); Deny maps tools to the reason of a denial.
+	Approve []string          `yaml:"approve"`
+	Deny    map[string]string `yaml:"deny"`
+	// Answer maps client tools to their output; Fail to their error.
+	Answer map[string]yaml.Node  `yaml:"answer"`
+	Fail   map[string]*toolError `yaml:"fail"`
+}
+
+// resumable reports whether the case runs resumably.
+func (s *caseFile) resumable() bool {
+	return len(s.RequireApproval) > 0 || len(s.ClientTools) > 0 || len(s.Resumes) > 0
 }
 
 type definition struct {
@@ -222,6 +247,16 @@ func (c *Case) check() error {
 	}
 	if s.Cassette != "" && (len(s.Fixtures) > 0 || len(s.Definitions) > 0 || s.DemoTools != nil) {
 		return bad("a case with a cassette gets every tool from it: drop fixtures, definitions and demo_tools")
+	}
+	if s.Cassette != "" && s.resumable() {
+		return bad("a case with a cassette cannot pause: drop require_approval, client_tools and resumes")
+	}
+	for i, st := range s.Resumes {
+		for tool, e := range st.Fail {
+			if e == nil || e.Code == "" {
+				return bad("resumes[%d].fail.%s needs a code", i, tool)
+			}
+		}
 	}
 	if s.Language != "" && s.Language != "javascript" && s.Language != "typescript" {
 		return bad("language %q: use javascript or typescript", s.Language)

@@ -113,13 +113,24 @@ func (c *Case) run(ctx context.Context, cfg Config) (failure string, updated boo
 		return err.Error(), false
 	}
 	opts := append([]ptc.Option{ptc.WithTools(toolset...)}, cfg.RunnerOptions...)
-	r, err := ptc.NewRunner(opts...)
-	if err != nil {
-		return fmt.Sprintf("%s: the tools cannot be set up: %v", c.File, err), false
-	}
-	res, err := r.Execute(ctx, req)
-	if err != nil {
-		return fmt.Sprintf("the request was rejected: %v", err), false
+	var res *ptc.Result
+	if c.spec.resumable() {
+		if err := c.resumableRequest(&req); err != nil {
+			return err.Error(), false
+		}
+		var fail string
+		if res, fail = c.runResumable(ctx, req, opts); fail != "" {
+			return fail, false
+		}
+	} else {
+		r, err := ptc.NewRunner(opts...)
+		if err != nil {
+			return fmt.Sprintf("%s: the tools cannot be set up: %v", c.File, err), false
+		}
+		defer r.Close()
+		if res, err = r.Execute(ctx, req); err != nil {
+			return fmt.Sprintf("the request was rejected: %v", err), false
+		}
 	}
 	var fails []string
 	if replay != nil {

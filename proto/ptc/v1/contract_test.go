@@ -78,6 +78,7 @@ func TestRunnerServiceShape(t *testing.T) {
 		{"Execute", "ptc.v1.ExecuteRequest", "ptc.v1.ExecuteResponse", false, false},
 		{"ListTools", "ptc.v1.ListToolsRequest", "ptc.v1.ListToolsResponse", false, false},
 		{"Session", "ptc.v1.SessionRequest", "ptc.v1.SessionResponse", true, true},
+		{"Resume", "ptc.v1.ResumeRequest", "ptc.v1.ResumeResponse", false, false},
 	}
 	svc := ptcv1.File_ptc_v1_runner_proto.Services().ByName("RunnerService")
 	if svc == nil {
@@ -154,6 +155,9 @@ func TestMessageFields(t *testing.T) {
 			"12 stream_progress bool",
 			"13 progress_values bool",
 			"14 overflow_policy ptc.v1.OverflowPolicy",
+			"15 resumable bool",
+			"16 client_tools repeated ptc.v1.ToolDefinition",
+			"17 require_approval repeated string",
 		}},
 		{"Script", []string{
 			"1 language ptc.v1.Language",
@@ -171,6 +175,8 @@ func TestMessageFields(t *testing.T) {
 			"7 max_log_bytes int64",
 			"8 max_log_entries int32",
 			"9 max_result_tokens int32",
+			"10 max_pauses int32",
+			"11 max_paused_time google.protobuf.Duration",
 		}},
 		{"ExecuteResponse", []string{
 			"1 execution_id string",
@@ -182,6 +188,41 @@ func TestMessageFields(t *testing.T) {
 			"7 stats ptc.v1.ExecutionStats",
 			"8 trace repeated ptc.v1.ToolCallRecord",
 			"9 effective_limits ptc.v1.Limits",
+			"10 state ptc.v1.ExecutionState",
+			"11 pending_actions repeated ptc.v1.PendingAction",
+			"12 continuation string",
+			"13 continuation_expire_time google.protobuf.Timestamp",
+		}},
+		{"PendingAction", []string{
+			"1 call_id string",
+			"2 kind ptc.v1.ActionKind",
+			"3 seq int32",
+			"4 tool string",
+			"5 arguments_json string",
+			"6 idempotency_key string",
+			"7 reason string",
+		}},
+		{"ResumeRequest", []string{
+			"1 continuation string",
+			"2 answers repeated ptc.v1.ActionAnswer",
+			"3 wasm_module bytes",
+		}},
+		{"ResumeResponse", []string{
+			"1 execution ptc.v1.ExecuteResponse",
+		}},
+		{"ActionAnswer", []string{
+			"1 call_id string",
+			"2 output_json string oneof outcome",
+			"3 error ptc.v1.ToolError oneof outcome",
+			"4 approval ptc.v1.Approval oneof outcome",
+		}},
+		{"Approval", []string{
+			"1 approved bool",
+			"2 reason string",
+		}},
+		{"ApprovalRequest", []string{
+			"1 action ptc.v1.PendingAction",
+			"2 deadline google.protobuf.Timestamp",
 		}},
 		{"ExecutionError", []string{
 			"1 kind ptc.v1.ErrorKind",
@@ -229,6 +270,7 @@ func TestMessageFields(t *testing.T) {
 			"2 description string",
 			"3 input_schema_json string",
 			"4 output_schema_json string",
+			"5 requires_approval bool",
 		}},
 		{"ListToolsRequest", []string{
 			"1 query string",
@@ -251,6 +293,7 @@ func TestMessageFields(t *testing.T) {
 			"1 start ptc.v1.SessionStart oneof msg",
 			"2 tool_result ptc.v1.ToolResult oneof msg",
 			"3 cancel ptc.v1.CancelExecution oneof msg",
+			"4 approval_answer ptc.v1.ActionAnswer oneof msg",
 		}},
 		{"SessionStart", []string{
 			"1 execute ptc.v1.ExecuteRequest",
@@ -274,6 +317,7 @@ func TestMessageFields(t *testing.T) {
 			"3 result ptc.v1.ExecuteResponse oneof msg",
 			"4 protocol_error ptc.v1.ProtocolError oneof msg",
 			"5 progress ptc.v1.ToolProgress oneof msg",
+			"6 approval_request ptc.v1.ApprovalRequest oneof msg",
 		}},
 		{"ToolProgress", []string{
 			"1 phase ptc.v1.ToolProgress.Phase",

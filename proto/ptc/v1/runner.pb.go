@@ -144,6 +144,16 @@ const (
 	// ERROR_KIND_INTERNAL means ptc itself failed (for example a worker process
 	// died for a reason other than a limit). Retrying may succeed.
 	ErrorKind_ERROR_KIND_INTERNAL ErrorKind = 10
+	// ERROR_KIND_PAUSE_LIMIT means a resumable execution would pause more
+	// often than Limits.max_pauses, waited paused longer than
+	// Limits.max_paused_time, or its paused state did not fit a continuation
+	// (and the server has no state store).
+	ErrorKind_ERROR_KIND_PAUSE_LIMIT ErrorKind = 11
+	// ERROR_KIND_RESUME_DIVERGED means a resumed execution, re-run to its
+	// pause, made a different call than the paused run did (another tool,
+	// other arguments, or a call it had not made); ExecutionError.message
+	// names the call. Resumable scripts must be deterministic.
+	ErrorKind_ERROR_KIND_RESUME_DIVERGED ErrorKind = 12
 )
 
 // Enum value maps for ErrorKind.
@@ -160,6 +170,8 @@ var (
 		8:  "ERROR_KIND_RESULT_SCHEMA_VIOLATION",
 		9:  "ERROR_KIND_CANCELLED",
 		10: "ERROR_KIND_INTERNAL",
+		11: "ERROR_KIND_PAUSE_LIMIT",
+		12: "ERROR_KIND_RESUME_DIVERGED",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_UNSPECIFIED":             0,
@@ -173,6 +185,8 @@ var (
 		"ERROR_KIND_RESULT_SCHEMA_VIOLATION": 8,
 		"ERROR_KIND_CANCELLED":               9,
 		"ERROR_KIND_INTERNAL":                10,
+		"ERROR_KIND_PAUSE_LIMIT":             11,
+		"ERROR_KIND_RESUME_DIVERGED":         12,
 	}
 )
 
@@ -201,6 +215,118 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
 	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{1}
+}
+
+// ExecutionState says whether an execution completed or waits for its
+// caller.
+type ExecutionState int32
+
+const (
+	// EXECUTION_STATE_UNSPECIFIED is never sent.
+	ExecutionState_EXECUTION_STATE_UNSPECIFIED ExecutionState = 0
+	// EXECUTION_STATE_COMPLETED means the execution ended: result_json or
+	// error is set.
+	ExecutionState_EXECUTION_STATE_COMPLETED ExecutionState = 1
+	// EXECUTION_STATE_REQUIRES_ACTION means a resumable execution paused:
+	// pending_actions lists what it waits for and continuation resumes it.
+	ExecutionState_EXECUTION_STATE_REQUIRES_ACTION ExecutionState = 2
+)
+
+// Enum value maps for ExecutionState.
+var (
+	ExecutionState_name = map[int32]string{
+		0: "EXECUTION_STATE_UNSPECIFIED",
+		1: "EXECUTION_STATE_COMPLETED",
+		2: "EXECUTION_STATE_REQUIRES_ACTION",
+	}
+	ExecutionState_value = map[string]int32{
+		"EXECUTION_STATE_UNSPECIFIED":     0,
+		"EXECUTION_STATE_COMPLETED":       1,
+		"EXECUTION_STATE_REQUIRES_ACTION": 2,
+	}
+)
+
+func (x ExecutionState) Enum() *ExecutionState {
+	p := new(ExecutionState)
+	*p = x
+	return p
+}
+
+func (x ExecutionState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExecutionState) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[2].Descriptor()
+}
+
+func (ExecutionState) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[2]
+}
+
+func (x ExecutionState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExecutionState.Descriptor instead.
+func (ExecutionState) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{2}
+}
+
+// ActionKind says what a paused call waits for.
+type ActionKind int32
+
+const (
+	// ACTION_KIND_UNSPECIFIED is never sent.
+	ActionKind_ACTION_KIND_UNSPECIFIED ActionKind = 0
+	// ACTION_KIND_CLIENT_TOOL is a call to one of ExecuteRequest.client_tools:
+	// the answer is the tool's output_json or its error.
+	ActionKind_ACTION_KIND_CLIENT_TOOL ActionKind = 1
+	// ACTION_KIND_APPROVAL is a call to a server tool that needs approval:
+	// the answer approves it (it then runs, once) or denies it with a reason
+	// (the program sees a ToolError with code "denied" and the reason).
+	ActionKind_ACTION_KIND_APPROVAL ActionKind = 2
+)
+
+// Enum value maps for ActionKind.
+var (
+	ActionKind_name = map[int32]string{
+		0: "ACTION_KIND_UNSPECIFIED",
+		1: "ACTION_KIND_CLIENT_TOOL",
+		2: "ACTION_KIND_APPROVAL",
+	}
+	ActionKind_value = map[string]int32{
+		"ACTION_KIND_UNSPECIFIED": 0,
+		"ACTION_KIND_CLIENT_TOOL": 1,
+		"ACTION_KIND_APPROVAL":    2,
+	}
+)
+
+func (x ActionKind) Enum() *ActionKind {
+	p := new(ActionKind)
+	*p = x
+	return p
+}
+
+func (x ActionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ActionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ptc_v1_runner_proto_enumTypes[3].Descriptor()
+}
+
+func (ActionKind) Type() protoreflect.EnumType {
+	return &file_ptc_v1_runner_proto_enumTypes[3]
+}
+
+func (x ActionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ActionKind.Descriptor instead.
+func (ActionKind) EnumDescriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{3}
 }
 
 // OverflowPolicy says what happens to a result that is larger than the
@@ -249,11 +375,11 @@ func (x OverflowPolicy) String() string {
 }
 
 func (OverflowPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_ptc_v1_runner_proto_enumTypes[2].Descriptor()
+	return file_ptc_v1_runner_proto_enumTypes[4].Descriptor()
 }
 
 func (OverflowPolicy) Type() protoreflect.EnumType {
-	return &file_ptc_v1_runner_proto_enumTypes[2]
+	return &file_ptc_v1_runner_proto_enumTypes[4]
 }
 
 func (x OverflowPolicy) Number() protoreflect.EnumNumber {
@@ -262,7 +388,7 @@ func (x OverflowPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OverflowPolicy.Descriptor instead.
 func (OverflowPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{2}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
 }
 
 // Phase says whether the call started or finished.
@@ -302,11 +428,11 @@ func (x ToolProgress_Phase) String() string {
 }
 
 func (ToolProgress_Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_ptc_v1_runner_proto_enumTypes[3].Descriptor()
+	return file_ptc_v1_runner_proto_enumTypes[5].Descriptor()
 }
 
 func (ToolProgress_Phase) Type() protoreflect.EnumType {
-	return &file_ptc_v1_runner_proto_enumTypes[3]
+	return &file_ptc_v1_runner_proto_enumTypes[5]
 }
 
 func (x ToolProgress_Phase) Number() protoreflect.EnumNumber {
@@ -315,7 +441,7 @@ func (x ToolProgress_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolProgress_Phase.Descriptor instead.
 func (ToolProgress_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18, 0}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // ExecuteRequest asks the server to run one program.
@@ -371,8 +497,28 @@ type ExecuteRequest struct {
 	// Limits.max_output_bytes or Limits.max_result_tokens. Unset means
 	// OVERFLOW_POLICY_FAIL.
 	OverflowPolicy OverflowPolicy `protobuf:"varint,14,opt,name=overflow_policy,json=overflowPolicy,proto3,enum=ptc.v1.OverflowPolicy" json:"overflow_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// resumable lets Execute pause the program at calls only the caller can
+	// answer — calls to client_tools, and calls to server tools that need
+	// approval — instead of failing them: the response then has state
+	// EXECUTION_STATE_REQUIRES_ACTION, the pending actions and a continuation
+	// for Resume. Calls started together (Promise.all) pause together; server
+	// tools keep running until the program waits only for the caller. A
+	// resumable execution is deterministic (seeded random, virtual clock
+	// starting at clock_start, or now when unset): to resume it, ptc re-runs
+	// it and feeds the recorded results. Refused by Session.
+	Resumable bool `protobuf:"varint,15,opt,name=resumable,proto3" json:"resumable,omitempty"`
+	// client_tools are tools the caller serves in a resumable Execute: a call
+	// to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
+	// resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
+	// its client tools in SessionStart).
+	ClientTools []*ToolDefinition `protobuf:"bytes,16,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
+	// require_approval names server tools whose calls the caller wants to
+	// approve, besides those the server requires approval for. An unknown
+	// name, or one the program may not call, is refused with
+	// INVALID_ARGUMENT.
+	RequireApproval []string `protobuf:"bytes,17,rep,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -503,6 +649,27 @@ func (x *ExecuteRequest) GetOverflowPolicy() OverflowPolicy {
 	return OverflowPolicy_OVERFLOW_POLICY_UNSPECIFIED
 }
 
+func (x *ExecuteRequest) GetResumable() bool {
+	if x != nil {
+		return x.Resumable
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetClientTools() []*ToolDefinition {
+	if x != nil {
+		return x.ClientTools
+	}
+	return nil
+}
+
+func (x *ExecuteRequest) GetRequireApproval() []string {
+	if x != nil {
+		return x.RequireApproval
+	}
+	return nil
+}
+
 // Script is a program in one of the supported languages.
 type Script struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -586,8 +753,10 @@ func (x *Script) GetModuleSha256() string {
 // field above the operator's ceiling is clamped to that ceiling.
 type Limits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// timeout bounds the wall-clock time of the execution, tool waits included.
-	// Breach: ERROR_KIND_TIMEOUT.
+	// timeout bounds the wall-clock time of the execution, tool waits included
+	// (time paused waiting for Resume excluded). The limits of a resumable
+	// execution span all its runs: what earlier runs used is carried. Breach:
+	// ERROR_KIND_TIMEOUT.
 	Timeout *durationpb.Duration `protobuf:"bytes,1,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// cpu_time bounds the time the sandbox itself computes. Breach:
 	// ERROR_KIND_CPU_LIMIT.
@@ -620,8 +789,16 @@ type Limits struct {
 	// Breach: ERROR_KIND_OUTPUT_LIMIT (or truncation, with
 	// OVERFLOW_POLICY_TRUNCATE).
 	MaxResultTokens int32 `protobuf:"varint,9,opt,name=max_result_tokens,json=maxResultTokens,proto3" json:"max_result_tokens,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// max_pauses bounds how often a resumable execution may pause. Breach:
+	// ERROR_KIND_PAUSE_LIMIT (the pause that would exceed it ends the
+	// execution instead).
+	MaxPauses int32 `protobuf:"varint,10,opt,name=max_pauses,json=maxPauses,proto3" json:"max_pauses,omitempty"`
+	// max_paused_time bounds the total time a resumable execution may wait
+	// paused, across its pauses; paused time is not part of timeout. Breach:
+	// ERROR_KIND_PAUSE_LIMIT, when a Resume comes too late.
+	MaxPausedTime *durationpb.Duration `protobuf:"bytes,11,opt,name=max_paused_time,json=maxPausedTime,proto3" json:"max_paused_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -717,6 +894,20 @@ func (x *Limits) GetMaxResultTokens() int32 {
 	return 0
 }
 
+func (x *Limits) GetMaxPauses() int32 {
+	if x != nil {
+		return x.MaxPauses
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxPausedTime() *durationpb.Duration {
+	if x != nil {
+		return x.MaxPausedTime
+	}
+	return nil
+}
+
 // ExecuteResponse is the outcome of one execution.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -749,8 +940,25 @@ type ExecuteResponse struct {
 	// effective_limits are the limits that applied after defaults and operator
 	// ceilings, with every field set.
 	EffectiveLimits *Limits `protobuf:"bytes,9,opt,name=effective_limits,json=effectiveLimits,proto3" json:"effective_limits,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// state is EXECUTION_STATE_COMPLETED when the execution ended, and
+	// EXECUTION_STATE_REQUIRES_ACTION when a resumable execution paused. A
+	// paused response has no result_json and no error; its logs are those
+	// written since the previous pause, its stats and trace cover the whole
+	// execution so far (the pending calls are in pending_actions, not in the
+	// trace).
+	State ExecutionState `protobuf:"varint,10,opt,name=state,proto3,enum=ptc.v1.ExecutionState" json:"state,omitempty"`
+	// pending_actions are the calls a paused execution waits for, by seq;
+	// Resume needs one answer for each.
+	PendingActions []*PendingAction `protobuf:"bytes,11,rep,name=pending_actions,json=pendingActions,proto3" json:"pending_actions,omitempty"`
+	// continuation resumes a paused execution (Resume). It is opaque: a
+	// signed and encrypted token of at most a few hundred KiB (or a short
+	// reference to state the server keeps), bound to the caller's tenant,
+	// usable once, until continuation_expire_time.
+	Continuation string `protobuf:"bytes,12,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	// continuation_expire_time is when the continuation expires.
+	ContinuationExpireTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=continuation_expire_time,json=continuationExpireTime,proto3" json:"continuation_expire_time,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
@@ -846,6 +1054,423 @@ func (x *ExecuteResponse) GetEffectiveLimits() *Limits {
 	return nil
 }
 
+func (x *ExecuteResponse) GetState() ExecutionState {
+	if x != nil {
+		return x.State
+	}
+	return ExecutionState_EXECUTION_STATE_UNSPECIFIED
+}
+
+func (x *ExecuteResponse) GetPendingActions() []*PendingAction {
+	if x != nil {
+		return x.PendingActions
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetContinuation() string {
+	if x != nil {
+		return x.Continuation
+	}
+	return ""
+}
+
+func (x *ExecuteResponse) GetContinuationExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ContinuationExpireTime
+	}
+	return nil
+}
+
+// PendingAction is one call a paused execution waits for.
+type PendingAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_id identifies the call in an ActionAnswer: "c" and its seq.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// kind says what the call waits for.
+	Kind ActionKind `protobuf:"varint,2,opt,name=kind,proto3,enum=ptc.v1.ActionKind" json:"kind,omitempty"`
+	// seq is the call's 1-based number among the execution's calls.
+	Seq int32 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// tool is the tool called: a client tool, or the server tool that would
+	// run if approved.
+	Tool string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// arguments_json is the call's JSON arguments, validated against the
+	// tool's input schema.
+	ArgumentsJson string `protobuf:"bytes,5,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// idempotency_key is "<execution_id>/<seq>", the same on every resume:
+	// a client serving the call can deduplicate side effects with it, and an
+	// approved server tool runs with it.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// reason says, for an approval, why the call needs one.
+	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingAction) Reset() {
+	*x = PendingAction{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingAction) ProtoMessage() {}
+
+func (x *PendingAction) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingAction.ProtoReflect.Descriptor instead.
+func (*PendingAction) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PendingAction) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *PendingAction) GetKind() ActionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ActionKind_ACTION_KIND_UNSPECIFIED
+}
+
+func (x *PendingAction) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PendingAction) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *PendingAction) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *PendingAction) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *PendingAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ResumeRequest goes on with a paused execution.
+type ResumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// continuation is the continuation of the paused response. Required.
+	Continuation string `protobuf:"bytes,1,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	// answers answer the pending actions, one each, in any order.
+	Answers []*ActionAnswer `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
+	// wasm_module is the WebAssembly module of a paused WASM execution, sent
+	// only when the server answered FAILED_PRECONDITION because it no longer
+	// holds the module.
+	WasmModule    []byte `protobuf:"bytes,3,opt,name=wasm_module,json=wasmModule,proto3" json:"wasm_module,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRequest) Reset() {
+	*x = ResumeRequest{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRequest) ProtoMessage() {}
+
+func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRequest) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ResumeRequest) GetContinuation() string {
+	if x != nil {
+		return x.Continuation
+	}
+	return ""
+}
+
+func (x *ResumeRequest) GetAnswers() []*ActionAnswer {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *ResumeRequest) GetWasmModule() []byte {
+	if x != nil {
+		return x.WasmModule
+	}
+	return nil
+}
+
+// ResumeResponse is the next state of a resumed execution.
+type ResumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// execution is the execution's state: paused again (with a new
+	// continuation) or completed, as an Execute response reports it.
+	Execution     *ExecuteResponse `protobuf:"bytes,1,opt,name=execution,proto3" json:"execution,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeResponse) Reset() {
+	*x = ResumeResponse{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeResponse) ProtoMessage() {}
+
+func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
+func (*ResumeResponse) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResumeResponse) GetExecution() *ExecuteResponse {
+	if x != nil {
+		return x.Execution
+	}
+	return nil
+}
+
+// ActionAnswer answers one PendingAction (in Resume) or one ApprovalRequest
+// (in Session).
+type ActionAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// call_id is the PendingAction.call_id answered.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// outcome is the answer; it must fit the action's kind.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*ActionAnswer_OutputJson
+	//	*ActionAnswer_Error
+	//	*ActionAnswer_Approval
+	Outcome       isActionAnswer_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionAnswer) Reset() {
+	*x = ActionAnswer{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionAnswer) ProtoMessage() {}
+
+func (x *ActionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionAnswer.ProtoReflect.Descriptor instead.
+func (*ActionAnswer) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ActionAnswer) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ActionAnswer) GetOutcome() isActionAnswer_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *ActionAnswer) GetOutputJson() string {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_OutputJson); ok {
+			return x.OutputJson
+		}
+	}
+	return ""
+}
+
+func (x *ActionAnswer) GetError() *ToolError {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *ActionAnswer) GetApproval() *Approval {
+	if x != nil {
+		if x, ok := x.Outcome.(*ActionAnswer_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
+type isActionAnswer_Outcome interface {
+	isActionAnswer_Outcome()
+}
+
+type ActionAnswer_OutputJson struct {
+	// output_json is a client tool's JSON result, validated against the
+	// tool's output schema.
+	OutputJson string `protobuf:"bytes,2,opt,name=output_json,json=outputJson,proto3,oneof"`
+}
+
+type ActionAnswer_Error struct {
+	// error is a client tool's failure: the program sees a ToolError with
+	// this code (required) and message.
+	Error *ToolError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+type ActionAnswer_Approval struct {
+	// approval approves or denies a call that needs approval.
+	Approval *Approval `protobuf:"bytes,4,opt,name=approval,proto3,oneof"`
+}
+
+func (*ActionAnswer_OutputJson) isActionAnswer_Outcome() {}
+
+func (*ActionAnswer_Error) isActionAnswer_Outcome() {}
+
+func (*ActionAnswer_Approval) isActionAnswer_Outcome() {}
+
+// Approval is the decision on a call that needs approval.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// approved lets the call run (once, with its idempotency key).
+	Approved bool `protobuf:"varint,1,opt,name=approved,proto3" json:"approved,omitempty"`
+	// reason says why a call is denied (at most 4 KiB); the program sees it
+	// as the message of a ToolError with code "denied".
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Approval) GetApproved() bool {
+	if x != nil {
+		return x.Approved
+	}
+	return false
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ExecutionError is a classified failure of a program.
 type ExecutionError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -876,7 +1501,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	mi := &file_ptc_v1_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1513,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[4]
+	mi := &file_ptc_v1_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1526,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{4}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -999,7 +1624,7 @@ type ExecutionStats struct {
 
 func (x *ExecutionStats) Reset() {
 	*x = ExecutionStats{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	mi := &file_ptc_v1_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1636,7 @@ func (x *ExecutionStats) String() string {
 func (*ExecutionStats) ProtoMessage() {}
 
 func (x *ExecutionStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[5]
+	mi := &file_ptc_v1_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1649,7 @@ func (x *ExecutionStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionStats.ProtoReflect.Descriptor instead.
 func (*ExecutionStats) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{5}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecutionStats) GetDuration() *durationpb.Duration {
@@ -1127,7 +1752,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	mi := &file_ptc_v1_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1764,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[6]
+	mi := &file_ptc_v1_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1777,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{6}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LogEntry) GetLevel() string {
@@ -1215,7 +1840,7 @@ type ToolCallRecord struct {
 
 func (x *ToolCallRecord) Reset() {
 	*x = ToolCallRecord{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	mi := &file_ptc_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1852,7 @@ func (x *ToolCallRecord) String() string {
 func (*ToolCallRecord) ProtoMessage() {}
 
 func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[7]
+	mi := &file_ptc_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1865,7 @@ func (x *ToolCallRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRecord.ProtoReflect.Descriptor instead.
 func (*ToolCallRecord) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCallRecord) GetSeq() int32 {
@@ -1327,13 +1952,16 @@ type ToolDefinition struct {
 	// output_schema_json is the JSON Schema (draft 2020-12) of the tool's
 	// result. Empty means the result is not validated.
 	OutputSchemaJson string `protobuf:"bytes,4,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	// requires_approval means every call of the server tool waits for the
+	// caller's approval before it runs. Ignored on client tools.
+	RequiresApproval bool `protobuf:"varint,5,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	mi := &file_ptc_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1973,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[8]
+	mi := &file_ptc_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1986,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1389,6 +2017,13 @@ func (x *ToolDefinition) GetOutputSchemaJson() string {
 	return ""
 }
 
+func (x *ToolDefinition) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
+}
+
 // ListToolsRequest selects tools to describe.
 type ListToolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1408,7 +2043,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[9]
+	mi := &file_ptc_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +2055,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[9]
+	mi := &file_ptc_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +2068,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListToolsRequest) GetQuery() string {
@@ -1487,7 +2122,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[10]
+	mi := &file_ptc_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +2134,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[10]
+	mi := &file_ptc_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +2147,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{10}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -1564,7 +2199,7 @@ type ToolMatch struct {
 
 func (x *ToolMatch) Reset() {
 	*x = ToolMatch{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[11]
+	mi := &file_ptc_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +2211,7 @@ func (x *ToolMatch) String() string {
 func (*ToolMatch) ProtoMessage() {}
 
 func (x *ToolMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[11]
+	mi := &file_ptc_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +2224,7 @@ func (x *ToolMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolMatch.ProtoReflect.Descriptor instead.
 func (*ToolMatch) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolMatch) GetName() string {
@@ -1616,6 +2251,7 @@ type SessionRequest struct {
 	//	*SessionRequest_Start
 	//	*SessionRequest_ToolResult
 	//	*SessionRequest_Cancel
+	//	*SessionRequest_ApprovalAnswer
 	Msg           isSessionRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1623,7 +2259,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[12]
+	mi := &file_ptc_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +2271,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[12]
+	mi := &file_ptc_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +2284,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionRequest) GetMsg() isSessionRequest_Msg {
@@ -1685,6 +2321,15 @@ func (x *SessionRequest) GetCancel() *CancelExecution {
 	return nil
 }
 
+func (x *SessionRequest) GetApprovalAnswer() *ActionAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionRequest_ApprovalAnswer); ok {
+			return x.ApprovalAnswer
+		}
+	}
+	return nil
+}
+
 type isSessionRequest_Msg interface {
 	isSessionRequest_Msg()
 }
@@ -1705,11 +2350,19 @@ type SessionRequest_Cancel struct {
 	Cancel *CancelExecution `protobuf:"bytes,3,opt,name=cancel,proto3,oneof"`
 }
 
+type SessionRequest_ApprovalAnswer struct {
+	// approval_answer answers an ApprovalRequest; its outcome must be an
+	// approval.
+	ApprovalAnswer *ActionAnswer `protobuf:"bytes,4,opt,name=approval_answer,json=approvalAnswer,proto3,oneof"`
+}
+
 func (*SessionRequest_Start) isSessionRequest_Msg() {}
 
 func (*SessionRequest_ToolResult) isSessionRequest_Msg() {}
 
 func (*SessionRequest_Cancel) isSessionRequest_Msg() {}
+
+func (*SessionRequest_ApprovalAnswer) isSessionRequest_Msg() {}
 
 // SessionStart begins the execution of a Session.
 type SessionStart struct {
@@ -1726,7 +2379,7 @@ type SessionStart struct {
 
 func (x *SessionStart) Reset() {
 	*x = SessionStart{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[13]
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +2391,7 @@ func (x *SessionStart) String() string {
 func (*SessionStart) ProtoMessage() {}
 
 func (x *SessionStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[13]
+	mi := &file_ptc_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +2404,7 @@ func (x *SessionStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStart.ProtoReflect.Descriptor instead.
 func (*SessionStart) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionStart) GetExecute() *ExecuteRequest {
@@ -1786,7 +2439,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[14]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +2451,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[14]
+	mi := &file_ptc_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +2464,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1881,7 +2534,7 @@ type ToolError struct {
 
 func (x *ToolError) Reset() {
 	*x = ToolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[15]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2546,7 @@ func (x *ToolError) String() string {
 func (*ToolError) ProtoMessage() {}
 
 func (x *ToolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[15]
+	mi := &file_ptc_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2559,7 @@ func (x *ToolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolError.ProtoReflect.Descriptor instead.
 func (*ToolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolError) GetCode() string {
@@ -1934,7 +2587,7 @@ type CancelExecution struct {
 
 func (x *CancelExecution) Reset() {
 	*x = CancelExecution{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[16]
+	mi := &file_ptc_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2599,7 @@ func (x *CancelExecution) String() string {
 func (*CancelExecution) ProtoMessage() {}
 
 func (x *CancelExecution) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[16]
+	mi := &file_ptc_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2612,7 @@ func (x *CancelExecution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelExecution.ProtoReflect.Descriptor instead.
 func (*CancelExecution) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelExecution) GetReason() string {
@@ -1981,6 +2634,7 @@ type SessionResponse struct {
 	//	*SessionResponse_Result
 	//	*SessionResponse_ProtocolError
 	//	*SessionResponse_Progress
+	//	*SessionResponse_ApprovalRequest
 	Msg           isSessionResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1988,7 +2642,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[17]
+	mi := &file_ptc_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2654,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[17]
+	mi := &file_ptc_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2667,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionResponse) GetMsg() isSessionResponse_Msg {
@@ -2068,6 +2722,15 @@ func (x *SessionResponse) GetProgress() *ToolProgress {
 	return nil
 }
 
+func (x *SessionResponse) GetApprovalRequest() *ApprovalRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionResponse_ApprovalRequest); ok {
+			return x.ApprovalRequest
+		}
+	}
+	return nil
+}
+
 type isSessionResponse_Msg interface {
 	isSessionResponse_Msg()
 }
@@ -2102,6 +2765,13 @@ type SessionResponse_Progress struct {
 	Progress *ToolProgress `protobuf:"bytes,5,opt,name=progress,proto3,oneof"`
 }
 
+type SessionResponse_ApprovalRequest struct {
+	// approval_request asks the caller to approve one call; the call waits
+	// for the caller's approval_answer (and is denied if the caller
+	// half-closes first).
+	ApprovalRequest *ApprovalRequest `protobuf:"bytes,6,opt,name=approval_request,json=approvalRequest,proto3,oneof"`
+}
+
 func (*SessionResponse_ToolCall) isSessionResponse_Msg() {}
 
 func (*SessionResponse_Log) isSessionResponse_Msg() {}
@@ -2111,6 +2781,8 @@ func (*SessionResponse_Result) isSessionResponse_Msg() {}
 func (*SessionResponse_ProtocolError) isSessionResponse_Msg() {}
 
 func (*SessionResponse_Progress) isSessionResponse_Msg() {}
+
+func (*SessionResponse_ApprovalRequest) isSessionResponse_Msg() {}
 
 // ToolProgress reports one tool call of the program starting or finishing.
 // Every call the program makes is reported, server and client tools alike,
@@ -2154,7 +2826,7 @@ type ToolProgress struct {
 
 func (x *ToolProgress) Reset() {
 	*x = ToolProgress{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2838,7 @@ func (x *ToolProgress) String() string {
 func (*ToolProgress) ProtoMessage() {}
 
 func (x *ToolProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[18]
+	mi := &file_ptc_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2851,7 @@ func (x *ToolProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolProgress.ProtoReflect.Descriptor instead.
 func (*ToolProgress) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ToolProgress) GetPhase() ToolProgress_Phase {
@@ -2266,6 +2938,63 @@ func (x *ToolProgress) GetErrorMessage() string {
 	return ""
 }
 
+// ApprovalRequest asks a Session's caller to approve one call.
+type ApprovalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// action is the call: kind ACTION_KIND_APPROVAL, the tool that would run,
+	// its validated arguments, its idempotency key and why approval is
+	// needed.
+	Action *PendingAction `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// deadline is when the execution's timeout expires.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequest) Reset() {
+	*x = ApprovalRequest{}
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequest) ProtoMessage() {}
+
+func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_v1_runner_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
+func (*ApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ApprovalRequest) GetAction() *PendingAction {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *ApprovalRequest) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
 // ToolCall asks the caller to run one of its client tools.
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2290,7 +3019,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +3031,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[19]
+	mi := &file_ptc_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +3044,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2366,7 +3095,7 @@ type ProtocolError struct {
 
 func (x *ProtocolError) Reset() {
 	*x = ProtocolError{}
-	mi := &file_ptc_v1_runner_proto_msgTypes[20]
+	mi := &file_ptc_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +3107,7 @@ func (x *ProtocolError) String() string {
 func (*ProtocolError) ProtoMessage() {}
 
 func (x *ProtocolError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_v1_runner_proto_msgTypes[20]
+	mi := &file_ptc_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +3120,7 @@ func (x *ProtocolError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolError.ProtoReflect.Descriptor instead.
 func (*ProtocolError) Descriptor() ([]byte, []int) {
-	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_ptc_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProtocolError) GetCallId() string {
@@ -2412,7 +3141,7 @@ var File_ptc_v1_runner_proto protoreflect.FileDescriptor
 
 const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x04\n" +
+	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x05\n" +
 	"\x0eExecuteRequest\x12&\n" +
 	"\x06script\x18\x01 \x01(\v2\x0e.ptc.v1.ScriptR\x06script\x12\x1d\n" +
 	"\n" +
@@ -2431,13 +3160,16 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"streamLogs\x12'\n" +
 	"\x0fstream_progress\x18\f \x01(\bR\x0estreamProgress\x12'\n" +
 	"\x0fprogress_values\x18\r \x01(\bR\x0eprogressValues\x12?\n" +
-	"\x0foverflow_policy\x18\x0e \x01(\x0e2\x16.ptc.v1.OverflowPolicyR\x0eoverflowPolicy\"\x94\x01\n" +
+	"\x0foverflow_policy\x18\x0e \x01(\x0e2\x16.ptc.v1.OverflowPolicyR\x0eoverflowPolicy\x12\x1c\n" +
+	"\tresumable\x18\x0f \x01(\bR\tresumable\x129\n" +
+	"\fclient_tools\x18\x10 \x03(\v2\x16.ptc.v1.ToolDefinitionR\vclientTools\x12)\n" +
+	"\x10require_approval\x18\x11 \x03(\tR\x0frequireApproval\"\x94\x01\n" +
 	"\x06Script\x12,\n" +
 	"\blanguage\x18\x01 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
 	"\vwasm_module\x18\x03 \x01(\fR\n" +
 	"wasmModule\x12#\n" +
-	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\x99\x03\n" +
+	"\rmodule_sha256\x18\x04 \x01(\tR\fmoduleSha256\"\xfb\x03\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
 	"\bcpu_time\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\acpuTime\x12!\n" +
@@ -2447,7 +3179,11 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\"\n" +
 	"\rmax_log_bytes\x18\a \x01(\x03R\vmaxLogBytes\x12&\n" +
 	"\x0fmax_log_entries\x18\b \x01(\x05R\rmaxLogEntries\x12*\n" +
-	"\x11max_result_tokens\x18\t \x01(\x05R\x0fmaxResultTokens\"\x8c\x03\n" +
+	"\x11max_result_tokens\x18\t \x01(\x05R\x0fmaxResultTokens\x12\x1d\n" +
+	"\n" +
+	"max_pauses\x18\n" +
+	" \x01(\x05R\tmaxPauses\x12A\n" +
+	"\x0fmax_paused_time\x18\v \x01(\v2\x19.google.protobuf.DurationR\rmaxPausedTime\"\xf4\x04\n" +
 	"\x0fExecuteResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1f\n" +
 	"\vresult_json\x18\x02 \x01(\tR\n" +
@@ -2458,7 +3194,37 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x0elogs_truncated\x18\x06 \x01(\bR\rlogsTruncated\x12,\n" +
 	"\x05stats\x18\a \x01(\v2\x16.ptc.v1.ExecutionStatsR\x05stats\x12,\n" +
 	"\x05trace\x18\b \x03(\v2\x16.ptc.v1.ToolCallRecordR\x05trace\x129\n" +
-	"\x10effective_limits\x18\t \x01(\v2\x0e.ptc.v1.LimitsR\x0feffectiveLimits\"\xd9\x01\n" +
+	"\x10effective_limits\x18\t \x01(\v2\x0e.ptc.v1.LimitsR\x0feffectiveLimits\x12,\n" +
+	"\x05state\x18\n" +
+	" \x01(\x0e2\x16.ptc.v1.ExecutionStateR\x05state\x12>\n" +
+	"\x0fpending_actions\x18\v \x03(\v2\x15.ptc.v1.PendingActionR\x0ependingActions\x12\"\n" +
+	"\fcontinuation\x18\f \x01(\tR\fcontinuation\x12T\n" +
+	"\x18continuation_expire_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x16continuationExpireTime\"\xde\x01\n" +
+	"\rPendingAction\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12&\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x12.ptc.v1.ActionKindR\x04kind\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12%\n" +
+	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"\x84\x01\n" +
+	"\rResumeRequest\x12\"\n" +
+	"\fcontinuation\x18\x01 \x01(\tR\fcontinuation\x12.\n" +
+	"\aanswers\x18\x02 \x03(\v2\x14.ptc.v1.ActionAnswerR\aanswers\x12\x1f\n" +
+	"\vwasm_module\x18\x03 \x01(\fR\n" +
+	"wasmModule\"G\n" +
+	"\x0eResumeResponse\x125\n" +
+	"\texecution\x18\x01 \x01(\v2\x17.ptc.v1.ExecuteResponseR\texecution\"\xb0\x01\n" +
+	"\fActionAnswer\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12!\n" +
+	"\voutput_json\x18\x02 \x01(\tH\x00R\n" +
+	"outputJson\x12)\n" +
+	"\x05error\x18\x03 \x01(\v2\x11.ptc.v1.ToolErrorH\x00R\x05error\x12.\n" +
+	"\bapproval\x18\x04 \x01(\v2\x10.ptc.v1.ApprovalH\x00R\bapprovalB\t\n" +
+	"\aoutcome\">\n" +
+	"\bApproval\x12\x1a\n" +
+	"\bapproved\x18\x01 \x01(\bR\bapproved\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd9\x01\n" +
 	"\x0eExecutionError\x12%\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x11.ptc.v1.ErrorKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -2502,12 +3268,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\fresult_bytes\x18\t \x01(\x03R\vresultBytes\x12\x1f\n" +
 	"\vresult_json\x18\n" +
 	" \x01(\tR\n" +
-	"resultJson\"\xa0\x01\n" +
+	"resultJson\"\xcd\x01\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
 	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12,\n" +
-	"\x12output_schema_json\x18\x04 \x01(\tR\x10outputSchemaJson\"\x83\x01\n" +
+	"\x12output_schema_json\x18\x04 \x01(\tR\x10outputSchemaJson\x12+\n" +
+	"\x11requires_approval\x18\x05 \x01(\bR\x10requiresApproval\"\x83\x01\n" +
 	"\x10ListToolsRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
@@ -2523,12 +3290,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\amatches\x18\x05 \x03(\v2\x11.ptc.v1.ToolMatchR\amatches\"5\n" +
 	"\tToolMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x02R\x05score\"\xaf\x01\n" +
+	"\x05score\x18\x02 \x01(\x02R\x05score\"\xf0\x01\n" +
 	"\x0eSessionRequest\x12,\n" +
 	"\x05start\x18\x01 \x01(\v2\x14.ptc.v1.SessionStartH\x00R\x05start\x125\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x12.ptc.v1.ToolResultH\x00R\n" +
 	"toolResult\x121\n" +
-	"\x06cancel\x18\x03 \x01(\v2\x17.ptc.v1.CancelExecutionH\x00R\x06cancelB\x05\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x17.ptc.v1.CancelExecutionH\x00R\x06cancel\x12?\n" +
+	"\x0fapproval_answer\x18\x04 \x01(\v2\x14.ptc.v1.ActionAnswerH\x00R\x0eapprovalAnswerB\x05\n" +
 	"\x03msg\"{\n" +
 	"\fSessionStart\x120\n" +
 	"\aexecute\x18\x01 \x01(\v2\x16.ptc.v1.ExecuteRequestR\aexecute\x129\n" +
@@ -2544,13 +3312,14 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\")\n" +
 	"\x0fCancelExecution\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x96\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xdc\x02\n" +
 	"\x0fSessionResponse\x12/\n" +
 	"\ttool_call\x18\x01 \x01(\v2\x10.ptc.v1.ToolCallH\x00R\btoolCall\x12$\n" +
 	"\x03log\x18\x02 \x01(\v2\x10.ptc.v1.LogEntryH\x00R\x03log\x121\n" +
 	"\x06result\x18\x03 \x01(\v2\x17.ptc.v1.ExecuteResponseH\x00R\x06result\x12>\n" +
 	"\x0eprotocol_error\x18\x04 \x01(\v2\x15.ptc.v1.ProtocolErrorH\x00R\rprotocolError\x122\n" +
-	"\bprogress\x18\x05 \x01(\v2\x14.ptc.v1.ToolProgressH\x00R\bprogressB\x05\n" +
+	"\bprogress\x18\x05 \x01(\v2\x14.ptc.v1.ToolProgressH\x00R\bprogress\x12D\n" +
+	"\x10approval_request\x18\x06 \x01(\v2\x17.ptc.v1.ApprovalRequestH\x00R\x0fapprovalRequestB\x05\n" +
 	"\x03msg\"\x8f\x04\n" +
 	"\fToolProgress\x120\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1a.ptc.v1.ToolProgress.PhaseR\x05phase\x12\x10\n" +
@@ -2570,7 +3339,10 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPHASE_STARTED\x10\x01\x12\x12\n" +
-	"\x0ePHASE_FINISHED\x10\x02\"\xbf\x01\n" +
+	"\x0ePHASE_FINISHED\x10\x02\"x\n" +
+	"\x0fApprovalRequest\x12-\n" +
+	"\x06action\x18\x01 \x01(\v2\x15.ptc.v1.PendingActionR\x06action\x126\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xbf\x01\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
@@ -2584,7 +3356,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
 	"\x13LANGUAGE_TYPESCRIPT\x10\x02\x12\x11\n" +
-	"\rLANGUAGE_WASM\x10\x03*\xc8\x02\n" +
+	"\rLANGUAGE_WASM\x10\x03*\x84\x03\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_KIND_SYNTAX_ERROR\x10\x01\x12\x1b\n" +
@@ -2597,15 +3369,27 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\"ERROR_KIND_RESULT_SCHEMA_VIOLATION\x10\b\x12\x18\n" +
 	"\x14ERROR_KIND_CANCELLED\x10\t\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\n" +
-	"*i\n" +
+	"\x12\x1a\n" +
+	"\x16ERROR_KIND_PAUSE_LIMIT\x10\v\x12\x1e\n" +
+	"\x1aERROR_KIND_RESUME_DIVERGED\x10\f*u\n" +
+	"\x0eExecutionState\x12\x1f\n" +
+	"\x1bEXECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19EXECUTION_STATE_COMPLETED\x10\x01\x12#\n" +
+	"\x1fEXECUTION_STATE_REQUIRES_ACTION\x10\x02*`\n" +
+	"\n" +
+	"ActionKind\x12\x1b\n" +
+	"\x17ACTION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17ACTION_KIND_CLIENT_TOOL\x10\x01\x12\x18\n" +
+	"\x14ACTION_KIND_APPROVAL\x10\x02*i\n" +
 	"\x0eOverflowPolicy\x12\x1f\n" +
 	"\x1bOVERFLOW_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OVERFLOW_POLICY_FAIL\x10\x01\x12\x1c\n" +
-	"\x18OVERFLOW_POLICY_TRUNCATE\x10\x022\xcd\x01\n" +
+	"\x18OVERFLOW_POLICY_TRUNCATE\x10\x022\x86\x02\n" +
 	"\rRunnerService\x12:\n" +
 	"\aExecute\x12\x16.ptc.v1.ExecuteRequest\x1a\x17.ptc.v1.ExecuteResponse\x12@\n" +
 	"\tListTools\x12\x18.ptc.v1.ListToolsRequest\x1a\x19.ptc.v1.ListToolsResponse\x12>\n" +
-	"\aSession\x12\x16.ptc.v1.SessionRequest\x1a\x17.ptc.v1.SessionResponse(\x010\x01B*Z(github.com/ptcrun/ptc/proto/ptc/v1;ptcv1b\x06proto3"
+	"\aSession\x12\x16.ptc.v1.SessionRequest\x1a\x17.ptc.v1.SessionResponse(\x010\x01\x127\n" +
+	"\x06Resume\x12\x15.ptc.v1.ResumeRequest\x1a\x16.ptc.v1.ResumeResponseB*Z(github.com/ptcrun/ptc/proto/ptc/v1;ptcv1b\x06proto3"
 
 var (
 	file_ptc_v1_runner_proto_rawDescOnce sync.Once
@@ -2619,85 +3403,109 @@ func file_ptc_v1_runner_proto_rawDescGZIP() []byte {
 	return file_ptc_v1_runner_proto_rawDescData
 }
 
-var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_ptc_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_ptc_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_ptc_v1_runner_proto_goTypes = []any{
 	(Language)(0),                 // 0: ptc.v1.Language
 	(ErrorKind)(0),                // 1: ptc.v1.ErrorKind
-	(OverflowPolicy)(0),           // 2: ptc.v1.OverflowPolicy
-	(ToolProgress_Phase)(0),       // 3: ptc.v1.ToolProgress.Phase
-	(*ExecuteRequest)(nil),        // 4: ptc.v1.ExecuteRequest
-	(*Script)(nil),                // 5: ptc.v1.Script
-	(*Limits)(nil),                // 6: ptc.v1.Limits
-	(*ExecuteResponse)(nil),       // 7: ptc.v1.ExecuteResponse
-	(*ExecutionError)(nil),        // 8: ptc.v1.ExecutionError
-	(*ExecutionStats)(nil),        // 9: ptc.v1.ExecutionStats
-	(*LogEntry)(nil),              // 10: ptc.v1.LogEntry
-	(*ToolCallRecord)(nil),        // 11: ptc.v1.ToolCallRecord
-	(*ToolDefinition)(nil),        // 12: ptc.v1.ToolDefinition
-	(*ListToolsRequest)(nil),      // 13: ptc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 14: ptc.v1.ListToolsResponse
-	(*ToolMatch)(nil),             // 15: ptc.v1.ToolMatch
-	(*SessionRequest)(nil),        // 16: ptc.v1.SessionRequest
-	(*SessionStart)(nil),          // 17: ptc.v1.SessionStart
-	(*ToolResult)(nil),            // 18: ptc.v1.ToolResult
-	(*ToolError)(nil),             // 19: ptc.v1.ToolError
-	(*CancelExecution)(nil),       // 20: ptc.v1.CancelExecution
-	(*SessionResponse)(nil),       // 21: ptc.v1.SessionResponse
-	(*ToolProgress)(nil),          // 22: ptc.v1.ToolProgress
-	(*ToolCall)(nil),              // 23: ptc.v1.ToolCall
-	(*ProtocolError)(nil),         // 24: ptc.v1.ProtocolError
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
+	(ExecutionState)(0),           // 2: ptc.v1.ExecutionState
+	(ActionKind)(0),               // 3: ptc.v1.ActionKind
+	(OverflowPolicy)(0),           // 4: ptc.v1.OverflowPolicy
+	(ToolProgress_Phase)(0),       // 5: ptc.v1.ToolProgress.Phase
+	(*ExecuteRequest)(nil),        // 6: ptc.v1.ExecuteRequest
+	(*Script)(nil),                // 7: ptc.v1.Script
+	(*Limits)(nil),                // 8: ptc.v1.Limits
+	(*ExecuteResponse)(nil),       // 9: ptc.v1.ExecuteResponse
+	(*PendingAction)(nil),         // 10: ptc.v1.PendingAction
+	(*ResumeRequest)(nil),         // 11: ptc.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 12: ptc.v1.ResumeResponse
+	(*ActionAnswer)(nil),          // 13: ptc.v1.ActionAnswer
+	(*Approval)(nil),              // 14: ptc.v1.Approval
+	(*ExecutionError)(nil),        // 15: ptc.v1.ExecutionError
+	(*ExecutionStats)(nil),        // 16: ptc.v1.ExecutionStats
+	(*LogEntry)(nil),              // 17: ptc.v1.LogEntry
+	(*ToolCallRecord)(nil),        // 18: ptc.v1.ToolCallRecord
+	(*ToolDefinition)(nil),        // 19: ptc.v1.ToolDefinition
+	(*ListToolsRequest)(nil),      // 20: ptc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 21: ptc.v1.ListToolsResponse
+	(*ToolMatch)(nil),             // 22: ptc.v1.ToolMatch
+	(*SessionRequest)(nil),        // 23: ptc.v1.SessionRequest
+	(*SessionStart)(nil),          // 24: ptc.v1.SessionStart
+	(*ToolResult)(nil),            // 25: ptc.v1.ToolResult
+	(*ToolError)(nil),             // 26: ptc.v1.ToolError
+	(*CancelExecution)(nil),       // 27: ptc.v1.CancelExecution
+	(*SessionResponse)(nil),       // 28: ptc.v1.SessionResponse
+	(*ToolProgress)(nil),          // 29: ptc.v1.ToolProgress
+	(*ApprovalRequest)(nil),       // 30: ptc.v1.ApprovalRequest
+	(*ToolCall)(nil),              // 31: ptc.v1.ToolCall
+	(*ProtocolError)(nil),         // 32: ptc.v1.ProtocolError
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
 }
 var file_ptc_v1_runner_proto_depIdxs = []int32{
-	5,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
-	6,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
-	25, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
-	2,  // 3: ptc.v1.ExecuteRequest.overflow_policy:type_name -> ptc.v1.OverflowPolicy
-	0,  // 4: ptc.v1.Script.language:type_name -> ptc.v1.Language
-	26, // 5: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
-	26, // 6: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
-	8,  // 7: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
-	10, // 8: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
-	9,  // 9: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
-	11, // 10: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
-	6,  // 11: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
-	1,  // 12: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
-	26, // 13: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
-	26, // 14: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
-	26, // 15: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
-	26, // 16: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
-	26, // 17: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
-	26, // 18: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
-	12, // 19: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
-	15, // 20: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
-	17, // 21: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
-	18, // 22: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
-	20, // 23: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
-	4,  // 24: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
-	12, // 25: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
-	19, // 26: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
-	23, // 27: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
-	10, // 28: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
-	7,  // 29: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
-	24, // 30: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
-	22, // 31: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
-	3,  // 32: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
-	26, // 33: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
-	26, // 34: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
-	25, // 35: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	4,  // 36: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
-	13, // 37: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
-	16, // 38: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
-	7,  // 39: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
-	14, // 40: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
-	21, // 41: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
-	39, // [39:42] is the sub-list for method output_type
-	36, // [36:39] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	7,  // 0: ptc.v1.ExecuteRequest.script:type_name -> ptc.v1.Script
+	8,  // 1: ptc.v1.ExecuteRequest.limits:type_name -> ptc.v1.Limits
+	33, // 2: ptc.v1.ExecuteRequest.clock_start:type_name -> google.protobuf.Timestamp
+	4,  // 3: ptc.v1.ExecuteRequest.overflow_policy:type_name -> ptc.v1.OverflowPolicy
+	19, // 4: ptc.v1.ExecuteRequest.client_tools:type_name -> ptc.v1.ToolDefinition
+	0,  // 5: ptc.v1.Script.language:type_name -> ptc.v1.Language
+	34, // 6: ptc.v1.Limits.timeout:type_name -> google.protobuf.Duration
+	34, // 7: ptc.v1.Limits.cpu_time:type_name -> google.protobuf.Duration
+	34, // 8: ptc.v1.Limits.max_paused_time:type_name -> google.protobuf.Duration
+	15, // 9: ptc.v1.ExecuteResponse.error:type_name -> ptc.v1.ExecutionError
+	17, // 10: ptc.v1.ExecuteResponse.logs:type_name -> ptc.v1.LogEntry
+	16, // 11: ptc.v1.ExecuteResponse.stats:type_name -> ptc.v1.ExecutionStats
+	18, // 12: ptc.v1.ExecuteResponse.trace:type_name -> ptc.v1.ToolCallRecord
+	8,  // 13: ptc.v1.ExecuteResponse.effective_limits:type_name -> ptc.v1.Limits
+	2,  // 14: ptc.v1.ExecuteResponse.state:type_name -> ptc.v1.ExecutionState
+	10, // 15: ptc.v1.ExecuteResponse.pending_actions:type_name -> ptc.v1.PendingAction
+	33, // 16: ptc.v1.ExecuteResponse.continuation_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 17: ptc.v1.PendingAction.kind:type_name -> ptc.v1.ActionKind
+	13, // 18: ptc.v1.ResumeRequest.answers:type_name -> ptc.v1.ActionAnswer
+	9,  // 19: ptc.v1.ResumeResponse.execution:type_name -> ptc.v1.ExecuteResponse
+	26, // 20: ptc.v1.ActionAnswer.error:type_name -> ptc.v1.ToolError
+	14, // 21: ptc.v1.ActionAnswer.approval:type_name -> ptc.v1.Approval
+	1,  // 22: ptc.v1.ExecutionError.kind:type_name -> ptc.v1.ErrorKind
+	34, // 23: ptc.v1.ExecutionStats.duration:type_name -> google.protobuf.Duration
+	34, // 24: ptc.v1.ExecutionStats.cpu_time:type_name -> google.protobuf.Duration
+	34, // 25: ptc.v1.ExecutionStats.queue_time:type_name -> google.protobuf.Duration
+	34, // 26: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
+	34, // 27: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
+	34, // 28: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
+	19, // 29: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
+	22, // 30: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
+	24, // 31: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
+	25, // 32: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
+	27, // 33: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
+	13, // 34: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
+	6,  // 35: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
+	19, // 36: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
+	26, // 37: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
+	31, // 38: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
+	17, // 39: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
+	9,  // 40: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
+	32, // 41: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
+	29, // 42: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
+	30, // 43: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
+	5,  // 44: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
+	34, // 45: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
+	34, // 46: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
+	10, // 47: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
+	33, // 48: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
+	33, // 49: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	6,  // 50: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
+	20, // 51: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
+	23, // 52: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
+	11, // 53: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
+	9,  // 54: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
+	21, // 55: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
+	28, // 56: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
+	12, // 57: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
+	54, // [54:58] is the sub-list for method output_type
+	50, // [50:54] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_ptc_v1_runner_proto_init() }
@@ -2705,29 +3513,36 @@ func file_ptc_v1_runner_proto_init() {
 	if File_ptc_v1_runner_proto != nil {
 		return
 	}
-	file_ptc_v1_runner_proto_msgTypes[12].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[7].OneofWrappers = []any{
+		(*ActionAnswer_OutputJson)(nil),
+		(*ActionAnswer_Error)(nil),
+		(*ActionAnswer_Approval)(nil),
+	}
+	file_ptc_v1_runner_proto_msgTypes[17].OneofWrappers = []any{
 		(*SessionRequest_Start)(nil),
 		(*SessionRequest_ToolResult)(nil),
 		(*SessionRequest_Cancel)(nil),
+		(*SessionRequest_ApprovalAnswer)(nil),
 	}
-	file_ptc_v1_runner_proto_msgTypes[14].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[19].OneofWrappers = []any{
 		(*ToolResult_OutputJson)(nil),
 		(*ToolResult_Error)(nil),
 	}
-	file_ptc_v1_runner_proto_msgTypes[17].OneofWrappers = []any{
+	file_ptc_v1_runner_proto_msgTypes[22].OneofWrappers = []any{
 		(*SessionResponse_ToolCall)(nil),
 		(*SessionResponse_Log)(nil),
 		(*SessionResponse_Result)(nil),
 		(*SessionResponse_ProtocolError)(nil),
 		(*SessionResponse_Progress)(nil),
+		(*SessionResponse_ApprovalRequest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_v1_runner_proto_rawDesc), len(file_ptc_v1_runner_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   21,
+			NumEnums:      6,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,7 @@ const (
 	RunnerService_Execute_FullMethodName   = "/ptc.v1.RunnerService/Execute"
 	RunnerService_ListTools_FullMethodName = "/ptc.v1.RunnerService/ListTools"
 	RunnerService_Session_FullMethodName   = "/ptc.v1.RunnerService/Session"
+	RunnerService_Resume_FullMethodName    = "/ptc.v1.RunnerService/Resume"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -80,7 +81,32 @@ type RunnerServiceClient interface {
 	// answered with a ProtocolError and does not end the session. The caller may half-close its
 	// side once it will send nothing more; a client tool call that can then no
 	// longer be answered fails in the program with the code "cancelled".
+	//
+	// A call to a server tool that needs approval (ToolDefinition
+	// .requires_approval, the server's configuration, or
+	// ExecuteRequest.require_approval) makes the server send an
+	// ApprovalRequest; the caller answers it with an ActionAnswer carrying an
+	// Approval. Session executions are not resumable (ExecuteRequest.resumable
+	// is refused with INVALID_ARGUMENT).
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
+	// Resume goes on with a paused execution: a resumable Execute (or an
+	// earlier Resume) answered with state EXECUTION_STATE_REQUIRES_ACTION, its
+	// pending actions and a continuation. The request carries the
+	// continuation and one answer per pending action; the response is the
+	// execution's next state — paused again with a new continuation, or
+	// completed. Any replica that shares the server's continuation keys can
+	// resume; each continuation resumes once.
+	//
+	// Nothing runs when the request is refused: INVALID_ARGUMENT for a
+	// malformed, altered or foreign continuation (signed with a key the
+	// server does not hold) and for answers that do not fit the pending
+	// actions (an unknown or repeated call_id, a missing answer, an answer
+	// of the wrong kind, an output that fails the client tool's output
+	// schema — the message names the call); PERMISSION_DENIED for another
+	// tenant's continuation; FAILED_PRECONDITION for an expired continuation,
+	// one used already, or one whose WebAssembly module the server no longer
+	// holds (send it in wasm_module).
+	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (*ResumeResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -124,6 +150,16 @@ func (c *runnerServiceClient) Session(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_SessionClient = grpc.BidiStreamingClient[SessionRequest, SessionResponse]
 
+func (c *runnerServiceClient) Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (*ResumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeResponse)
+	err := c.cc.Invoke(ctx, RunnerService_Resume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -160,7 +196,32 @@ type RunnerServiceServer interface {
 	// answered with a ProtocolError and does not end the session. The caller may half-close its
 	// side once it will send nothing more; a client tool call that can then no
 	// longer be answered fails in the program with the code "cancelled".
+	//
+	// A call to a server tool that needs approval (ToolDefinition
+	// .requires_approval, the server's configuration, or
+	// ExecuteRequest.require_approval) makes the server send an
+	// ApprovalRequest; the caller answers it with an ActionAnswer carrying an
+	// Approval. Session executions are not resumable (ExecuteRequest.resumable
+	// is refused with INVALID_ARGUMENT).
 	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
+	// Resume goes on with a paused execution: a resumable Execute (or an
+	// earlier Resume) answered with state EXECUTION_STATE_REQUIRES_ACTION, its
+	// pending actions and a continuation. The request carries the
+	// continuation and one answer per pending action; the response is the
+	// execution's next state — paused again with a new continuation, or
+	// completed. Any replica that shares the server's continuation keys can
+	// resume; each continuation resumes once.
+	//
+	// Nothing runs when the request is refused: INVALID_ARGUMENT for a
+	// malformed, altered or foreign continuation (signed with a key the
+	// server does not hold) and for answers that do not fit the pending
+	// actions (an unknown or repeated call_id, a missing answer, an answer
+	// of the wrong kind, an output that fails the client tool's output
+	// schema — the message names the call); PERMISSION_DENIED for another
+	// tenant's continuation; FAILED_PRECONDITION for an expired continuation,
+	// one used already, or one whose WebAssembly module the server no longer
+	// holds (send it in wasm_module).
+	Resume(context.Context, *ResumeRequest) (*ResumeResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -179,6 +240,9 @@ func (UnimplementedRunnerServiceServer) ListTools(context.Context, *ListToolsReq
 }
 func (UnimplementedRunnerServiceServer) Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error {
 	return status.Error(codes.Unimplemented, "method Session not implemented")
+}
+func (UnimplementedRunnerServiceServer) Resume(context.Context, *ResumeRequest) (*ResumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Resume not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -244,6 +308,24 @@ func _RunnerService_Session_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_SessionServer = grpc.BidiStreamingServer[SessionRequest, SessionResponse]
 
+func _RunnerService_Resume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).Resume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_Resume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).Resume(ctx, req.(*ResumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -258,6 +340,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTools",
 			Handler:    _RunnerService_ListTools_Handler,
+		},
+		{
+			MethodName: "Resume",
+			Handler:    _RunnerService_Resume_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -30,6 +30,11 @@ class RunnerServiceStub(object):
                 request_serializer=ptc_dot_v1_dot_runner__pb2.SessionRequest.SerializeToString,
                 response_deserializer=ptc_dot_v1_dot_runner__pb2.SessionResponse.FromString,
                 )
+        self.Resume = channel.unary_unary(
+                '/ptc.v1.RunnerService/Resume',
+                request_serializer=ptc_dot_v1_dot_runner__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=ptc_dot_v1_dot_runner__pb2.ResumeResponse.FromString,
+                )
 
 
 class RunnerServiceServicer(object):
@@ -77,6 +82,36 @@ class RunnerServiceServicer(object):
         answered with a ProtocolError and does not end the session. The caller may half-close its
         side once it will send nothing more; a client tool call that can then no
         longer be answered fails in the program with the code "cancelled".
+
+        A call to a server tool that needs approval (ToolDefinition
+        .requires_approval, the server's configuration, or
+        ExecuteRequest.require_approval) makes the server send an
+        ApprovalRequest; the caller answers it with an ActionAnswer carrying an
+        Approval. Session executions are not resumable (ExecuteRequest.resumable
+        is refused with INVALID_ARGUMENT).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Resume(self, request, context):
+        """Resume goes on with a paused execution: a resumable Execute (or an
+        earlier Resume) answered with state EXECUTION_STATE_REQUIRES_ACTION, its
+        pending actions and a continuation. The request carries the
+        continuation and one answer per pending action; the response is the
+        execution's next state — paused again with a new continuation, or
+        completed. Any replica that shares the server's continuation keys can
+        resume; each continuation resumes once.
+
+        Nothing runs when the request is refused: INVALID_ARGUMENT for a
+        malformed, altered or foreign continuation (signed with a key the
+        server does not hold) and for answers that do not fit the pending
+        actions (an unknown or repeated call_id, a missing answer, an answer
+        of the wrong kind, an output that fails the client tool's output
+        schema — the message names the call); PERMISSION_DENIED for another
+        tenant's continuation; FAILED_PRECONDITION for an expired continuation,
+        one used already, or one whose WebAssembly module the server no longer
+        holds (send it in wasm_module).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -99,6 +134,11 @@ def add_RunnerServiceServicer_to_server(servicer, server):
                     servicer.Session,
                     request_deserializer=ptc_dot_v1_dot_runner__pb2.SessionRequest.FromString,
                     response_serializer=ptc_dot_v1_dot_runner__pb2.SessionResponse.SerializeToString,
+            ),
+            'Resume': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resume,
+                    request_deserializer=ptc_dot_v1_dot_runner__pb2.ResumeRequest.FromString,
+                    response_serializer=ptc_dot_v1_dot_runner__pb2.ResumeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -159,5 +199,22 @@ class RunnerService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/ptc.v1.RunnerService/Session',
             ptc_dot_v1_dot_runner__pb2.SessionRequest.SerializeToString,
             ptc_dot_v1_dot_runner__pb2.SessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Resume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ptc.v1.RunnerService/Resume',
+            ptc_dot_v1_dot_runner__pb2.ResumeRequest.SerializeToString,
+            ptc_dot_v1_dot_runner__pb2.ResumeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -32,7 +32,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ptc/v1/runner.proto.
  */
 export const file_ptc_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEimQMKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIEhcKD3N0cmVhbV9wcm9ncmVzcxgMIAEoCBIXCg9wcm9ncmVzc192YWx1ZXMYDSABKAgSLwoPb3ZlcmZsb3dfcG9saWN5GA4gASgOMhYucHRjLnYxLk92ZXJmbG93UG9saWN5ImgKBlNjcmlwdBIiCghsYW5ndWFnZRgBIAEoDjIQLnB0Yy52MS5MYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEwoLd2FzbV9tb2R1bGUYAyABKAwSFQoNbW9kdWxlX3NoYTI1NhgEIAEoCSKXAgoGTGltaXRzEioKB3RpbWVvdXQYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIY3B1X3RpbWUYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMbWVtb3J5X2J5dGVzGAMgASgDEhYKDm1heF90b29sX2NhbGxzGAQgASgFEiEKGW1heF9jb25jdXJyZW50X3Rvb2xfY2FsbHMYBSABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgGIAEoAxIVCg1tYXhfbG9nX2J5dGVzGAcgASgDEhcKD21heF9sb2dfZW50cmllcxgIIAEoBRIZChFtYXhfcmVzdWx0X3Rva2VucxgJIAEoBSKqAgoPRXhlY3V0ZVJlc3BvbnNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRITCgtyZXN1bHRfanNvbhgCIAEoCRIlCgVlcnJvchgDIAEoCzIWLnB0Yy52MS5FeGVjdXRpb25FcnJvchIVCg1tb2RlbF9tZXNzYWdlGAQgASgJEh4KBGxvZ3MYBSADKAsyEC5wdGMudjEuTG9nRW50cnkSFgoObG9nc190cnVuY2F0ZWQYBiABKAgSJQoFc3RhdHMYByABKAsyFi5wdGMudjEuRXhlY3V0aW9uU3RhdHMSJQoFdHJhY2UYCCADKAsyFi5wdGMudjEuVG9vbENhbGxSZWNvcmQSKAoQZWZmZWN0aXZlX2xpbWl0cxgJIAEoCzIOLnB0Yy52MS5MaW1pdHMingEKDkV4ZWN1dGlvbkVycm9yEh8KBGtpbmQYASABKA4yES5wdGMudjEuRXJyb3JLaW5kEg8KB21lc3NhZ2UYAiABKAkSDAoEbGluZRgDIAEoBRIOCgZjb2x1bW4YBCABKAUSDQoFc3RhY2sYBSABKAkSDAoEdG9vbBgGIAEoCRINCgVsaW1pdBgHIAEoAxIQCghvYnNlcnZlZBgIIAEoAyL0AgoORXhlY3V0aW9uU3RhdHMSKwoIZHVyYXRpb24YASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIY3B1X3RpbWUYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGQoRcGVha19tZW1vcnlfYnl0ZXMYAyABKAMSEgoKdG9vbF9jYWxscxgEIAEoBRIZChF0b29sX3Jlc3VsdF9ieXRlcxgFIAEoAxIUCgxvdXRwdXRfYnl0ZXMYBiABKAMSLQoKcXVldWVfdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglsb2dfYnl0ZXMYCCABKAMSGAoQcmVzdWx0X3RydW5jYXRlZBgJIAEoCBIgChh1bnRydW5jYXRlZF9vdXRwdXRfYnl0ZXMYCiABKAMSFQoNZHJvcHBlZF9pdGVtcxgLIAEoAxITCgtjdXRfc3RyaW5ncxgMIAEoAyJRCghMb2dFbnRyeRINCgVsZXZlbBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEiUKAmF0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoQCCg5Ub29sQ2FsbFJlY29yZBILCgNzZXEYASABKAUSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIKCgJvaxgEIAEoCBISCgplcnJvcl9jb2RlGAUgASgJEhUKDWVycm9yX21lc3NhZ2UYBiABKAkSMAoNc3RhcnRlZF9hZnRlchgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghkdXJhdGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxyZXN1bHRfYnl0ZXMYCSABKAMSEwoLcmVzdWx0X2pzb24YCiABKAkiagoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIaChJvdXRwdXRfc2NoZW1hX2pzb24YBCABKAkiWwoQTGlzdFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoBRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX3R5cGVzY3JpcHQYBCABKAgimQEKEUxpc3RUb29sc1Jlc3BvbnNlEiUKBXRvb2xzGAEgAygLMhYucHRjLnYxLlRvb2xEZWZpbml0aW9uEhIKCnR5cGVzY3JpcHQYAiABKAkSDgoGcHJvbXB0GAMgASgJEhUKDWFwcHJveF90b2tlbnMYBCABKAUSIgoHbWF0Y2hlcxgFIAMoCzIRLnB0Yy52MS5Ub29sTWF0Y2giKAoJVG9vbE1hdGNoEgwKBG5hbWUYASABKAkSDQoFc2NvcmUYAiABKAIilAEKDlNlc3Npb25SZXF1ZXN0EiUKBXN0YXJ0GAEgASgLMhQucHRjLnYxLlNlc3Npb25TdGFydEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIucHRjLnYxLlRvb2xSZXN1bHRIABIpCgZjYW5jZWwYAyABKAsyFy5wdGMudjEuQ2FuY2VsRXhlY3V0aW9uSABCBQoDbXNnImUKDFNlc3Npb25TdGFydBInCgdleGVjdXRlGAEgASgLMhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0EiwKDGNsaWVudF90b29scxgCIAMoCzIWLnB0Yy52MS5Ub29sRGVmaW5pdGlvbiJjCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIAEIJCgdvdXRjb21lIioKCVRvb2xFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiIQoPQ2FuY2VsRXhlY3V0aW9uEg4KBnJlYXNvbhgBIAEoCSLmAQoPU2Vzc2lvblJlc3BvbnNlEiUKCXRvb2xfY2FsbBgBIAEoCzIQLnB0Yy52MS5Ub29sQ2FsbEgAEh8KA2xvZxgCIAEoCzIQLnB0Yy52MS5Mb2dFbnRyeUgAEikKBnJlc3VsdBgDIAEoCzIXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2VIABIvCg5wcm90b2NvbF9lcnJvchgEIAEoCzIVLnB0Yy52MS5Qcm90b2NvbEVycm9ySAASKAoIcHJvZ3Jlc3MYBSABKAsyFC5wdGMudjEuVG9vbFByb2dyZXNzSABCBQoDbXNnIo4DCgxUb29sUHJvZ3Jlc3MSKQoFcGhhc2UYASABKA4yGi5wdGMudjEuVG9vbFByb2dyZXNzLlBoYXNlEgsKA3NlcRgCIAEoBRIMCgR0b29sGAMgASgJEjAKDXN0YXJ0ZWRfYWZ0ZXIYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIZHVyYXRpb24YBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOYXJndW1lbnRfYnl0ZXMYBiABKAMSFAoMcmVzdWx0X2J5dGVzGAcgASgDEg8KB291dGNvbWUYCCABKAkSDwoHZHJvcHBlZBgJIAEoAxIWCg5hcmd1bWVudHNfanNvbhgKIAEoCRITCgtyZXN1bHRfanNvbhgLIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAwgASgJIkUKBVBoYXNlEhUKEVBIQVNFX1VOU1BFQ0lGSUVEEAASEQoNUEhBU0VfU1RBUlRFRBABEhIKDlBIQVNFX0ZJTklTSEVEEAIiiAEKCFRvb2xDYWxsEg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjEKDVByb3RvY29sRXJyb3ISDwoHY2FsbF9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKmkKCExhbmd1YWdlEhgKFExBTkdVQUdFX1VOU1BFQ0lGSUVEEAASFwoTTEFOR1VBR0VfSkFWQVNDUklQVBABEhcKE0xBTkdVQUdFX1RZUEVTQ1JJUFQQAhIRCg1MQU5HVUFHRV9XQVNNEAMqyAIKCUVycm9yS2luZBIaChZFUlJPUl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXRVJST1JfS0lORF9TWU5UQVhfRVJST1IQARIbChdFUlJPUl9LSU5EX1NDUklQVF9FUlJPUhACEhYKEkVSUk9SX0tJTkRfVElNRU9VVBADEhgKFEVSUk9SX0tJTkRfQ1BVX0xJTUlUEAQSGwoXRVJST1JfS0lORF9NRU1PUllfTElNSVQQBRIeChpFUlJPUl9LSU5EX1RPT0xfQ0FMTF9MSU1JVBAGEhsKF0VSUk9SX0tJTkRfT1VUUFVUX0xJTUlUEAcSJgoiRVJST1JfS0lORF9SRVNVTFRfU0NIRU1BX1ZJT0xBVElPThAIEhgKFEVSUk9SX0tJTkRfQ0FOQ0VMTEVEEAkSFwoTRVJST1JfS0lORF9JTlRFUk5BTBAKKmkKDk92ZXJmbG93UG9saWN5Eh8KG09WRVJGTE9XX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFE9WRVJGTE9XX1BPTElDWV9GQUlMEAESHAoYT1ZFUkZMT1dfUE9MSUNZX1RSVU5DQVRFEAIyzQEKDVJ1bm5lclNlcnZpY2USOgoHRXhlY3V0ZRIWLnB0Yy52MS5FeGVjdXRlUmVxdWVzdBoXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2USQAoJTGlzdFRvb2xzEhgucHRjLnYxLkxpc3RUb29sc1JlcXVlc3QaGS5wdGMudjEuTGlzdFRvb2xzUmVzcG9uc2USPgoHU2Vzc2lvbhIWLnB0Yy52MS5TZXNzaW9uUmVxdWVzdBoXLnB0Yy52MS5TZXNzaW9uUmVzcG9uc2UoATABQipaKGdpdGh1Yi5jb20vcHRjcnVuL3B0Yy9wcm90by9wdGMvdjE7cHRjdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChNwdGMvdjEvcnVubmVyLnByb3RvEgZwdGMudjEi9AMKDkV4ZWN1dGVSZXF1ZXN0Eh4KBnNjcmlwdBgBIAEoCzIOLnB0Yy52MS5TY3JpcHQSEgoKaW5wdXRfanNvbhgCIAEoCRIeCgZsaW1pdHMYAyABKAsyDi5wdGMudjEuTGltaXRzEhUKDWFsbG93ZWRfdG9vbHMYBCADKAkSGgoScmVzdWx0X3NjaGVtYV9qc29uGAUgASgJEhQKDGV4ZWN1dGlvbl9pZBgGIAEoCRIVCg1kZXRlcm1pbmlzdGljGAcgASgIEgwKBHNlZWQYCCABKAQSLwoLY2xvY2tfc3RhcnQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGluY2x1ZGVfdG9vbF9yZXN1bHRzGAogASgIEhMKC3N0cmVhbV9sb2dzGAsgASgIEhcKD3N0cmVhbV9wcm9ncmVzcxgMIAEoCBIXCg9wcm9ncmVzc192YWx1ZXMYDSABKAgSLwoPb3ZlcmZsb3dfcG9saWN5GA4gASgOMhYucHRjLnYxLk92ZXJmbG93UG9saWN5EhEKCXJlc3VtYWJsZRgPIAEoCBIsCgxjbGllbnRfdG9vbHMYECADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24SGAoQcmVxdWlyZV9hcHByb3ZhbBgRIAMoCSJoCgZTY3JpcHQSIgoIbGFuZ3VhZ2UYASABKA4yEC5wdGMudjEuTGFuZ3VhZ2USDgoGc291cmNlGAIgASgJEhMKC3dhc21fbW9kdWxlGAMgASgMEhUKDW1vZHVsZV9zaGEyNTYYBCABKAki3wIKBkxpbWl0cxIqCgd0aW1lb3V0GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIWCg5tYXhfdG9vbF9jYWxscxgEIAEoBRIhChltYXhfY29uY3VycmVudF90b29sX2NhbGxzGAUgASgFEhgKEG1heF9vdXRwdXRfYnl0ZXMYBiABKAMSFQoNbWF4X2xvZ19ieXRlcxgHIAEoAxIXCg9tYXhfbG9nX2VudHJpZXMYCCABKAUSGQoRbWF4X3Jlc3VsdF90b2tlbnMYCSABKAUSEgoKbWF4X3BhdXNlcxgKIAEoBRIyCg9tYXhfcGF1c2VkX3RpbWUYCyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i1QMKD0V4ZWN1dGVSZXNwb25zZRIUCgxleGVjdXRpb25faWQYASABKAkSEwoLcmVzdWx0X2pzb24YAiABKAkSJQoFZXJyb3IYAyABKAsyFi5wdGMudjEuRXhlY3V0aW9uRXJyb3ISFQoNbW9kZWxfbWVzc2FnZRgEIAEoCRIeCgRsb2dzGAUgAygLMhAucHRjLnYxLkxvZ0VudHJ5EhYKDmxvZ3NfdHJ1bmNhdGVkGAYgASgIEiUKBXN0YXRzGAcgASgLMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRzEiUKBXRyYWNlGAggAygLMhYucHRjLnYxLlRvb2xDYWxsUmVjb3JkEigKEGVmZmVjdGl2ZV9saW1pdHMYCSABKAsyDi5wdGMudjEuTGltaXRzEiUKBXN0YXRlGAogASgOMhYucHRjLnYxLkV4ZWN1dGlvblN0YXRlEi4KD3BlbmRpbmdfYWN0aW9ucxgLIAMoCzIVLnB0Yy52MS5QZW5kaW5nQWN0aW9uEhQKDGNvbnRpbnVhdGlvbhgMIAEoCRI8Chhjb250aW51YXRpb25fZXhwaXJlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp4BCg1QZW5kaW5nQWN0aW9uEg8KB2NhbGxfaWQYASABKAkSIAoEa2luZBgCIAEoDjISLnB0Yy52MS5BY3Rpb25LaW5kEgsKA3NlcRgDIAEoBRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIOCgZyZWFzb24YByABKAkiYQoNUmVzdW1lUmVxdWVzdBIUCgxjb250aW51YXRpb24YASABKAkSJQoHYW5zd2VycxgCIAMoCzIULnB0Yy52MS5BY3Rpb25BbnN3ZXISEwoLd2FzbV9tb2R1bGUYAyABKAwiPAoOUmVzdW1lUmVzcG9uc2USKgoJZXhlY3V0aW9uGAEgASgLMhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZSKLAQoMQWN0aW9uQW5zd2VyEg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIABIkCghhcHByb3ZhbBgEIAEoCzIQLnB0Yy52MS5BcHByb3ZhbEgAQgkKB291dGNvbWUiLAoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJIp4BCg5FeGVjdXRpb25FcnJvchIfCgRraW5kGAEgASgOMhEucHRjLnYxLkVycm9yS2luZBIPCgdtZXNzYWdlGAIgASgJEgwKBGxpbmUYAyABKAUSDgoGY29sdW1uGAQgASgFEg0KBXN0YWNrGAUgASgJEgwKBHRvb2wYBiABKAkSDQoFbGltaXQYByABKAMSEAoIb2JzZXJ2ZWQYCCABKAMi9AIKDkV4ZWN1dGlvblN0YXRzEisKCGR1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCGNwdV90aW1lGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEXBlYWtfbWVtb3J5X2J5dGVzGAMgASgDEhIKCnRvb2xfY2FsbHMYBCABKAUSGQoRdG9vbF9yZXN1bHRfYnl0ZXMYBSABKAMSFAoMb3V0cHV0X2J5dGVzGAYgASgDEi0KCnF1ZXVlX3RpbWUYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJbG9nX2J5dGVzGAggASgDEhgKEHJlc3VsdF90cnVuY2F0ZWQYCSABKAgSIAoYdW50cnVuY2F0ZWRfb3V0cHV0X2J5dGVzGAogASgDEhUKDWRyb3BwZWRfaXRlbXMYCyABKAMSEwoLY3V0X3N0cmluZ3MYDCABKAMiUQoITG9nRW50cnkSDQoFbGV2ZWwYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIlCgJhdBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAgoOVG9vbENhbGxSZWNvcmQSCwoDc2VxGAEgASgFEgwKBHRvb2wYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSCgoCb2sYBCABKAgSEgoKZXJyb3JfY29kZRgFIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAYgASgJEjAKDXN0YXJ0ZWRfYWZ0ZXIYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMcmVzdWx0X2J5dGVzGAkgASgDEhMKC3Jlc3VsdF9qc29uGAogASgJIoUBCg5Ub29sRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhkKEWlucHV0X3NjaGVtYV9qc29uGAMgASgJEhoKEm91dHB1dF9zY2hlbWFfanNvbhgEIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgFIAEoCCJbChBMaXN0VG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgFEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfdHlwZXNjcmlwdBgEIAEoCCKZAQoRTGlzdFRvb2xzUmVzcG9uc2USJQoFdG9vbHMYASADKAsyFi5wdGMudjEuVG9vbERlZmluaXRpb24SEgoKdHlwZXNjcmlwdBgCIAEoCRIOCgZwcm9tcHQYAyABKAkSFQoNYXBwcm94X3Rva2VucxgEIAEoBRIiCgdtYXRjaGVzGAUgAygLMhEucHRjLnYxLlRvb2xNYXRjaCIoCglUb29sTWF0Y2gSDAoEbmFtZRgBIAEoCRINCgVzY29yZRgCIAEoAiLFAQoOU2Vzc2lvblJlcXVlc3QSJQoFc3RhcnQYASABKAsyFC5wdGMudjEuU2Vzc2lvblN0YXJ0SAASKQoLdG9vbF9yZXN1bHQYAiABKAsyEi5wdGMudjEuVG9vbFJlc3VsdEgAEikKBmNhbmNlbBgDIAEoCzIXLnB0Yy52MS5DYW5jZWxFeGVjdXRpb25IABIvCg9hcHByb3ZhbF9hbnN3ZXIYBCABKAsyFC5wdGMudjEuQWN0aW9uQW5zd2VySABCBQoDbXNnImUKDFNlc3Npb25TdGFydBInCgdleGVjdXRlGAEgASgLMhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0EiwKDGNsaWVudF90b29scxgCIAMoCzIWLnB0Yy52MS5Ub29sRGVmaW5pdGlvbiJjCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFQoLb3V0cHV0X2pzb24YAiABKAlIABIiCgVlcnJvchgDIAEoCzIRLnB0Yy52MS5Ub29sRXJyb3JIAEIJCgdvdXRjb21lIioKCVRvb2xFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiIQoPQ2FuY2VsRXhlY3V0aW9uEg4KBnJlYXNvbhgBIAEoCSKbAgoPU2Vzc2lvblJlc3BvbnNlEiUKCXRvb2xfY2FsbBgBIAEoCzIQLnB0Yy52MS5Ub29sQ2FsbEgAEh8KA2xvZxgCIAEoCzIQLnB0Yy52MS5Mb2dFbnRyeUgAEikKBnJlc3VsdBgDIAEoCzIXLnB0Yy52MS5FeGVjdXRlUmVzcG9uc2VIABIvCg5wcm90b2NvbF9lcnJvchgEIAEoCzIVLnB0Yy52MS5Qcm90b2NvbEVycm9ySAASKAoIcHJvZ3Jlc3MYBSABKAsyFC5wdGMudjEuVG9vbFByb2dyZXNzSAASMwoQYXBwcm92YWxfcmVxdWVzdBgGIAEoCzIXLnB0Yy52MS5BcHByb3ZhbFJlcXVlc3RIAEIFCgNtc2cijgMKDFRvb2xQcm9ncmVzcxIpCgVwaGFzZRgBIAEoDjIaLnB0Yy52MS5Ub29sUHJvZ3Jlc3MuUGhhc2USCwoDc2VxGAIgASgFEgwKBHRvb2wYAyABKAkSMAoNc3RhcnRlZF9hZnRlchgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghkdXJhdGlvbhgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIWCg5hcmd1bWVudF9ieXRlcxgGIAEoAxIUCgxyZXN1bHRfYnl0ZXMYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIPCgdkcm9wcGVkGAkgASgDEhYKDmFyZ3VtZW50c19qc29uGAogASgJEhMKC3Jlc3VsdF9qc29uGAsgASgJEhUKDWVycm9yX21lc3NhZ2UYDCABKAkiRQoFUGhhc2USFQoRUEhBU0VfVU5TUEVDSUZJRUQQABIRCg1QSEFTRV9TVEFSVEVEEAESEgoOUEhBU0VfRklOSVNIRUQQAiJmCg9BcHByb3ZhbFJlcXVlc3QSJQoGYWN0aW9uGAEgASgLMhUucHRjLnYxLlBlbmRpbmdBY3Rpb24SLAoIZGVhZGxpbmUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIxCg1Qcm90b2NvbEVycm9yEg8KB2NhbGxfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSppCghMYW5ndWFnZRIYChRMQU5HVUFHRV9VTlNQRUNJRklFRBAAEhcKE0xBTkdVQUdFX0pBVkFTQ1JJUFQQARIXChNMQU5HVUFHRV9UWVBFU0NSSVBUEAISEQoNTEFOR1VBR0VfV0FTTRADKoQDCglFcnJvcktpbmQSGgoWRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEhsKF0VSUk9SX0tJTkRfU1lOVEFYX0VSUk9SEAESGwoXRVJST1JfS0lORF9TQ1JJUFRfRVJST1IQAhIWChJFUlJPUl9LSU5EX1RJTUVPVVQQAxIYChRFUlJPUl9LSU5EX0NQVV9MSU1JVBAEEhsKF0VSUk9SX0tJTkRfTUVNT1JZX0xJTUlUEAUSHgoaRVJST1JfS0lORF9UT09MX0NBTExfTElNSVQQBhIbChdFUlJPUl9LSU5EX09VVFBVVF9MSU1JVBAHEiYKIkVSUk9SX0tJTkRfUkVTVUxUX1NDSEVNQV9WSU9MQVRJT04QCBIYChRFUlJPUl9LSU5EX0NBTkNFTExFRBAJEhcKE0VSUk9SX0tJTkRfSU5URVJOQUwQChIaChZFUlJPUl9LSU5EX1BBVVNFX0xJTUlUEAsSHgoaRVJST1JfS0lORF9SRVNVTUVfRElWRVJHRUQQDCp1Cg5FeGVjdXRpb25TdGF0ZRIfChtFWEVDVVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIdChlFWEVDVVRJT05fU1RBVEVfQ09NUExFVEVEEAESIwofRVhFQ1VUSU9OX1NUQVRFX1JFUVVJUkVTX0FDVElPThACKmAKCkFjdGlvbktpbmQSGwoXQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdBQ1RJT05fS0lORF9DTElFTlRfVE9PTBABEhgKFEFDVElPTl9LSU5EX0FQUFJPVkFMEAIqaQoOT3ZlcmZsb3dQb2xpY3kSHwobT1ZFUkZMT1dfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGAoUT1ZFUkZMT1dfUE9MSUNZX0ZBSUwQARIcChhPVkVSRkxPV19QT0xJQ1lfVFJVTkNBVEUQAjKGAgoNUnVubmVyU2VydmljZRI6CgdFeGVjdXRlEhYucHRjLnYxLkV4ZWN1dGVSZXF1ZXN0GhcucHRjLnYxLkV4ZWN1dGVSZXNwb25zZRJACglMaXN0VG9vbHMSGC5wdGMudjEuTGlzdFRvb2xzUmVxdWVzdBoZLnB0Yy52MS5MaXN0VG9vbHNSZXNwb25zZRI+CgdTZXNzaW9uEhYucHRjLnYxLlNlc3Npb25SZXF1ZXN0GhcucHRjLnYxLlNlc3Npb25SZXNwb25zZSgBMAESNwoGUmVzdW1lEhUucHRjLnYxLlJlc3VtZVJlcXVlc3QaFi5wdGMudjEuUmVzdW1lUmVzcG9uc2VCKlooZ2l0aHViLmNvbS9wdGNydW4vcHRjL3Byb3RvL3B0Yy92MTtwdGN2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ExecuteRequest asks the server to run one program.
@@ -159,6 +159,41 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * @generated from field: ptc.v1.OverflowPolicy overflow_policy = 14;
    */
   overflowPolicy: OverflowPolicy;
+
+  /**
+   * resumable lets Execute pause the program at calls only the caller can
+   * answer — calls to client_tools, and calls to server tools that need
+   * approval — instead of failing them: the response then has state
+   * EXECUTION_STATE_REQUIRES_ACTION, the pending actions and a continuation
+   * for Resume. Calls started together (Promise.all) pause together; server
+   * tools keep running until the program waits only for the caller. A
+   * resumable execution is deterministic (seeded random, virtual clock
+   * starting at clock_start, or now when unset): to resume it, ptc re-runs
+   * it and feeds the recorded results. Refused by Session.
+   *
+   * @generated from field: bool resumable = 15;
+   */
+  resumable: boolean;
+
+  /**
+   * client_tools are tools the caller serves in a resumable Execute: a call
+   * to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
+   * resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
+   * its client tools in SessionStart).
+   *
+   * @generated from field: repeated ptc.v1.ToolDefinition client_tools = 16;
+   */
+  clientTools: ToolDefinition[];
+
+  /**
+   * require_approval names server tools whose calls the caller wants to
+   * approve, besides those the server requires approval for. An unknown
+   * name, or one the program may not call, is refused with
+   * INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated string require_approval = 17;
+   */
+  requireApproval: string[];
 };
 
 /**
@@ -224,8 +259,10 @@ export const ScriptSchema: GenMessage<Script> = /*@__PURE__*/
  */
 export type Limits = Message<"ptc.v1.Limits"> & {
   /**
-   * timeout bounds the wall-clock time of the execution, tool waits included.
-   * Breach: ERROR_KIND_TIMEOUT.
+   * timeout bounds the wall-clock time of the execution, tool waits included
+   * (time paused waiting for Resume excluded). The limits of a resumable
+   * execution span all its runs: what earlier runs used is carried. Breach:
+   * ERROR_KIND_TIMEOUT.
    *
    * @generated from field: google.protobuf.Duration timeout = 1;
    */
@@ -301,6 +338,24 @@ export type Limits = Message<"ptc.v1.Limits"> & {
    * @generated from field: int32 max_result_tokens = 9;
    */
   maxResultTokens: number;
+
+  /**
+   * max_pauses bounds how often a resumable execution may pause. Breach:
+   * ERROR_KIND_PAUSE_LIMIT (the pause that would exceed it ends the
+   * execution instead).
+   *
+   * @generated from field: int32 max_pauses = 10;
+   */
+  maxPauses: number;
+
+  /**
+   * max_paused_time bounds the total time a resumable execution may wait
+   * paused, across its pauses; paused time is not part of timeout. Breach:
+   * ERROR_KIND_PAUSE_LIMIT, when a Resume comes too late.
+   *
+   * @generated from field: google.protobuf.Duration max_paused_time = 11;
+   */
+  maxPausedTime?: Duration | undefined;
 };
 
 /**
@@ -389,6 +444,43 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
    * @generated from field: ptc.v1.Limits effective_limits = 9;
    */
   effectiveLimits?: Limits | undefined;
+
+  /**
+   * state is EXECUTION_STATE_COMPLETED when the execution ended, and
+   * EXECUTION_STATE_REQUIRES_ACTION when a resumable execution paused. A
+   * paused response has no result_json and no error; its logs are those
+   * written since the previous pause, its stats and trace cover the whole
+   * execution so far (the pending calls are in pending_actions, not in the
+   * trace).
+   *
+   * @generated from field: ptc.v1.ExecutionState state = 10;
+   */
+  state: ExecutionState;
+
+  /**
+   * pending_actions are the calls a paused execution waits for, by seq;
+   * Resume needs one answer for each.
+   *
+   * @generated from field: repeated ptc.v1.PendingAction pending_actions = 11;
+   */
+  pendingActions: PendingAction[];
+
+  /**
+   * continuation resumes a paused execution (Resume). It is opaque: a
+   * signed and encrypted token of at most a few hundred KiB (or a short
+   * reference to state the server keeps), bound to the caller's tenant,
+   * usable once, until continuation_expire_time.
+   *
+   * @generated from field: string continuation = 12;
+   */
+  continuation: string;
+
+  /**
+   * continuation_expire_time is when the continuation expires.
+   *
+   * @generated from field: google.protobuf.Timestamp continuation_expire_time = 13;
+   */
+  continuationExpireTime?: Timestamp | undefined;
 };
 
 /**
@@ -397,6 +489,216 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
  */
 export const ExecuteResponseSchema: GenMessage<ExecuteResponse> = /*@__PURE__*/
   messageDesc(file_ptc_v1_runner, 3);
+
+/**
+ * PendingAction is one call a paused execution waits for.
+ *
+ * @generated from message ptc.v1.PendingAction
+ */
+export type PendingAction = Message<"ptc.v1.PendingAction"> & {
+  /**
+   * call_id identifies the call in an ActionAnswer: "c" and its seq.
+   *
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * kind says what the call waits for.
+   *
+   * @generated from field: ptc.v1.ActionKind kind = 2;
+   */
+  kind: ActionKind;
+
+  /**
+   * seq is the call's 1-based number among the execution's calls.
+   *
+   * @generated from field: int32 seq = 3;
+   */
+  seq: number;
+
+  /**
+   * tool is the tool called: a client tool, or the server tool that would
+   * run if approved.
+   *
+   * @generated from field: string tool = 4;
+   */
+  tool: string;
+
+  /**
+   * arguments_json is the call's JSON arguments, validated against the
+   * tool's input schema.
+   *
+   * @generated from field: string arguments_json = 5;
+   */
+  argumentsJson: string;
+
+  /**
+   * idempotency_key is "<execution_id>/<seq>", the same on every resume:
+   * a client serving the call can deduplicate side effects with it, and an
+   * approved server tool runs with it.
+   *
+   * @generated from field: string idempotency_key = 6;
+   */
+  idempotencyKey: string;
+
+  /**
+   * reason says, for an approval, why the call needs one.
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message ptc.v1.PendingAction.
+ * Use `create(PendingActionSchema)` to create a new message.
+ */
+export const PendingActionSchema: GenMessage<PendingAction> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 4);
+
+/**
+ * ResumeRequest goes on with a paused execution.
+ *
+ * @generated from message ptc.v1.ResumeRequest
+ */
+export type ResumeRequest = Message<"ptc.v1.ResumeRequest"> & {
+  /**
+   * continuation is the continuation of the paused response. Required.
+   *
+   * @generated from field: string continuation = 1;
+   */
+  continuation: string;
+
+  /**
+   * answers answer the pending actions, one each, in any order.
+   *
+   * @generated from field: repeated ptc.v1.ActionAnswer answers = 2;
+   */
+  answers: ActionAnswer[];
+
+  /**
+   * wasm_module is the WebAssembly module of a paused WASM execution, sent
+   * only when the server answered FAILED_PRECONDITION because it no longer
+   * holds the module.
+   *
+   * @generated from field: bytes wasm_module = 3;
+   */
+  wasmModule: Uint8Array;
+};
+
+/**
+ * Describes the message ptc.v1.ResumeRequest.
+ * Use `create(ResumeRequestSchema)` to create a new message.
+ */
+export const ResumeRequestSchema: GenMessage<ResumeRequest> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 5);
+
+/**
+ * ResumeResponse is the next state of a resumed execution.
+ *
+ * @generated from message ptc.v1.ResumeResponse
+ */
+export type ResumeResponse = Message<"ptc.v1.ResumeResponse"> & {
+  /**
+   * execution is the execution's state: paused again (with a new
+   * continuation) or completed, as an Execute response reports it.
+   *
+   * @generated from field: ptc.v1.ExecuteResponse execution = 1;
+   */
+  execution?: ExecuteResponse | undefined;
+};
+
+/**
+ * Describes the message ptc.v1.ResumeResponse.
+ * Use `create(ResumeResponseSchema)` to create a new message.
+ */
+export const ResumeResponseSchema: GenMessage<ResumeResponse> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 6);
+
+/**
+ * ActionAnswer answers one PendingAction (in Resume) or one ApprovalRequest
+ * (in Session).
+ *
+ * @generated from message ptc.v1.ActionAnswer
+ */
+export type ActionAnswer = Message<"ptc.v1.ActionAnswer"> & {
+  /**
+   * call_id is the PendingAction.call_id answered.
+   *
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * outcome is the answer; it must fit the action's kind.
+   *
+   * @generated from oneof ptc.v1.ActionAnswer.outcome
+   */
+  outcome: {
+    /**
+     * output_json is a client tool's JSON result, validated against the
+     * tool's output schema.
+     *
+     * @generated from field: string output_json = 2;
+     */
+    value: string;
+    case: "outputJson";
+  } | {
+    /**
+     * error is a client tool's failure: the program sees a ToolError with
+     * this code (required) and message.
+     *
+     * @generated from field: ptc.v1.ToolError error = 3;
+     */
+    value: ToolError;
+    case: "error";
+  } | {
+    /**
+     * approval approves or denies a call that needs approval.
+     *
+     * @generated from field: ptc.v1.Approval approval = 4;
+     */
+    value: Approval;
+    case: "approval";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ptc.v1.ActionAnswer.
+ * Use `create(ActionAnswerSchema)` to create a new message.
+ */
+export const ActionAnswerSchema: GenMessage<ActionAnswer> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 7);
+
+/**
+ * Approval is the decision on a call that needs approval.
+ *
+ * @generated from message ptc.v1.Approval
+ */
+export type Approval = Message<"ptc.v1.Approval"> & {
+  /**
+   * approved lets the call run (once, with its idempotency key).
+   *
+   * @generated from field: bool approved = 1;
+   */
+  approved: boolean;
+
+  /**
+   * reason says why a call is denied (at most 4 KiB); the program sees it
+   * as the message of a ToolError with code "denied".
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message ptc.v1.Approval.
+ * Use `create(ApprovalSchema)` to create a new message.
+ */
+export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 8);
 
 /**
  * ExecutionError is a classified failure of a program.
@@ -471,7 +773,7 @@ export type ExecutionError = Message<"ptc.v1.ExecutionError"> & {
  * Use `create(ExecutionErrorSchema)` to create a new message.
  */
 export const ExecutionErrorSchema: GenMessage<ExecutionError> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 4);
+  messageDesc(file_ptc_v1_runner, 9);
 
 /**
  * ExecutionStats measures one execution.
@@ -575,7 +877,7 @@ export type ExecutionStats = Message<"ptc.v1.ExecutionStats"> & {
  * Use `create(ExecutionStatsSchema)` to create a new message.
  */
 export const ExecutionStatsSchema: GenMessage<ExecutionStats> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 5);
+  messageDesc(file_ptc_v1_runner, 10);
 
 /**
  * LogEntry is one line of console output from the program.
@@ -611,7 +913,7 @@ export type LogEntry = Message<"ptc.v1.LogEntry"> & {
  * Use `create(LogEntrySchema)` to create a new message.
  */
 export const LogEntrySchema: GenMessage<LogEntry> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 6);
+  messageDesc(file_ptc_v1_runner, 11);
 
 /**
  * ToolCallRecord is the audit record of one tool call.
@@ -705,7 +1007,7 @@ export type ToolCallRecord = Message<"ptc.v1.ToolCallRecord"> & {
  * Use `create(ToolCallRecordSchema)` to create a new message.
  */
 export const ToolCallRecordSchema: GenMessage<ToolCallRecord> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 7);
+  messageDesc(file_ptc_v1_runner, 12);
 
 /**
  * ToolDefinition describes a tool a program can call.
@@ -743,6 +1045,14 @@ export type ToolDefinition = Message<"ptc.v1.ToolDefinition"> & {
    * @generated from field: string output_schema_json = 4;
    */
   outputSchemaJson: string;
+
+  /**
+   * requires_approval means every call of the server tool waits for the
+   * caller's approval before it runs. Ignored on client tools.
+   *
+   * @generated from field: bool requires_approval = 5;
+   */
+  requiresApproval: boolean;
 };
 
 /**
@@ -750,7 +1060,7 @@ export type ToolDefinition = Message<"ptc.v1.ToolDefinition"> & {
  * Use `create(ToolDefinitionSchema)` to create a new message.
  */
 export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 8);
+  messageDesc(file_ptc_v1_runner, 13);
 
 /**
  * ListToolsRequest selects tools to describe.
@@ -794,7 +1104,7 @@ export type ListToolsRequest = Message<"ptc.v1.ListToolsRequest"> & {
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 9);
+  messageDesc(file_ptc_v1_runner, 14);
 
 /**
  * ListToolsResponse describes the selected tools.
@@ -847,7 +1157,7 @@ export type ListToolsResponse = Message<"ptc.v1.ListToolsResponse"> & {
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 10);
+  messageDesc(file_ptc_v1_runner, 15);
 
 /**
  * ToolMatch is the relevance of one tool to a ListToolsRequest.query.
@@ -876,7 +1186,7 @@ export type ToolMatch = Message<"ptc.v1.ToolMatch"> & {
  * Use `create(ToolMatchSchema)` to create a new message.
  */
 export const ToolMatchSchema: GenMessage<ToolMatch> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 11);
+  messageDesc(file_ptc_v1_runner, 16);
 
 /**
  * SessionRequest is a message from the caller on a Session stream.
@@ -914,6 +1224,15 @@ export type SessionRequest = Message<"ptc.v1.SessionRequest"> & {
      */
     value: CancelExecution;
     case: "cancel";
+  } | {
+    /**
+     * approval_answer answers an ApprovalRequest; its outcome must be an
+     * approval.
+     *
+     * @generated from field: ptc.v1.ActionAnswer approval_answer = 4;
+     */
+    value: ActionAnswer;
+    case: "approvalAnswer";
   } | { case: undefined; value?: undefined };
 };
 
@@ -922,7 +1241,7 @@ export type SessionRequest = Message<"ptc.v1.SessionRequest"> & {
  * Use `create(SessionRequestSchema)` to create a new message.
  */
 export const SessionRequestSchema: GenMessage<SessionRequest> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 12);
+  messageDesc(file_ptc_v1_runner, 17);
 
 /**
  * SessionStart begins the execution of a Session.
@@ -952,7 +1271,7 @@ export type SessionStart = Message<"ptc.v1.SessionStart"> & {
  * Use `create(SessionStartSchema)` to create a new message.
  */
 export const SessionStartSchema: GenMessage<SessionStart> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 13);
+  messageDesc(file_ptc_v1_runner, 18);
 
 /**
  * ToolResult answers one ToolCall.
@@ -998,7 +1317,7 @@ export type ToolResult = Message<"ptc.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 14);
+  messageDesc(file_ptc_v1_runner, 19);
 
 /**
  * ToolError is a tool's own failure.
@@ -1028,7 +1347,7 @@ export type ToolError = Message<"ptc.v1.ToolError"> & {
  * Use `create(ToolErrorSchema)` to create a new message.
  */
 export const ToolErrorSchema: GenMessage<ToolError> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 15);
+  messageDesc(file_ptc_v1_runner, 20);
 
 /**
  * CancelExecution asks the server to stop the execution.
@@ -1049,7 +1368,7 @@ export type CancelExecution = Message<"ptc.v1.CancelExecution"> & {
  * Use `create(CancelExecutionSchema)` to create a new message.
  */
 export const CancelExecutionSchema: GenMessage<CancelExecution> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 16);
+  messageDesc(file_ptc_v1_runner, 21);
 
 /**
  * SessionResponse is a message from the server on a Session stream.
@@ -1107,6 +1426,16 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
      */
     value: ToolProgress;
     case: "progress";
+  } | {
+    /**
+     * approval_request asks the caller to approve one call; the call waits
+     * for the caller's approval_answer (and is denied if the caller
+     * half-closes first).
+     *
+     * @generated from field: ptc.v1.ApprovalRequest approval_request = 6;
+     */
+    value: ApprovalRequest;
+    case: "approvalRequest";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1115,7 +1444,7 @@ export type SessionResponse = Message<"ptc.v1.SessionResponse"> & {
  * Use `create(SessionResponseSchema)` to create a new message.
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 17);
+  messageDesc(file_ptc_v1_runner, 22);
 
 /**
  * ToolProgress reports one tool call of the program starting or finishing.
@@ -1222,7 +1551,7 @@ export type ToolProgress = Message<"ptc.v1.ToolProgress"> & {
  * Use `create(ToolProgressSchema)` to create a new message.
  */
 export const ToolProgressSchema: GenMessage<ToolProgress> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 18);
+  messageDesc(file_ptc_v1_runner, 23);
 
 /**
  * Phase says whether the call started or finished.
@@ -1256,7 +1585,37 @@ export enum ToolProgress_Phase {
  * Describes the enum ptc.v1.ToolProgress.Phase.
  */
 export const ToolProgress_PhaseSchema: GenEnum<ToolProgress_Phase> = /*@__PURE__*/
-  enumDesc(file_ptc_v1_runner, 18, 0);
+  enumDesc(file_ptc_v1_runner, 23, 0);
+
+/**
+ * ApprovalRequest asks a Session's caller to approve one call.
+ *
+ * @generated from message ptc.v1.ApprovalRequest
+ */
+export type ApprovalRequest = Message<"ptc.v1.ApprovalRequest"> & {
+  /**
+   * action is the call: kind ACTION_KIND_APPROVAL, the tool that would run,
+   * its validated arguments, its idempotency key and why approval is
+   * needed.
+   *
+   * @generated from field: ptc.v1.PendingAction action = 1;
+   */
+  action?: PendingAction | undefined;
+
+  /**
+   * deadline is when the execution's timeout expires.
+   *
+   * @generated from field: google.protobuf.Timestamp deadline = 2;
+   */
+  deadline?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message ptc.v1.ApprovalRequest.
+ * Use `create(ApprovalRequestSchema)` to create a new message.
+ */
+export const ApprovalRequestSchema: GenMessage<ApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_ptc_v1_runner, 24);
 
 /**
  * ToolCall asks the caller to run one of its client tools.
@@ -1310,7 +1669,7 @@ export type ToolCall = Message<"ptc.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 19);
+  messageDesc(file_ptc_v1_runner, 25);
 
 /**
  * ProtocolError reports a caller message that broke the Session protocol.
@@ -1338,7 +1697,7 @@ export type ProtocolError = Message<"ptc.v1.ProtocolError"> & {
  * Use `create(ProtocolErrorSchema)` to create a new message.
  */
 export const ProtocolErrorSchema: GenMessage<ProtocolError> = /*@__PURE__*/
-  messageDesc(file_ptc_v1_runner, 20);
+  messageDesc(file_ptc_v1_runner, 26);
 
 /**
  * Language names the language of a Script.
@@ -1481,6 +1840,26 @@ export enum ErrorKind {
    * @generated from enum value: ERROR_KIND_INTERNAL = 10;
    */
   INTERNAL = 10,
+
+  /**
+   * ERROR_KIND_PAUSE_LIMIT means a resumable execution would pause more
+   * often than Limits.max_pauses, waited paused longer than
+   * Limits.max_paused_time, or its paused state did not fit a continuation
+   * (and the server has no state store).
+   *
+   * @generated from enum value: ERROR_KIND_PAUSE_LIMIT = 11;
+   */
+  PAUSE_LIMIT = 11,
+
+  /**
+   * ERROR_KIND_RESUME_DIVERGED means a resumed execution, re-run to its
+   * pause, made a different call than the paused run did (another tool,
+   * other arguments, or a call it had not made); ExecutionError.message
+   * names the call. Resumable scripts must be deterministic.
+   *
+   * @generated from enum value: ERROR_KIND_RESUME_DIVERGED = 12;
+   */
+  RESUME_DIVERGED = 12,
 }
 
 /**
@@ -1488,6 +1867,80 @@ export enum ErrorKind {
  */
 export const ErrorKindSchema: GenEnum<ErrorKind> = /*@__PURE__*/
   enumDesc(file_ptc_v1_runner, 1);
+
+/**
+ * ExecutionState says whether an execution completed or waits for its
+ * caller.
+ *
+ * @generated from enum ptc.v1.ExecutionState
+ */
+export enum ExecutionState {
+  /**
+   * EXECUTION_STATE_UNSPECIFIED is never sent.
+   *
+   * @generated from enum value: EXECUTION_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * EXECUTION_STATE_COMPLETED means the execution ended: result_json or
+   * error is set.
+   *
+   * @generated from enum value: EXECUTION_STATE_COMPLETED = 1;
+   */
+  COMPLETED = 1,
+
+  /**
+   * EXECUTION_STATE_REQUIRES_ACTION means a resumable execution paused:
+   * pending_actions lists what it waits for and continuation resumes it.
+   *
+   * @generated from enum value: EXECUTION_STATE_REQUIRES_ACTION = 2;
+   */
+  REQUIRES_ACTION = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.ExecutionState.
+ */
+export const ExecutionStateSchema: GenEnum<ExecutionState> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 2);
+
+/**
+ * ActionKind says what a paused call waits for.
+ *
+ * @generated from enum ptc.v1.ActionKind
+ */
+export enum ActionKind {
+  /**
+   * ACTION_KIND_UNSPECIFIED is never sent.
+   *
+   * @generated from enum value: ACTION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * ACTION_KIND_CLIENT_TOOL is a call to one of ExecuteRequest.client_tools:
+   * the answer is the tool's output_json or its error.
+   *
+   * @generated from enum value: ACTION_KIND_CLIENT_TOOL = 1;
+   */
+  CLIENT_TOOL = 1,
+
+  /**
+   * ACTION_KIND_APPROVAL is a call to a server tool that needs approval:
+   * the answer approves it (it then runs, once) or denies it with a reason
+   * (the program sees a ToolError with code "denied" and the reason).
+   *
+   * @generated from enum value: ACTION_KIND_APPROVAL = 2;
+   */
+  APPROVAL = 2,
+}
+
+/**
+ * Describes the enum ptc.v1.ActionKind.
+ */
+export const ActionKindSchema: GenEnum<ActionKind> = /*@__PURE__*/
+  enumDesc(file_ptc_v1_runner, 3);
 
 /**
  * OverflowPolicy says what happens to a result that is larger than the
@@ -1530,7 +1983,7 @@ export enum OverflowPolicy {
  * Describes the enum ptc.v1.OverflowPolicy.
  */
 export const OverflowPolicySchema: GenEnum<OverflowPolicy> = /*@__PURE__*/
-  enumDesc(file_ptc_v1_runner, 2);
+  enumDesc(file_ptc_v1_runner, 4);
 
 /**
  * RunnerService runs sandboxed programs that call tools.
@@ -1586,12 +2039,45 @@ export const RunnerService: GenService<{
    * side once it will send nothing more; a client tool call that can then no
    * longer be answered fails in the program with the code "cancelled".
    *
+   * A call to a server tool that needs approval (ToolDefinition
+   * .requires_approval, the server's configuration, or
+   * ExecuteRequest.require_approval) makes the server send an
+   * ApprovalRequest; the caller answers it with an ActionAnswer carrying an
+   * Approval. Session executions are not resumable (ExecuteRequest.resumable
+   * is refused with INVALID_ARGUMENT).
+   *
    * @generated from rpc ptc.v1.RunnerService.Session
    */
   session: {
     methodKind: "bidi_streaming";
     input: typeof SessionRequestSchema;
     output: typeof SessionResponseSchema;
+  },
+  /**
+   * Resume goes on with a paused execution: a resumable Execute (or an
+   * earlier Resume) answered with state EXECUTION_STATE_REQUIRES_ACTION, its
+   * pending actions and a continuation. The request carries the
+   * continuation and one answer per pending action; the response is the
+   * execution's next state — paused again with a new continuation, or
+   * completed. Any replica that shares the server's continuation keys can
+   * resume; each continuation resumes once.
+   *
+   * Nothing runs when the request is refused: INVALID_ARGUMENT for a
+   * malformed, altered or foreign continuation (signed with a key the
+   * server does not hold) and for answers that do not fit the pending
+   * actions (an unknown or repeated call_id, a missing answer, an answer
+   * of the wrong kind, an output that fails the client tool's output
+   * schema — the message names the call); PERMISSION_DENIED for another
+   * tenant's continuation; FAILED_PRECONDITION for an expired continuation,
+   * one used already, or one whose WebAssembly module the server no longer
+   * holds (send it in wasm_module).
+   *
+   * @generated from rpc ptc.v1.RunnerService.Resume
+   */
+  resume: {
+    methodKind: "unary";
+    input: typeof ResumeRequestSchema;
+    output: typeof ResumeResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ptc_v1_runner, 0);

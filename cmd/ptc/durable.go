@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/plural"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/tools/demo"
+)
+
+// exitPaused is the exit code of `ptc run --resumable` and `ptc resume`
+// when the execution paused for its caller.
+const exitPaused = 5
+
+// durableFlags are the flags of resumable runs.
+type durableFlags struct {
+	resumable       bool
+	clientTools     string
+	requireApproval string
+	out             string
+}
+
+func (d *durableFlags) define(fs *flag.FlagSet) {
+	fs.BoolVar(&d.resumable, "resumable", false, "pause at client tools and approvals; print the pause state (JSON) instead of failing them")
+	fs.StringVar(&d.clientTools, "client-tools", "", "with --resumable: JSON array of tool definitions the caller answers, or @FILE")
+	fs.StringVar(&d.requireApproval, "require-approval", "", "comma-separated server tools whose calls need approval")
+	fs.StringVar(&d.out, "continuation", "", "also write the pause state (with its continuation) to FILE")
+}
+
+// apply puts the resumable settings into req.
+func (d *durableFlags) apply(req *ptc.Request, stdin io.Reader) error {
+	req.Resumable = d.resumable
+	if d.requireApproval != "" {
+		req.RequireApproval = strings.Split(d.requireApproval, ",")
+	}
+	if d.clientTools == "" {
+		return nil
+	}
+	if !d.resumable {
+		return errors.New("--client-tools needs --resumable (their calls pause the execution)")
+	}
+	b, err := valueArg(d.clientTools, stdin)
+	if err != nil {
+		return fmt.Errorf("--client-tools: %w", err)
+	}
+	var defs []tools.Definition
+	if err := json.Unmarshal(b, &defs); err != nil {
+		return fmt.Errorf("--client-tools: a JSON array of tool definitions: %w", err)
+	}
+	for _, d := range defs {
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: d})
+	}
+	return nil
+}
+
+// reportPause prints a paused execution's state — the ExecuteResponse,
+// with its pending actions and continuation, in protobuf's JSON mapping —
+// on stdout,
+// writes it to --continuation when given, and returns exitPaused.
+func reportPause(res *ptc.Result, out string, stdout, stderr io.Writer) int {
+	var b bytes.Buffer
+	if err := printJSON(&b, responsePB(res)); err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
+	_, _ = stdout.Write(b.Bytes())
+	if out != "" {
+		if err := os.WriteFile(out, b.Bytes(), 0o600); err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitUsage
+		}
+	}
+	for _, l := range res.Logs {
+		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+	}
+	fmt.Fprintf(stderr, "ptc: paused, waiting for %s; continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE\n", plural.Count(len(res.Pending), "call", "calls"))
+	return exitPaused
+}
+
+// answerFlags collects repeated --answer, --error, --approve and --deny.
+type answerFlags struct{ list []string }
+
+func (a *answerFlags) String() string { return strings.Join(a.list, " ") }
+
+func (a *answerFlags) flag(kind string) flag.Value { return answerFlag{a, kind} }
+
+type answerFlag struct {
+	a    *answerFlags
+	kind string
+}
+
+func (f answerFlag) String() string { return "" }
+
+func (f answerFlag) Set(s string) error {
+	f.a.list = append(f.a.list, f.kind+"\x00"+s)
+	return nil
+}
+
+// answers turns the flags into answers for the pending actions ("all"
+// approves or denies every pending approval).
+func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, error) {
+	var out []ptc.Answer
+	for _, e := range a.list {
+		kind, v, _ := strings.Cut(e, "\x00")
+		id, arg, _ := strings.Cut(v, "=")
+		ids := []string{id}
+		if id == "all" && (kind == "approve" || kind == "deny") {
+			ids = nil
+			for _, p := range pending {
+				if p.GetKind() == ptcv1.ActionKind_ACTION_KIND_APPROVAL {
+					ids = append(ids, p.GetCallId())
+				}
+			}
+		}
+		for _, id := range ids {
+			ans := ptc.Answer{CallID: id}
+			switch kind {
+			case "approve":
+				ans.Approve = true
+			case "deny":
+				ans.Deny, ans.Reason = true, arg
+			case "answer":
+				if !json.Valid([]byte(arg)) {
+					return nil, fmt.Errorf("--answer %s: %q is not JSON", id, arg)
+				}
+				ans.Output = json.RawMessage(arg)
+			case "error":
+				code, msg, _ := strings.Cut(arg, ":")
+				ans.Error = &tools.Error{Code: code, Message: msg}
+			}
+			out = append(out, ans)
+		}
+	}
+	return out, nil
+}
+
+// resumeCmd resumes a paused execution: `ptc resume [FILE|-] answers…`.
+func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var srv serverFlags
+	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
+	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
+	out := fs.String("continuation", "", "write the next pause state to FILE")
+	var a answerFlags
+	fs.Var(a.flag("answer"), "answer", "ID=JSON: a client tool's output (repeatable)")
+	fs.Var(a.flag("error"), "error", "ID=CODE:MESSAGE: a client tool's error (repeatable)")
+	fs.Var(a.flag("approve"), "approve", "ID, or all: approve a call (repeatable)")
+	fs.Var(a.flag("deny"), "deny", "ID=REASON, or all=REASON: deny a call (repeatable)")
+	if err := fs.Parse(splitArgs(args, map[string]bool{"json": true, "tls": true})); err != nil {
+		return exitUsage
+	}
+	if err := srv.check(); err != nil {
+		fmt.Fprintln(stderr, "ptc resume:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprint(stderr, "ptc resume: want at most one FILE (the pause state, or - for stdin)\n", usage)
+		return exitUsage
+	}
+	var raw []byte
+	var err error
+	if fs.NArg() == 0 || fs.Arg(0) == "-" {
+		raw, err = io.ReadAll(io.LimitReader(stdin, 64<<20))
+	} else {
+		raw, err = os.ReadFile(fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
+	state := &ptcv1.ExecuteResponse{}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		if err := protojson.Unmarshal(t, state); err != nil {
+			fmt.Fprintln(stderr, "ptc: the pause state is not valid:", err)
+			return exitUsage
+		}
+	} else {
+		state.Continuation = string(t)
+	}
+	answers, err := a.answers(state.GetPendingActions())
+	if err != nil {
+		fmt.Fprintln(stderr, "ptc:", err)
+		return exitUsage
+	}
+	var res *ptc.Result
+	if srv.addr != "" {
+		c, err := srv.dial()
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitRejected
+		}
+		defer c.Close()
+		res, err = c.Resume(ctx, state.GetContinuation(), answers...)
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitRejected
+		}
+	} else {
+		r, err := newDurableRunner()
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitUsage
+		}
+		defer r.Close()
+		res, err = r.Resume(ctx, state.GetContinuation(), answers...)
+		if err != nil {
+			fmt.Fprintln(stderr, "ptc:", err)
+			return exitRejected
+		}
+	}
+	if res.RequiresAction() {
+		return reportPause(res, *out, stdout, stderr)
+	}
+	for _, l := range res.Logs {
+		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+	}
+	return report(res, *jsonOut, stdout, stderr)
+}
+
+// newDurableRunner is the in-process runner of resumable `ptc run` and of
+// `ptc resume`: the demo tools, and continuations signed with the local
+// key ($PTC_HOME, or the user's config directory, /ptc/continuation.key,
+// made on first use) and used once (durable.db beside it).
+func newDurableRunner() (*ptc.Runner, error) {
+	dir := os.Getenv("PTC_HOME")
+	if dir == "" {
+		base, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no directory for the local continuation key: set PTC_HOME (%w)", err)
+		}
+		dir = filepath.Join(base, "ptc")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(dir, "continuation.key")
+	key, err := os.ReadFile(keyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		key = []byte(hex.EncodeToString(b))
+		f, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		_, werr := f.Write(key)
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return nil, werr
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	return ptc.NewRunner(ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
+		Keys: map[string][]byte{"local": bytes.TrimSpace(key)}, SigningKey: "local",
+		StateFile: filepath.Join(dir, "durable.db"), Parked: -1}))
+}

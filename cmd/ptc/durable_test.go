@@ -1,0 +1,85 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+)
+
+// TestRunResumableAndResume pauses the review example twice from the
+// command line and resumes it from the pause files, in-process with the
+// local key: a used pause file is refused.
+func TestRunResumableAndResume(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "p1.json"), filepath.Join(dir, "p2.json")
+	code, stdout, stderr := ptcMain(t, "run", "../../examples/durable/review.js", "--resumable",
+		"--client-tools", `[{"name":"ask_reviewer"},{"name":"notify_member"}]`, "--continuation", p1)
+	if code != exitPaused {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var st ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(stdout), &st); err != nil || st.GetState() != ptcv1.ExecutionState_EXECUTION_STATE_REQUIRES_ACTION ||
+		len(st.GetPendingActions()) != 1 || st.GetPendingActions()[0].GetTool() != "ask_reviewer" {
+		t.Fatalf("pause state: %v\n%s", err, stdout)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p1, "--answer", `c2={"member_id":"sal-04"}`, "--continuation", p2)
+	if code != exitPaused || !strings.Contains(stdout, `"tool": "notify_member"`) || !strings.Contains(stderr, "Xavier Dubois") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p2, "--error", "c5=bounced:the mailbox is full")
+	if code != exitKindBase+2 || !strings.Contains(stderr, "uncaught ToolError from tool notify_member (code bounced)") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = ptcMain(t, "resume", p2, "--error", "c5=bounced:again")
+	if code != exitRejected || !strings.Contains(stderr, "used already") {
+		t.Fatalf("a used pause: exit %d\n%s", code, stderr)
+	}
+	// Approvals: all of them at once.
+	code, stdout, _ = ptcMain(t, "run", "../../examples/expenses.js", "--resumable", "--require-approval", "get_budget_by_level", "--continuation", p1)
+	if code != exitPaused {
+		t.Fatalf("exit %d", code)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p1, "--approve", "all")
+	if code != exitOK || !strings.Contains(stdout, `"over_by"`) {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestPauseStateIsProtoJSON: the pause state is the ExecuteResponse in
+// protobuf's JSON mapping, as --json prints every response; ptc resume
+// reads it from stdin, and a denied call rejects in the script.
+func TestPauseStateIsProtoJSON(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	script := writeScript(t, "pay.js", `
+		try { return await tools.get_budget_by_level({level: "senior"}); }
+		catch (e) { return {code: e.code, message: e.message}; }`)
+	code, pause, stderr := ptcMain(t, "run", script, "--resumable", "--require-approval", "get_budget_by_level")
+	if code != exitPaused || !strings.Contains(stderr, "waiting for 1 call;") {
+		t.Fatalf("exit %d\n%s%s", code, pause, stderr)
+	}
+	for _, want := range []string{`"executionId"`, `"state": "EXECUTION_STATE_REQUIRES_ACTION"`, `"pendingActions": [`,
+		`"kind": "ACTION_KIND_APPROVAL"`, `"argumentsJson": "{\"level\":\"senior\"}"`, `"continuationExpireTime"`, `"effectiveLimits"`} {
+		if !strings.Contains(pause, want) {
+			t.Errorf("pause state without %s:\n%s", want, pause)
+		}
+	}
+	var st ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(pause), &st); err != nil || len(st.GetPendingActions()) != 1 {
+		t.Fatalf("pause state: %v\n%s", err, pause)
+	}
+	id := st.GetPendingActions()[0].GetCallId()
+	code, stdout, stderr := runCLI(t, pause, "resume", "-", "--deny", id+"=over the limit for this quarter", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var done ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(stdout), &done); err != nil || done.GetState() != ptcv1.ExecutionState_EXECUTION_STATE_COMPLETED ||
+		done.GetResultJson() != `{"code":"denied","message":"over the limit for this quarter"}` {
+		t.Fatalf("resumed: %v\n%s", err, stdout)
+	}
+}

@@ -1,0 +1,198 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/durable"
+	"github.com/ptcrun/ptc/internal/executor"
+)
+
+// Durable configures resumable executions (see docs/durable.md): the keys
+// that sign continuations, their lifetime and size, where large paused
+// states and used continuations are kept, and the paused executions kept
+// in memory.
+type Durable struct {
+	// Keys sign and encrypt continuations: the first signs new ones, all
+	// verify. Each secret comes from an environment variable. Without
+	// keys ptcd makes one at start: its continuations do not survive a
+	// restart and no other replica can resume them.
+	Keys []DurableKey `yaml:"keys,omitempty"`
+	// TTL is how long a continuation can be resumed.
+	TTL Duration `yaml:"ttl"`
+	// MaxTokenBytes bounds a continuation; larger paused states go to the
+	// store, or the execution ends with PAUSE_LIMIT.
+	MaxTokenBytes ByteSize `yaml:"max_token_bytes"`
+	// MaxStateBytes bounds a paused state.
+	MaxStateBytes ByteSize `yaml:"max_state_bytes"`
+	// Store keeps large paused states and used continuations.
+	Store DurableStore `yaml:"store,omitempty"`
+	// Parked bounds the paused executions kept in memory.
+	Parked Parked `yaml:"parked"`
+}
+
+// DurableKey is one continuation key.
+type DurableKey struct {
+	// ID names the key inside the continuations it signs.
+	ID string `yaml:"id"`
+	// SecretEnv names the environment variable that holds the secret (at
+	// least 32 bytes).
+	SecretEnv string `yaml:"secret_env"`
+}
+
+// DurableStore selects the state store: File (one file, bbolt; this
+// replica only) or Redis (shared by replicas). Neither: used
+// continuations are remembered in memory, per replica, until a restart.
+type DurableStore struct {
+	File string `yaml:"file,omitempty"`
+	// RedisURLEnv names the environment variable that holds the Redis URL
+	// (it may carry a password).
+	RedisURLEnv string `yaml:"redis_url_env,omitempty"`
+	// RedisPrefix prefixes the Redis keys (default "ptc:durable:").
+	RedisPrefix string `yaml:"redis_prefix,omitempty"`
+}
+
+// Parked bounds the paused executions kept in memory to be resumed without
+// a re-run.
+type Parked struct {
+	// Max bounds their number (0: none are kept).
+	Max int `yaml:"max"`
+	// MaxBytes bounds their estimated memory.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+	// MaxAge drops an execution kept this long.
+	MaxAge Duration `yaml:"max_age"`
+}
+
+// Approvals lists the server tools whose every call needs approval.
+type Approvals struct {
+	// Tools are glob patterns (path.Match) over tool names.
+	Tools []string `yaml:"tools,omitempty"`
+}
+
+// Approval policies of an MCP tool source (tool_sources[].approval).
+const (
+	ApprovalNone        = "none"
+	ApprovalAll         = "all"
+	ApprovalNotReadOnly = "not_read_only"
+	ApprovalDestructive = "destructive"
+)
+
+func defaultDurable() Durable {
+	return Durable{TTL: Duration(durable.DefaultTTL), MaxTokenBytes: ByteSize(durable.DefaultMaxTokenBytes),
+		MaxStateBytes: ByteSize(durable.DefaultMaxStateBytes),
+		Parked: Parked{Max: executor.DefaultParkedMax, MaxBytes: ByteSize(executor.DefaultParkedMaxBytes),
+			MaxAge: Duration(executor.DefaultParkedMaxAge)}}
+}
+
+// validate checks the durable section, naming the key.
+func (d *Durable) validate() *Error {
+	ids := map[string]int{}
+	for i, k := range d.Keys {
+		key := fmt.Sprintf("durable.keys[%d]", i)
+		if k.ID == "" || len(k.ID) > durable.MaxKeyIDLength {
+			return keyError(key+".id", "%q is not a key id: use 1 to %d characters; continuations name the key that signed them", k.ID, durable.MaxKeyIDLength)
+		}
+		if j, dup := ids[k.ID]; dup {
+			return keyError(key+".id", "%q is also the id of durable.keys[%d]: give each key its own id", k.ID, j)
+		}
+		ids[k.ID] = i
+		if !envNameRE.MatchString(k.SecretEnv) {
+			return keyError(key+".secret_env", "must name an environment variable (e.g. PTC_DURABLE_KEY_%d), not hold the secret: secrets come only from the environment", i)
+		}
+	}
+	switch {
+	case d.TTL <= 0:
+		return keyError("durable.ttl", "%s is not positive: use a duration such as \"24h\"", d.TTL)
+	case d.MaxTokenBytes < 1024:
+		return keyError("durable.max_token_bytes", "%s is below 1KiB: use a size such as 64KiB", d.MaxTokenBytes)
+	case d.MaxStateBytes < d.MaxTokenBytes:
+		return keyError("durable.max_state_bytes", "%s is below durable.max_token_bytes (%s): a paused state in the store can be no smaller than one in a continuation", d.MaxStateBytes, d.MaxTokenBytes)
+	case d.Store.File != "" && d.Store.RedisURLEnv != "":
+		return keyError("durable.store", "has both file and redis_url_env: give one (file for one replica, Redis for several)")
+	case d.Store.RedisURLEnv != "" && !envNameRE.MatchString(d.Store.RedisURLEnv):
+		return keyError("durable.store.redis_url_env", "must name an environment variable (e.g. PTC_REDIS_URL), not hold the URL: it may carry a password")
+	case d.Parked.Max < 0:
+		return keyError("durable.parked.max", "%d is negative: use 0 to keep no paused execution in memory, or more", d.Parked.Max)
+	case d.Parked.MaxBytes < 0:
+		return keyError("durable.parked.max_bytes", "%s is negative: use a size such as 256MiB", d.Parked.MaxBytes)
+	case d.Parked.MaxAge < 0:
+		return keyError("durable.parked.max_age", "%s is negative: use a duration such as \"10m\"", d.Parked.MaxAge)
+	}
+	return nil
+}
+
+// DurableManager builds the continuation manager of the durable section,
+// reading the secrets (and the Redis URL) through lookupEnv and opening
+// the store; ephemeral reports a key made at start.
+func (c *Config) DurableManager(ctx context.Context, lookupEnv func(string) (string, bool)) (m *durable.Manager, ephemeral bool, err error) {
+	d := c.Durable
+	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes)}
+	for _, k := range d.Keys {
+		v, ok := lookupEnv(k.SecretEnv)
+		if !ok {
+			return nil, false, fmt.Errorf("environment variable %s (durable key %q) is not set: set it before starting ptcd", k.SecretEnv, k.ID)
+		}
+		cfg.Keys = append(cfg.Keys, durable.Key{ID: k.ID, Secret: []byte(v)})
+	}
+	switch {
+	case d.Store.File != "":
+		cfg.Store, err = durable.OpenFile(d.Store.File)
+	case d.Store.RedisURLEnv != "":
+		url, ok := lookupEnv(d.Store.RedisURLEnv)
+		if !ok {
+			return nil, false, fmt.Errorf("environment variable %s (durable.store.redis_url_env) is not set", d.Store.RedisURLEnv)
+		}
+		cfg.Store, err = durable.OpenRedis(ctx, url, d.Store.RedisPrefix)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	m, err = durable.New(cfg)
+	if err != nil {
+		if cfg.Store != nil {
+			_ = cfg.Store.Close()
+		}
+		return nil, false, err
+	}
+	return m, m.Ephemeral(), nil
+}
+
+// ParkedConfig is the executor's bound on parked executions (0 in the file
+// keeps none).
+func (c *Config) ParkedConfig() executor.ParkedConfig {
+	p := c.Durable.Parked
+	max := p.Max
+	if max == 0 {
+		max = -1
+	}
+	return executor.ParkedConfig{Max: max, MaxBytes: int64(p.MaxBytes), MaxAge: time.Duration(p.MaxAge)}
+}
+
+// ApprovalRule reports whether the approvals section requires approval for
+// a tool.
+func (c *Config) ApprovalRule() func(string) bool {
+	pats := c.Approvals.Tools
+	if len(pats) == 0 {
+		return nil
+	}
+	return func(name string) bool {
+		for _, p := range pats {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// validate checks the approvals section.
+func (a Approvals) validate() *Error {
+	for i, p := range a.Tools {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return keyError(fmt.Sprintf("approvals.tools[%d]", i), "%q is not a tool name or glob: use names or globs such as \"crm.delete_*\"", p)
+		}
+	}
+	return nil
+}

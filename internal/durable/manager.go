@@ -1,0 +1,255 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// Defaults of Config.
+const (
+	DefaultTTL           = 24 * time.Hour
+	DefaultMaxTokenBytes = 256 << 10
+	DefaultMaxStateBytes = 64 << 20
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Keys sign and encrypt continuations: the first signs new ones, all
+	// verify (list the previous key second while rotating). Empty: one
+	// random key is made, and continuations resume only in this process.
+	Keys []Key
+	// TTL is how long a continuation can be resumed (default 24h).
+	TTL time.Duration
+	// MaxTokenBytes bounds a continuation's text (default 256 KiB); a
+	// paused state that does not fit goes to Store, or is refused.
+	MaxTokenBytes int
+	// MaxStateBytes bounds a paused state's encoding (default 64 MiB).
+	MaxStateBytes int
+	// Store, when set, holds states larger than a token allows and
+	// remembers used continuations (shared by replicas when it is
+	// shared); without it used continuations are remembered in memory.
+	Store Store
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Manager seals paused states into continuations and opens them again.
+// It is safe for concurrent use.
+type Manager struct {
+	cfg       Config
+	keys      []derived
+	byID      map[string]derived
+	used      Store
+	ephemeral bool
+}
+
+// New returns a Manager; it checks every key.
+func New(cfg Config) (*Manager, error) {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxTokenBytes <= 0 {
+		cfg.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if cfg.MaxStateBytes <= 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := &Manager{cfg: cfg, byID: map[string]derived{}, used: cfg.Store}
+	keys := cfg.Keys
+	if len(keys) == 0 {
+		secret := make([]byte, 32)
+		id := make([]byte, 6)
+		_, _ = rand.Read(secret)
+		_, _ = rand.Read(id)
+		keys = []Key{{ID: "ephemeral-" + hex.EncodeToString(id), Secret: secret}}
+		m.ephemeral = true
+	}
+	for _, k := range keys {
+		d, err := derive(k)
+		if err != nil {
+			return nil, fmt.Errorf("durable: %w", err)
+		}
+		if _, dup := m.byID[k.ID]; dup {
+			return nil, fmt.Errorf("durable: key id %q appears twice", k.ID)
+		}
+		m.keys = append(m.keys, d)
+		m.byID[k.ID] = d
+	}
+	if m.used == nil {
+		m.used = newMemoryStore(cfg.Now)
+	}
+	return m, nil
+}
+
+// Ephemeral reports whether the Manager signs with a key it made itself:
+// its continuations die with the process.
+func (m *Manager) Ephemeral() bool { return m.ephemeral }
+
+// Close closes the store.
+func (m *Manager) Close() error {
+	if m.cfg.Store != nil {
+		return m.cfg.Store.Close()
+	}
+	return nil
+}
+
+// Sealed is a continuation just issued.
+type Sealed struct {
+	Token   string
+	Expires time.Time
+	// PauseID identifies the pause (hex).
+	PauseID string
+}
+
+// Seal turns a paused state into a continuation bound to tenant. A state
+// too large for a token goes to the store; without a store it is refused
+// with a PAUSE_LIMIT breach (the execution cannot pause).
+func (m *Manager) Seal(ctx context.Context, tenant string, st *State) (Sealed, *fault.Error) {
+	tok, exp, id, ferr := m.seal(ctx, tenant, st)
+	return Sealed{Token: tok, Expires: exp, PauseID: id}, ferr
+}
+
+func (m *Manager) seal(ctx context.Context, tenant string, st *State) (string, time.Time, string, *fault.Error) {
+	if len(tenant) > maxTenantLen {
+		return "", time.Time{}, "", &fault.Error{Kind: fault.KindInternal, Message: "the tenant's name is too long for a continuation"}
+	}
+	plain, err := st.marshal()
+	if err != nil {
+		return "", time.Time{}, "", fault.Wrap(fault.KindInternal, err, "the paused execution could not be encoded")
+	}
+	if len(plain) > m.cfg.MaxStateBytes {
+		return "", time.Time{}, "", fault.Breach(fault.KindPauseLimit, int64(m.cfg.MaxStateBytes), int64(len(plain)),
+			"the paused execution's state is %d bytes, more than the %d a paused execution may keep; have the script keep less of its tool results before it pauses", len(plain), m.cfg.MaxStateBytes)
+	}
+	now := m.cfg.Now()
+	h := header{keyID: m.keys[0].id, issued: now, expires: now.Add(m.cfg.TTL).Truncate(time.Second), tenant: tenant}
+	_, _ = rand.Read(h.pauseID[:])
+	k := m.keys[0]
+	body, err := encrypt(k, h.pauseID, plain)
+	if err != nil {
+		return "", time.Time{}, "", fault.Wrap(fault.KindInternal, err, "the paused execution could not be encoded")
+	}
+	id := hex.EncodeToString(h.pauseID[:])
+	tok := seal(k, h, body, nil)
+	if len(tok) <= m.cfg.MaxTokenBytes {
+		return tok, h.expires, id, nil
+	}
+	if m.cfg.Store == nil {
+		return "", time.Time{}, "", fault.Breach(fault.KindPauseLimit, int64(m.cfg.MaxTokenBytes), int64(len(tok)),
+			"the paused execution needs a continuation of %d bytes, more than the %d allowed; configure a state store (durable.store) to keep large paused states on the server, or have the script keep less of its tool results before it pauses", len(tok), m.cfg.MaxTokenBytes)
+	}
+	if err := m.cfg.Store.Put(ctx, id, body, h.expires); err != nil {
+		return "", time.Time{}, "", fault.Wrap(fault.KindInternal, err, "the paused execution could not be saved in the state store; run it again")
+	}
+	digest := sha256.Sum256(body)
+	h.stored = true
+	return seal(k, h, nil, digest[:]), h.expires, id, nil
+}
+
+// Opened is a verified continuation.
+type Opened struct {
+	PauseID string
+	Expires time.Time
+	stored  bool
+
+	m     *Manager
+	key   derived
+	pid   [pauseIDLen]byte
+	body  []byte
+	state *State
+}
+
+// State decodes the paused state (once): a resumed execution needs it
+// unless it goes on from memory.
+func (o *Opened) State() (*State, *fault.Error) {
+	if o.state != nil {
+		return o.state, nil
+	}
+	plain, err := decrypt(o.key, o.pid, o.body, o.m.cfg.MaxStateBytes)
+	if err != nil {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err).Because(fault.ReasonContinuationMalformed)
+	}
+	st, err := unmarshal(plain)
+	if err != nil {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is malformed: %v", err).Because(fault.ReasonContinuationMalformed)
+	}
+	o.state = st
+	return st, nil
+}
+
+// Open verifies a continuation for tenant (its state is decoded by
+// Opened.State); it does not use it up (Consume does). Every failure is a request error: a
+// malformed, altered or foreign continuation is INVALID_ARGUMENT, one of
+// another tenant PERMISSION_DENIED, an expired one (or one whose stored
+// state is gone) FAILED_PRECONDITION.
+func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault.Error) {
+	if tok == "" {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution").Because(fault.ReasonContinuationMalformed)
+	}
+	if limit := 2 * max(m.cfg.MaxTokenBytes, 1<<20); len(tok) > limit {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %d bytes, longer than any this server issues", len(tok)).Because(fault.ReasonContinuationMalformed)
+	}
+	h, body, signed, mac, err := parse(tok)
+	if err != nil {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err).Because(fault.ReasonContinuationMalformed)
+	}
+	k, ok := m.byID[h.keyID]
+	if !ok {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is signed with key %q, which this server does not hold (a retired key, or another deployment's)", h.keyID).Because(fault.ReasonContinuationUnknownKey)
+	}
+	if !verify(k, signed, mac) {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation failed its signature check: it was altered, or it is not this server's").Because(fault.ReasonContinuationTampered)
+	}
+	if h.tenant != tenant {
+		return nil, fault.Reject(fault.CodePermissionDenied, "continuation belongs to another tenant").Because(fault.ReasonContinuationWrongTenant)
+	}
+	if !m.cfg.Now().Before(h.expires) {
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation expired at %s; the paused execution can no longer be resumed", h.expires.Format(time.RFC3339)).Because(fault.ReasonContinuationExpired)
+	}
+	id := hex.EncodeToString(h.pauseID[:])
+	if h.stored {
+		if m.cfg.Store == nil {
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured").Because(fault.ReasonContinuationNeedsStore)
+		}
+		b, err := m.cfg.Store.Get(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
+		case err != nil:
+			return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
+		}
+		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], body) {
+			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the state store holds another state under this continuation's id"}
+		}
+		body = b
+	}
+	return &Opened{PauseID: id, Expires: h.expires, stored: h.stored, m: m, key: k, pid: h.pauseID, body: body}, nil
+}
+
+// Consume uses a continuation up: it succeeds once per continuation (on
+// every replica that shares the store); afterwards the continuation is
+// refused with FAILED_PRECONDITION. A stored state is deleted.
+func (m *Manager) Consume(ctx context.Context, o *Opened) *fault.Error {
+	first, err := m.used.Consume(ctx, o.PauseID, o.Expires)
+	if err != nil {
+		return fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
+	}
+	if !first {
+		return fault.Reject(fault.CodeFailedPrecondition, "continuation was used already: each continuation resumes its execution once (resume with the continuation the last resume returned)").Because(fault.ReasonContinuationUsed)
+	}
+	if o.stored {
+		_ = m.cfg.Store.Delete(ctx, o.PauseID)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisStore is a Store in Redis, shared by every replica that points at
+// the same server: a continuation used on one replica is refused on all
+// (SET NX), and a paused state stored by one is found by all. Entries
+// expire with the continuation (PXAT).
+type redisStore struct {
+	c      *redis.Client
+	prefix string
+}
+
+// DefaultRedisPrefix prefixes the keys a Redis store writes.
+const DefaultRedisPrefix = "ptc:durable:"
+
+// OpenRedis connects to the Redis server at url
+// (redis://[user:password@]host:port[/db], or rediss:// for TLS) and
+// checks that it answers. prefix ("" for DefaultRedisPrefix) prefixes
+// every key.
+func OpenRedis(ctx context.Context, url, prefix string) (Store, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("durable store: redis url: %w", err)
+	}
+	if prefix == "" {
+		prefix = DefaultRedisPrefix
+	}
+	c := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("durable store: redis at %s: %w", opt.Addr, err)
+	}
+	return &redisStore{c: c, prefix: prefix}, nil
+}
+
+func (s *redisStore) Put(ctx context.Context, id string, body []byte, expires time.Time) error {
+	return s.c.SetArgs(ctx, s.prefix+"state:"+id, body, redis.SetArgs{ExpireAt: expires}).Err()
+}
+
+func (s *redisStore) Get(ctx context.Context, id string) ([]byte, error) {
+	b, err := s.c.Get(ctx, s.prefix+"state:"+id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	return b, err
+}
+
+func (s *redisStore) Delete(ctx context.Context, id string) error {
+	return s.c.Del(ctx, s.prefix+"state:"+id).Err()
+}
+
+func (s *redisStore) Consume(ctx context.Context, id string, expires time.Time) (bool, error) {
+	err := s.c.SetArgs(ctx, s.prefix+"used:"+id, 1, redis.SetArgs{Mode: "NX", ExpireAt: expires}).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *redisStore) Close() error { return s.c.Close() }

@@ -1,0 +1,261 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/durable"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// MaxReasonBytes bounds the reason of a denial.
+const MaxReasonBytes = 4 << 10
+
+// resumed is a paused execution being resumed.
+type resumed struct {
+	opened  *durable.Opened
+	journal core.Journal
+	answers map[int32]core.Answer
+	// usage is what the execution used, its paused time brought up to
+	// the resume.
+	usage durable.Usage
+	// parked is the execution kept in memory, if this server holds it.
+	parked bool
+}
+
+// Resume is a request to resume a paused execution.
+type Resume struct {
+	// Continuation is the token the pause returned.
+	Continuation string
+	// Answers answer every pending call.
+	Answers []core.Answer
+	// Tenant is the caller's tenant (the continuation's must match);
+	// Ceilings its limit ceilings.
+	Tenant   string
+	Ceilings limits.Limits
+	// Module is the WebAssembly module, when this server does not hold
+	// the paused execution's module any more.
+	Module []byte
+}
+
+// PrepareResume checks a resume once: the continuation (signature,
+// expiry, tenant), the answers (one per pending call, each of the right
+// kind, outputs valid against the client tool's output schema), and the
+// request it re-runs. Nothing runs and the continuation is not used up:
+// Continue does that, after admission.
+func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fault.Error) {
+	if e.durable == nil {
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
+	}
+	o, ferr := e.durable.Open(ctx, r.Continuation, r.Tenant)
+	if ferr != nil {
+		return nil, ferr
+	}
+	if lv := e.parked.peek(o.PauseID); lv != nil {
+		// Parked here: the engine waits in memory.
+		p := *lv.p
+		p.req.OnLog = nil
+		rs := &resumed{opened: o, usage: lv.usage, parked: true}
+		rs.usage.Paused += time.Since(lv.pausedAt)
+		pend, _ := lv.d.Paused()
+		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
+			return nil, ferr.Because(fault.ReasonAnswersInvalid)
+		}
+		p.resume = rs
+		return &p, nil
+	}
+	st, ferr := o.State()
+	if ferr != nil {
+		return nil, ferr
+	}
+	req := core.Request{
+		ExecutionID:        st.ExecutionID,
+		Script:             st.Script,
+		Input:              st.Input,
+		Limits:             st.Limits,
+		AllowedTools:       st.AllowedTools,
+		NoServerTools:      st.NoServerTools,
+		ResultSchema:       st.ResultSchema,
+		IncludeToolResults: st.IncludeToolResults,
+		Determinism:        core.Determinism{Deterministic: true, Seed: st.Seed, ClockStart: st.ClockStart},
+		Resumable:          true,
+		RequireApproval:    st.RequireApproval,
+		Tenant:             r.Tenant,
+	}
+	if st.Script.Language == core.LanguageWASM && len(r.Module) > 0 {
+		req.Module = r.Module
+	}
+	for _, d := range st.ClientTools {
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: d})
+	}
+	p, ferr := e.Prepare(req, r.Ceilings)
+	if ferr != nil {
+		return nil, ferr
+	}
+	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage}
+	rs.usage.Paused += time.Since(st.PausedAt)
+	if rs.answers, ferr = checkAnswers(p, st.Journal.Pending, r.Answers); ferr != nil {
+		return nil, ferr.Because(fault.ReasonAnswersInvalid)
+	}
+	p.resume = rs
+	return p, nil
+}
+
+// Continue uses up a prepared resume's continuation and goes on with the
+// execution until it pauses again or ends. A continuation used already is
+// FAILED_PRECONDITION; an execution paused longer than its
+// max_paused_time ends with PAUSE_LIMIT without running.
+func (e *Executor) Continue(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
+	rs := p.resume
+	if rs == nil {
+		return nil, &fault.Error{Code: fault.CodeInternal, Message: "not a resume"}
+	}
+	if ferr := e.durable.Consume(ctx, rs.opened); ferr != nil {
+		return nil, ferr
+	}
+	var lv *live
+	if rs.parked {
+		lv = e.parked.take(rs.opened.PauseID)
+	}
+	if m := p.limits.MaxPausedTime; m > 0 && rs.usage.Paused > m {
+		if lv != nil {
+			lv.stopParked()
+		}
+		res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits,
+			Error: fault.Breach(fault.KindPauseLimit, int64(m), int64(rs.usage.Paused),
+				"the execution waited paused for %s in all, more than its max_paused_time of %s; it ended without resuming", rs.usage.Paused.Round(time.Millisecond), m)}
+		res.Stats = core.Stats{Duration: rs.usage.Wall, CPUTime: rs.usage.CPU, QueueTime: p.queued}
+		res.ModelMessage = core.ModelMessage(res)
+		return res, nil
+	}
+	if lv == nil {
+		if rs.parked {
+			// Evicted since PrepareResume: re-run it from the continuation.
+			st, ferr := rs.opened.State()
+			if ferr != nil {
+				return nil, ferr
+			}
+			rs.journal = st.Journal
+			rs.usage.Pauses, rs.usage.Wall, rs.usage.CPU, rs.usage.LogEntries = st.Usage.Pauses, st.Usage.Wall, st.Usage.CPU, st.Usage.LogEntries
+		}
+		return e.runResumable(ctx, p), nil
+	}
+	lv.usage.Paused = rs.usage.Paused
+	lv.logs.SetLive(nil)
+	lv.unlink = context.AfterFunc(ctx, func() { lv.cancel(context.Cause(ctx)) })
+	lv.ranSince = time.Now()
+	lv.rc.resume()
+	lv.d.Resume(rs.answers)
+	return e.await(ctx, lv), nil
+}
+
+// checkAnswers checks that answers answer every pending call exactly
+// once, each with what it waits for; a client tool's output must match
+// the tool's output schema. Every error names the call.
+func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (map[int32]core.Answer, *fault.Error) {
+	byID := make(map[string]*core.Action, len(pending))
+	for i := range pending {
+		byID[pending[i].CallID] = &pending[i]
+	}
+	out := make(map[int32]core.Answer, len(answers))
+	for i, a := range answers {
+		where := fmt.Sprintf("answers[%d] (call_id %q)", i, a.CallID)
+		act, ok := byID[a.CallID]
+		if !ok {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: no pending call has this id; the pending calls are %s", where, callIDs(pending))
+		}
+		where = fmt.Sprintf("answers[%d] (call_id %q, tools.%s)", i, a.CallID, act.Tool)
+		if _, dup := out[act.Seq]; dup {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the call is answered twice", where)
+		}
+		n := 0
+		for _, set := range []bool{len(a.Output) > 0, a.Error != nil, a.Approve, a.Deny} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: give exactly one of output, error and an approval decision", where)
+		}
+		if len(a.Reason) > MaxReasonBytes {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the reason is longer than %d bytes", where, MaxReasonBytes)
+		}
+		switch act.Kind {
+		case core.ActionApproval:
+			if !a.Approve && !a.Deny {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the call waits for approval: approve or deny it", where)
+			}
+		case core.ActionClientTool:
+			if a.Approve || a.Deny {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the call waits for the client tool's output or error, not an approval", where)
+			}
+			if a.Error != nil {
+				if a.Error.Code == "" {
+					return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the error needs a code", where)
+				}
+				break
+			}
+			if ferr := p.checkOutput(act.Tool, a.Output); ferr != nil {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "%s: %s", where, ferr.Message)
+			}
+		}
+		out[act.Seq] = a
+	}
+	for i := range pending {
+		if _, ok := out[pending[i].Seq]; !ok {
+			a := &pending[i]
+			return nil, fault.Reject(fault.CodeInvalidArgument, "call_id %q (tools.%s, waiting for %s) has no answer: answer every pending call", a.CallID, a.Tool, what(a.Kind))
+		}
+	}
+	return out, nil
+}
+
+// checkOutput validates a client tool's output against its schema.
+func (p *Prepared) checkOutput(tool string, out []byte) *fault.Error {
+	for _, t := range p.tools {
+		if t.Name != tool {
+			continue
+		}
+		if t.Output == nil {
+			if !json.Valid(out) {
+				return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
+			}
+			return nil
+		}
+		vs, err := t.Output.Validate(out)
+		if err != nil {
+			return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
+		}
+		if len(vs) > 0 {
+			return fault.Reject(fault.CodeInvalidArgument, "output does not match the output schema of %s: %s", tool, tools.FormatViolations(vs))
+		}
+		return nil
+	}
+	return fault.Reject(fault.CodeInvalidArgument, "tools.%s is not a client tool of this execution", tool)
+}
+
+func what(k core.ActionKind) string {
+	if k == core.ActionApproval {
+		return "approval"
+	}
+	return "its output"
+}
+
+func callIDs(pending []core.Action) string {
+	s := ""
+	for i, a := range pending {
+		if i > 0 {
+			s += ", "
+		}
+		s += a.CallID
+	}
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
