@@ -44,7 +44,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	serverAddr := fs.String("server", "", "front a running ptcd at ADDR (its tools, tenants and limits; a bearer token from $"+tokenEnv+")")
 	tlsCA := fs.String("tls-ca", "", "with --server: connect over TLS, trusting the CA certificates in this PEM file")
 	useTLS := fs.Bool("tls", false, "with --server: connect over TLS, trusting the system's CAs")
-	inProcess := fs.Bool("inprocess", false, "run scripts in this process instead of worker processes")
+	inProcess := fs.Bool("inprocess", false, "run scripts in this process instead of worker processes (not a sandbox: trusted scripts only)")
 	descBytes := fs.Int("description-bytes", mcpserve.DefaultDescriptionBytes, "most bytes of tool declarations in execute's description (0: none, point to search)")
 	verbose := fs.Bool("v", false, "log every tool call on stderr")
 	if err := fs.Parse(args); err != nil {

@@ -32,7 +32,7 @@ func startProcess(t *testing.T, config string, env ...string) *ptcdProcess {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess")
+	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess", "--workers.insecure-inprocess")
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
