@@ -188,7 +188,6 @@ return [/\.go\b|github\.com|\/home\/|\/tmp\/|\/work\//.test(s), /goroutine|runti
 		// Running scripts in ptcd's own process is the operator's explicit
 		// choice, and ptcd says at start-up that they are not sandboxed.
 		name: "inprocess-warns-at-start", family: famEscape, modes: inprocess, bound: 5 * time.Second, want: checkedByDo,
-		defect: "in-process mode is logged at INFO (\"execution isolation\"); ptcd logs no warning that scripts then run unsandboxed in its own process",
 		do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 			e.srv.mu.Lock()
 			log := e.srv.startLog

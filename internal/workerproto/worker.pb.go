@@ -585,7 +585,9 @@ type Ready struct {
 	BaselineHeapBytes int64 `protobuf:"varint,9,opt,name=baseline_heap_bytes,json=baselineHeapBytes,proto3" json:"baseline_heap_bytes,omitempty"`
 	// inherited_fds lists the descriptors beyond the socket that the worker
 	// found open at start and closed.
-	InheritedFds  []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	InheritedFds []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	// lockdown is the filesystem lockdown the worker put in force once set up.
+	Lockdown      *Lockdown `protobuf:"bytes,11,opt,name=lockdown,proto3" json:"lockdown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -690,6 +692,107 @@ func (x *Ready) GetInheritedFds() []int32 {
 	return nil
 }
 
+func (x *Ready) GetLockdown() *Lockdown {
+	if x != nil {
+		return x.Lockdown
+	}
+	return nil
+}
+
+// Lockdown reports the layers that keep a worker off the filesystem after
+// its setup, and the proof.
+type Lockdown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// landlock_abi is the kernel's Landlock ABI version; 0 when unavailable.
+	LandlockAbi int32 `protobuf:"varint,1,opt,name=landlock_abi,json=landlockAbi,proto3" json:"landlock_abi,omitempty"`
+	// landlock_scope is "all threads", "script threads" (each thread
+	// restricts itself before it runs a script) or empty (not in force).
+	LandlockScope string `protobuf:"bytes,2,opt,name=landlock_scope,json=landlockScope,proto3" json:"landlock_scope,omitempty"`
+	// landlock_error says why Landlock is not in force.
+	LandlockError string `protobuf:"bytes,3,opt,name=landlock_error,json=landlockError,proto3" json:"landlock_error,omitempty"`
+	// seccomp reports the seccomp-bpf filter that refuses path system calls.
+	Seccomp bool `protobuf:"varint,4,opt,name=seccomp,proto3" json:"seccomp,omitempty"`
+	// seccomp_error says why the filter could not be installed.
+	SeccompError string `protobuf:"bytes,5,opt,name=seccomp_error,json=seccompError,proto3" json:"seccomp_error,omitempty"`
+	// open_probe_error is the error an open of "/" got after the lockdown;
+	// empty when the open succeeded.
+	OpenProbeError string `protobuf:"bytes,6,opt,name=open_probe_error,json=openProbeError,proto3" json:"open_probe_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Lockdown) Reset() {
+	*x = Lockdown{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lockdown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lockdown) ProtoMessage() {}
+
+func (x *Lockdown) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lockdown.ProtoReflect.Descriptor instead.
+func (*Lockdown) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Lockdown) GetLandlockAbi() int32 {
+	if x != nil {
+		return x.LandlockAbi
+	}
+	return 0
+}
+
+func (x *Lockdown) GetLandlockScope() string {
+	if x != nil {
+		return x.LandlockScope
+	}
+	return ""
+}
+
+func (x *Lockdown) GetLandlockError() string {
+	if x != nil {
+		return x.LandlockError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetSeccomp() bool {
+	if x != nil {
+		return x.Seccomp
+	}
+	return false
+}
+
+func (x *Lockdown) GetSeccompError() string {
+	if x != nil {
+		return x.SeccompError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetOpenProbeError() string {
+	if x != nil {
+		return x.OpenProbeError
+	}
+	return ""
+}
+
 // Tool is one entry of an execution's tool manifest.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -704,7 +807,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +819,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +832,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tool) GetName() string {
@@ -762,7 +865,7 @@ type Determinism struct {
 
 func (x *Determinism) Reset() {
 	*x = Determinism{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +877,7 @@ func (x *Determinism) String() string {
 func (*Determinism) ProtoMessage() {}
 
 func (x *Determinism) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +890,7 @@ func (x *Determinism) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
 func (*Determinism) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Determinism) GetSeed() uint64 {
@@ -846,7 +949,7 @@ type Execute struct {
 
 func (x *Execute) Reset() {
 	*x = Execute{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +961,7 @@ func (x *Execute) String() string {
 func (*Execute) ProtoMessage() {}
 
 func (x *Execute) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +974,7 @@ func (x *Execute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execute.ProtoReflect.Descriptor instead.
 func (*Execute) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Execute) GetSlot() uint64 {
@@ -961,7 +1064,7 @@ type ToolReply struct {
 
 func (x *ToolReply) Reset() {
 	*x = ToolReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1076,7 @@ func (x *ToolReply) String() string {
 func (*ToolReply) ProtoMessage() {}
 
 func (x *ToolReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1089,7 @@ func (x *ToolReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolReply.ProtoReflect.Descriptor instead.
 func (*ToolReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolReply) GetSlot() uint64 {
@@ -1040,7 +1143,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1155,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1168,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallError) GetName() string {
@@ -1132,7 +1235,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1247,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1260,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Violation) GetPath() string {
@@ -1195,7 +1298,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1310,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1323,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Cancel) GetSlot() uint64 {
@@ -1253,7 +1356,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1368,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1381,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Idle) GetSlot() uint64 {
@@ -1320,7 +1423,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1435,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1448,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1397,7 +1500,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1512,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1525,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1495,7 +1598,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1610,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1623,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Search) GetQuery() string {
@@ -1556,7 +1659,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1671,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1684,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1629,7 +1732,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1744,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1757,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -1710,7 +1813,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1825,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1838,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -1811,7 +1914,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1926,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1939,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -1890,7 +1993,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +2005,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2018,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -1993,7 +2096,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x04Init\x12,\n" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
 	"\x15executions_per_worker\x18\x02 \x01(\x05R\x13executionsPerWorker\x12#\n" +
-	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\"\xef\x02\n" +
+	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\"\xa4\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +
@@ -2006,7 +2109,15 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\rnet_namespace\x18\b \x01(\tR\fnetNamespace\x12.\n" +
 	"\x13baseline_heap_bytes\x18\t \x01(\x03R\x11baselineHeapBytes\x12#\n" +
 	"\rinherited_fds\x18\n" +
-	" \x03(\x05R\finheritedFds\"2\n" +
+	" \x03(\x05R\finheritedFds\x123\n" +
+	"\blockdown\x18\v \x01(\v2\x17.ptc.worker.v1.LockdownR\blockdown\"\xe4\x01\n" +
+	"\bLockdown\x12!\n" +
+	"\flandlock_abi\x18\x01 \x01(\x05R\vlandlockAbi\x12%\n" +
+	"\x0elandlock_scope\x18\x02 \x01(\tR\rlandlockScope\x12%\n" +
+	"\x0elandlock_error\x18\x03 \x01(\tR\rlandlockError\x12\x18\n" +
+	"\aseccomp\x18\x04 \x01(\bR\aseccomp\x12#\n" +
+	"\rseccomp_error\x18\x05 \x01(\tR\fseccompError\x12(\n" +
+	"\x10open_probe_error\x18\x06 \x01(\tR\x0eopenProbeError\"2\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06inline\x18\x02 \x01(\bR\x06inline\"}\n" +
@@ -2134,7 +2245,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2142,50 +2253,52 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*WorkerFrame)(nil),     // 3: ptc.worker.v1.WorkerFrame
 	(*Init)(nil),            // 4: ptc.worker.v1.Init
 	(*Ready)(nil),           // 5: ptc.worker.v1.Ready
-	(*Tool)(nil),            // 6: ptc.worker.v1.Tool
-	(*Determinism)(nil),     // 7: ptc.worker.v1.Determinism
-	(*Execute)(nil),         // 8: ptc.worker.v1.Execute
-	(*ToolReply)(nil),       // 9: ptc.worker.v1.ToolReply
-	(*CallError)(nil),       // 10: ptc.worker.v1.CallError
-	(*Violation)(nil),       // 11: ptc.worker.v1.Violation
-	(*Cancel)(nil),          // 12: ptc.worker.v1.Cancel
-	(*Idle)(nil),            // 13: ptc.worker.v1.Idle
-	(*ToolStart)(nil),       // 14: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 15: ptc.worker.v1.Discover
-	(*Search)(nil),          // 16: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 17: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 18: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 19: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 20: ptc.worker.v1.Breach
-	(*Done)(nil),            // 21: ptc.worker.v1.Done
+	(*Lockdown)(nil),        // 6: ptc.worker.v1.Lockdown
+	(*Tool)(nil),            // 7: ptc.worker.v1.Tool
+	(*Determinism)(nil),     // 8: ptc.worker.v1.Determinism
+	(*Execute)(nil),         // 9: ptc.worker.v1.Execute
+	(*ToolReply)(nil),       // 10: ptc.worker.v1.ToolReply
+	(*CallError)(nil),       // 11: ptc.worker.v1.CallError
+	(*Violation)(nil),       // 12: ptc.worker.v1.Violation
+	(*Cancel)(nil),          // 13: ptc.worker.v1.Cancel
+	(*Idle)(nil),            // 14: ptc.worker.v1.Idle
+	(*ToolStart)(nil),       // 15: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 16: ptc.worker.v1.Discover
+	(*Search)(nil),          // 17: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 18: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 19: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 20: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 21: ptc.worker.v1.Breach
+	(*Done)(nil),            // 22: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
-	8,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
-	9,  // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
-	12, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	17, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	9,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
+	10, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
+	13, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
+	18, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
 	5,  // 5: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	14, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	18, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	21, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	20, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	15, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	13, // 11: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
-	0,  // 12: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	6,  // 13: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	7,  // 14: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	10, // 15: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	11, // 16: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	16, // 17: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 18: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	19, // 19: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	19, // 20: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 6: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	19, // 7: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	22, // 8: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	21, // 9: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	16, // 10: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	14, // 11: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
+	6,  // 12: ptc.worker.v1.Ready.lockdown:type_name -> ptc.worker.v1.Lockdown
+	0,  // 13: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	7,  // 14: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	8,  // 15: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	11, // 16: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	12, // 17: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	17, // 18: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 19: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	20, // 20: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	20, // 21: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2209,7 +2322,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Discover)(nil),
 		(*WorkerFrame_Idle)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[14].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2219,7 +2332,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

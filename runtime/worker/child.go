@@ -89,6 +89,10 @@ type child struct {
 	runs   atomic.Int64
 	// inherited lists the descriptors found open (and closed) at start.
 	inherited []int32
+	// status reads /proc/self/status after the lockdown.
+	status *procStatus
+	// settle orders the clean-up after an execution before the next one.
+	settle settler
 
 	mu    sync.Mutex
 	execs map[uint64]*childExec
@@ -228,8 +232,9 @@ func (c *child) start(m *wp.Execute) func() {
 	}
 	return func() {
 		defer cancel()
-		restore := c.tightenRlimit(job.Limits.MemoryBytes)
-		out := c.exec.run(ctx, job, c.baseLive, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
+		base := c.begin()
+		restore := c.tightenRlimit(base, job.Limits.MemoryBytes)
+		out := c.exec.run(ctx, job, base, c.density > 1, func(fe *fault.Error, cpu time.Duration, peak int64) {
 			_ = c.w.write(&wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 				Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}})
 		})
@@ -240,12 +245,12 @@ func (c *child) start(m *wp.Execute) func() {
 		// An execution stopped because it paused was idle: the worker is
 		// as clean as after a script that ended.
 		ok := clean(out) || (x.paused.Load() && out.Err != nil && out.Err.Kind == fault.KindCancelled)
-		_ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), ok))
+		c.end(out, func() { _ = c.w.write(doneFrame(slot, out, logs != nil && logs.Full(), ok)) })
 		// Measured after the reply, off the execution's path, for the
 		// next execution's RLIMIT_DATA: after executions that grew the
 		// heap, and every vmDataEvery executions.
 		if n := c.runs.Add(1); out.PeakMemoryBytes > 8<<20 || n%vmDataEvery == 0 {
-			c.vmData.Store(vmData())
+			c.vmData.Store(c.status.vmData())
 		}
 	}
 }
@@ -257,11 +262,11 @@ func (c *child) start(m *wp.Execute) func() {
 // execution's memory limit (one allocation may overshoot the watchdog by
 // its own size) plus rlimitSlack. The returned function restores the
 // worker's limits. Under the race detector RLIMIT_DATA stays as it is.
-func (c *child) tightenRlimit(memBytes int64) func() {
+func (c *child) tightenRlimit(baseLive, memBytes int64) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
+	prev := debug.SetMemoryLimit(baseLive + memBytes + memoryLimitSlack)
 	restore := func() { debug.SetMemoryLimit(prev) }
 	if c.rlimit == 0 || raceEnabled {
 		return restore
@@ -293,16 +298,6 @@ const (
 	// GC works hard only once the script nears its own limit.
 	memoryLimitSlack = 16 << 20
 )
-
-// vmData returns the VmData of this process in bytes (what RLIMIT_DATA
-// counts), or 0 when unknown.
-func vmData() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return statusField(b, "VmData:")
-}
 
 // clean reports whether a worker may run more executions after out: not
 // after a limit breach, a kill or an internal error.

@@ -2,11 +2,15 @@ package worker
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
 )
+
+// defaultIdleTimeout is Config.IdleTimeout's default.
+const defaultIdleTimeout = 30 * time.Second
 
 // Mode selects where a Pool runs executions.
 type Mode int
@@ -50,6 +54,10 @@ type Config struct {
 	// Higher values park more executions per process (less memory per
 	// parked execution) but share one memory budget and one fate.
 	ExecutionsPerWorker int
+	// IdleTimeout is how long a worker beyond the Workers kept warm may stay
+	// idle before it is stopped: after a burst the pool shrinks back to
+	// Workers idle workers. Default 30 s.
+	IdleTimeout time.Duration
 	// RecycleAfter replaces a worker after this many executions. Default 1000.
 	RecycleAfter int
 	// RecycleRSSBytes replaces a worker whose resident memory grew by more
@@ -83,6 +91,11 @@ type Config struct {
 	// MaxFrameBytes bounds one frame read from a worker. Default: the
 	// largest tool result (bridge.MaxResultBytes) plus 1 MiB.
 	MaxFrameBytes int
+	// Logger receives what an operator must see about workers: a worker's
+	// own output on stderr (Go's fatal errors, signal dumps) and deaths the
+	// pool did not cause, with the ids of the executions the worker was
+	// running. Default slog.Default().
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -103,6 +116,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RecycleAfter <= 0 {
 		c.RecycleAfter = 1000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	if c.RecycleRSSBytes <= 0 {
 		c.RecycleRSSBytes = 256 << 20

@@ -20,6 +20,9 @@ import (
 type executor struct {
 	js *js.Engine
 	ts *ts.Engine
+	// threadSetup, when set, runs on the execution's thread once it is
+	// locked, before the script runs (a worker's Landlock restriction).
+	threadSetup func()
 }
 
 func newExecutor(programCache int) *executor {
@@ -43,6 +46,9 @@ const defaultProgramCache = 64
 func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64)) *ptcruntime.Outcome {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if e.threadSetup != nil {
+		e.threadSetup()
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

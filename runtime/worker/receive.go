@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/fault"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
@@ -27,6 +28,7 @@ func (w *proc) readLoop() {
 			break
 		}
 		if err = w.handle(&f); err != nil {
+			w.stop("it broke the frame protocol: " + err.Error())
 			break
 		}
 	}
@@ -38,6 +40,7 @@ func (w *proc) readLoop() {
 	execs := w.execs
 	w.execs = nil
 	poolKind, poolMsg := w.poolKillKind, w.poolKillMsg
+	stopped := w.stopped
 	w.mu.Unlock()
 
 	w.pool.mu.Lock()
@@ -46,7 +49,13 @@ func (w *proc) readLoop() {
 	if len(execs) > 0 && poolKind == fault.KindUnspecified {
 		w.pool.stats.died.Add(1)
 	}
-	w.failAll(execs, err, waitErr, poolKind, poolMsg)
+	outs := w.failAll(execs, err, waitErr, poolKind, poolMsg)
+	// The record goes out before the outcomes, so that the worker's crash
+	// output is in the log by the time a caller hears of the failure.
+	w.logExit(execs, outs, stopped, waitErr)
+	for slot, out := range outs {
+		execs[slot].done <- out
+	}
 	w.pool.removed(w)
 }
 
@@ -75,6 +84,12 @@ func (w *proc) handle(f *wp.WorkerFrame) error {
 			es.breach = fe
 			es.breachCPU = nonNegativeDuration(m.Breach.GetCpuTimeNanos())
 			es.breachPeak = max(m.Breach.GetPeakMemoryBytes(), fe.Observed, 0)
+			if h := w.pool.breachSeen; h != nil {
+				h()
+			}
+			if w.pool.cfg.ExecutionsPerWorker == 1 || fe.Kind == fault.KindMemoryLimit {
+				es.breachTimer = time.AfterFunc(breachGrace, func() { w.breachKill(es) })
+			}
 		}
 		w.mu.Unlock()
 		return nil
@@ -89,6 +104,29 @@ func (w *proc) handle(f *wp.WorkerFrame) error {
 		return nil
 	default:
 		return errors.New("unexpected frame from the worker")
+	}
+}
+
+// breachGrace is how long an execution that broke a limit has to stop
+// after the worker reported the breach (an interruptible script stops in
+// microseconds) before its worker is killed: a built-in goja cannot
+// interrupt (JSON.parse of a huge text, a default sort) would otherwise run
+// on until the OS refuses memory or the deadline passes, seconds later. A
+// worker is retired after a breach anyway, so the kill costs nothing but
+// the final CPU and peak figures, which the breach report carries.
+const breachGrace = 250 * time.Millisecond
+
+// breachKill kills the worker of an execution that broke a limit and has
+// not stopped within breachGrace. With several executions per worker, a
+// memory breach is killed too (the memory is shared, and the OS limit
+// would end them all later), a CPU breach is left to the deadline.
+func (w *proc) breachKill(es *execState) {
+	w.mu.Lock()
+	running := w.execs[es.slot] == es
+	w.mu.Unlock()
+	if running {
+		w.pool.stats.killed.Add(1)
+		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + breachGrace.String())
 	}
 }
 
@@ -167,6 +205,11 @@ func (w *proc) done(m *wp.Done) error {
 	if es == nil {
 		return fmt.Errorf("done for unknown execution slot %d", m.GetSlot())
 	}
+	w.mu.Lock()
+	if es.breachTimer != nil {
+		es.breachTimer.Stop()
+	}
+	w.mu.Unlock()
 	out := &ptcruntime.Outcome{
 		Err:             errorFromPB(m.GetError()),
 		CPUTime:         nonNegativeDuration(m.GetCpuTimeNanos()),
