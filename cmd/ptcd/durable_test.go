@@ -232,6 +232,25 @@ func TestApprovalsSection(t *testing.T) {
 			t.Fatalf("pending %+v", a)
 		}
 	}
+	// ListTools over gRPC tells in advance which calls need approval: the
+	// tools the section matches, and only those; their declarations say so.
+	l, err := c.ListTools(context.Background(), ptc.ToolQuery{TypeScript: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := 0
+	for _, d := range l.Tools {
+		want := strings.HasPrefix(d.Name, "get_budget_")
+		if d.RequiresApproval != want {
+			t.Errorf("ListTools: %s requires_approval %v, want %v", d.Name, d.RequiresApproval, want)
+		}
+		if want {
+			gated++
+		}
+	}
+	if gated == 0 || !strings.Contains(l.TypeScript, "Each call waits for approval") {
+		t.Fatalf("ListTools: %d gated tools; TypeScript:\n%s", gated, l.TypeScript)
+	}
 	// Not resumable, no callback: the lookups are denied, the script sees
 	// ToolError code denied.
 	res, err = c.Execute(context.Background(), ptc.Request{Source: `

@@ -336,10 +336,10 @@ func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (ma
 		case asked[t.Name]:
 			set(t.Name, "the caller asked to approve its calls")
 			delete(asked, t.Name)
-		case t.RequiresApproval:
-			set(t.Name, "its definition requires approval")
-		case e.approve != nil && e.approve(t.Name):
-			set(t.Name, "the server's configuration requires approval for it")
+		default:
+			if why, ok := e.serverApproval(t.Definition); ok {
+				set(t.Name, why)
+			}
 		}
 	}
 	for _, n := range req.RequireApproval {
