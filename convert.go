@@ -29,7 +29,7 @@ func requestCore(r Request) core.Request {
 		ClientTools:        r.ClientTools,
 		ResultSchema:       r.ResultSchema,
 		IncludeToolResults: r.IncludeToolResults,
-		Determinism:        core.Determinism{Deterministic: r.Deterministic, Seed: r.Seed, ClockStart: r.ClockStart},
+		Determinism:        core.Determinism{Deterministic: r.Deterministic, Seed: r.Seed, ClockStart: r.ClockStart, ClockStartSet: !r.ClockStart.IsZero()},
 	}
 	if on := r.OnLog; on != nil {
 		out.OnLog = func(e core.LogEntry) { on(LogEntry(e)) }

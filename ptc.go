@@ -357,7 +357,9 @@ type ToolQuery struct {
 
 // ToolList describes the tools a ToolQuery selected.
 type ToolList struct {
-	// Tools are the selected tools, most relevant first with a query.
+	// Tools are the selected tools, most relevant first with a query. A
+	// tool's RequiresApproval reports whether its calls need approval for
+	// any reason: its definition, or the server's configuration.
 	Tools []tools.Definition
 	// Scores gives each tool's relevance to the query, in the order of
 	// Tools (higher is more relevant; comparable within one answer only);

@@ -182,6 +182,9 @@ type Isolation struct {
 	Idle int
 	// Max bounds the worker processes alive at once (default 64).
 	Max int
+	// IdleTimeout is how long a worker beyond Idle may stay idle before it
+	// is stopped, so the pool shrinks back after a burst (default 30 s).
+	IdleTimeout time.Duration
 	// ExecutionsPerWorker is the density knob: 1 (the default) is the
 	// strongest isolation; more parks more executions per process, sharing
 	// its memory and its fate.
@@ -253,7 +256,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 	}
 	if w := c.isolation; w.WorkerProcesses {
 		c.exec.Workers = &worker.Config{Workers: w.Idle, MaxWorkers: w.Max, ExecutionsPerWorker: w.ExecutionsPerWorker,
-			RecycleAfter: w.RecycleAfter, Executable: w.Executable}
+			IdleTimeout: w.IdleTimeout, RecycleAfter: w.RecycleAfter, Executable: w.Executable}
 	}
 	dm, err := c.durable.manager()
 	if err != nil {

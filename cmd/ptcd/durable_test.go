@@ -32,7 +32,7 @@ func startProcess(t *testing.T, config string, env ...string) *ptcdProcess {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess")
+	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess", "--workers.insecure-inprocess")
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -231,6 +231,25 @@ func TestApprovalsSection(t *testing.T) {
 		if !a.Approval || a.Tool != "get_budget_by_level" || a.Reason == "" {
 			t.Fatalf("pending %+v", a)
 		}
+	}
+	// ListTools over gRPC tells in advance which calls need approval: the
+	// tools the section matches, and only those; their declarations say so.
+	l, err := c.ListTools(context.Background(), ptc.ToolQuery{TypeScript: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := 0
+	for _, d := range l.Tools {
+		want := strings.HasPrefix(d.Name, "get_budget_")
+		if d.RequiresApproval != want {
+			t.Errorf("ListTools: %s requires_approval %v, want %v", d.Name, d.RequiresApproval, want)
+		}
+		if want {
+			gated++
+		}
+	}
+	if gated == 0 || !strings.Contains(l.TypeScript, "Each call waits for approval") {
+		t.Fatalf("ListTools: %d gated tools; TypeScript:\n%s", gated, l.TypeScript)
 	}
 	// Not resumable, no callback: the lookups are denied, the script sees
 	// ToolError code denied.

@@ -191,6 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		log.Warn("continuations are signed with a key made at start: paused executions cannot be resumed after a restart or on another replica; set durable.keys")
 	}
 	wcfg := c.WorkerConfig()
+	wcfg.Logger = log
 	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing,
 		Durable: dm, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
@@ -200,6 +201,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	defer ex.Close()
 	pool := ex.Workers()
 	log.Info("execution isolation", "mode", c.Workers.Mode, "report", reportOf(pool.Facts(), wcfg.NoNetworkNamespace).String())
+	if c.Workers.Mode == "inprocess" {
+		log.Warn("scripts run inside ptcd itself (workers.mode: inprocess, workers.insecure_inprocess: true): "+
+			"no process isolation, no OS memory limit, and ptcd's memory, files and network within reach of any engine bug; "+
+			"run only trusted scripts this way, and use workers.mode: worker for anything else", "mode", "inprocess")
+	}
 	adm, err := admission.New(c.AdmissionConfig())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd:", err)

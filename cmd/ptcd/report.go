@@ -55,6 +55,7 @@ func reportOf(f worker.Facts, netnsDisabled bool) report {
 			{name: "process_isolation", detail: "executions run inside the host process"},
 			{name: "memory_limit", detail: "best effort: size guards and a heap watchdog on the shared heap, no OS limit"},
 			{name: "cpu_limit", inForce: true, detail: "OS thread CPU clock of the execution"},
+			{name: "no_filesystem", detail: "scripts run in the server process, which keeps its filesystem access; only the engine's own guards stand between a script and the host"},
 		}}
 	}
 	rep := report{mode: f.Mode.String()}
@@ -87,6 +88,24 @@ func reportOf(f worker.Facts, netnsDisabled bool) report {
 	}
 	add("own_process_group", f.ProcessGroup == f.Pid, "process group %d", f.ProcessGroup)
 	add("no_new_privs", f.NoNewPrivs, "PR_SET_NO_NEW_PRIVS")
+	switch {
+	case f.LandlockScope != "":
+		add("landlock", true, "Landlock ABI %d ruleset with no rule on %s: every filesystem access, TCP bind and connect refused", f.LandlockABI, f.LandlockScope)
+	case f.LandlockABI > 0:
+		add("landlock", false, "Landlock ABI %d, not in force: %s", f.LandlockABI, f.LandlockError)
+	default:
+		add("landlock", false, "%s", f.LandlockError)
+	}
+	if f.Seccomp {
+		add("seccomp", true, "seccomp-bpf filter on every thread: open, exec, stat and every other system call naming a path, io_uring and socket creation fail with EPERM")
+	} else {
+		add("seccomp", false, "%s", f.SeccompError)
+	}
+	if f.OpenProbeError != "" {
+		add("no_filesystem", true, "after its setup the worker cannot open files: an open of / failed (%s)", f.OpenProbeError)
+	} else {
+		add("no_filesystem", false, "after its setup the worker could still open /")
+	}
 	switch {
 	case netnsDisabled || f.NetNamespaceDisabled:
 		add("private_network", false, "disabled by configuration")

@@ -170,6 +170,8 @@ func TestListenWithoutAuth(t *testing.T) {
 		{"auth on without tenants", []string{"--listen", "127.0.0.1:0", "--auth.enabled"}, 2, "no tenant"},
 		{"insecure flag", []string{"--listen", "0.0.0.0:0", "--insecure-no-auth"}, 0, "authentication is off"},
 		{"loopback default", []string{"--listen", "127.0.0.1:0"}, 0, `"auth":false`},
+		{"in-process without acknowledgement", []string{"--listen", "127.0.0.1:0", "--workers.mode", "inprocess"}, 2, "not a sandbox"},
+		{"in-process acknowledged", []string{"--listen", "127.0.0.1:0", "--workers.mode", "inprocess", "--workers.insecure-inprocess"}, 0, `"level":"WARN","msg":"scripts run inside ptcd itself`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

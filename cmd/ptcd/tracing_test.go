@@ -49,7 +49,7 @@ func TestTracingSpanTree(t *testing.T) {
 	for _, mode := range []string{"worker", "inprocess"} {
 		t.Run(mode, func(t *testing.T) {
 			recv := otlptest.Start(t)
-			addr, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", mode, "--workers.idle", "1",
+			addr, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", mode, "--workers.insecure-inprocess="+fmt.Sprint(mode == "inprocess"), "--workers.idle", "1",
 				"--tracing.endpoint", recv.Addr, "--tracing.insecure=true")
 			c, err := ptc.Dial(addr)
 			if err != nil {
@@ -140,7 +140,7 @@ tracing:
   endpoint: %s
   insecure: true
 `, api.URL, recv.Addr))
-	addr, stop, logs := startPtcd(t, "--config", cfg, "--workers.mode", "inprocess")
+	addr, stop, logs := startPtcd(t, "--config", cfg, "--workers.mode", "inprocess", "--workers.insecure-inprocess")
 	c, err := ptc.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestTracingMisconfigured(t *testing.T) {
 	}
 	dead := lis.Addr().String()
 	_ = lis.Close()
-	addr, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", "inprocess", "--shutdown-grace", "100ms",
+	addr, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", "inprocess", "--workers.insecure-inprocess", "--shutdown-grace", "100ms",
 		"--tracing.endpoint", dead, "--tracing.insecure=true")
 	c, err := ptc.Dial(addr)
 	if err != nil {

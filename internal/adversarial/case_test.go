@@ -82,6 +82,13 @@ type tcase struct {
 	// modes (zero: every mode of the case).
 	defect      string
 	defectModes mode
+
+	// residual names a risk that is inherent to a mode — in-process mode
+	// is not a sandbox — and is documented as such in docs/security.md
+	// (TestResidualsDocumented checks it); the case does not run in
+	// residualModes unless -residuals is given.
+	residual      string
+	residualModes mode
 }
 
 // want is the expected answer.
@@ -140,10 +147,16 @@ type env struct {
 
 	problems []string // what do found wrong beyond the response
 	skipped  string   // why do could not attack here (a tool is missing)
+	notes    []string // what do measured, for the log
 }
 
 // skip records that the case cannot run in this environment.
 func (e *env) skip(reason string) { e.skipped = reason }
+
+// note records a measurement of a case's do function; the run logs it.
+func (e *env) note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
 
 // fail records a problem found by a case's do function.
 func (e *env) fail(format string, args ...any) {
@@ -170,6 +183,14 @@ func (c *tcase) applies(m mode) bool {
 		ms = both
 	}
 	return ms&m != 0
+}
+
+// residualIn returns the documented residual risk of c in mode m, if any.
+func (c *tcase) residualIn(m mode) string {
+	if c.residualModes&m == 0 {
+		return ""
+	}
+	return c.residual
 }
 
 // defectIn returns the defect that affects c in mode m, if any.

@@ -87,13 +87,29 @@ func concurrencyCases() []tcase {
 	return []tcase{
 		{
 			name: "burst-64-mixed-bombs", family: famConcurrency, fast: true, bound: 90 * time.Second, want: checkedByDo,
-			defect:      "in-process: the burst's memory bombs inflate the shared heap, so innocent executions (a log writer under 256 MiB) end MEMORY_LIMIT, and a WASM guest is charged wall time as CPU (CPU_LIMIT after 10s of a 64 MiB grow loop)",
-			defectModes: inprocess,
+			residual:      "the burst's memory bombs inflate ptcd's shared heap, which in-process executions are measured against: an innocent execution that computes while they allocate can be charged with their memory (MEMORY_LIMIT)",
+			residualModes: inprocess,
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				runBurst(ctx, e, mixedBombs(), 64)
 				afterBurst(ctx, e)
 				return nil, nil
 			},
+		},
+		{
+			// WebAssembly runs in ptcd in both modes: the guests' call
+			// stacks (wazero grows them by copying, up to 100 MB each)
+			// are ptcd's own memory, outside memory_bytes.
+			name: "burst-16-wasm-call-stacks", family: famConcurrency, bound: 90 * time.Second, want: checkedByDo, serverSettle: 256 * MiB,
+			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				before, _ := rssOf(e.srv.pid())
+				sampler := sampleRSS(e.srv.pid())
+				runBurst(ctx, e, []burstItem{{"wasm-recursion", wasmReq(wasmRecurse(), timeout(60*time.Second), memory(64*MiB)), fails(ScriptError)}}, 16)
+				peak := sampler.stop()
+				e.note("16 concurrent WebAssembly recursions to the engine's stack limit: ptcd %s before, %s at the peak (+%s)", mib(before), mib(peak), mib(peak-before))
+				return nil, nil
+			},
+			residual:      "WebAssembly call stacks are ptcd's own memory (wazero grows a guest's stack by copying, up to 100 MB, outside memory_bytes): 16 recursions at once grow ptcd by up to GiBs",
+			residualModes: worker | inprocess,
 		},
 		{
 			name: "burst-64-memory-bombs", family: famConcurrency, bound: 90 * time.Second, want: checkedByDo,
@@ -106,8 +122,8 @@ func concurrencyCases() []tcase {
 				afterBurst(ctx, e)
 				return nil, nil
 			},
-			defect:      "in-process: 64 concurrent memory bombs share ptcd's heap and ptcd's memory grows by GiBs: in some runs ptcd dies out of memory (under the suite's 8 GiB RLIMIT_DATA), failing every execution in flight",
-			defectModes: inprocess,
+			residual:      "64 concurrent memory bombs in-process share ptcd's heap, which has no OS limit of its own: ptcd's memory grows by GiBs and it may run out, failing every execution in flight",
+			residualModes: inprocess,
 		},
 		{
 			name: "burst-64-sessions-disconnect", family: famConcurrency, fast: true, bound: 60 * time.Second, want: checkedByDo,
@@ -148,7 +164,6 @@ func concurrencyCases() []tcase {
 		{
 			// What one burst of large requests needed is given back.
 			name: "supervisor-releases-large-sources", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
-			defect: "in some runs ptcd keeps its high-water RSS: 10s after 32 concurrent requests of 1 MiB source + 7 MiB input it still held ~560 MiB (worker mode) / ~1.2 GiB (in-process), from ~27 MiB (nothing returns it until a GC happens to run)",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				src := "return 1 //" + strings.Repeat("x", 1<<20-20)
 				in := `"` + strings.Repeat("y", 7<<20) + `"`
@@ -158,7 +173,6 @@ func concurrencyCases() []tcase {
 		},
 		{
 			name: "supervisor-releases-large-client-results", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
-			defect: "in some runs ptcd keeps its high-water RSS: 10s after 8 sessions that each received a 20 MiB client tool result it still held +300 MiB (worker mode) / +640 MiB (in-process)",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 				var wg sync.WaitGroup
 				for i := 0; i < 8; i++ {
@@ -179,17 +193,26 @@ func concurrencyCases() []tcase {
 		},
 		{
 			name: "pool-shrinks-after-burst", family: famConcurrency, bound: 120 * time.Second, want: checkedByDo, modes: worker,
-			defect: "after a burst the pool keeps every worker it started (tens of idle processes, ~25 MiB each) indefinitely instead of shrinking back to workers.idle",
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				supBefore, _ := rssOf(e.srv.pid())
+				var peakN int
+				var peakRSS, supPeak int64
 				park(ctx, e, 40, func() {
-					if n, _ := e.srv.workerRSS(); n < 40 {
-						e.fail("only %d workers ran 40 parked executions", n)
+					if peakN, peakRSS = e.srv.workerRSS(); peakN < 40 {
+						e.fail("only %d workers ran 40 parked executions", peakN)
 					}
+					supPeak, _ = rssOf(e.srv.pid())
 				})
+				// The shrink is timed from the end of the burst, to within
+				// the 100 ms the pool is looked at.
+				end := time.Now()
 				var n int
 				var rss int64
-				for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-					if n, rss = e.srv.workerRSS(); n <= 4 {
+				for deadline := end.Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+					if n, rss = e.srv.workerRSS(); n <= 2 {
+						supAfter, _ := rssOf(e.srv.pid())
+						e.note("idle shrink: %d workers (%s) after the burst, %d (%s) %.1fs later (workers.idle 2, idle_timeout 30s); ptcd %s before the burst, %s during it, %s after the shrink",
+							peakN, mib(peakRSS), n, mib(rss), time.Since(end).Seconds(), mib(supBefore), mib(supPeak), mib(supAfter))
 						return nil, nil
 					}
 				}

@@ -43,8 +43,6 @@ var sourceMapForms = []struct {
 	{"thrown", false, `try { eval("throw new Error('boom')\n//# sourceMappingURL=PATH") } catch (e) { return e.stack.includes("` + leakMarker + `") ? "leaked" : 1 }`},
 }
 
-const sourceMapDefect = "source maps: goja opens the file a `//# sourceMappingURL=` comment names (eval/Function compile with default parser options)"
-
 // sourceMapCase runs form with a source map URL naming a probe pipe: the
 // script must get its result and no process may open the path.
 func sourceMapCase(form int, relative bool, fast bool) tcase {
@@ -73,28 +71,17 @@ func sourceMapCase(form int, relative bool, fast bool) tcase {
 			return res, err
 		},
 	}
-	switch f.name {
-	case "top-level", "typescript", "legacy-at":
-		// The top level and the TypeScript output compile with source
-		// maps off today; goja knows no //@ form.
-	default:
-		c.defect = sourceMapDefect
-	}
 	return c
 }
 
 // devZeroCase names /dev/zero as the source map: reading it never ends.
-func devZeroCase(name, src string, defect bool) tcase {
-	c := tcase{
+func devZeroCase(name, src string) tcase {
+	return tcase{
 		name: name, family: famEscape, bound: 10 * time.Second,
 		req:          jsReq(src, timeout(5*time.Second), memory(64*MiB)),
 		want:         succeeds("1"),
 		serverGrowth: 256 * MiB,
 	}
-	if defect {
-		c.defect = sourceMapDefect + "; /dev/zero is read until memory runs out (in-process: ptcd itself)"
-	}
-	return c
 }
 
 func escapeCases() []tcase {
@@ -104,18 +91,17 @@ func escapeCases() []tcase {
 	}
 	cs = append(cs, sourceMapCase(0, true, false), sourceMapCase(2, true, false), sourceMapCase(4, true, false))
 	cs = append(cs,
-		devZeroCase("sourcemap-dev-zero-top-level", "return 1\n//# sourceMappingURL=/dev/zero", false),
-		devZeroCase("sourcemap-dev-zero-eval", `return eval("1\n//# sourceMappingURL=/dev/zero")`, true),
-		devZeroCase("sourcemap-dev-zero-function", `return new Function("return 1\n//# sourceMappingURL=/dev/zero")()`, true),
-		devZeroCase("sourcemap-dev-zero-file-url", `return eval("1\n//# sourceMappingURL=file:///dev/zero")`, true),
+		devZeroCase("sourcemap-dev-zero-top-level", "return 1\n//# sourceMappingURL=/dev/zero"),
+		devZeroCase("sourcemap-dev-zero-eval", `return eval("1\n//# sourceMappingURL=/dev/zero")`),
+		devZeroCase("sourcemap-dev-zero-function", `return new Function("return 1\n//# sourceMappingURL=/dev/zero")()`),
+		devZeroCase("sourcemap-dev-zero-file-url", `return eval("1\n//# sourceMappingURL=file:///dev/zero")`),
 		tcase{
 			// Whether a host path exists must not change what a script sees.
 			name: "sourcemap-existence-oracle", family: famEscape, bound: 10 * time.Second,
 			req: jsReq(`
 function probe(p) { try { return String(eval("1\n//# sourceMappingURL=" + p)) } catch (e) { return "threw " + e.name + ": " + e.message } }
 return [probe("/etc/passwd"), probe("/nonexistent/x.map"), probe("/etc"), probe("/proc/self/environ")]`, timeout(5*time.Second)),
-			want:   succeeds(`["1","1","1","1"]`),
-			defect: sourceMapDefect + "; the answer differs with the path's existence and contents",
+			want: succeeds(`["1","1","1","1"]`),
 		},
 		tcase{
 			name: "function-constructor-chain", family: famEscape, fast: true, bound: 5 * time.Second,
@@ -154,9 +140,8 @@ return bad.filter((n) => seen.has(n) || typeof globalThis[n] !== "undefined")`),
 		},
 		tcase{
 			name: "tools-properties-parity", family: famEscape, bound: 5 * time.Second,
-			req:    jsReq(`return Object.getOwnPropertyNames(tools).sort().join(",")`),
-			want:   succeeds(`"$describe,$search,get_budget_by_level,get_expenses,get_team_members"`),
-			defect: searchDefect, defectModes: worker,
+			req:  jsReq(`return Object.getOwnPropertyNames(tools).sort().join(",")`),
+			want: succeeds(`"$describe,$search,get_budget_by_level,get_expenses,get_team_members"`),
 		},
 		tcase{
 			name: "no-host-globals-typescript", family: famEscape, bound: 5 * time.Second,
@@ -203,7 +188,6 @@ return [/\.go\b|github\.com|\/home\/|\/tmp\/|\/work\//.test(s), /goroutine|runti
 		// Running scripts in ptcd's own process is the operator's explicit
 		// choice, and ptcd says at start-up that they are not sandboxed.
 		name: "inprocess-warns-at-start", family: famEscape, modes: inprocess, bound: 5 * time.Second, want: checkedByDo,
-		defect: "in-process mode is logged at INFO (\"execution isolation\"); ptcd logs no warning that scripts then run unsandboxed in its own process",
 		do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 			e.srv.mu.Lock()
 			log := e.srv.startLog

@@ -416,7 +416,6 @@ func sessionCases() []tcase {
 func streamLogsCase() tcase {
 	return tcase{
 		name: "session-stream-logs-before-result", family: famSession, fast: true, bound: 30 * time.Second, want: checkedByDo,
-		defect: "with stream_logs, console entries written just before return are often missing from the Session stream (the result overtakes queued log messages)",
 		do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
 			var mu sync.Mutex
 			missing := 0

@@ -30,28 +30,49 @@ func logsBounded(r *ptcv1.ExecuteResponse) error {
 // toolCalls: stats.tool_calls and the trace count n calls, and the calls
 // after the first ok ones were refused with code.
 func toolCalls(n, ok int, code string) func(*ptcv1.ExecuteResponse) error {
+	return toolCallsCheck(n, ok, code, false)
+}
+
+// toolCallsEnded is toolCalls for a script that ends at the first refusal
+// (an uncaught rejection of Promise.all): calls within the budget that
+// were still running then are cancelled with the execution, so each of
+// them succeeded or failed with "cancelled".
+func toolCallsEnded(n, budget int) func(*ptcv1.ExecuteResponse) error {
+	return toolCallsCheck(n, budget, "tool_call_limit", true)
+}
+
+func toolCallsCheck(n, ok int, code string, cancelledWithin bool) func(*ptcv1.ExecuteResponse) error {
 	return func(r *ptcv1.ExecuteResponse) error {
 		if got := r.GetStats().GetToolCalls(); got != int32(n) {
 			return fmt.Errorf("stats.tool_calls is %d, want %d (refused calls included)", got, n)
 		}
-		if len(r.GetTrace()) != n {
-			return fmt.Errorf("the trace holds %d records, want %d (refused calls included)", len(r.GetTrace()), n)
+		// The contract: every call is counted; past max_tool_calls at most
+		// 64 refused calls are recorded in the trace.
+		if want := ok + min(n-ok, maxRefusedRecords); code == "tool_call_limit" && len(r.GetTrace()) != want ||
+			code != "tool_call_limit" && len(r.GetTrace()) != n {
+			return fmt.Errorf("the trace holds %d records, want %d (refused calls included, at most %d past the budget)", len(r.GetTrace()), want, maxRefusedRecords)
 		}
-		okSeen := 0
+		okSeen, cancelled := 0, 0
 		for _, rec := range r.GetTrace() {
 			switch {
 			case rec.GetOk():
 				okSeen++
+			case cancelledWithin && rec.GetErrorCode() == "cancelled" && int(rec.GetSeq()) <= ok:
+				cancelled++
 			case rec.GetErrorCode() != code:
 				return fmt.Errorf("trace record %d failed with %q, want %q", rec.GetSeq(), rec.GetErrorCode(), code)
 			}
 		}
-		if okSeen != ok {
+		if okSeen+cancelled != ok {
 			return fmt.Errorf("%d calls succeeded, want %d", okSeen, ok)
 		}
 		return nil
 	}
 }
+
+// maxRefusedRecords is the contract's bound on the trace records of calls
+// refused past max_tool_calls.
+const maxRefusedRecords = 64
 
 // errorLimit: the breach reports the limit that was exceeded.
 func errorLimit(limit int64) func(*ptcv1.ExecuteResponse) error {

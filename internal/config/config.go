@@ -38,6 +38,8 @@ import (
 const (
 	DefaultListen        = "127.0.0.1:7878"
 	DefaultShutdownGrace = 15 * time.Second
+	// DefaultIdleTimeout is workers.idle_timeout's default.
+	DefaultIdleTimeout = 30 * time.Second
 )
 
 // MaxFileBytes bounds the configuration file.
@@ -214,7 +216,8 @@ func Default() *Config {
 	}
 	defaultServing(c)
 	defaultTracing(c)
-	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000}
+	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000,
+		IdleTimeout: Duration(DefaultIdleTimeout)}
 	c.Durable = defaultDurable()
 	return c
 }
@@ -223,10 +226,19 @@ func Default() *Config {
 type Workers struct {
 	// Mode is "worker" (executions run in a pool of worker processes with
 	// OS memory and CPU limits; the default) or "inprocess" (in the server
-	// process: faster to start, memory limits best effort).
+	// process: faster to start, memory limits best effort, and no sandbox:
+	// it needs InsecureInProcess).
 	Mode string `yaml:"mode"`
+	// InsecureInProcess acknowledges that with mode inprocess scripts run
+	// inside ptcd itself, with its memory, files and network within reach
+	// of any engine bug: only for scripts the operator trusts. ptcd refuses
+	// mode inprocess without it, and warns at start with it.
+	InsecureInProcess bool `yaml:"insecure_inprocess"`
 	// Idle is the number of started workers kept waiting.
 	Idle int `yaml:"idle"`
+	// IdleTimeout is how long a worker beyond Idle may stay idle before it
+	// is stopped: after a burst the pool shrinks back to Idle workers.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// Max bounds the worker processes alive at once.
 	Max int `yaml:"max"`
 	// ExecutionsPerWorker is the density knob: 1 is the strongest

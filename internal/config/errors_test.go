@@ -38,7 +38,7 @@ func TestErrorMessages(t *testing.T) {
 		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    comand: x\n", nil, nil, `config: FILE:4:5: tool_sources[0].comand: unknown key "comand" (did you mean command?): the keys here are name, type, required, command, args, dir, env, env_from_env, url, headers_from_env, allow, deny, connect_timeout, policy, approval, tools`},
 		{"unknown policy key", "tool_sources:\n  - {name: a, type: mcp_stdio, command: x, policy: {retris: 2}}\n", nil, nil, `config: FILE:2:53: tool_sources[0].policy.retris: unknown key "retris" (did you mean retries?): the keys here are timeout, retries, backoff_base, backoff_max, max_calls_per_execution, max_concurrent`},
 		{"unknown tenant key", "tenants:\n  - name: a\n    tokens: [x]\n", nil, nil, `config: FILE:3:5: tenants[0].tokens: unknown key "tokens": the keys here are name, token_hashes, client_identities, tools, ceilings, max_concurrent, rate, burst`},
-		{"unknown workers key", "workers: {count: 3}\n", nil, nil, `config: FILE:1:11: workers.count: unknown key "count": the keys here are mode, idle, max, executions_per_worker, recycle_after`},
+		{"unknown workers key", "workers: {count: 3}\n", nil, nil, `config: FILE:1:11: workers.count: unknown key "count": the keys here are mode, insecure_inprocess, idle, idle_timeout, max, executions_per_worker, recycle_after`},
 
 		// Values of the wrong kind.
 		{"list for a string", "listen: [1]\n", nil, nil, `config: FILE:1:9: listen: want a string, not a list`},
@@ -90,6 +90,9 @@ func TestErrorMessages(t *testing.T) {
 		{"require without ca", "tls: {cert_file: a, key_file: b, require_client_cert: true}\n", nil, nil, `config: FILE:1:55: tls.require_client_cert needs tls.client_ca_file to verify the certificates`},
 		{"workers mode", "workers: {mode: fast}\n", nil, nil, `config: FILE:1:17: workers.mode: "fast" is not a mode: use worker (isolated processes) or inprocess`},
 		{"workers max", "workers: {max: 0}\n", nil, nil, `config: FILE:1:16: workers.max: 0 is below 1: allow at least one worker process`},
+		{"workers in-process without acknowledgement", "workers: {mode: inprocess}\n", nil, nil, `config: FILE:1:17: workers.mode: inprocess runs scripts inside ptcd itself: no process isolation, no OS memory limit, and ptcd's own files, network and memory within reach of any engine bug — not a sandbox for untrusted scripts. Use mode worker (the default), or, if every script is trusted, also set workers.insecure_inprocess: true (PTC_WORKERS_INSECURE_INPROCESS=true, -workers.insecure-inprocess)`},
+		{"workers in-process acknowledged false", "workers: {mode: inprocess, insecure_inprocess: false}\n", nil, nil, `config: FILE:1:17: workers.mode: inprocess runs scripts inside ptcd itself: no process isolation, no OS memory limit, and ptcd's own files, network and memory within reach of any engine bug — not a sandbox for untrusted scripts. Use mode worker (the default), or, if every script is trusted, also set workers.insecure_inprocess: true (PTC_WORKERS_INSECURE_INPROCESS=true, -workers.insecure-inprocess)`},
+		{"workers idle timeout", "workers: {idle_timeout: -1s}\n", nil, nil, `config: FILE:1:25: workers.idle_timeout: -1s is negative: use a duration such as "30s"`},
 		{"mcp listen", "mcp: {listen: nowhere}\n", nil, nil, `config: FILE:1:15: mcp.listen: "nowhere" is not host:port: write e.g. "127.0.0.1:7879", or "" to turn MCP off`},
 		{"mcp path", "mcp: {path: a/../mcp}\n", nil, nil, `config: FILE:1:13: mcp.path: "a/../mcp" is not a clean absolute path: write e.g. "/mcp"`},
 		{"mcp session timeout", "mcp: {session_timeout: 0s}\n", nil, nil, `config: FILE:1:24: mcp.session_timeout: 0s is not positive: use a duration such as "30m"`},

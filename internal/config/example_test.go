@@ -116,7 +116,9 @@ tool_sources:
 	//   description_bytes: 16KiB
 	// workers:
 	//   mode: worker
+	//   insecure_inprocess: false
 	//   idle: 2
+	//   idle_timeout: 30s
 	//   max: 64
 	//   executions_per_worker: 1
 	//   recycle_after: 1000

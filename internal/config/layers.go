@@ -153,7 +153,9 @@ func settings() []setting {
 	s = append(s, tracingSettings()...)
 	s = append(s,
 		setting{"workers.mode", "worker (isolated processes) or inprocess", func(c *Config) flag.Value { return stringValue{&c.Workers.Mode} }},
+		setting{"workers.insecure_inprocess", "allow mode inprocess: scripts run inside ptcd, unsandboxed (trusted scripts only)", func(c *Config) flag.Value { return boolValue{&c.Workers.InsecureInProcess} }},
 		setting{"workers.idle", "started workers kept waiting", func(c *Config) flag.Value { return intValue{&c.Workers.Idle} }},
+		setting{"workers.idle_timeout", "how long a worker beyond workers.idle may stay idle before it stops", func(c *Config) flag.Value { return &c.Workers.IdleTimeout }},
 		setting{"workers.max", "worker processes alive at once", func(c *Config) flag.Value { return intValue{&c.Workers.Max} }},
 		setting{"workers.executions_per_worker", "executions one worker runs at once", func(c *Config) flag.Value { return intValue{&c.Workers.ExecutionsPerWorker} }},
 		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},

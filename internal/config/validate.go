@@ -41,6 +41,13 @@ func (w Workers) validate() *Error {
 		return keyError("workers.executions_per_worker", "%d is below 1: use 1 (the strongest isolation) or more", w.ExecutionsPerWorker)
 	case w.RecycleAfter < 1:
 		return keyError("workers.recycle_after", "%d is below 1: use a number of executions such as 1000", w.RecycleAfter)
+	case w.IdleTimeout < 0:
+		return keyError("workers.idle_timeout", "%s is negative: use a duration such as \"30s\"", w.IdleTimeout)
+	case w.Mode == "inprocess" && !w.InsecureInProcess:
+		return keyError("workers.mode", "inprocess runs scripts inside ptcd itself: no process isolation, "+
+			"no OS memory limit, and ptcd's own files, network and memory within reach of any engine bug — not a sandbox "+
+			"for untrusted scripts. Use mode worker (the default), or, if every script is trusted, also set "+
+			"workers.insecure_inprocess: true (PTC_WORKERS_INSECURE_INPROCESS=true, -workers.insecure-inprocess)")
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/ptcrun/ptc/runtime/worker"
+import (
+	"time"
+
+	"github.com/ptcrun/ptc/runtime/worker"
+)
 
 // WorkerConfig maps the workers section onto the worker pool's
 // configuration (ptcd and `ptc mcp` run scripts in that pool).
@@ -19,6 +23,7 @@ func (c *Config) WorkerConfig() worker.Config {
 		Workers:                 idle,
 		MaxWorkers:              w.Max,
 		ExecutionsPerWorker:     w.ExecutionsPerWorker,
+		IdleTimeout:             time.Duration(w.IdleTimeout),
 		RecycleAfter:            w.RecycleAfter,
 		MaxExecutionMemoryBytes: c.Policy().Ceilings.MemoryBytes,
 	}

@@ -76,13 +76,16 @@ type Script struct {
 
 // Determinism makes an execution reproducible: Math.random (or a guest's
 // random source) is seeded with Seed and the clock is virtual, starting at
-// ClockStart and advancing 1 ms per reading (runtime.VirtualClockStep). In a Request a
-// zero Seed is derived from the execution id and a zero ClockStart is the
-// Unix epoch; in a Job both are resolved.
+// ClockStart and advancing 1 ms per reading (runtime.VirtualClockStep). In a
+// Request a zero Seed is derived from the execution id and a ClockStart not
+// set (ClockStartSet false) is the Unix epoch; in a Job both are resolved.
 type Determinism struct {
 	Deterministic bool
 	Seed          uint64
 	ClockStart    time.Time
+	// ClockStartSet says ClockStart was given, the zero time (0001-01-01)
+	// included: the wire tells a start from none by the field's presence.
+	ClockStartSet bool
 }
 
 // Request is one execution request, whichever way it arrived.
@@ -169,8 +172,8 @@ type Stats struct {
 	ToolCalls       int32
 	ToolResultBytes int64
 	OutputBytes     int64
-	// LogBytes counts the console output the script produced, dropped
-	// output included.
+	// LogBytes counts the text of the kept log entries (output dropped at
+	// the log limits is not counted; LogsTruncated says there was some).
 	LogBytes int64
 	// ResultTruncated reports that the result was cut to fit the output
 	// limits (OverflowTruncate); OutputBytes is then the truncated size and

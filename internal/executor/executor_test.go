@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -97,6 +98,57 @@ func TestValidatedAndClampedOnce(t *testing.T) {
 	if _, err := e.Prepare(core.Request{Script: core.Script{Source: "return 1"}, Limits: limits.Limits{MaxLogBytes: -1}}, limits.Limits{}); err == nil ||
 		err.Code != fault.CodeInvalidArgument || !strings.Contains(err.Message, "limits.max_log_bytes is negative") {
 		t.Fatalf("negative limit: %v", err)
+	}
+}
+
+// TestModuleDigestContract: module_sha256 is 64 hex digits; anything else
+// is a malformed request (INVALID_ARGUMENT), a well-formed digest the
+// server does not hold asks for the bytes (FAILED_PRECONDITION).
+func TestModuleDigestContract(t *testing.T) {
+	e := newExecutor(t, Config{})
+	cases := []struct {
+		name, digest string
+		code         fault.Code
+	}{
+		{"path", "../../etc/passwd", fault.CodeInvalidArgument},
+		{"short", "abc123", fault.CodeInvalidArgument},
+		{"not hex", strings.Repeat("g", 64), fault.CodeInvalidArgument},
+		{"too long", strings.Repeat("a", 65), fault.CodeInvalidArgument},
+		{"huge", strings.Repeat("z", 1<<20), fault.CodeInvalidArgument},
+		{"unknown lowercase", strings.Repeat("ab", 32), fault.CodeFailedPrecondition},
+		{"unknown uppercase", strings.Repeat("AB", 32), fault.CodeFailedPrecondition},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Prepare(core.Request{Script: core.Script{Language: core.LanguageWASM, ModuleSHA256: tc.digest}}, limits.Limits{})
+			if err == nil || err.Code != tc.code || !strings.Contains(err.Message, "module_sha256") || len(err.Message) > 300 {
+				t.Fatalf("error %v, want %v naming module_sha256", err, tc.code)
+			}
+		})
+	}
+}
+
+// TestClockStartPresence: a deterministic request's clock starts where it
+// says, the zero time (0001-01-01) included; only an unset start is the
+// Unix epoch.
+func TestClockStartPresence(t *testing.T) {
+	e := newExecutor(t, Config{})
+	cases := []struct {
+		name string
+		det  core.Determinism
+		want string
+	}{
+		{"unset", core.Determinism{Deterministic: true}, "1970"},
+		{"zero time set", core.Determinism{Deterministic: true, ClockStartSet: true}, "1"},
+		{"2030", core.Determinism{Deterministic: true, ClockStart: time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC), ClockStartSet: true}, "2030"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := e.Execute(context.Background(), core.Request{Script: core.Script{Source: "return new Date().getUTCFullYear()"}, Determinism: tc.det}, limits.Limits{})
+			if err != nil || res.Error != nil || string(res.Result) != tc.want {
+				t.Fatalf("result %s, %v %v; want %s", res.Result, err, res.Error, tc.want)
+			}
+		})
 	}
 }
 

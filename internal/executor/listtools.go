@@ -14,10 +14,12 @@ import (
 // all): all of them, the named ones, or the ones most relevant to a query;
 // with TypeScript declarations when asked, the model-facing prompt (with
 // the limits the caller gets by default under tenant's ceilings), and an
-// approximate token count. The in-process Runner and the server answer
+// approximate token count. A tool's RequiresApproval is the effective
+// requirement (serverApproval): set too when the server's configuration
+// requires approval for it. The in-process Runner and the server answer
 // with it alike.
 func (e *Executor) ListTools(q core.ToolQuery, allows func(name string) bool, tenant limits.Limits) (*core.ToolList, *fault.Error) {
-	defs := e.reg.Definitions()
+	defs := e.effective(e.reg.Definitions())
 	if allows != nil {
 		mine := defs[:0:0]
 		for _, d := range defs {

@@ -139,6 +139,9 @@ func (e *Executor) checkScript(s core.Script) *fault.Error {
 		if len(s.Module) == 0 && s.ModuleSHA256 == "" {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is empty: send the module bytes or module_sha256")
 		}
+		if s.ModuleSHA256 != "" && !isSHA256(s.ModuleSHA256) {
+			return fault.Reject(fault.CodeInvalidArgument, "script.module_sha256 is not a SHA-256 digest (64 hexadecimal digits): %q", clip(s.ModuleSHA256, 80))
+		}
 		if max := e.maxSource * wasmModuleFactor; len(s.Module) > max {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is %d bytes, more than the %d allowed", len(s.Module), max)
 		}
@@ -177,7 +180,7 @@ func newID() string {
 }
 
 // determinism resolves a request's determinism: a zero seed is derived
-// from the execution id, a zero clock start is the Unix epoch.
+// from the execution id, a clock start not given is the Unix epoch.
 func determinism(d core.Determinism, id string) core.Determinism {
 	if !d.Deterministic {
 		return core.Determinism{}
@@ -186,9 +189,10 @@ func determinism(d core.Determinism, id string) core.Determinism {
 		sum := sha256.Sum256([]byte(id))
 		d.Seed = binary.BigEndian.Uint64(sum[:8])
 	}
-	if d.ClockStart.IsZero() {
+	if !d.ClockStartSet {
 		d.ClockStart = time.Unix(0, 0).UTC()
 	}
+	d.ClockStartSet = true
 	return d
 }
 
@@ -274,6 +278,28 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 	return out, nil
 }
 
+// isSHA256 reports whether s is a hex SHA-256 digest.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// clip returns at most n bytes of s, for quoting a caller's value.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
 // unreachable is the handler of a resumable execution's client tool: its
 // calls wait for the caller and never reach a handler.
 func unreachable(context.Context, tools.Call) (json.RawMessage, error) {
@@ -310,10 +336,10 @@ func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (ma
 		case asked[t.Name]:
 			set(t.Name, "the caller asked to approve its calls")
 			delete(asked, t.Name)
-		case t.RequiresApproval:
-			set(t.Name, "its definition requires approval")
-		case e.approve != nil && e.approve(t.Name):
-			set(t.Name, "the server's configuration requires approval for it")
+		default:
+			if why, ok := e.serverApproval(t.Definition); ok {
+				set(t.Name, why)
+			}
 		}
 	}
 	for _, n := range req.RequireApproval {

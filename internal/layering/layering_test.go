@@ -38,6 +38,7 @@ var rules = []rule{
 		"the request model is below every layer that uses it"},
 	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
+	{mod + "/internal/cpuclock", []string{mod + "/..."}, "cpuclock imports nothing of ptc"},
 	{mod + "/internal/plural", []string{mod + "/..."}, "plural imports nothing of ptc"},
 	{mod + "/internal/testenv", []string{mod + "/..."}, "testenv imports nothing of ptc"},
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},

@@ -37,7 +37,9 @@ type ChainConfig struct {
 // Interceptors returns the server options that install the unary and
 // stream interceptor chains, outermost first: a guard recovery (a panic
 // anywhere in the chain becomes INTERNAL), Prometheus metrics, slog
-// logging, auth, rate limiting, and recovery of the handler innermost.
+// logging, auth, rate limiting, the refusal of requests that did not
+// decode (INVALID_ARGUMENT; see requestCodec, which the options install),
+// and recovery of the handler innermost.
 func Interceptors(c ChainConfig) []grpc.ServerOption {
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		if c.Metrics != nil {
@@ -90,9 +92,10 @@ func Interceptors(c ChainConfig) []grpc.ServerOption {
 		unary = append(unary, ratelimit.UnaryServerInterceptor(limiter))
 		stream = append(stream, ratelimit.StreamServerInterceptor(limiter))
 	}
-	unary = append(unary, recovery.UnaryServerInterceptor(rec))
-	stream = append(stream, recovery.StreamServerInterceptor(rec))
-	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+	unary = append(unary, refuseMalformedUnary, recovery.UnaryServerInterceptor(rec))
+	stream = append(stream, refuseMalformedStream, recovery.StreamServerInterceptor(rec))
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...),
+		grpc.ForceServerCodecV2(newRequestCodec())}
 }
 
 // countingLimiter counts the calls a limiter refuses.

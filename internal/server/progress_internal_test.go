@@ -7,24 +7,34 @@ import (
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
-// TestProgressIsBounded: when the client lags and the queue is full,
-// progress is dropped, never queued without bound, and the next message
-// that gets through counts what was dropped.
+// TestProgressIsBounded: when the client lags and progressQueue progress
+// messages wait, progress is dropped, never queued without bound, and the
+// next message that gets through counts what was dropped; log lines are
+// queued whatever waits, in order with the progress.
 func TestProgressIsBounded(t *testing.T) {
-	ss := &session{live: make(chan *ptcv1.SessionResponse, 2)}
-	for i := int32(1); i <= 5; i++ {
+	ss := &session{live: newLiveStream()}
+	for i := int32(1); i <= progressQueue+3; i++ {
 		ss.progress(&core.CallEvent{Seq: i, Tool: "t"})
 	}
-	if len(ss.live) != 2 {
-		t.Fatalf("%d queued", len(ss.live))
+	ss.live.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: &ptcv1.LogEntry{Message: "kept"}}})
+	q, _ := ss.live.take()
+	if len(q) != progressQueue+1 {
+		t.Fatalf("%d queued, want %d", len(q), progressQueue+1)
 	}
-	for i := 0; i < 2; i++ {
-		if m := (<-ss.live).GetProgress(); m.GetSeq() != int32(i+1) || m.GetDropped() != 0 {
-			t.Fatalf("message %d: %v", i, m)
+	for i, m := range q[:progressQueue] {
+		if p := m.GetProgress(); p.GetSeq() != int32(i+1) || p.GetDropped() != 0 {
+			t.Fatalf("message %d: %v", i, p)
 		}
 	}
-	ss.progress(&core.CallEvent{Seq: 6, Tool: "t", Finished: true, OK: true})
-	if m := (<-ss.live).GetProgress(); m.GetSeq() != 6 || m.GetDropped() != 3 || m.GetOutcome() != "ok" {
+	if l := q[progressQueue].GetLog(); l.GetMessage() != "kept" {
+		t.Fatalf("the log line after the drops: %v", q[progressQueue])
+	}
+	ss.progress(&core.CallEvent{Seq: progressQueue + 4, Tool: "t", Finished: true, OK: true})
+	q, _ = ss.live.take()
+	if len(q) != 1 {
+		t.Fatalf("%d queued after the sender took the queue", len(q))
+	}
+	if m := q[0].GetProgress(); m.GetSeq() != progressQueue+4 || m.GetDropped() != 3 || m.GetOutcome() != "ok" {
 		t.Fatalf("after the drops: %v", m)
 	}
 }

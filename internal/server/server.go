@@ -45,6 +45,8 @@ type Server struct {
 
 	adm     *admission.Controller
 	metrics *metrics.Metrics
+	// mem gives memory back after large executions.
+	mem     releaser
 	tracing telemetry.Tracing
 
 	mu       sync.Mutex
@@ -71,7 +73,7 @@ func WithTracing(t telemetry.Tracing) Option { return func(s *Server) { s.tracin
 
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
-	s := &Server{exec: ex, log: slog.Default()}
+	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)
@@ -148,6 +150,7 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	defer release()
 	res := s.exec.Run(ectx, p)
 	s.observe(ctx, req, p, res)
+	s.mem.note(req, res)
 	return res, nil
 }
 

@@ -26,11 +26,19 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain doubles as the worker entry point: the worker-mode tests start
+// this test binary as their worker processes.
+func TestMain(m *testing.M) {
+	if code, ok := worker.Main(); ok {
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // echoService is a bare gRPC service on the same server, the baseline of
 // the benchmarks.

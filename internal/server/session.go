@@ -22,27 +22,29 @@ import (
 )
 
 const (
-	// sendQueue bounds the live messages (log lines, tool call progress)
-	// waiting for the client to read; past it they are dropped. Tool calls
-	// wait for the stream instead (one message in flight at a time), so a
-	// client that never reads cannot make the server buffer without bound.
-	sendQueue = 256
-	// resultGrace bounds how long the final result waits for a client
-	// that does not read.
+	// progressQueue bounds the progress messages waiting for the client to
+	// read; past it they are dropped and counted. Log lines are never
+	// dropped (the execution's log limits bound them).
+	progressQueue = 256
+	// resultGrace bounds how long the final result (and the live messages
+	// before it) wait for a client that does not read.
 	resultGrace = 10 * time.Second
 )
 
 // session is one Session stream. The handler goroutine runs the
 // execution; whoever has a message sends it under sendLock (tool calls go
-// out straight from the call's goroutine); live log lines and progress
-// queue on live for a sender goroutine; one receiver goroutine owns
-// stream.Recv. The receiver and the sender end when the handler returns.
+// out straight from the call's goroutine, one message in flight at a time,
+// so a client that never reads cannot make the server buffer without
+// bound); live log lines and progress queue on live for a sender
+// goroutine, in order, and all of them are sent before the result; one
+// receiver goroutine owns stream.Recv. The receiver and the sender end
+// when the handler returns.
 type session struct {
 	stream ptcv1.RunnerService_SessionServer
 	// sendLock serialises stream.Send (a channel, so waiting honours ctx).
 	sendLock chan struct{}
-	// live queues log lines and progress (best effort).
-	live chan *ptcv1.SessionResponse
+	// live delivers log lines and progress in order, before the result.
+	live *liveStream
 	// progressValues lets progress carry values; dropped counts progress
 	// messages dropped since the last one queued.
 	progressValues bool
@@ -89,7 +91,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ss := &session{
 		stream:    stream,
 		sendLock:  make(chan struct{}, 1),
-		live:      make(chan *ptcv1.SessionResponse, sendQueue),
+		live:      newLiveStream(),
 		pending:   map[string]chan *ptcv1.ToolResult{},
 		answered:  map[string]bool{},
 		approvals: map[string]chan *ptcv1.Approval{},
@@ -105,12 +107,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	streamLogs := start.GetExecute().GetStreamLogs()
 	if streamLogs {
 		req.OnLog = func(e core.LogEntry) {
-			// Live logs are best effort (they are also in the result):
-			// dropped rather than blocking the script when the client lags.
-			select {
-			case ss.live <- &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}}:
-			default:
-			}
+			// Queued, never blocking the script; the log buffer keeps only
+			// what the execution's log limits allow, so the queue is bounded.
+			ss.live.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: wire.LogPB(e)}})
 		}
 	}
 	streamProgress := start.GetExecute().GetStreamProgress()
@@ -133,18 +132,20 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	ctx, cancel := context.WithCancelCause(ectx)
 	defer cancel(nil)
 
-	// The live sender ends when the stream does or, after stopLive is
-	// closed, once it has sent what is queued (liveDone).
-	stopLive, liveDone := make(chan struct{}), make(chan struct{})
 	if streamLogs || streamProgress {
-		go func() { defer close(liveDone); ss.sendLive(stopLive) }()
+		// The sender ends once the queue is closed and sent, or when the
+		// stream fails or ends.
+		go ss.live.run(stream.Context(), func(m *ptcv1.SessionResponse) error { return ss.send(stream.Context(), m) })
 	} else {
-		close(liveDone)
+		close(ss.live.drained)
 	}
 	go ss.receive(ctx, cancel)
 
 	res := s.exec.Run(ctx, p)
 	s.observe(stream.Context(), req, p, res)
+	s.mem.note(req, res)
+	// No log line can come after the execution returned.
+	ss.live.close()
 
 	// A protocol violation ends the RPC with its status instead of a result.
 	if err := context.Cause(ctx); err != nil {
@@ -152,21 +153,24 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 			return err
 		}
 	}
-	// Send the result, waiting at most resultGrace for a client that does
-	// not read: returning ends the stream, which unblocks the send, and the
-	// receiver's Recv then fails and it exits.
-	// The live messages queued before the result go first, so that the
-	// client sees every call finish before the result.
+	// Send the live messages still queued (every call's progress and every
+	// log line before the result), then the result, waiting at
+	// most resultGrace in all for a client that does not read: returning
+	// ends the stream, which unblocks the sends, and the receiver's Recv
+	// then fails and it exits.
+	t := time.NewTimer(resultGrace)
+	defer t.Stop()
+	select {
+	case <-ss.live.drained:
+	case <-t.C:
+		return nil
+	}
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
-	close(stopLive)
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
-		<-liveDone
 		_ = ss.send(stream.Context(), final)
 	}()
-	t := time.NewTimer(resultGrace)
-	defer t.Stop()
 	select {
 	case <-sent:
 	case <-t.C:
@@ -203,37 +207,8 @@ func (ss *session) CallFinished(_ context.Context, ev *core.CallEvent) { ss.prog
 func (ss *session) progress(ev *core.CallEvent) {
 	dropped := ss.dropped.Swap(0)
 	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: wire.ProgressPB(ev, ss.progressValues, dropped)}}
-	select {
-	case ss.live <- m:
-	default:
+	if !ss.live.offer(m, progressQueue) {
 		ss.dropped.Add(dropped + 1)
-	}
-}
-
-// sendLive sends queued log lines and progress until the stream ends or,
-// once stop is closed, until the queue is empty.
-func (ss *session) sendLive(stop <-chan struct{}) {
-	ctx := ss.stream.Context()
-	for {
-		select {
-		case <-stop:
-			for {
-				select {
-				case m := <-ss.live:
-					if ss.send(ctx, m) != nil {
-						return
-					}
-				default:
-					return
-				}
-			}
-		case m := <-ss.live:
-			if ss.send(ctx, m) != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
 	}
 }
 
@@ -245,6 +220,11 @@ func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) 
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				ss.halfClose()
+				return
+			}
+			if status.Code(err) == codes.InvalidArgument {
+				// A message that did not decode: the RPC ends with it.
+				cancel(err)
 				return
 			}
 			// The client disconnected or the stream ended.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ptcrun/ptc/tools"
 )
 
 // maxDocValue bounds a value (default, example) quoted in JSDoc.
@@ -113,4 +115,19 @@ func quote(s string) string {
 		return `""`
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// approvalNote ends the doc comment of a tool whose calls need approval,
+// so that a program (and the model writing it) expects a call to wait or
+// be refused.
+const approvalNote = "Each call waits for approval; a denied call throws an error with code \"denied\"."
+
+// docLines are the lines of a tool's doc comment: its description, and
+// approvalNote when its calls need approval.
+func docLines(d tools.Definition) []string {
+	lines := textLines(d.Description)
+	if d.RequiresApproval {
+		lines = append(lines, approvalNote)
+	}
+	return lines
 }

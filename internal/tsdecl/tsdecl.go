@@ -388,7 +388,7 @@ func writeNamespace(b *strings.Builder, n *nsNode, indent int, docs, compact boo
 		child := n.children[k]
 		if child.leaf != nil {
 			if docs {
-				writeDoc(b, pad, textLines(child.leaf.def.Description), compact)
+				writeDoc(b, pad, docLines(child.leaf.def), compact)
 			}
 			b.WriteString(pad + propName(k) + child.leaf.signature() + ";\n")
 			continue

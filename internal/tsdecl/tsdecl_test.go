@@ -234,3 +234,25 @@ func TestOmitDocs(t *testing.T) {
 		t.Errorf("OmitDocs output has JSDoc:\n%s", out)
 	}
 }
+
+// TestApprovalNote: the doc comment of a tool whose calls need approval
+// says so, in both layouts; other tools' do not.
+func TestApprovalNote(t *testing.T) {
+	gated := def("refund", `{"type":"object"}`, "")
+	gated.Description = "Refunds an order."
+	gated.RequiresApproval = true
+	free := def("lookup", `{"type":"object"}`, "")
+	free.Description = "Looks an order up."
+	for _, opts := range []Options{{}, {Compact: true}} {
+		out, err := Generate([]tools.Definition{gated, free}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(out, approvalNote); n != 1 {
+			t.Errorf("%+v: the approval note appears %d times, want 1:\n%s", opts, n, out)
+		}
+		if i, j := strings.Index(out, approvalNote), strings.Index(out, "refund("); i < 0 || j < i {
+			t.Errorf("%+v: the note is not on refund:\n%s", opts, out)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 		if err := cs.CheckValid(); err != nil {
 			return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "clock_start: %v", err)
 		}
-		req.ClockStart = cs.AsTime()
+		req.ClockStart, req.ClockStartSet = cs.AsTime(), true
 	}
 	if s := in.GetInputJson(); s != "" {
 		req.Input = json.RawMessage(s)
@@ -104,7 +104,7 @@ func requestPB(r core.Request) *ptcv1.ExecuteRequest {
 		IncludeToolResults: r.IncludeToolResults,
 		Deterministic:      r.Deterministic,
 		Seed:               r.Seed,
-		ClockStart:         timestampPB(r.ClockStart),
+		ClockStart:         clockStartPB(r.Determinism),
 		StreamLogs:         r.OnLog != nil,
 		StreamProgress:     r.Observer != nil,
 		ProgressValues:     r.Observer != nil && r.ProgressValues,
@@ -114,6 +114,16 @@ func requestPB(r core.Request) *ptcv1.ExecuteRequest {
 	}
 }
 
+// clockStartPB is the clock start of d, nil when none was given.
+func clockStartPB(d core.Determinism) *timestamppb.Timestamp {
+	if !d.ClockStartSet {
+		return nil
+	}
+	return timestamppb.New(d.ClockStart)
+}
+
+// timestampPB is t on the wire; nil for the zero time (an unset deadline
+// or expiry).
 func timestampPB(t time.Time) *timestamppb.Timestamp {
 	if t.IsZero() {
 		return nil

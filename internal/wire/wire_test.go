@@ -67,7 +67,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		Input:        json.RawMessage(`{"a":1}`),
 		Limits:       limits.Limits{Timeout: time.Second, MaxLogEntries: 7},
 		AllowedTools: []string{"x"}, ResultSchema: json.RawMessage(`{"type":"number"}`), IncludeToolResults: true,
-		Determinism: core.Determinism{Deterministic: true, Seed: 9, ClockStart: time.Unix(100, 5).UTC()},
+		Determinism: core.Determinism{Deterministic: true, Seed: 9, ClockStart: time.Unix(100, 5).UTC(), ClockStartSet: true},
 	}
 	pb := RequestPB(in)
 	if pb.GetStreamLogs() {
@@ -91,6 +91,23 @@ func TestRequestRoundTrip(t *testing.T) {
 	for _, bad := range []*ptcv1.ExecuteRequest{nil, {}, {Script: &ptcv1.Script{Source: "x"}}} {
 		if _, err := RequestFromPB(bad); err == nil || err.Code != fault.CodeInvalidArgument {
 			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
+
+// TestClockStartPresence: a clock start travels by presence, the zero time
+// included; none given stays none.
+func TestClockStartPresence(t *testing.T) {
+	for _, d := range []core.Determinism{
+		{Deterministic: true},
+		{Deterministic: true, ClockStartSet: true},
+		{Deterministic: true, ClockStart: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), ClockStartSet: true},
+		{Deterministic: true, ClockStart: time.Unix(0, 0).UTC(), ClockStartSet: true},
+	} {
+		in := core.Request{ExecutionID: "x", Script: core.Script{Language: core.LanguageJavaScript, Source: "return 1"}, Determinism: d}
+		got, err := RequestFromPB(RequestPB(in))
+		if err != nil || got.ClockStartSet != d.ClockStartSet || !got.ClockStart.Equal(d.ClockStart) {
+			t.Errorf("%+v came back as %+v (%v)", d, got.Determinism, err)
 		}
 	}
 }

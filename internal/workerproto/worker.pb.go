@@ -716,11 +716,13 @@ type Ready struct {
 	// inherited_fds lists the descriptors beyond the socket that the worker
 	// found open at start and closed.
 	InheritedFds []int32 `protobuf:"varint,10,rep,packed,name=inherited_fds,json=inheritedFds,proto3" json:"inherited_fds,omitempty"`
+	// lockdown is the filesystem lockdown the worker put in force once set up.
+	Lockdown *Lockdown `protobuf:"bytes,11,opt,name=lockdown,proto3" json:"lockdown,omitempty"`
 	// lane_threads lists the thread id of each lane (execution slot 1, 2…):
 	// the thread that runs its executions, whose CPU clock the supervisor
 	// reads for a WebAssembly guest (which cannot be interrupted, so the
 	// worker's own watchdog may not get to run while it computes).
-	LaneThreads   []int32 `protobuf:"varint,11,rep,packed,name=lane_threads,json=laneThreads,proto3" json:"lane_threads,omitempty"`
+	LaneThreads   []int32 `protobuf:"varint,12,rep,packed,name=lane_threads,json=laneThreads,proto3" json:"lane_threads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -825,11 +827,112 @@ func (x *Ready) GetInheritedFds() []int32 {
 	return nil
 }
 
+func (x *Ready) GetLockdown() *Lockdown {
+	if x != nil {
+		return x.Lockdown
+	}
+	return nil
+}
+
 func (x *Ready) GetLaneThreads() []int32 {
 	if x != nil {
 		return x.LaneThreads
 	}
 	return nil
+}
+
+// Lockdown reports the layers that keep a worker off the filesystem after
+// its setup, and the proof.
+type Lockdown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// landlock_abi is the kernel's Landlock ABI version; 0 when unavailable.
+	LandlockAbi int32 `protobuf:"varint,1,opt,name=landlock_abi,json=landlockAbi,proto3" json:"landlock_abi,omitempty"`
+	// landlock_scope is "all threads", "script threads" (each thread
+	// restricts itself before it runs a script) or empty (not in force).
+	LandlockScope string `protobuf:"bytes,2,opt,name=landlock_scope,json=landlockScope,proto3" json:"landlock_scope,omitempty"`
+	// landlock_error says why Landlock is not in force.
+	LandlockError string `protobuf:"bytes,3,opt,name=landlock_error,json=landlockError,proto3" json:"landlock_error,omitempty"`
+	// seccomp reports the seccomp-bpf filter that refuses path system calls.
+	Seccomp bool `protobuf:"varint,4,opt,name=seccomp,proto3" json:"seccomp,omitempty"`
+	// seccomp_error says why the filter could not be installed.
+	SeccompError string `protobuf:"bytes,5,opt,name=seccomp_error,json=seccompError,proto3" json:"seccomp_error,omitempty"`
+	// open_probe_error is the error an open of "/" got after the lockdown;
+	// empty when the open succeeded.
+	OpenProbeError string `protobuf:"bytes,6,opt,name=open_probe_error,json=openProbeError,proto3" json:"open_probe_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Lockdown) Reset() {
+	*x = Lockdown{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lockdown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lockdown) ProtoMessage() {}
+
+func (x *Lockdown) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lockdown.ProtoReflect.Descriptor instead.
+func (*Lockdown) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Lockdown) GetLandlockAbi() int32 {
+	if x != nil {
+		return x.LandlockAbi
+	}
+	return 0
+}
+
+func (x *Lockdown) GetLandlockScope() string {
+	if x != nil {
+		return x.LandlockScope
+	}
+	return ""
+}
+
+func (x *Lockdown) GetLandlockError() string {
+	if x != nil {
+		return x.LandlockError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetSeccomp() bool {
+	if x != nil {
+		return x.Seccomp
+	}
+	return false
+}
+
+func (x *Lockdown) GetSeccompError() string {
+	if x != nil {
+		return x.SeccompError
+	}
+	return ""
+}
+
+func (x *Lockdown) GetOpenProbeError() string {
+	if x != nil {
+		return x.OpenProbeError
+	}
+	return ""
 }
 
 // Tool is one entry of an execution's tool manifest.
@@ -846,7 +949,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +961,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +974,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Tool) GetName() string {
@@ -904,7 +1007,7 @@ type Determinism struct {
 
 func (x *Determinism) Reset() {
 	*x = Determinism{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1019,7 @@ func (x *Determinism) String() string {
 func (*Determinism) ProtoMessage() {}
 
 func (x *Determinism) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1032,7 @@ func (x *Determinism) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
 func (*Determinism) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Determinism) GetSeed() uint64 {
@@ -991,7 +1094,7 @@ type Execute struct {
 
 func (x *Execute) Reset() {
 	*x = Execute{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1106,7 @@ func (x *Execute) String() string {
 func (*Execute) ProtoMessage() {}
 
 func (x *Execute) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1119,7 @@ func (x *Execute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execute.ProtoReflect.Descriptor instead.
 func (*Execute) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Execute) GetSlot() uint64 {
@@ -1109,7 +1212,7 @@ type Compile struct {
 
 func (x *Compile) Reset() {
 	*x = Compile{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1224,7 @@ func (x *Compile) String() string {
 func (*Compile) ProtoMessage() {}
 
 func (x *Compile) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1237,7 @@ func (x *Compile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compile.ProtoReflect.Descriptor instead.
 func (*Compile) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Compile) GetSlot() uint64 {
@@ -1169,7 +1272,7 @@ type Compiled struct {
 
 func (x *Compiled) Reset() {
 	*x = Compiled{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1284,7 @@ func (x *Compiled) String() string {
 func (*Compiled) ProtoMessage() {}
 
 func (x *Compiled) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1297,7 @@ func (x *Compiled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compiled.ProtoReflect.Descriptor instead.
 func (*Compiled) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Compiled) GetSlot() uint64 {
@@ -1242,7 +1345,7 @@ type ToolReply struct {
 
 func (x *ToolReply) Reset() {
 	*x = ToolReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1357,7 @@ func (x *ToolReply) String() string {
 func (*ToolReply) ProtoMessage() {}
 
 func (x *ToolReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1370,7 @@ func (x *ToolReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolReply.ProtoReflect.Descriptor instead.
 func (*ToolReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolReply) GetSlot() uint64 {
@@ -1321,7 +1424,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1436,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1449,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallError) GetName() string {
@@ -1413,7 +1516,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1528,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1541,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Violation) GetPath() string {
@@ -1476,7 +1579,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1591,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1604,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Cancel) GetSlot() uint64 {
@@ -1534,7 +1637,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1649,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1662,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Idle) GetSlot() uint64 {
@@ -1607,7 +1710,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1722,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1735,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1691,7 +1794,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1806,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1819,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1789,7 +1892,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1904,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +1917,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Search) GetQuery() string {
@@ -1850,7 +1953,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1965,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1978,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -1923,7 +2026,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2038,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2051,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -2004,7 +2107,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2119,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2132,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -2105,7 +2208,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2220,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2233,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -2188,7 +2291,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2303,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2316,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -2310,7 +2413,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\vmax_modules\x18\x03 \x01(\x05R\n" +
 	"maxModules\x12(\n" +
 	"\x10max_module_bytes\x18\x04 \x01(\x03R\x0emaxModuleBytes\x12(\n" +
-	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\"\x92\x03\n" +
+	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\"\xc7\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +
@@ -2323,8 +2426,16 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\rnet_namespace\x18\b \x01(\tR\fnetNamespace\x12.\n" +
 	"\x13baseline_heap_bytes\x18\t \x01(\x03R\x11baselineHeapBytes\x12#\n" +
 	"\rinherited_fds\x18\n" +
-	" \x03(\x05R\finheritedFds\x12!\n" +
-	"\flane_threads\x18\v \x03(\x05R\vlaneThreads\"2\n" +
+	" \x03(\x05R\finheritedFds\x123\n" +
+	"\blockdown\x18\v \x01(\v2\x17.ptc.worker.v1.LockdownR\blockdown\x12!\n" +
+	"\flane_threads\x18\f \x03(\x05R\vlaneThreads\"\xe4\x01\n" +
+	"\bLockdown\x12!\n" +
+	"\flandlock_abi\x18\x01 \x01(\x05R\vlandlockAbi\x12%\n" +
+	"\x0elandlock_scope\x18\x02 \x01(\tR\rlandlockScope\x12%\n" +
+	"\x0elandlock_error\x18\x03 \x01(\tR\rlandlockError\x12\x18\n" +
+	"\aseccomp\x18\x04 \x01(\bR\aseccomp\x12#\n" +
+	"\rseccomp_error\x18\x05 \x01(\tR\fseccompError\x12(\n" +
+	"\x10open_probe_error\x18\x06 \x01(\tR\x0eopenProbeError\"2\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06inline\x18\x02 \x01(\bR\x06inline\"}\n" +
@@ -2463,7 +2574,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2472,55 +2583,57 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*Init)(nil),            // 4: ptc.worker.v1.Init
 	(*WASM)(nil),            // 5: ptc.worker.v1.WASM
 	(*Ready)(nil),           // 6: ptc.worker.v1.Ready
-	(*Tool)(nil),            // 7: ptc.worker.v1.Tool
-	(*Determinism)(nil),     // 8: ptc.worker.v1.Determinism
-	(*Execute)(nil),         // 9: ptc.worker.v1.Execute
-	(*Compile)(nil),         // 10: ptc.worker.v1.Compile
-	(*Compiled)(nil),        // 11: ptc.worker.v1.Compiled
-	(*ToolReply)(nil),       // 12: ptc.worker.v1.ToolReply
-	(*CallError)(nil),       // 13: ptc.worker.v1.CallError
-	(*Violation)(nil),       // 14: ptc.worker.v1.Violation
-	(*Cancel)(nil),          // 15: ptc.worker.v1.Cancel
-	(*Idle)(nil),            // 16: ptc.worker.v1.Idle
-	(*ToolStart)(nil),       // 17: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 18: ptc.worker.v1.Discover
-	(*Search)(nil),          // 19: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 20: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 21: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 22: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 23: ptc.worker.v1.Breach
-	(*Done)(nil),            // 24: ptc.worker.v1.Done
+	(*Lockdown)(nil),        // 7: ptc.worker.v1.Lockdown
+	(*Tool)(nil),            // 8: ptc.worker.v1.Tool
+	(*Determinism)(nil),     // 9: ptc.worker.v1.Determinism
+	(*Execute)(nil),         // 10: ptc.worker.v1.Execute
+	(*Compile)(nil),         // 11: ptc.worker.v1.Compile
+	(*Compiled)(nil),        // 12: ptc.worker.v1.Compiled
+	(*ToolReply)(nil),       // 13: ptc.worker.v1.ToolReply
+	(*CallError)(nil),       // 14: ptc.worker.v1.CallError
+	(*Violation)(nil),       // 15: ptc.worker.v1.Violation
+	(*Cancel)(nil),          // 16: ptc.worker.v1.Cancel
+	(*Idle)(nil),            // 17: ptc.worker.v1.Idle
+	(*ToolStart)(nil),       // 18: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 19: ptc.worker.v1.Discover
+	(*Search)(nil),          // 20: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 21: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 22: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 23: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 24: ptc.worker.v1.Breach
+	(*Done)(nil),            // 25: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
-	9,  // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
-	12, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
-	15, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	20, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
-	10, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
+	10, // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
+	13, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
+	16, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
+	21, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	11, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
 	6,  // 6: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	17, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	21, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	24, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	23, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	18, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	16, // 12: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
-	11, // 13: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
+	18, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	22, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	25, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	24, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	19, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	17, // 12: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
+	12, // 13: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
 	5,  // 14: ptc.worker.v1.Init.wasm:type_name -> ptc.worker.v1.WASM
-	0,  // 15: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	7,  // 16: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	8,  // 17: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	13, // 18: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	14, // 19: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	19, // 20: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 21: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	22, // 22: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	22, // 23: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	7,  // 15: ptc.worker.v1.Ready.lockdown:type_name -> ptc.worker.v1.Lockdown
+	0,  // 16: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	8,  // 17: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	9,  // 18: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	14, // 19: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	15, // 20: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	20, // 21: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 22: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	23, // 23: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	23, // 24: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2546,7 +2659,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Idle)(nil),
 		(*WorkerFrame_Compiled)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[16].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[17].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2556,7 +2669,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -19,7 +19,7 @@ func (x *exec) newRuntime() {
 	vm.SetParserOptions(parserOptions...)
 	vm.SetMaxCallStackSize(x.e.maxStack)
 	x.vm = vm
-	x.wrappers = map[*goja.Object]*goja.Object{}
+	x.wrappers, x.standIns = map[*goja.Object]*goja.Object{}, map[*goja.Object]*goja.Object{}
 	x.bound, x.proxies = map[*goja.Object]int{}, map[*goja.Object]int{}
 	if fn, ok := vm.Get("Function").(*goja.Object); ok {
 		if proto, ok := fn.Get("prototype").(*goja.Object); ok {
@@ -29,6 +29,10 @@ func (x *exec) newRuntime() {
 			}
 		}
 	}
+	if object, ok := vm.Get("Object").(*goja.Object); ok {
+		x.rawOwnDescriptor = rawFunc(object.Get("getOwnPropertyDescriptor"))
+		x.rawOwnSymbols = rawFunc(object.Get("getOwnPropertySymbols"))
+	}
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {
 			x.isArray, _ = f.Export().(func(goja.FunctionCall) goja.Value)
@@ -37,6 +41,7 @@ func (x *exec) newRuntime() {
 	x.guardBuiltins()
 	x.guardFunction()
 	x.guardRecursion()
+	x.countValueBuiltins()
 }
 
 // setup makes the runtime, unless it was made ahead (Warm), and binds the

@@ -81,7 +81,7 @@ type Engine struct {
 	rt      wazero.Runtime
 	allowed map[string]map[string]api.FunctionDefinition
 
-	buffers bufferPool
+	regions regionPool
 
 	mu        sync.Mutex
 	closed    bool
@@ -138,8 +138,9 @@ func New(o Config) (*Engine, error) {
 		return nil, fmt.Errorf("wasm: instantiate %s: %w", abi.ModuleName, err)
 	}
 	e := &Engine{
-		opts: o,
-		rt:   rt,
+		opts:    o,
+		rt:      rt,
+		regions: regionPool{reserve: min(uint64(o.MaxMemory), maxWasm32Memory)},
 		allowed: map[string]map[string]api.FunctionDefinition{
 			abi.WASIModuleName: rt.Module(abi.WASIModuleName).ExportedFunctionDefinitions(),
 			abi.ModuleName:     host.ExportedFunctionDefinitions(),
@@ -165,7 +166,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	// No compilation may run on a closed runtime (wazero panics): wait for
 	// those in flight; none starts once closed is set.
 	e.compiling.Wait()
-	return e.rt.Close(ctx)
+	err := e.rt.Close(ctx)
+	e.regions.close()
+	return err
 }
 
 func (e *Engine) isClosed() bool {

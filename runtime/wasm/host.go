@@ -40,16 +40,14 @@ type execState struct {
 	maxConcurrent int
 	hasMemory     bool
 	// idle is the job's idleness report (resumable executions only);
-	// start is when the guest started, for its CPU time.
-	idle  func(inflight int, cpu time.Duration)
-	start time.Time
+	// cpu returns the CPU time the guest used so far.
+	idle func(inflight int, cpu time.Duration)
+	cpu  func() time.Duration
 
-	mu           sync.Mutex
-	handles      map[uint32][]byte
-	next         uint32
-	callLimit    *bridge.CallError // the first call refused for the call budget
-	blocked      time.Duration     // time the guest spent waiting on tools
-	blockedSince time.Time         // zero unless the guest is waiting now
+	mu        sync.Mutex
+	handles   map[uint32][]byte
+	next      uint32
+	callLimit *bridge.CallError // the first call refused for the call budget
 }
 
 func newExecState(tools bridge.Caller, maxConcurrent int, hasMemory bool) *execState {
@@ -65,32 +63,6 @@ func stateOf(ctx context.Context) *execState {
 		trapf("host function called outside a ptc execution")
 	}
 	return st
-}
-
-// waitStart and waitEnd bracket the time the guest is blocked on tools, which
-// is not counted as its CPU time.
-func (s *execState) waitStart() {
-	s.mu.Lock()
-	s.blockedSince = time.Now()
-	s.mu.Unlock()
-}
-
-func (s *execState) waitEnd() {
-	s.mu.Lock()
-	s.blocked += time.Since(s.blockedSince)
-	s.blockedSince = time.Time{}
-	s.mu.Unlock()
-}
-
-// blockedTime returns the time spent waiting on tools so far.
-func (s *execState) blockedTime() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.blocked
-	if !s.blockedSince.IsZero() {
-		d += time.Since(s.blockedSince)
-	}
-	return d
 }
 
 // limitError returns the first call refused for the call budget, or nil.
@@ -181,7 +153,7 @@ func (s *execState) gather(invs []bridge.Invocation) []gathered {
 	}
 	out := make([]gathered, len(invs))
 	for left := len(invs); left > 0; left-- {
-		s.idle(left, max(time.Since(s.start)-s.blockedTime(), 0))
+		s.idle(left, s.cpu())
 		d := <-ch
 		out[d.i] = d.gathered
 	}
@@ -342,15 +314,11 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		// The call still goes through the bridge — counted and traced,
 		// an unknown tool — under a stand-in for the name, never echoed.
-		st.waitStart()
 		status, payload = st.call(ctx, fmt.Sprintf("(a name of %d bytes)", nameLen), nil)
-		st.waitEnd()
 	} else {
 		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
 		args := readBytes(mem, argsPtr, argsLen, "arguments")
-		st.waitStart()
 		status, payload = st.call(ctx, name, args)
-		st.waitEnd()
 	}
 	deliver(st, mem, outPtr, payload)
 	stack[0] = api.EncodeI32(status)
@@ -378,9 +346,7 @@ func hostCallBatch(ctx context.Context, mod api.Module, stack []uint64) {
 			status = abi.StatusError
 			payload, _ = json.Marshal(&abi.Error{Name: abi.NameArgumentError, Code: abi.CodeInvalidBatch, Message: err.Error()})
 		} else {
-			st.waitStart()
 			results := st.batch(ctx, calls)
-			st.waitEnd()
 			var merr error
 			payload, merr = json.Marshal(results)
 			if merr != nil {

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/tetratelabs/wazero/experimental"
+	"golang.org/x/sys/unix"
 )
 
 // allocator backs the linear memory of one execution and refuses to grow it
@@ -13,15 +14,24 @@ import (
 // experimental.WithMemoryAllocator on the instantiation context, which is
 // what makes the limit per execution while compiled modules stay shared by
 // one wazero runtime.
+//
+// The memory lives outside the Go heap, in a mapping reserved once for the
+// largest memory the engine allows (see region): growing makes more of it
+// accessible in place, so a grow never copies or clears memory the guest
+// has not touched, and the pages a guest never touches are never resident.
+// A guest that grows to its limit in big steps costs a few system calls,
+// not gigabytes of copying, and reaches MEMORY_LIMIT at once.
 type allocator struct {
 	limit uint64
-	pool  *bufferPool
+	pool  *regionPool
 
 	mu   sync.Mutex
 	hit  bool
 	peak uint64
 	// refused is the largest memory size a grow asked for and was refused.
 	refused uint64
+	// mems are the memories handed out, released together by release.
+	mems []*linearMemory
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -30,7 +40,32 @@ func (a *allocator) Allocate(_, max uint64) experimental.LinearMemory {
 	if capBytes > a.limit {
 		capBytes = a.limit
 	}
-	return &linearMemory{a: a, max: capBytes}
+	m := &linearMemory{a: a, max: capBytes}
+	a.mu.Lock()
+	a.mems = append(a.mems, m)
+	a.mu.Unlock()
+	return m
+}
+
+// release gives the execution's memory back to the pool. The engine calls
+// it once the execution's goroutine has left the guest for good, never
+// earlier: wazero frees a memory when its module is closed, which a timeout
+// or the runtime's Close may do while a host function still runs on the
+// guest's goroutine and is about to write its results into that memory.
+func (a *allocator) release() {
+	a.mu.Lock()
+	mems := a.mems
+	a.mems = nil
+	a.mu.Unlock()
+	for _, m := range mems {
+		m.a.mu.Lock()
+		r := m.r
+		m.r = nil
+		m.a.mu.Unlock()
+		if r != nil {
+			a.pool.put(r)
+		}
+	}
 }
 
 func (a *allocator) limitHit() bool {
@@ -53,14 +88,15 @@ func (a *allocator) peakBytes() uint64 {
 	return a.peak
 }
 
-// linearMemory is one growable memory. wazero never shrinks memory. The
-// bytes between len and cap of buf may hold data of an earlier execution
-// (buffers are recycled through the engine's pool), so every region is
-// cleared as it is exposed: a guest only ever sees zeroes or its own data.
+// linearMemory is one growable memory. wazero never shrinks memory. A
+// region recycled from an earlier execution may hold its data, so every
+// part of it that may have been written is cleared as it is exposed: a
+// guest only ever sees zeroes or its own data.
 type linearMemory struct {
-	a   *allocator
-	max uint64
-	buf []byte
+	a    *allocator
+	max  uint64
+	r    *region
+	size uint64
 }
 
 // Reallocate implements experimental.LinearMemory.
@@ -72,74 +108,142 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 		m.a.refused = max(m.a.refused, size)
 		return nil
 	}
+	if size > m.max {
+		return nil
+	}
+	if m.r == nil {
+		r, err := m.a.pool.get(m.max)
+		if err != nil {
+			// The host refused the address space: the guest sees a failed
+			// grow like any other.
+			return nil
+		}
+		m.r = r
+	}
+	if !m.r.expose(m.size, size) {
+		return nil
+	}
+	m.size = max(m.size, size)
 	if size > m.a.peak {
 		m.a.peak = size
 	}
-	if m.buf == nil {
-		m.buf = m.a.pool.get(size)
-	}
-	if size <= uint64(cap(m.buf)) {
-		old := len(m.buf)
-		m.buf = m.buf[:size]
-		clear(m.buf[old:])
-		return m.buf
-	}
-	// Grow by doubling (bounded by the memory's maximum and the limit) so a
-	// guest growing page by page does not copy its memory every time.
-	newCap := uint64(cap(m.buf)) * 2
-	if newCap < size {
-		newCap = size
-	}
-	if newCap > m.max {
-		newCap = m.max
-	}
-	if newCap < size {
-		newCap = size
-	}
-	nb := make([]byte, size, newCap)
-	copy(nb, m.buf)
-	m.buf = nb
-	return m.buf
+	return m.r.mem[:size:size]
 }
 
-// Free implements experimental.LinearMemory. wazero calls it once the
-// module is closed and no guest code runs any more, so the buffer can serve
-// a later execution.
-func (m *linearMemory) Free() {
-	m.a.pool.put(m.buf)
-	m.buf = nil
+// Free implements experimental.LinearMemory. It does nothing: the region
+// stays mapped until the engine releases the execution's memory
+// (allocator.release), because wazero may call Free while a host function
+// still uses the memory.
+func (*linearMemory) Free() {}
+
+// region is a mapping of address space for one linear memory: readable and
+// writable up to rw, inaccessible beyond, and possibly non-zero up to dirty.
+type region struct {
+	mem   []byte
+	rw    uint64
+	dirty uint64
 }
 
-// maxPooledBytes bounds the buffers kept for reuse.
-const maxPooledBytes = 64 << 20
+// osPage is the granularity of protection changes.
+var osPage = uint64(unix.Getpagesize())
 
-// bufferPool recycles linear memory buffers between executions: a Go guest
-// starts with several MiB of memory, and allocating (and collecting) them
-// for every execution costs more than clearing a recycled one. A nil pool
-// recycles nothing.
-type bufferPool struct{ p sync.Pool }
+func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
-// get returns a buffer of length 0 and capacity of at least size if the
-// pool has one, else nil.
-func (p *bufferPool) get(size uint64) []byte {
+// expose makes bytes [from, to) usable and zero.
+func (r *region) expose(from, to uint64) bool {
+	if to > uint64(len(r.mem)) {
+		return false
+	}
+	if to > r.rw {
+		end := min(roundUp(to, osPage), uint64(len(r.mem)))
+		if unix.Mprotect(r.mem[r.rw:end], unix.PROT_READ|unix.PROT_WRITE) != nil {
+			return false
+		}
+		r.rw = end
+	}
+	if from < r.dirty {
+		clear(r.mem[from:min(to, r.dirty)])
+	}
+	r.dirty = max(r.dirty, to)
+	return true
+}
+
+// regionPool reserves regions of reserve bytes and keeps a few freed ones
+// for reuse: a Go guest starts with several MiB of memory, and clearing a
+// recycled region costs less than faulting fresh pages in for every
+// execution. What a pooled region keeps resident is bounded by keepBytes;
+// the rest goes back to the system when it is freed.
+type regionPool struct {
+	reserve uint64
+
+	mu     sync.Mutex
+	free   []*region
+	closed bool
+}
+
+// maxWasm32Memory is the most linear memory a wasm32 module can address.
+const maxWasm32Memory = 1 << 32
+
+const (
+	// keepBytes is what a pooled region keeps resident (and dirty).
+	keepBytes = 16 << 20
+	// maxPooled bounds the regions kept for reuse.
+	maxPooled = 8
+)
+
+// get returns a region of at least n bytes. A nil pool maps a region of
+// exactly n bytes and recycles nothing.
+func (p *regionPool) get(n uint64) (*region, error) {
+	size := roundUp(n, osPage)
+	if p != nil && n <= p.reserve {
+		p.mu.Lock()
+		if k := len(p.free); k > 0 {
+			r := p.free[k-1]
+			p.free = p.free[:k-1]
+			p.mu.Unlock()
+			return r, nil
+		}
+		p.mu.Unlock()
+		size = roundUp(p.reserve, osPage)
+	}
+	if size == 0 {
+		size = osPage
+	}
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, err
+	}
+	return &region{mem: mem}, nil
+}
+
+// put takes a freed region back: pooled with at most keepBytes resident,
+// or unmapped.
+func (p *regionPool) put(r *region) {
 	if p == nil {
-		return nil
-	}
-	for {
-		v, _ := p.p.Get().(*[]byte)
-		if v == nil {
-			return nil
-		}
-		if uint64(cap(*v)) >= size {
-			return (*v)[:0]
-		}
-		// Too small for this memory: leave it to the garbage collector.
-	}
-}
-
-func (p *bufferPool) put(b []byte) {
-	if p == nil || cap(b) == 0 || cap(b) > maxPooledBytes {
+		_ = unix.Munmap(r.mem)
 		return
 	}
-	p.p.Put(&b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || uint64(len(r.mem)) != roundUp(p.reserve, osPage) || len(p.free) >= maxPooled {
+		_ = unix.Munmap(r.mem)
+		return
+	}
+	if r.dirty > keepBytes {
+		// Give the pages back; they read as zeroes if touched again.
+		_ = unix.Madvise(r.mem[keepBytes:roundUp(r.dirty, osPage)], unix.MADV_DONTNEED)
+		r.dirty = keepBytes
+	}
+	p.free = append(p.free, r)
+}
+
+// close unmaps the pooled regions.
+func (p *regionPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.free {
+		_ = unix.Munmap(r.mem)
+	}
+	p.free = nil
+	p.closed = true
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/cpuclock"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
@@ -121,7 +123,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	}
 	st := newExecState(caller, int(lim.MaxConcurrentToolCalls), ent.shape.hasMemory)
 	st.idle = job.Idle
-	alloc := &allocator{limit: memLimit, pool: &e.buffers}
+	alloc := &allocator{limit: memLimit, pool: &e.regions}
 	maxOut := math.MaxInt - outputSlack
 	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
 		maxOut = int(lim.MaxOutputBytes)
@@ -146,8 +148,15 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		cfg = cfg.WithRandSource(cryptoReader{})
 	}
 
+	// The guest runs on this goroutine, locked to its thread so that the
+	// thread's CPU clock measures the guest alone: not the time it waits
+	// for tools, nor the time a loaded host does not schedule it.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	clock := cpuclock.Thread()
+	cpu0 := clock.Now()
 	start := time.Now()
-	st.start = start
+	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
 	// The wall timer and the CPU watchdog end with the execution: both are
 	// stopped by the deferred calls below, and their callbacks only cancel
 	// runCtx.
@@ -155,7 +164,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		wall := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
 		defer wall.Stop()
 	}
-	cpu := startCPUWatch(start, lim.CPUTime, st, func() { cancel(errCPULimit) })
+	cpu := startCPUWatch(func() time.Duration { return clock.Now() - cpu0 }, lim.CPUTime, func() { cancel(errCPULimit) })
 	defer cpu.stop()
 
 	ictx := experimental.WithMemoryAllocator(runCtx, alloc)
@@ -164,11 +173,13 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	if mod != nil {
 		_ = mod.Close(context.Background())
 	}
+	// No guest code or host function of this execution runs any more.
+	alloc.release()
 	elapsed := time.Since(start)
 	stderr.flush()
 
 	out := &runtime.Outcome{
-		CPUTime:         elapsed - st.blockedTime(),
+		CPUTime:         clock.Now() - cpu0,
 		PeakMemoryBytes: int64(alloc.peakBytes()),
 	}
 	if out.CPUTime < 0 {
@@ -308,17 +319,16 @@ func preview(b []byte) string {
 }
 
 // cpuWatch ends an execution whose guest computes for longer than its CPU
-// budget. wazero has no per-instance CPU clock, so the guest's CPU time is
-// measured as wall time minus the time it was blocked in tool calls (a WASM
-// guest is single-threaded, so this over-counts only when the host is
-// overloaded).
+// budget, as the CPU clock of the thread the guest runs on measures it (a
+// WASM guest is single-threaded and runs on the goroutine that instantiates
+// it, locked to its thread for the execution).
 type cpuWatch struct {
 	mu    sync.Mutex
 	timer *time.Timer
 	done  chan struct{}
 }
 
-func startCPUWatch(start time.Time, budget time.Duration, st *execState, onLimit func()) *cpuWatch {
+func startCPUWatch(used func() time.Duration, budget time.Duration, onLimit func()) *cpuWatch {
 	w := &cpuWatch{done: make(chan struct{})}
 	if budget <= 0 {
 		return w
@@ -330,15 +340,16 @@ func startCPUWatch(start time.Time, budget time.Duration, st *execState, onLimit
 			return
 		default:
 		}
-		used := time.Since(start) - st.blockedTime()
-		if used >= budget {
+		u := used()
+		if u >= budget {
 			onLimit()
 			return
 		}
-		// Not yet: the guest waited on tools. Check again when the budget
-		// could first be spent.
+		// Not yet: the guest waited on tools or was not scheduled. The
+		// rest of the budget cannot be spent sooner than in as much wall
+		// time.
 		w.mu.Lock()
-		w.timer.Reset(budget - used)
+		w.timer.Reset(max(budget-u, time.Millisecond))
 		w.mu.Unlock()
 	}
 	w.mu.Lock()

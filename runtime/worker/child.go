@@ -90,6 +90,10 @@ type child struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+	// status reads /proc/self/status after the lockdown.
+	status *procStatus
+	// settle orders the clean-up after an execution before the next one.
+	settle settler
 
 	// lanes[i] runs the executions sent to lane i+1; stock holds the
 	// runtimes the warmer made for them, refill wakes the warmer.
@@ -238,13 +242,13 @@ func refusal(slot uint64, why string) *wp.WorkerFrame {
 // the engine's to bound, and the worker's heap then holds compiled modules
 // the idle baseline does not count — a limit below them would keep the
 // collector running, each cycle waiting for the guest to call the host.
-func (c *child) tightenLimits(memBytes int64, guest bool) func() {
+func (c *child) tightenLimits(baseLive, memBytes int64, guest bool) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
 	}
 	prev := int64(-1)
 	if !guest {
-		prev = debug.SetMemoryLimit(c.baseLive + memBytes + memoryLimitSlack)
+		prev = debug.SetMemoryLimit(baseLive + memBytes + memoryLimitSlack)
 	}
 	prevGC := debug.SetGCPercent(executionGCPercent)
 	restore := func() {
@@ -291,16 +295,6 @@ const (
 	// GC works hard only once the script nears its own limit.
 	memoryLimitSlack = 16 << 20
 )
-
-// vmData returns the VmData of this process in bytes (what RLIMIT_DATA
-// counts), or 0 when unknown.
-func vmData() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return statusField(b, "VmData:")
-}
 
 // clean reports whether a worker may run more executions after out: not
 // after a limit breach, a kill or an internal error.

@@ -2,12 +2,16 @@ package worker
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime/wasm"
 )
+
+// defaultIdleTimeout is Config.IdleTimeout's default.
+const defaultIdleTimeout = 30 * time.Second
 
 // Mode selects where a Pool runs executions.
 type Mode int
@@ -18,7 +22,7 @@ const (
 	// is the default.
 	ModeWorker Mode = iota
 	// ModeInProcess runs executions in the calling process with the same
-	// guards, CPU clock and heap watchdog. The memory limit is best effort:
+	// engine guards, CPU clock and heap watchdog. The memory limit is best effort:
 	// the heap is shared with the host program, and an allocation the
 	// guards do not foresee can exhaust the host's memory. Use it for
 	// embedding and trusted tests.
@@ -51,6 +55,10 @@ type Config struct {
 	// Higher values park more executions per process (less memory per
 	// parked execution) but share one memory budget and one fate.
 	ExecutionsPerWorker int
+	// IdleTimeout is how long a worker beyond the Workers kept warm may stay
+	// idle before it is stopped: after a burst the pool shrinks back to
+	// Workers idle workers. Default 30 s.
+	IdleTimeout time.Duration
 	// RecycleAfter replaces a worker after this many executions. Default 1000.
 	RecycleAfter int
 	// RecycleRSSBytes replaces a worker whose resident memory grew by more
@@ -95,6 +103,11 @@ type Config struct {
 	// supervisor keeps to send to workers that have not compiled them.
 	// Default 256 MiB.
 	MaxModuleBytesKept int64
+	// Logger receives what an operator must see about workers: a worker's
+	// own output on stderr (Go's fatal errors, signal dumps) and deaths the
+	// pool did not cause, with the ids of the executions the worker was
+	// running. Default slog.Default().
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -115,6 +128,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RecycleAfter <= 0 {
 		c.RecycleAfter = 1000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	if c.RecycleRSSBytes <= 0 {
 		c.RecycleRSSBytes = 256 << 20

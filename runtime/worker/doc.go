@@ -4,11 +4,12 @@
 // worker mode) with a hard OS memory limit (RLIMIT_DATA), a heap watchdog
 // that reports MEMORY_LIMIT before the OS refuses memory, CPU time read
 // from the OS thread clock (CPU_LIMIT; tool waits do not count), and the
-// JavaScript engine's size guards that turn oversized single allocations
-// into catchable RangeErrors. WebAssembly guests run there without loop
-// checks and are stopped by their worker's death (wasm.go). A worker that breaks a limit, is killed at a deadline or
-// dies takes only the executions it was running with it; the pool replaces
-// it.
+// JavaScript engine's size guards (runtime/js, the same in-process), which
+// turn oversized single allocations into catchable RangeErrors.
+// WebAssembly guests run there without loop checks and are stopped by
+// their worker's death (wasm.go). A worker that breaks a limit, is killed
+// at a deadline or dies takes only the executions it was running with it;
+// the pool replaces it.
 //
 // A binary that hosts a Pool must let its workers start, first thing in
 // main (ptc.RunWorker does exactly this):
@@ -31,7 +32,7 @@
 // frames over a pair of pipes; a worker is untrusted input to the
 // supervisor, and every frame is bounded and checked.
 //
-// ModeInProcess runs the same executor (guards, CPU clock, watchdog) in
+// ModeInProcess runs the same executor (CPU clock, watchdog) in
 // the calling process, for embedding and trusted tests; its memory limit
 // is best effort. docs/workers.md describes the design, the limits and
 // their slack, and the hardening.
@@ -46,7 +47,9 @@
 // proxy.go (the call proxy: a script's bridge.Caller inside a worker),
 // exec.go and meter.go (the executor and its watchdog), wasm.go
 // (WebAssembly in workers), convert.go and transport.go (frames),
-// facts.go (what `ptcd check` reports).
+// settle.go (between executions), lockdown*.go (the filesystem lockdown),
+// exitlog.go (a worker's death in the log), facts.go (what `ptcd check`
+// reports).
 //
 // Package worker imports runtime, runtime/js, runtime/ts, bridge, tools and
 // internal packages; never gRPC, ptc.v1 or the root package ptc.

@@ -14,12 +14,15 @@ import (
 	"github.com/ptcrun/ptc/runtime/ts"
 )
 
-// executor runs one JavaScript job with the guards, the OS CPU clock and
-// the heap watchdog. Worker processes and the in-process mode share it, so
+// executor runs one JavaScript or TypeScript job (the engine brings its
+// guards) with the OS CPU clock and the heap watchdog. Worker processes and the in-process mode share it, so
 // both give the same results and errors.
 type executor struct {
 	js *js.Engine
 	ts *ts.Engine
+	// threadSetup, when set, runs on the execution's thread once it is
+	// locked, before the script runs (a worker's Landlock restriction).
+	threadSetup func()
 }
 
 func newExecutor(programCache int) *executor {
@@ -61,6 +64,9 @@ func (e *executor) warm() *warmRuntime {
 func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64), warm *warmRuntime) *ptcruntime.Outcome {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if e.threadSetup != nil {
+		e.threadSetup()
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -43,6 +43,22 @@ type Facts struct {
 	NetNamespaceError                    string
 	// CgroupV2 reports a cgroup v2 hierarchy on the host.
 	CgroupV2 bool
+	// LandlockABI is the kernel's Landlock ABI version (0: unavailable);
+	// LandlockScope is the threads the ruleset restricts ("all threads",
+	// or "script threads" when the binary, linked with cgo, cannot restrict
+	// every thread at once), empty when Landlock is not in force, and
+	// LandlockError says why.
+	LandlockABI   int
+	LandlockScope string
+	LandlockError string
+	// Seccomp reports the seccomp-bpf filter that refuses every system
+	// call naming a path; SeccompError says why it is not in force.
+	Seccomp      bool
+	SeccompError string
+	// OpenProbeError is the error an open of "/" got in the worker after
+	// its lockdown, the proof that the filesystem is out of reach; empty
+	// when the open succeeded.
+	OpenProbeError string
 }
 
 // Facts returns what the pool's workers put in force, as the first worker
@@ -91,6 +107,17 @@ func (p *Pool) workerFacts(r *wp.Ready) Facts {
 		NoNewPrivs:           r.GetNoNewPrivs(),
 		NetNamespace:         r.GetNetNamespace(),
 		NetNamespaceDisabled: p.cfg.NoNetworkNamespace,
+	}
+	if l := r.GetLockdown(); l != nil {
+		f.LandlockABI = int(l.GetLandlockAbi())
+		f.LandlockScope = l.GetLandlockScope()
+		f.LandlockError = l.GetLandlockError()
+		f.Seccomp = l.GetSeccomp()
+		f.SeccompError = l.GetSeccompError()
+		f.OpenProbeError = l.GetOpenProbeError()
+	} else {
+		f.SeccompError = "the worker reported no lockdown"
+		f.LandlockError = f.SeccompError
 	}
 	f.SupervisorNetNamespace, _ = os.Readlink("/proc/self/ns/net")
 	if p.netnsErr != nil {

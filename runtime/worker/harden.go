@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -46,11 +48,59 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 		r.ProcessGroup = int32(pg)
 	}
 	r.NetNamespace, _ = os.Readlink("/proc/self/ns/net")
+	// Open what the worker reads later, before the lockdown: its status
+	// (VmData, for the per-execution RLIMIT_DATA) and the local time zone
+	// (which the time package loads on first use).
+	c.status = openProcStatus()
+	_ = time.Now().Location().String()
+	_, _ = time.Now().Zone()
+	l := lockDown()
+	c.exec.threadSetup = l.restrictThread
+	r.Lockdown = &wp.Lockdown{
+		LandlockAbi:    int32(l.landlockABI),
+		LandlockScope:  l.landlockScope,
+		LandlockError:  l.landlockErr,
+		Seccomp:        l.seccomp,
+		SeccompError:   l.seccompErr,
+		OpenProbeError: l.probeErr,
+	}
 	runtime.GC()
 	c.baseLive = liveHeap()
-	c.vmData.Store(vmData())
+	c.vmData.Store(c.status.vmData())
 	r.BaselineHeapBytes = c.baseLive
 	return r
+}
+
+// procStatus reads /proc/self/status through a descriptor opened once
+// (the worker may not open files after its lockdown).
+type procStatus struct {
+	mu  sync.Mutex
+	fd  int
+	buf []byte
+}
+
+// openProcStatus opens /proc/self/status; a nil result reads as unknown.
+func openProcStatus() *procStatus {
+	fd, err := unix.Open("/proc/self/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return &procStatus{fd: fd, buf: make([]byte, 8<<10)}
+}
+
+// vmData returns the VmData of this process in bytes (what RLIMIT_DATA
+// counts), or 0 when unknown.
+func (s *procStatus) vmData() int64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := unix.Pread(s.fd, s.buf, 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return statusField(s.buf[:n], "VmData:")
 }
 
 // closeInherited closes every descriptor above writeFD that the Go

@@ -142,7 +142,7 @@ func TestWorkerFramesChecked(t *testing.T) {
 		l.MaxOutputBytes = 10
 		job := &ptcruntime.Job{Limits: l, Tools: nil}
 		es := newExecState(context.Background(), job, time.Second)
-		w := &proc{execs: map[uint64]*execState{1: es}, conn: discardConn(t)}
+		w := &proc{pool: &Pool{cfg: Config{ExecutionsPerWorker: 1}}, execs: map[uint64]*execState{1: es}, conn: discardConn(t)}
 		es.slot, es.lane = 1, 1
 		return w, es
 	}
@@ -243,6 +243,10 @@ func TestWorkerFramesChecked(t *testing.T) {
 		if es.breach == nil || es.breach.Kind != fault.KindMemoryLimit || es.breachPeak != 9 {
 			t.Errorf("breach %+v peak %d", es.breach, es.breachPeak)
 		}
+		// The worker would be killed if the execution did not stop.
+		if es.breachTimer == nil || !es.breachTimer.Stop() {
+			t.Error("no kill armed after the breach")
+		}
 	})
 	t.Run("frame sent for another execution", func(t *testing.T) {
 		// A worker may not make one execution's goroutine handle
@@ -280,24 +284,28 @@ func TestWorkerFramesChecked(t *testing.T) {
 	}
 }
 
-func TestOutOfMemoryMessage(t *testing.T) {
+func TestDeathOf(t *testing.T) {
 	cases := []struct {
 		name     string
 		stderr   string
-		oom      bool
+		cause    deathCause
 		observed int64
 	}{
-		{"go runtime with sizes", "runtime: out of memory: cannot allocate 134217728-byte block (402653184 in use)\nfatal error: out of memory\n", true, 536870912},
-		{"go runtime without sizes", "fatal error: runtime: out of memory\n", true, 0},
-		{"mmap refused", "fatal error: runtime: cannot allocate memory\n\nruntime stack:\n", true, 0},
-		{"panic", "panic: boom\n", false, 0},
-		{"empty", "", false, 0},
+		{"go runtime with sizes", "runtime: out of memory: cannot allocate 134217728-byte block (402653184 in use)\nfatal error: out of memory\n", causeMemory, 536870912},
+		{"go runtime without sizes", "fatal error: runtime: out of memory\n", causeMemory, 0},
+		{"mmap refused", "fatal error: runtime: cannot allocate memory\n\nruntime stack:\n", causeMemory, 0},
+		{"thread refused (cgo)", "runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\nPC=0x7fe07c0b3eec m=3 sigcode=18446744073709551610\n", causeMemory, 0},
+		{"thread refused", "runtime: failed to create new OS thread (have 9 already; errno=11)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc\n", causeMemory, 0},
+		{"stack overflow", "runtime: goroutine stack exceeds 1000000000-byte limit\nruntime: sp=0xc0200e0390 stack=[0xc0200e0000, 0xc0400e0000]\nfatal error: stack overflow\n", causeStack, 0},
+		{"panic", "panic: boom\n", causeUnknown, 0},
+		{"signal dump", "SIGQUIT: quit\nPC=0x46f2a1 m=0 sigcode=0\n\ngoroutine 0 gp=0x9a0c40 m=0 mp=0x9a1b60 [idle]:\n", causeUnknown, 0},
+		{"empty", "", causeUnknown, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			oom, obs := outOfMemory(c.stderr)
-			if oom != c.oom || obs != c.observed {
-				t.Errorf("got %v %d, want %v %d", oom, obs, c.oom, c.observed)
+			cause, obs := deathOf(c.stderr)
+			if cause != c.cause || obs != c.observed {
+				t.Errorf("got %v %d, want %v %d", cause, obs, c.cause, c.observed)
 			}
 		})
 	}

@@ -106,7 +106,7 @@ func (l *lane) compile(m *wp.Compile) {
 	}
 	// Compiling grows the data segment: measured again for the next
 	// execution's RLIMIT_DATA, off its path.
-	l.c.vmData.Store(vmData())
+	l.c.vmData.Store(l.c.status.vmData())
 	_ = sendFrame(l.c.conn, m.GetSlot(), &wp.WorkerFrame{Msg: &wp.WorkerFrame_Compiled{Compiled: r}}, false)
 }
 
@@ -176,7 +176,8 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		})
 		job.Logs = logs
 	}
-	restore := c.tightenLimits(job.Limits.MemoryBytes, job.Language == core.LanguageWASM)
+	base := c.begin()
+	restore := c.tightenLimits(base, job.Limits.MemoryBytes, job.Language == core.LanguageWASM)
 	onBreach := func(fe *fault.Error, cpu time.Duration, peak int64) {
 		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)
@@ -187,10 +188,10 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		if eng, err := c.wasmEngine(); err != nil {
 			out = &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the worker's WebAssembly engine is unavailable")}
 		} else {
-			out, unknown = c.exec.runWASM(ctx, eng, job, c.baseLive, c.density > 1, onBreach)
+			out, unknown = c.exec.runWASM(ctx, eng, job, base, c.density > 1, onBreach)
 		}
 	} else {
-		out = c.exec.run(ctx, job, c.baseLive, c.density > 1, onBreach, warm)
+		out = c.exec.run(ctx, job, base, c.density > 1, onBreach, warm)
 	}
 	x.release()
 	// An execution stopped because it paused was idle: the worker is as
@@ -201,7 +202,9 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	ok := clean(out) || (paused && out.Err != nil && out.Err.Kind == fault.KindCancelled)
 	done := doneFrame(slot, out, logs != nil && logs.Full(), ok)
 	done.GetDone().UnknownModule = unknown
-	_ = sendFrame(c.conn, slot, done, false)
+	// After a large execution the worker gives its memory back before
+	// the next one begins (settle.go).
+	c.end(out, func() { _ = sendFrame(c.conn, slot, done, false) })
 	// After the Done: a collection the restored GC target starts is off
 	// the execution's path.
 	restore()
@@ -210,7 +213,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	// execution's RLIMIT_DATA: after executions that grew the heap, and
 	// every vmDataEvery executions.
 	if n := c.runs.Add(1); out.PeakMemoryBytes > 8<<20 || n%vmDataEvery == 0 {
-		c.vmData.Store(vmData())
+		c.vmData.Store(c.status.vmData())
 	}
 }
 

@@ -2,12 +2,15 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // memorySlack is the documented bound on the overshoot of a memory breach:
@@ -327,6 +330,41 @@ func TestInProcessMemoryBestEffort(t *testing.T) {
 	}
 }
 
+// TestInProcessBaselineFollowsHeapDown: in-process, data that was live when
+// an execution started and dies during it is not room for the script: the
+// baseline follows the live heap down, so a bomb is stopped near its limit,
+// not once it has also filled the space the dead data left.
+func TestInProcessBaselineFollowsHeapDown(t *testing.T) {
+	p := newPool(t, Config{Mode: ModeInProcess})
+	held := make([][]byte, 400)
+	for i := range held {
+		held[i] = make([]byte, 1<<20)
+		held[i][0] = 1
+	}
+	drop := tools.Tool{Definition: tools.Definition{Name: "drop", Description: "lets the test's data die",
+		InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+			held = nil
+			runtime.GC()
+			return json.RawMessage(`{}`), nil
+		}}
+	l := testLimits()
+	l.MemoryBytes = 64 << 20
+	l.Timeout, l.CPUTime = time.Minute, time.Minute
+	l.MaxLogBytes = 1 << 20
+	// About 130 bytes a key: 64 MiB is some 500,000 keys (a line per
+	// 100,000), 464 MiB (the limit plus the dead data) over 2 million.
+	job, _ := newJob(t, `await tools.drop({}); const o = {}; for (let i = 1; ; i++) { o["key" + i] = i; if (i % 100000 === 0) console.log(i) }`, l, drop)
+	out := p.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Kind != fault.KindMemoryLimit {
+		t.Fatalf("error %v, want MEMORY_LIMIT", out.Err)
+	}
+	if entries, _ := job.Logs.Entries(); len(entries) > 12 {
+		n := len(entries)
+		t.Errorf("the script set %d00,000 keys under a 64 MiB limit: it was charged against the dead data's baseline", n)
+	}
+}
+
 func TestRunWithoutToolsOrLogs(t *testing.T) {
 	p := newPool(t, Config{Workers: 1})
 	out := p.Run(context.Background(), ptcJob{Source: `console.log("dropped"); try { await tools.x({}) } catch (e) { return e.code }`, Limits: limits.Defaults()}.job())
@@ -375,7 +413,10 @@ func TestCloseFailsRunning(t *testing.T) {
 }
 
 // TestDensityMemoryBreach runs a memory bomb beside three executions
-// parked on a tool call in the same worker: only the bomb fails.
+// parked on a tool call in the same worker: only the bomb fails. The bomb
+// allocates in small steps, so it stops at the watchdog's interrupt (one
+// that is inside a long native call when the breach is reported is killed
+// with its worker and the executions it shares, see docs/workers.md).
 func TestDensityMemoryBreach(t *testing.T) {
 	p := newPool(t, Config{Workers: -1, ExecutionsPerWorker: 4, MaxWorkers: 1})
 	entered, release := make(chan struct{}, 3), make(chan struct{})
@@ -389,7 +430,8 @@ func TestDensityMemoryBreach(t *testing.T) {
 	}
 	l := testLimits()
 	l.MemoryBytes = 64 << 20
-	bomb, _ := newJob(t, `let s = "x"; for (;;) s += s;`, l)
+	l.Timeout, l.CPUTime = time.Minute, time.Minute
+	bomb, _ := newJob(t, `const a = []; for (let i = 0; ; i++) a.push("x".repeat(4096) + i);`, l)
 	if fe := p.Run(context.Background(), bomb).Err; fe == nil || fe.Kind != fault.KindMemoryLimit {
 		t.Fatalf("bomb: %v, want MEMORY_LIMIT", fe)
 	}

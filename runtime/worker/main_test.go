@@ -3,7 +3,10 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
+	"os/signal"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,10 +22,31 @@ import (
 // TestMain doubles as the worker entry point: the pools in these tests
 // start the test binary itself in worker mode.
 func TestMain(m *testing.M) {
+	if os.Getenv(fatalOnUSR1) != "" {
+		crashOnUSR1()
+	}
 	if code, ok := Main(); ok {
 		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
+}
+
+// fatalOnUSR1 names the environment variable that makes a test worker die
+// of a Go fatal error ("fatal error: sync: unlock of unlocked mutex") when it
+// receives SIGUSR1: a crash of the Go runtime itself, as a worker could
+// meet one, delivered at a moment the test chooses.
+const fatalOnUSR1 = "PTC_TEST_WORKER_FATAL_ON_USR1"
+
+// crashOnUSR1 starts the goroutine that waits for SIGUSR1 and then throws
+// the Go runtime's fatal error; it lives as long as the test worker.
+func crashOnUSR1() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	go func() {
+		<-ch
+		var mu sync.Mutex
+		mu.Unlock() //nolint:staticcheck // the fatal error is the point
+	}()
 }
 
 // testLimits are small limits for tests.
@@ -85,6 +109,9 @@ func newJob(t testing.TB, src string, l limits.Limits, extra ...tools.Tool) (*pt
 // newPool returns a pool closed at the end of the test.
 func newPool(t testing.TB, cfg Config) *Pool {
 	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	p, err := NewPool(cfg)
 	if err != nil {
 		t.Fatal(err)

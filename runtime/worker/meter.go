@@ -27,21 +27,31 @@ func clockNow(id int32) time.Duration {
 
 // heapSampler reads the heap metrics the watchdog needs.
 type heapSampler struct {
-	s [2]metrics.Sample
+	s [4]metrics.Sample
 }
 
 func newHeapSampler() *heapSampler {
 	h := &heapSampler{}
 	h.s[0].Name = "/gc/heap/live:bytes"
 	h.s[1].Name = "/memory/classes/heap/objects:bytes"
+	h.s[2].Name = "/gc/heap/goal:bytes"
+	h.s[3].Name = "/gc/cycles/total:gc-cycles"
 	return h
 }
 
 // read returns the live heap marked by the last GC and the bytes held by
 // heap objects now (garbage not yet swept included).
 func (h *heapSampler) read() (live, objects int64) {
+	live, objects, _, _ = h.readGoal()
+	return live, objects
+}
+
+// readGoal is read with the heap goal of the current GC cycle (heap
+// objects at or above it mean a collection is under way: it starts before
+// the heap reaches its goal) and the number of completed GC cycles.
+func (h *heapSampler) readGoal() (live, objects, goal, cycles int64) {
 	metrics.Read(h.s[:])
-	return int64(h.s[0].Value.Uint64()), int64(h.s[1].Value.Uint64())
+	return int64(h.s[0].Value.Uint64()), int64(h.s[1].Value.Uint64()), int64(h.s[2].Value.Uint64()), int64(h.s[3].Value.Uint64())
 }
 
 // liveHeap returns the live heap marked by the last GC.
@@ -80,6 +90,10 @@ type watchdog struct {
 	memLimit int64
 	baseLive int64
 	baseObj  int64
+	// cycles0 is the number of GC cycles completed when the execution
+	// started: only a cycle begun after it (cycles0+2 completed) measured
+	// the execution's own heap.
+	cycles0 int64
 	// shared means other executions use the same heap: a memory breach is
 	// then charged only to an execution that computed for at least a fifth
 	// of the time since the last check (the one allocating), never to one
@@ -119,7 +133,7 @@ func newWatchdog(cpuLimit time.Duration, memLimit, baseLive int64, shared bool, 
 	}
 	w.cpu0 = clockNow(w.clock)
 	w.lastCheck = time.Now()
-	_, w.baseObj = w.heap.read()
+	_, w.baseObj, _, w.cycles0 = w.heap.readGoal()
 	return w
 }
 
@@ -201,7 +215,7 @@ func (w *watchdog) nextLocked(busy bool) time.Duration {
 // CPU since the last check, and whether the limit was breached.
 func (w *watchdog) check() (busy, breached bool) {
 	cpu := clockNow(w.clock) - w.cpu0
-	live, obj := w.heap.read()
+	live, obj, goal, cycles := w.heap.readGoal()
 	now := time.Now()
 	w.mu.Lock()
 	busy = cpu > w.lastCPU
@@ -221,17 +235,33 @@ func (w *watchdog) check() (busy, breached bool) {
 	if w.memLimit <= 0 || (w.shared && !hot) {
 		return busy, false
 	}
-	used := live - w.baseLive
-	if used <= w.memLimit && obj-w.baseLive > w.memLimit && time.Since(w.lastGC) > forcedGCGap {
+	used := w.usage(live)
+	if used <= w.memLimit && obj-w.baseLive > w.memLimit && (w.shared || obj < goal) && time.Since(w.lastGC) > forcedGCGap {
 		// Heap objects (garbage included) passed the limit: collect to
-		// learn whether the live heap did.
+		// learn whether the live heap did. When the execution runs alone
+		// in its worker, not while a collection is under way (the heap
+		// past its goal): forcing one would wait for it and then mark the
+		// whole heap once more, where the next check after it ends reads
+		// the live heap it marked (the Go memory limit, set near the
+		// execution's, keeps those collections coming). A shared heap
+		// has no such limit: there the check collects at once.
 		runtime.GC()
 		w.lastGC = time.Now()
 		live, _ = w.heap.read()
-		used = live - w.baseLive
+		used = w.usage(live)
+	}
+	if used > w.memLimit && cycles < w.cycles0+2 && time.Since(w.lastGC) > forcedGCGap {
+		// The live figure comes from a collection that began before the
+		// execution did: it may count an earlier execution's data, still
+		// reachable then (in a shared heap, or its last moments in a
+		// worker). Confirm with a collection of the execution's own time.
+		runtime.GC()
+		w.lastGC = time.Now()
+		live, _ = w.heap.read()
+		used = w.usage(live)
 	}
 	if used > w.memLimit {
-		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %d MiB; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", w.memLimit>>20)
+		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))
 		w.mu.Lock()
 		if used > w.peak {
 			w.peak = used
@@ -240,6 +270,19 @@ func (w *watchdog) check() (busy, breached bool) {
 		return busy, w.trip(fe, cpu)
 	}
 	return busy, false
+}
+
+// usage returns the heap charged to the execution when the last GC marked
+// live bytes. The baseline follows the live heap down: what the last GC
+// before the execution marked may have included data that has died since
+// (an earlier execution's, in a shared heap), and charging against that
+// stale figure would let the script hold that much more than its limit.
+// Only check calls it (one at a time).
+func (w *watchdog) usage(live int64) int64 {
+	if live < w.baseLive {
+		w.baseLive = live
+	}
+	return live - w.baseLive
 }
 
 // trip records the first breach and cancels the execution.

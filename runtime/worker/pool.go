@@ -2,9 +2,11 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -18,6 +20,7 @@ type Pool struct {
 	cfg     Config
 	exec    *executor // in-process mode only
 	modules *modules  // WebAssembly modules to send to workers
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	procs    map[*proc]struct{}
@@ -26,13 +29,19 @@ type Pool struct {
 	changed  chan struct{}
 	netnsErr error
 	facts    *Facts
+	// shrink, when not nil, is armed to stop workers idle beyond
+	// IdleTimeout (see shrinkLocked).
+	shrink *time.Timer
+	// breachSeen, when set (benchmarks), is called as a breach report
+	// arrives.
+	breachSeen func()
 
 	// wg tracks the reader goroutine of every worker and the background
 	// spawns; Close waits for it.
 	wg sync.WaitGroup
 
 	stats struct {
-		started, died, recycled, killed atomic.Int64
+		started, died, recycled, killed, shrunk atomic.Int64
 	}
 }
 
@@ -44,7 +53,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), modules: &modules{max: cfg.MaxModuleBytesKept}}
+	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), log: cfg.Logger, modules: &modules{max: cfg.MaxModuleBytesKept}}
 	if cfg.Mode == ModeInProcess {
 		p.exec = newExecutor(cfg.ProgramCache)
 		return p, nil
@@ -90,6 +99,9 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.shrink != nil {
+		p.shrink.Stop()
+	}
 	procs := make([]*proc, 0, len(p.procs))
 	for w := range p.procs {
 		procs = append(procs, w)
@@ -111,6 +123,8 @@ type Stats struct {
 	// unexpectedly, replaced after a breach or their quota, and killed at a
 	// deadline or cancel.
 	Started, Died, Recycled, Killed int64
+	// Shrunk counts idle workers stopped after IdleTimeout.
+	Shrunk int64
 }
 
 // Stats returns the pool's counters.
@@ -119,7 +133,7 @@ func (p *Pool) Stats() Stats {
 	alive := len(p.procs)
 	p.mu.Unlock()
 	return Stats{Alive: alive, Started: p.stats.started.Load(), Died: p.stats.died.Load(),
-		Recycled: p.stats.recycled.Load(), Killed: p.stats.killed.Load()}
+		Recycled: p.stats.recycled.Load(), Killed: p.stats.killed.Load(), Shrunk: p.stats.shrunk.Load()}
 }
 
 // inProcessBaseline returns the live heap an in-process execution is

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
@@ -34,11 +35,13 @@ type proc struct {
 	ready    *wp.Ready
 	startRSS int64
 
-	// active, runs, retired and dead are guarded by pool.mu.
+	// active, runs, retired, dead and idleSince are guarded by pool.mu.
 	active  int
 	runs    int
 	retired bool
 	dead    bool
+	// idleSince is when the worker last became idle (active went to 0).
+	idleSince time.Time
 
 	mu    sync.Mutex
 	execs map[uint64]*execState
@@ -51,6 +54,9 @@ type proc struct {
 	// poolKill holds the kind and message of a Close.
 	poolKillKind fault.Kind
 	poolKillMsg  string
+	// stopped says why the supervisor ended the worker; empty when it died
+	// on its own.
+	stopped string
 }
 
 func (w *proc) runsSnapshot() int {
@@ -120,7 +126,7 @@ func (w *proc) send(tag uint64, m *wp.SupervisorFrame) error {
 func (w *proc) queue(tag uint64, m *wp.SupervisorFrame) error {
 	err := sendFrame(w.conn, tag, m, true)
 	if err != nil {
-		w.kill()
+		w.stop("a frame could not be written to it")
 	}
 	return err
 }
@@ -133,13 +139,24 @@ func (w *proc) kill() {
 	})
 }
 
+// stop kills the worker for a reason of the supervisor's (the first one
+// given is kept, for the log).
+func (w *proc) stop(reason string) {
+	w.mu.Lock()
+	if w.stopped == "" {
+		w.stopped = reason
+	}
+	w.mu.Unlock()
+	w.kill()
+}
+
 // killFor kills the worker because execution es overran; es fails with
 // kind, the worker's other executions with INTERNAL.
 func (w *proc) killFor(es *execState, kind fault.Kind) {
 	w.mu.Lock()
 	es.killKind = kind
 	w.mu.Unlock()
-	w.kill()
+	w.stop("an execution ended " + kind.String() + " and did not stop")
 }
 
 // killAll kills the worker; all its executions fail with kind and msg.
@@ -147,7 +164,7 @@ func (w *proc) killAll(kind fault.Kind, msg string) {
 	w.mu.Lock()
 	w.poolKillKind, w.poolKillMsg = kind, msg
 	w.mu.Unlock()
-	w.kill()
+	w.stop(msg)
 }
 
 // spawn starts one worker process and completes its handshake.
@@ -263,12 +280,13 @@ func (w *proc) handshake(cfg Config) error {
 // start, where the Go runtime writes a fatal error before the stacks.
 const stderrHead = 8 << 10
 
-// head keeps the first max bytes written to it and discards the rest. It
-// is safe for concurrent use.
+// head keeps the first max bytes written to it and counts the rest. It is
+// safe for concurrent use.
 type head struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu    sync.Mutex
+	max   int
+	b     []byte
+	total int64
 }
 
 // Write implements io.Writer.
@@ -276,11 +294,19 @@ func (t *head) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(b)
+	t.total += int64(n)
 	if room := t.max - len(t.b); room < len(b) {
 		b = b[:max(room, 0)]
 	}
 	t.b = append(t.b, b...)
 	return n, nil
+}
+
+// written returns how many bytes were written, kept or not.
+func (t *head) written() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total
 }
 
 // String returns the kept bytes.
@@ -295,20 +321,51 @@ func (t *head) String() string {
 
 var oomInUse = regexp.MustCompile(`out of memory: cannot allocate (\d+)-byte block \((\d+) in use\)`)
 
-// outOfMemory reports whether a worker's stderr shows that the Go runtime
-// ran out of memory ("out of memory" when the heap cannot grow, "cannot
-// allocate memory" when a stack or thread cannot be mapped), and the bytes
-// it held plus the refused allocation when the message gives them.
-func outOfMemory(stderr string) (bool, int64) {
-	if !strings.Contains(stderr, "out of memory") && !strings.Contains(stderr, "cannot allocate memory") {
-		return false, 0
+// deathCause is what a dead worker's stderr says about why it died.
+type deathCause int
+
+const (
+	// causeUnknown: nothing a script is known to cause.
+	causeUnknown deathCause = iota
+	// causeMemory: the Go runtime ran out of memory — the heap could not
+	// grow ("out of memory"), or a stack or a thread could not be mapped
+	// ("cannot allocate memory", a failed pthread_create or clone): under
+	// the worker's RLIMIT_DATA, a new thread's stack is memory like any
+	// other.
+	causeMemory
+	// causeStack: a goroutine's stack passed the Go runtime's maximum (a
+	// recursion or nesting the engine did not bound).
+	causeStack
+)
+
+// memoryDeaths and stackDeaths are what the Go runtime writes when it dies
+// of those causes.
+var (
+	memoryDeaths = []string{"out of memory", "cannot allocate memory", "pthread_create failed",
+		"failed to create new OS thread", "fatal error: newosproc"}
+	stackDeaths = []string{"goroutine stack exceeds", "fatal error: stack overflow"}
+)
+
+// deathOf classifies a dead worker's stderr, and for a memory death returns
+// the bytes the runtime held plus the refused allocation when the message
+// gives them.
+func deathOf(stderr string) (deathCause, int64) {
+	for _, m := range stackDeaths {
+		if strings.Contains(stderr, m) {
+			return causeStack, 0
+		}
 	}
-	if m := oomInUse.FindStringSubmatch(stderr); m != nil {
-		a, _ := strconv.ParseInt(m[1], 10, 64)
-		u, _ := strconv.ParseInt(m[2], 10, 64)
-		return true, a + u
+	for _, m := range memoryDeaths {
+		if strings.Contains(stderr, m) {
+			if g := oomInUse.FindStringSubmatch(stderr); g != nil {
+				a, _ := strconv.ParseInt(g[1], 10, 64)
+				u, _ := strconv.ParseInt(g[2], 10, 64)
+				return causeMemory, a + u
+			}
+			return causeMemory, 0
+		}
 	}
-	return true, 0
+	return causeUnknown, 0
 }
 
 // procRSS returns the resident memory of a process in bytes, 0 if unknown.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -29,6 +30,9 @@ import (
 func (w *proc) readLoop() {
 	defer w.pool.wg.Done()
 	err := w.conn.Serve()
+	if err != nil && !errors.Is(err, ipc.ErrPeerClosed) && !errors.Is(err, ipc.ErrClosed) {
+		w.stop("it broke the frame protocol: " + err.Error())
+	}
 	w.kill()
 	waitErr := w.cmd.Wait()
 	_ = w.conn.Close()
@@ -37,6 +41,7 @@ func (w *proc) readLoop() {
 	execs := w.execs
 	w.execs = nil
 	poolKind, poolMsg := w.poolKillKind, w.poolKillMsg
+	stopped := w.stopped
 	w.mu.Unlock()
 
 	w.pool.mu.Lock()
@@ -48,7 +53,13 @@ func (w *proc) readLoop() {
 	if errors.Is(err, ipc.ErrPeerClosed) {
 		err = nil
 	}
-	w.failAll(execs, err, waitErr, poolKind, poolMsg)
+	outs := w.failAll(execs, err, waitErr, poolKind, poolMsg)
+	// The record goes out before the outcomes, so that the worker's crash
+	// output is in the log by the time a caller hears of the failure.
+	w.logExit(execs, outs, stopped, waitErr)
+	for slot, out := range outs {
+		execs[slot].done <- out
+	}
 	w.pool.removed(w)
 }
 
@@ -95,6 +106,12 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 			es.breach = fe
 			es.breachCPU = nonNegativeDuration(m.Breach.GetCpuTimeNanos())
 			es.breachPeak = max(m.Breach.GetPeakMemoryBytes(), fe.Observed, 0)
+			if h := w.pool.breachSeen; h != nil {
+				h()
+			}
+			if w.pool.cfg.ExecutionsPerWorker == 1 || fe.Kind == fault.KindMemoryLimit {
+				es.breachTimer = time.AfterFunc(breachGrace, func() { w.breachKill(es) })
+			}
 		}
 		w.mu.Unlock()
 		if es != nil && es.wasm {
@@ -136,6 +153,29 @@ func frameSlot(f *wp.WorkerFrame) (uint64, bool) {
 		return m.Compiled.GetSlot(), true
 	}
 	return 0, false
+}
+
+// breachGrace is how long an execution that broke a limit has to stop
+// after the worker reported the breach (an interruptible script stops in
+// microseconds) before its worker is killed: a built-in goja cannot
+// interrupt (JSON.parse of a huge text, a default sort) would otherwise run
+// on until the OS refuses memory or the deadline passes, seconds later. A
+// worker is retired after a breach anyway, so the kill costs nothing but
+// the final CPU and peak figures, which the breach report carries.
+const breachGrace = 250 * time.Millisecond
+
+// breachKill kills the worker of an execution that broke a limit and has
+// not stopped within breachGrace. With several executions per worker, a
+// memory breach is killed too (the memory is shared, and the OS limit
+// would end them all later), a CPU breach is left to the deadline.
+func (w *proc) breachKill(es *execState) {
+	w.mu.Lock()
+	running := w.execs[es.slot] == es
+	w.mu.Unlock()
+	if running {
+		w.pool.stats.killed.Add(1)
+		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + breachGrace.String())
+	}
 }
 
 func (w *proc) lookup(slot uint64, remove bool) *execState {
@@ -234,6 +274,11 @@ func (w *proc) done(m *wp.Done) error {
 	if es == nil {
 		return fmt.Errorf("done for unknown execution slot %d", m.GetSlot())
 	}
+	w.mu.Lock()
+	if es.breachTimer != nil {
+		es.breachTimer.Stop()
+	}
+	w.mu.Unlock()
 	out := &ptcruntime.Outcome{
 		Err:             errorFromPB(m.GetError()),
 		CPUTime:         nonNegativeDuration(m.GetCpuTimeNanos()),

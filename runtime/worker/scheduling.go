@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
+	"sort"
+	"time"
 )
 
 // Scheduling: which worker runs an execution, when workers are started,
@@ -16,11 +18,13 @@ func (p *Pool) signalLocked() {
 
 func (p *Pool) addLocked(w *proc) {
 	p.procs[w] = struct{}{}
+	w.idleSince = time.Now()
 	p.wg.Add(1)
 	// The reader ends when the worker's socket fails or closes (the
 	// worker exited or was killed); it then reaps the process.
 	go w.readLoop()
 	p.signalLocked()
+	p.shrinkLocked()
 }
 
 // replenishLocked starts background spawns until Workers idle workers
@@ -113,7 +117,9 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 }
 
 // pickLocked returns a usable worker with room, preferring one that
-// already runs executions (packing) so idle workers stay warm.
+// already runs executions (packing), then the idle worker that became idle
+// last: the others stay idle, and beyond Workers they age out (see
+// shrinkLocked).
 func (p *Pool) pickLocked() *proc {
 	var idle *proc
 	for w := range p.procs {
@@ -123,7 +129,7 @@ func (p *Pool) pickLocked() *proc {
 		if w.active > 0 {
 			return w
 		}
-		if idle == nil {
+		if idle == nil || w.idleSince.After(idle.idleSince) {
 			idle = w
 		}
 	}
@@ -141,6 +147,9 @@ func (p *Pool) release(w *proc, clean bool) {
 	}
 	p.mu.Lock()
 	w.active--
+	if w.active == 0 {
+		w.idleSince = time.Now()
+	}
 	if recycle && !w.retired {
 		w.retired = true
 		p.stats.recycled.Add(1)
@@ -148,9 +157,10 @@ func (p *Pool) release(w *proc, clean bool) {
 	stop := w.retired && w.active == 0
 	p.signalLocked()
 	p.replenishLocked()
+	p.shrinkLocked()
 	p.mu.Unlock()
 	if stop {
-		w.kill()
+		w.stop("retired")
 	}
 }
 
@@ -164,4 +174,59 @@ func (p *Pool) removed(w *proc) {
 	p.signalLocked()
 	p.replenishLocked()
 	p.mu.Unlock()
+}
+
+// shrinkLocked arms the shrink timer when more workers are idle than the
+// Workers kept warm: the timer's callback (shrinkIdle) stops those idle
+// for IdleTimeout. The timer is armed at most once at a time; a worker
+// that becomes idle later expires later than the one the timer is armed
+// for, and shrinkIdle re-arms it for the next.
+func (p *Pool) shrinkLocked() {
+	if p.closed || p.shrink != nil || len(p.excessIdleLocked()) == 0 {
+		return
+	}
+	p.shrink = time.AfterFunc(p.cfg.IdleTimeout, p.shrinkIdle)
+}
+
+// excessIdleLocked returns the idle workers beyond Workers, the longest
+// idle first.
+func (p *Pool) excessIdleLocked() []*proc {
+	var idle []*proc
+	for w := range p.procs {
+		if w.active == 0 && !w.retired && !w.dead {
+			idle = append(idle, w)
+		}
+	}
+	if len(idle) <= p.cfg.Workers {
+		return nil
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i].idleSince.Before(idle[j].idleSince) })
+	return idle[:len(idle)-p.cfg.Workers]
+}
+
+// shrinkIdle stops the workers idle beyond Workers for IdleTimeout or
+// longer, and re-arms the timer for the next one to expire. It runs on the
+// timer's goroutine.
+func (p *Pool) shrinkIdle() {
+	p.mu.Lock()
+	p.shrink = nil
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	var stop []*proc
+	for _, w := range p.excessIdleLocked() {
+		if left := p.cfg.IdleTimeout - now.Sub(w.idleSince); left > 0 {
+			p.shrink = time.AfterFunc(left, p.shrinkIdle)
+			break
+		}
+		w.retired = true
+		stop = append(stop, w)
+	}
+	p.stats.shrunk.Add(int64(len(stop)))
+	p.mu.Unlock()
+	for _, w := range stop {
+		w.stop("idle for " + p.cfg.IdleTimeout.String())
+	}
 }

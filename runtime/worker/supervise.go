@@ -213,6 +213,9 @@ type execState struct {
 	// worker answered that it does not hold the module.
 	wasm          bool
 	unknownModule bool
+	// breachTimer kills the worker when the execution does not stop after
+	// its breach (under proc.mu).
+	breachTimer *time.Timer
 }
 
 func newExecState(ctx context.Context, job *ptcruntime.Job, grace time.Duration) *execState {
@@ -245,10 +248,12 @@ func (es *execState) finish(out *ptcruntime.Outcome) {
 	}
 }
 
-// failAll ends every execution of a dead worker: the limit it was stopped
-// for, the kill the supervisor made, or the death classified.
-func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, poolKind fault.Kind, poolMsg string) {
-	for _, es := range execs {
+// failAll decides how every execution of a dead worker ends: the limit it
+// was stopped for, the kill the supervisor made, or the death classified.
+// It returns the outcomes by slot; the caller delivers them.
+func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, poolKind fault.Kind, poolMsg string) map[uint64]*ptcruntime.Outcome {
+	outs := make(map[uint64]*ptcruntime.Outcome, len(execs))
+	for slot, es := range execs {
 		var fe *fault.Error
 		out := &ptcruntime.Outcome{}
 		switch {
@@ -280,20 +285,29 @@ func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, pool
 			fe = w.deathError(es, readErr, waitErr)
 		}
 		out.Err = fe
-		es.done <- out
+		outs[slot] = out
 	}
+	return outs
 }
 
-// deathError classifies the death of a worker for one of its executions:
-// MEMORY_LIMIT when the process ran out of memory (the Go runtime reports
-// "out of memory" when RLIMIT_DATA refuses an allocation), INTERNAL
-// otherwise (killed from outside, crashed, or broke the protocol).
+// deathError classifies the death of a worker for one of its executions,
+// from what the Go runtime wrote before it died: MEMORY_LIMIT when the
+// process ran out of memory (the runtime reports "out of memory" when
+// RLIMIT_DATA refuses the heap, or fails to map a thread or a stack),
+// SCRIPT_ERROR when a goroutine's stack passed the runtime's maximum (a
+// recursion or nesting the engine did not bound) — both caused by what the
+// script did — and INTERNAL otherwise (killed from outside, crashed, or
+// broke the protocol).
 func (w *proc) deathError(es *execState, readErr, waitErr error) *fault.Error {
-	if oom, observed := outOfMemory(w.stderr.String()); oom {
+	switch cause, observed := deathOf(w.stderr.String()); cause {
+	case causeMemory:
 		fe := fault.Breach(fault.KindMemoryLimit, es.job.Limits.MemoryBytes, observed,
-			"the script exhausted its memory (limit %d MiB) and its worker process was stopped; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", es.job.Limits.MemoryBytes>>20)
+			"the script exhausted its memory (limit %s) and its worker process was stopped; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(es.job.Limits.MemoryBytes))
 		fe.Cause = waitErr
 		return fe
+	case causeStack:
+		return fault.Wrap(fault.KindScript, waitErr,
+			"the script nested or recursed deeper than the engine's stack allows and its worker process was stopped; use iteration and flatter data")
 	}
 	how := "ended"
 	var ee *exec.ExitError
@@ -310,6 +324,20 @@ func (w *proc) deathError(es *execState, readErr, waitErr error) *fault.Error {
 	}
 	return fault.Wrap(fault.KindInternal, cause,
 		fmt.Sprintf("the worker process running the script %s unexpectedly; the execution was lost, run it again", how))
+}
+
+// byteSize renders a memory limit for a message: "64 MiB", "1536 KiB",
+// "100 bytes".
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0, n >= 64<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0, n >= 64<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n == 1:
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // lastLines returns the first n lines of a worker's stderr before any

@@ -264,6 +264,9 @@ func (c *child) wasmEngine() (*wasm.Engine, error) {
 // hold the module and the job did not carry it.
 func (e *executor) runWASM(ctx context.Context, eng *wasm.Engine, job *ptcruntime.Job, baseLive int64, shared bool,
 	onBreach func(*fault.Error, time.Duration, int64)) (out *ptcruntime.Outcome, unknown bool) {
+	if e.threadSetup != nil {
+		e.threadSetup()
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// Memory is the engine's limit (its allocator refuses memory.grow):

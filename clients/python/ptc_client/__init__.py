@@ -32,7 +32,7 @@ from .errors import (
     ToolError,
 )
 from .tools import ClientTool, ToolCallContext, tool
-from .types import ErrorKind, Limits, LogEntry, Result, Stats, ToolCallRecord, ToolDefinition, ToolList
+from .types import ErrorKind, Limits, LogEntry, ProgressEvent, Result, Stats, ToolCallRecord, ToolDefinition, ToolList
 
 __all__ = [
     "Answer",
@@ -51,6 +51,7 @@ __all__ = [
     "LogEntry",
     "NotJSONError",
     "PendingAction",
+    "ProgressEvent",
     "PtcError",
     "RequestError",
     "Result",

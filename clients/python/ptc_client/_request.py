@@ -3,20 +3,19 @@ with every check that can be done before anything is sent."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import re
 import secrets
 from typing import Any, Iterable
 
-from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf import timestamp_pb2
 
 from ._json import NotJSONError, dumps_strict
 from ._proto import runner_pb2 as pb
 from ._schema import schema_json
 from .errors import InvalidRequestError
 from .tools import check_tool_name
-from .types import Limits
+from ._limits import Limits, check_limits, limits_pb
 
 _LANGUAGES = {
     "javascript": pb.LANGUAGE_JAVASCRIPT,
@@ -24,48 +23,12 @@ _LANGUAGES = {
     "wasm": pb.LANGUAGE_WASM,
 }
 _EXECUTION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_INT32_MAX = 2**31 - 1
+_OVERFLOW = {"fail": pb.OVERFLOW_POLICY_FAIL, "truncate": pb.OVERFLOW_POLICY_TRUNCATE}
 
 
 def new_execution_id() -> str:
     """new_execution_id returns a fresh random execution id."""
     return "ptc-" + secrets.token_hex(12)
-
-
-def _duration(seconds: float) -> duration_pb2.Duration:
-    d = duration_pb2.Duration()
-    d.FromNanoseconds(round(seconds * 1e9))
-    return d
-
-
-def _limits(limits: Limits | dict[str, Any]) -> pb.Limits:
-    if isinstance(limits, dict):
-        names = {f.name for f in dataclasses.fields(Limits)}
-        for k in limits:
-            if k not in names:
-                raise InvalidRequestError(f"limits.{k}", f"unknown limit (use {', '.join(sorted(names))})")
-        limits = Limits(**limits)
-    if not isinstance(limits, Limits):
-        raise InvalidRequestError("limits", "limits must be a Limits or a dict")
-    for f in dataclasses.fields(Limits):
-        v = getattr(limits, f.name)
-        integral = f.name not in ("timeout", "cpu_time", "max_paused_time")
-        ok = isinstance(v, int) if integral else isinstance(v, (int, float))
-        if isinstance(v, bool) or not ok or v < 0 or v != v or v == float("inf"):
-            raise InvalidRequestError(f"limits.{f.name}", f"must be a non-negative {'integer' if integral else 'number'}, not {v!r}")
-        if f.name in ("max_tool_calls", "max_concurrent_tool_calls", "max_pauses") and v > _INT32_MAX:
-            raise InvalidRequestError(f"limits.{f.name}", "must fit in 32 bits")
-    return pb.Limits(
-        timeout=_duration(limits.timeout) if limits.timeout else None,
-        cpu_time=_duration(limits.cpu_time) if limits.cpu_time else None,
-        memory_bytes=limits.memory_bytes,
-        max_pauses=limits.max_pauses,
-        max_paused_time=_duration(limits.max_paused_time) if limits.max_paused_time else None,
-        max_tool_calls=limits.max_tool_calls,
-        max_concurrent_tool_calls=limits.max_concurrent_tool_calls,
-        max_output_bytes=limits.max_output_bytes,
-        max_log_bytes=limits.max_log_bytes,
-    )
 
 
 def execute_request(
@@ -85,6 +48,7 @@ def execute_request(
     include_tool_results: bool = False,
     resumable: bool = False,
     require_approval: Iterable[str] | None = None,
+    overflow: str | None = None,
 ) -> pb.ExecuteRequest:
     """execute_request checks the options and converts them to the wire
     request (see Client.execute for their meaning)."""
@@ -119,6 +83,8 @@ def execute_request(
     gated = list(require_approval or [])
     for i, name in enumerate(gated):
         check_tool_name(name, f"require_approval[{i}]")
+    if overflow is not None and overflow not in _OVERFLOW:
+        raise InvalidRequestError("overflow", f'unknown overflow policy {overflow!r} (use "fail" or "truncate")')
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise InvalidRequestError("seed", "must be an unsigned 64-bit integer")
     clock = None
@@ -137,7 +103,7 @@ def execute_request(
             module_sha256=module_sha256 or "",
         ),
         input_json=input_json,
-        limits=_limits(limits) if limits is not None else None,
+        limits=limits_pb(check_limits(limits)) if limits is not None else None,
         allowed_tools=tools,
         result_schema_json="" if result_schema is None else schema_json(result_schema, "result_schema"),
         execution_id=execution_id,
@@ -147,4 +113,5 @@ def execute_request(
         include_tool_results=include_tool_results,
         resumable=resumable,
         require_approval=gated,
+        overflow_policy=_OVERFLOW[overflow] if overflow is not None else pb.OVERFLOW_POLICY_UNSPECIFIED,
     )

@@ -17,11 +17,11 @@ from ._proto import runner_pb2_grpc as pb_grpc
 from ._request import execute_request
 from ._serve import serve_async
 from .cancel import Cancellation
-from .client import _execution_of, _resume_request, _unary_request, check_run
+from .client import _execution_of, _resume_request, _unary_request, check_progress, check_run
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
 from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
-from .types import LogEntry, Result, ToolList, log_from_pb, result_from_pb, tool_list_from_pb
+from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
 
 class AsyncClient:
@@ -134,6 +134,8 @@ class AsyncClient:
         *,
         tools: Iterable[ClientTool] | None = None,
         on_log: Callable[[LogEntry], Any] | None = None,
+        on_progress: Callable[[ProgressEvent], Any] | None = None,
+        progress_values: bool = False,
         on_approval: ApprovalCallback | None = None,
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
@@ -143,24 +145,28 @@ class AsyncClient:
         """run runs a script over a Session stream, serving ``tools`` from
         this process (see Client.run). Coroutine handlers run as tasks;
         plain functions on a pool of max_handler_threads threads of this
-        run. on_log may be a coroutine function, and so may on_approval
+        run. on_log and on_progress may be coroutine functions (awaited in
+        order, before the next message is read), and so may on_approval
         (each approval request is decided in a task of its own)."""
         prepared = prepare_tools(tools)
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
+        check_progress(on_progress, progress_values)
         check_run(options, on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
         execute = execute_request(source, **options)
         execute.stream_logs = on_log is not None
+        execute.stream_progress = on_progress is not None
+        execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
         # Threads start only for plain-function handlers that are called.
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
-            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_approval, cancel, cancel_grace, pool).run(start)
+            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -178,12 +184,14 @@ class _AsyncSession:
         metadata: tuple[tuple[str, str], ...],
         tools: dict[str, PreparedTool],
         on_log: Callable[[LogEntry], Any] | None,
+        on_progress: Callable[[ProgressEvent], Any] | None,
         on_approval: ApprovalCallback | None,
         cancel: Cancellation | None,
         grace: float,
         executor: ThreadPoolExecutor,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
+        self.on_progress = on_progress
         self.cancel, self.grace, self.executor = cancel, grace, executor
         self.ended = threading.Event()
         self.write_lock = asyncio.Lock()
@@ -248,6 +256,10 @@ class _AsyncSession:
                     self._spawn(self.approve(call, m.approval_request))
                 elif kind == "log" and self.on_log is not None:
                     out = self.on_log(log_from_pb(m.log))
+                    if asyncio.iscoroutine(out):
+                        await out
+                elif kind == "progress" and self.on_progress is not None:
+                    out = self.on_progress(progress_from_pb(m.progress))
                     if asyncio.iscoroutine(out):
                         await out
                 elif kind == "result":

@@ -19,7 +19,7 @@ from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
 from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
-from .types import LogEntry, Result, ToolList, log_from_pb, result_from_pb, tool_list_from_pb
+from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
 _CLOSE = object()  # ends the request stream
 
@@ -39,7 +39,11 @@ class Client:
     when absent, so it is known even if the connection fails),
     deterministic, seed, clock_start, include_tool_results,
     require_approval (server tools whose calls the caller approves, besides
-    those the server requires approval for), and for execute resumable.
+    those the server requires approval for), overflow ("fail", the default:
+    a result over max_output_bytes or max_result_tokens fails with
+    OUTPUT_LIMIT; "truncate": it is cut structurally until it fits, staying
+    valid JSON, and Result.stats and Result.model_message say how), and for
+    execute resumable.
     """
 
     def __init__(
@@ -159,6 +163,8 @@ class Client:
         *,
         tools: Iterable[ClientTool] | None = None,
         on_log: Callable[[LogEntry], None] | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+        progress_values: bool = False,
         on_approval: ApprovalCallback | None = None,
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
@@ -173,7 +179,12 @@ class Client:
         the call with its code, any other exception with "tool_failed", a
         result that is not JSON with "invalid_output". Console lines go to
         on_log as they happen (if it raises, the execution is cancelled and
-        run raises its exception). cancel stops the execution: run sends
+        run raises its exception). on_progress receives a ProgressEvent as
+        each tool call starts and as it finishes, server and client tools
+        alike, in order (best effort: see ProgressEvent.dropped; if it
+        raises, the same happens); with progress_values the events carry
+        the calls' arguments, results and error messages. Both run on the
+        thread that called run. cancel stops the execution: run sends
         CancelExecution, waits up to cancel_grace seconds for the server's
         result, and raises CancelledError.
 
@@ -189,23 +200,26 @@ class Client:
         prepared = prepare_tools(tools)
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
+        check_progress(on_progress, progress_values)
         check_run(options, on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
         execute = execute_request(source, **options)
         execute.stream_logs = on_log is not None
+        execute.stream_progress = on_progress is not None
+        execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return _Session(self._stub, self._metadata, prepared, on_log, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
+        return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
 
 
 def _unary_request(source: str | None, tools: Iterable[ClientTool] | None, options: dict[str, Any]) -> pb.ExecuteRequest:
     """_unary_request checks and converts the request of execute."""
-    for k in ("on_log", "on_approval"):
+    for k in ("on_log", "on_progress", "progress_values", "on_approval"):
         if k in options:
-            raise InvalidRequestError(k, "on_log and on_approval need run (a Session stream); a resumable execute pauses for approvals instead")
+            raise InvalidRequestError(k, f"{k} needs run (a Session stream); a resumable execute pauses for approvals instead")
     if tools is not None and options.get("resumable") is not True:
         raise InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable=True (calls to them pause the execution)")
     req = execute_request(source, **options)
@@ -224,6 +238,14 @@ def _resume_request(continuation: Any, answers: Sequence[Answer], wasm_module: b
 
 def _execution_of(r: pb.ResumeResponse) -> Result:
     return result_from_pb(r.execution)
+
+
+def check_progress(on_progress: Any, progress_values: Any) -> None:
+    """check_progress refuses a progress callback that cannot be called."""
+    if on_progress is not None and not callable(on_progress):
+        raise InvalidRequestError("on_progress", "must be callable")
+    if not isinstance(progress_values, bool):
+        raise InvalidRequestError("progress_values", "must be a bool")
 
 
 def check_run(options: dict[str, Any], on_approval: Any) -> None:
@@ -248,12 +270,14 @@ class _Session:
         metadata: tuple[tuple[str, str], ...],
         tools: dict[str, PreparedTool],
         on_log: Callable[[LogEntry], None] | None,
+        on_progress: Callable[[ProgressEvent], None] | None,
         on_approval: ApprovalCallback | None,
         cancel: Cancellation | None,
         grace: float,
         threads: int,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
+        self.on_progress = on_progress
         self.cancel, self.grace, self.threads = cancel, grace, threads
         self.outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.ended = threading.Event()
@@ -316,6 +340,8 @@ class _Session:
                     pool.submit(self.approve, m.approval_request)
                 elif kind == "log" and self.on_log is not None:
                     self.on_log(log_from_pb(m.log))
+                elif kind == "progress" and self.on_progress is not None:
+                    self.on_progress(progress_from_pb(m.progress))
                 elif kind == "result":
                     res = result_from_pb(m.result)
                     if self.cancel_reason is not None:

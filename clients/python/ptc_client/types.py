@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._limits import Limits, limits_from_pb
 from ._proto import runner_pb2 as pb
 from .durable import PendingAction, pending_from_pb
 from .errors import ExecutionError, PtcError
@@ -51,31 +52,6 @@ def error_kind(kind: int) -> ErrorKind | str:
 
 
 @dataclass
-class Limits:
-    """Limits bound one execution. Durations are in seconds; 0 means the
-    server's default, and values above its ceilings are clamped."""
-
-    timeout: float = 0
-    """Wall-clock time, tool waits included (TIMEOUT)."""
-    cpu_time: float = 0
-    """Time the sandbox computes (CPU_LIMIT)."""
-    memory_bytes: int = 0
-    """The sandbox's memory (MEMORY_LIMIT)."""
-    max_tool_calls: int = 0
-    """Tool calls (TOOL_CALL_LIMIT when the rejected call is uncaught)."""
-    max_concurrent_tool_calls: int = 0
-    """Calls in flight at once; more wait."""
-    max_output_bytes: int = 0
-    """Size of the result JSON (OUTPUT_LIMIT)."""
-    max_log_bytes: int = 0
-    """Captured console output (truncated beyond)."""
-    max_pauses: int = 0
-    """How often a resumable execution may pause (PAUSE_LIMIT)."""
-    max_paused_time: float = 0
-    """Total time a resumable execution may wait paused (PAUSE_LIMIT)."""
-
-
-@dataclass
 class LogEntry:
     """LogEntry is one line of the script's console output."""
 
@@ -98,7 +74,16 @@ class Stats:
     tool_result_bytes: int = 0
     """JSON bytes the tools delivered into the sandbox."""
     output_bytes: int = 0
+    """Size of the result JSON (after truncation, when it was truncated)."""
     log_bytes: int = 0
+    result_truncated: bool = False
+    """The result was cut to fit the output limits (overflow="truncate")."""
+    untruncated_output_bytes: int = 0
+    """Size of the result before it was truncated; 0 when it was not."""
+    dropped_items: int = 0
+    """Array items and object keys truncation removed."""
+    cut_strings: int = 0
+    """Strings truncation shortened."""
 
 
 @dataclass
@@ -136,7 +121,9 @@ class Result:
     """The result as JSON text when ok; "" otherwise."""
     error: ExecutionError | None
     model_message: str
-    """The server's model-facing explanation of a failure; "" when ok. See for_model."""
+    """What to paste into a model's context: on success the result JSON,
+    followed, when it was truncated, by one line saying how; on failure a
+    short explanation. See for_model."""
     logs: list[LogEntry] = field(default_factory=list)
     logs_truncated: bool = False
     stats: Stats = field(default_factory=Stats)
@@ -162,13 +149,14 @@ class Result:
 
     def for_model(self) -> str:
         """for_model returns what a harness pastes into the model's context:
-        the result JSON when the script succeeded, else the short
-        explanation of the failure (kind, line, what to change)."""
+        the result JSON when the script succeeded (with the line saying how
+        it was truncated, when it was), else the short explanation of the
+        failure (kind, line, what to change)."""
         if self.requires_action:
             waits = ", ".join(f"{'approval of ' if a.approval else ''}tools.{a.tool} ({a.call_id})" for a in self.pending_actions)
             return f"The script is paused, waiting for: {waits}."
         if self.ok:
-            return self.result_json
+            return self.model_message or self.result_json
         return self.model_message or (str(self.error) if self.error else "the script failed")
 
     def unwrap(self) -> Any:
@@ -259,6 +247,10 @@ def result_from_pb(r: pb.ExecuteResponse) -> Result:
             tool_result_bytes=st.tool_result_bytes,
             output_bytes=st.output_bytes,
             log_bytes=st.log_bytes,
+            result_truncated=st.result_truncated,
+            untruncated_output_bytes=st.untruncated_output_bytes,
+            dropped_items=st.dropped_items,
+            cut_strings=st.cut_strings,
         ),
         trace=[
             ToolCallRecord(
@@ -275,17 +267,7 @@ def result_from_pb(r: pb.ExecuteResponse) -> Result:
             )
             for t in r.trace
         ],
-        effective_limits=Limits(
-            timeout=seconds(lim.timeout),
-            cpu_time=seconds(lim.cpu_time),
-            memory_bytes=lim.memory_bytes,
-            max_tool_calls=lim.max_tool_calls,
-            max_concurrent_tool_calls=lim.max_concurrent_tool_calls,
-            max_output_bytes=lim.max_output_bytes,
-            max_log_bytes=lim.max_log_bytes,
-            max_pauses=lim.max_pauses,
-            max_paused_time=seconds(lim.max_paused_time),
-        ),
+        effective_limits=limits_from_pb(lim),
         state="REQUIRES_ACTION" if paused else "COMPLETED",
         pending_actions=[pending_from_pb(a) for a in r.pending_actions],
         continuation=r.continuation,
@@ -316,4 +298,54 @@ def tool_list_from_pb(r: pb.ListToolsResponse) -> ToolList:
         prompt=r.prompt,
         approx_tokens=r.approx_tokens,
         matches=[(m.name, m.score) for m in r.matches],
+    )
+
+
+@dataclass
+class ProgressEvent:
+    """ProgressEvent reports one tool call of the script starting or
+    finishing, server and client tools alike (refused calls included), in
+    the order the server made them. Progress is best effort: when the
+    client reads too slowly the server drops events, and the next one
+    delivered counts them in dropped."""
+
+    phase: str
+    """"STARTED" when the script made the call, "FINISHED" when it returned or failed."""
+    seq: int
+    """The call's ToolCallRecord.seq."""
+    tool: str
+    started_after: float
+    """Seconds from the start of the execution to the call."""
+    duration: float = 0
+    """Seconds the call took; set when finished."""
+    argument_bytes: int = 0
+    result_bytes: int = 0
+    """Size of the JSON result; set when finished with outcome "ok"."""
+    outcome: str = ""
+    """"ok" or the call's error code (as ToolCallRecord.error_code); "" when started."""
+    dropped: int = 0
+    """Events dropped just before this one because the client read too slowly."""
+    arguments_json: str = ""
+    """The call's JSON arguments, with progress_values only."""
+    result_json: str = ""
+    """The call's JSON result, with progress_values only, when finished with outcome "ok"."""
+    error_message: str = ""
+    """Describes a failed call, with progress_values only."""
+
+
+def progress_from_pb(p: pb.ToolProgress) -> ProgressEvent:
+    """progress_from_pb converts one ToolProgress message."""
+    return ProgressEvent(
+        phase="FINISHED" if p.phase == pb.ToolProgress.PHASE_FINISHED else "STARTED",
+        seq=p.seq,
+        tool=p.tool,
+        started_after=seconds(p.started_after),
+        duration=seconds(p.duration),
+        argument_bytes=p.argument_bytes,
+        result_bytes=p.result_bytes,
+        outcome=p.outcome,
+        dropped=p.dropped,
+        arguments_json=p.arguments_json,
+        result_json=p.result_json,
+        error_message=p.error_message,
     )

@@ -249,6 +249,12 @@ def test_pause_limits_and_require_approval(dc: Client) -> None:
     assert isinstance(dc.resume(res.continuation, [Answer.approved(res.pending_actions[0])]).value, int)
 
 
+def test_list_tools_reports_the_tools_the_configuration_gates(dc: Client) -> None:
+    listed = dc.list_tools(include_typescript=True)
+    assert [t.name for t in listed.tools if t.requires_approval] == ["get_budget_by_level"]
+    assert "Each call waits for approval" in listed.typescript
+
+
 def test_approvals_in_run(dc: Client) -> None:
     seen: list[tuple[PendingAction, ApprovalContext]] = []
 

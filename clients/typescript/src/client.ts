@@ -13,6 +13,7 @@ import {
   type ListToolsResponse,
   type ResumeResponse,
 } from "./gen/ptc/v1/runner_pb.js";
+import type { ProgressEvent } from "./progress.js";
 import { executeRequestPB, type ExecuteOptions } from "./request.js";
 import { resultFromPB, type LogEntry, type Result } from "./result.js";
 import { Transport } from "./rpc.js";
@@ -51,6 +52,15 @@ export interface RunOptions extends ExecuteOptions {
   tools?: readonly ClientTool[];
   /** onLog receives each console line live. If it throws, the execution is cancelled and run rejects with its error. */
   onLog?: (entry: LogEntry) => void;
+  /**
+   * onProgress receives an event as each tool call of the script starts
+   * and as it finishes, server and client tools alike, in order, as the
+   * server streams them (best effort: see ProgressEvent.dropped). If it
+   * throws, the execution is cancelled and run rejects with its error.
+   */
+  onProgress?: (event: ProgressEvent) => void;
+  /** progressValues makes progress events carry the calls' arguments, results and error messages (otherwise sizes, codes and durations only). */
+  progressValues?: boolean;
   /**
    * cancelGraceMs bounds how long, after `signal` aborts, run waits for
    * the server's CANCELLED result before it cancels the stream. Default 5000.
@@ -237,8 +247,9 @@ export class Client {
    * (concurrently with the others) and the answer goes back into the
    * script. A handler's ToolError fails the call with its code; any other
    * exception with "tool_failed"; a result that is not JSON with
-   * "invalid_output". Console lines stream to onLog; calls that need
-   * approval are decided by onApproval. `signal` cancels.
+   * "invalid_output". Console lines stream to onLog, tool call progress
+   * to onProgress; calls that need approval are decided by onApproval.
+   * `signal` cancels.
    */
   run(options: RunOptions): Promise<Result> {
     let start;
@@ -250,6 +261,10 @@ export class Client {
       const execute = executeRequestPB(options);
       execute.streamLogs = options.onLog !== undefined;
       if (options.onLog !== undefined && typeof options.onLog !== "function") throw new InvalidRequestError("onLog", "must be a function");
+      if (options.onProgress !== undefined && typeof options.onProgress !== "function") throw new InvalidRequestError("onProgress", "must be a function");
+      if (options.progressValues !== undefined && typeof options.progressValues !== "boolean") throw new InvalidRequestError("progressValues", "must be a boolean");
+      execute.streamProgress = options.onProgress !== undefined;
+      execute.progressValues = options.onProgress !== undefined && options.progressValues === true;
       start = create(SessionStartSchema, { execute, clientTools: [...tools.values()].map((t) => t.definition) });
     } catch (e) {
       return Promise.reject(e);
@@ -259,6 +274,7 @@ export class Client {
     return runSession(this.transport, start, {
       tools,
       onLog: options.onLog,
+      onProgress: options.onProgress,
       onApproval: options.onApproval,
       signal: options.signal,
       cancelGraceMs: grace,

@@ -29,9 +29,13 @@ export interface CodeModeOptions extends Omit<RunOptions, "source" | "signal" | 
   signal?: AbortSignal;
 }
 
-/** CodeModeOutput is what the model sees of one execution. */
+/**
+ * CodeModeOutput is what the model sees of one execution. With overflow
+ * "truncate", a result cut to fit the output limits comes with
+ * `truncated`: the server's line saying how, and what to do about it.
+ */
 export type CodeModeOutput =
-  | { ok: true; result: unknown }
+  | { ok: true; result: unknown; truncated?: string }
   | { ok: false; kind: string; error: string };
 
 /** CodeMode is an SDK-neutral code-mode tool. */
@@ -101,9 +105,12 @@ export async function codeMode(options: CodeModeOptions): Promise<CodeMode> {
           signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
         });
         onResult?.(res, code);
-        return res.ok
-          ? { ok: true, result: res.value ?? null }
-          : { ok: false, kind: res.error?.kind ?? "INTERNAL", error: res.modelMessage || (res.error?.message ?? "the script failed") };
+        if (res.ok) {
+          const out: CodeModeOutput = { ok: true, result: res.value ?? null };
+          if (res.stats.resultTruncated) out.truncated = res.modelMessage.slice(res.resultJson.length).trim() || "the result was truncated to fit the output limits";
+          return out;
+        }
+        return { ok: false, kind: res.error?.kind ?? "INTERNAL", error: res.modelMessage || (res.error?.message ?? "the script failed") };
       } catch (e) {
         // What the model can fix (an empty or oversized script) goes back to
         // it; everything else (transport, auth, cancellation) is the harness's.

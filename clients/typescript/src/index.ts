@@ -35,7 +35,9 @@ export {
   type ContinuationErrorKind,
 } from "./errors.js";
 export { NotJSONError, toJSONStrict } from "./json.js";
-export { newExecutionId, type ExecuteOptions, type Language } from "./request.js";
+export { type Limits } from "./limits.js";
+export { type ProgressEvent } from "./progress.js";
+export { newExecutionId, type ExecuteOptions, type Language, type Overflow } from "./request.js";
 export {
   ExecutionError,
   forModel,
@@ -43,7 +45,6 @@ export {
   unwrap,
   type ErrorKind,
   type ExecutionStateName,
-  type Limits,
   type LogEntry,
   type Result,
   type Stats,

@@ -2,17 +2,25 @@
 // with every check that can be done before anything is sent.
 
 import { create } from "@bufbuild/protobuf";
-import { DurationSchema, TimestampSchema, type Duration } from "@bufbuild/protobuf/wkt";
+import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { randomBytes } from "node:crypto";
 import { InvalidRequestError } from "./errors.js";
-import { ExecuteRequestSchema, Language as LanguagePB, LimitsSchema, ScriptSchema, type ExecuteRequest } from "./gen/ptc/v1/runner_pb.js";
+import { ExecuteRequestSchema, Language as LanguagePB, OverflowPolicy, ScriptSchema, type ExecuteRequest } from "./gen/ptc/v1/runner_pb.js";
 import { NotJSONError, toJSONStrict } from "./json.js";
-import type { Limits } from "./result.js";
+import { checkLimits, limitsPB, type Limits } from "./limits.js";
 import { schemaJSON, type SchemaLike } from "./schema.js";
 import { checkToolName } from "./tools.js";
 
 /** Language is the language of a script. */
 export type Language = "javascript" | "typescript" | "wasm";
+
+/** Overflow is what happens to a result larger than the output limits. */
+export type Overflow = "fail" | "truncate";
+
+const overflows: Record<Overflow, OverflowPolicy> = {
+  fail: OverflowPolicy.FAIL,
+  truncate: OverflowPolicy.TRUNCATE,
+};
 
 /** ExecuteOptions describe one execution against the server's tools. */
 export interface ExecuteOptions {
@@ -28,6 +36,18 @@ export interface ExecuteOptions {
   input?: unknown;
   /** limits bound the execution; absent fields take the server's defaults, values above its ceilings are clamped. */
   limits?: Partial<Limits>;
+  /**
+   * overflow says what happens to a result over maxOutputBytes or
+   * maxResultTokens: "fail" (the default) fails the execution with
+   * OUTPUT_LIMIT; "truncate" cuts the result structurally until it fits,
+   * keeping valid JSON (arrays keep their first items and end with
+   * "[truncated: N more items]", objects their first keys with a
+   * "[truncated]" key, strings their beginning with "…[truncated: N more
+   * bytes]"), and reports it in Result.stats (resultTruncated, ...) and
+   * Result.modelMessage. A result whose smallest truncated form does not
+   * fit still fails with OUTPUT_LIMIT.
+   */
+  overflow?: Overflow;
   /** allowedTools names the server tools the script may call; absent or empty allows all. */
   allowedTools?: string[];
   /** resultSchema is a JSON Schema (or Zod schema) the result must satisfy (else RESULT_SCHEMA_VIOLATION). */
@@ -80,35 +100,6 @@ export function newExecutionId(): string {
   return "ptc-" + randomBytes(12).toString("hex");
 }
 
-function durationPB(ms: number): Duration {
-  const seconds = Math.floor(ms / 1000);
-  const nanos = Math.round((ms - seconds * 1000) * 1e6);
-  return create(DurationSchema, { seconds: BigInt(seconds), nanos });
-}
-
-const limitFields: Array<keyof Limits> = [
-  "timeoutMs", "cpuTimeMs", "memoryBytes", "maxToolCalls", "maxConcurrentToolCalls", "maxOutputBytes", "maxLogBytes",
-  "maxPauses", "maxPausedTimeMs",
-];
-
-function checkLimits(l: Partial<Limits>): void {
-  if (typeof l !== "object" || l === null) throw new InvalidRequestError("limits", "limits must be an object");
-  for (const k of Object.keys(l)) {
-    if (!limitFields.includes(k as keyof Limits)) {
-      throw new InvalidRequestError(`limits.${k}`, `unknown limit (use ${limitFields.join(", ")})`);
-    }
-    const v = l[k as keyof Limits];
-    if (v === undefined) continue;
-    const integral = !k.endsWith("Ms");
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (integral && !Number.isSafeInteger(v))) {
-      throw new InvalidRequestError(`limits.${k}`, `must be a non-negative ${integral ? "integer" : "number"}, not ${String(v)}`);
-    }
-    if ((k === "maxToolCalls" || k === "maxConcurrentToolCalls" || k === "maxPauses") && v > 2 ** 31 - 1) {
-      throw new InvalidRequestError(`limits.${k}`, "must fit in 32 bits");
-    }
-  }
-}
-
 /** executeRequestPB checks o and converts it to the wire request. */
 export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
   if (typeof o !== "object" || o === null) throw new InvalidRequestError("request", "the request must be an object");
@@ -151,6 +142,9 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
   if (o.clockStart !== undefined && (!(o.clockStart instanceof Date) || Number.isNaN(o.clockStart.getTime()))) {
     throw new InvalidRequestError("clockStart", "must be a valid Date");
   }
+  if (o.overflow !== undefined && !Object.hasOwn(overflows, o.overflow)) {
+    throw new InvalidRequestError("overflow", `unknown overflow policy ${JSON.stringify(o.overflow)} (use "fail" or "truncate")`);
+  }
   const limits = o.limits ?? {};
   checkLimits(limits);
   return create(ExecuteRequestSchema, {
@@ -161,17 +155,7 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
       moduleSha256: o.moduleSha256 ?? "",
     }),
     inputJson,
-    limits: o.limits === undefined ? undefined : create(LimitsSchema, {
-      timeout: limits.timeoutMs ? durationPB(limits.timeoutMs) : undefined,
-      cpuTime: limits.cpuTimeMs ? durationPB(limits.cpuTimeMs) : undefined,
-      memoryBytes: BigInt(limits.memoryBytes ?? 0),
-      maxToolCalls: limits.maxToolCalls ?? 0,
-      maxConcurrentToolCalls: limits.maxConcurrentToolCalls ?? 0,
-      maxOutputBytes: BigInt(limits.maxOutputBytes ?? 0),
-      maxLogBytes: BigInt(limits.maxLogBytes ?? 0),
-      maxPauses: limits.maxPauses ?? 0,
-      maxPausedTime: limits.maxPausedTimeMs ? durationPB(limits.maxPausedTimeMs) : undefined,
-    }),
+    limits: o.limits === undefined ? undefined : limitsPB(limits),
     allowedTools: o.allowedTools ?? [],
     resultSchemaJson: o.resultSchema === undefined ? "" : schemaJSON(o.resultSchema, "resultSchema", "output"),
     executionId,
@@ -184,5 +168,6 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
     includeToolResults: o.includeToolResults ?? false,
     resumable: o.resumable ?? false,
     requireApproval: o.requireApproval ?? [],
+    overflowPolicy: o.overflow === undefined ? OverflowPolicy.UNSPECIFIED : overflows[o.overflow],
   });
 }

@@ -1,15 +1,15 @@
 // The outcome of an execution, converted from the wire (ExecuteResponse)
 // into plain values: numbers in milliseconds and bytes, parsed JSON.
 
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { pendingFromPB, type PendingAction } from "./durable.js";
 import { PtcError } from "./errors.js";
+import { durationMs, limitsFromPB, type Limits } from "./limits.js";
 import {
   ErrorKind as ErrorKindPB,
   ExecutionState,
   type ExecuteResponse,
   type ExecutionError as ExecutionErrorPB,
-  type Limits as LimitsPB,
   type LogEntry as LogEntryPB,
   type ToolCallRecord as ToolCallRecordPB,
 } from "./gen/ptc/v1/runner_pb.js";
@@ -92,28 +92,6 @@ export class ExecutionError extends PtcError {
   }
 }
 
-/** Limits bound one execution. Durations are in milliseconds; 0 means the server's default. */
-export interface Limits {
-  /** timeoutMs bounds the wall-clock time, tool waits included (TIMEOUT). */
-  timeoutMs: number;
-  /** cpuTimeMs bounds the time the sandbox computes (CPU_LIMIT). */
-  cpuTimeMs: number;
-  /** memoryBytes bounds the sandbox's memory (MEMORY_LIMIT). */
-  memoryBytes: number;
-  /** maxToolCalls bounds the tool calls (TOOL_CALL_LIMIT when uncaught). */
-  maxToolCalls: number;
-  /** maxConcurrentToolCalls bounds the calls in flight; more wait. */
-  maxConcurrentToolCalls: number;
-  /** maxOutputBytes bounds the result JSON (OUTPUT_LIMIT). */
-  maxOutputBytes: number;
-  /** maxLogBytes bounds captured console output (truncated beyond). */
-  maxLogBytes: number;
-  /** maxPauses bounds how often a resumable execution may pause (PAUSE_LIMIT). */
-  maxPauses: number;
-  /** maxPausedTimeMs bounds the total time a resumable execution may wait paused (PAUSE_LIMIT). */
-  maxPausedTimeMs: number;
-}
-
 /** LogEntry is one line of the script's console output. */
 export interface LogEntry {
   /** level is "log", "info", "warn", "error" or "debug". */
@@ -133,9 +111,17 @@ export interface Stats {
   toolCalls: number;
   /** toolResultBytes counts the JSON bytes tools delivered into the sandbox. */
   toolResultBytes: number;
-  /** outputBytes is the size of the result JSON. */
+  /** outputBytes is the size of the result JSON (after truncation, when it was truncated). */
   outputBytes: number;
   logBytes: number;
+  /** resultTruncated is set when the result was cut to fit the output limits (overflow "truncate"). */
+  resultTruncated: boolean;
+  /** untruncatedOutputBytes is the size of the result before it was truncated; 0 when it was not. */
+  untruncatedOutputBytes: number;
+  /** droppedItems counts the array items and object keys truncation removed. */
+  droppedItems: number;
+  /** cutStrings counts the strings truncation shortened. */
+  cutStrings: number;
 }
 
 /** ToolCallRecord is the audit record of one tool call. */
@@ -180,7 +166,11 @@ export interface Result<T = unknown> {
   resultJson: string;
   /** error classifies the failure when not ok. */
   error: ExecutionError | undefined;
-  /** modelMessage is the server's model-facing explanation of a failure; "" when ok. See forModel. */
+  /**
+   * modelMessage is what to paste into a model's context: on success the
+   * result JSON, followed, when it was truncated, by one line saying how;
+   * on failure a short explanation. See forModel.
+   */
   modelMessage: string;
   logs: LogEntry[];
   logsTruncated: boolean;
@@ -208,14 +198,16 @@ export function requiresAction(result: Result): boolean {
 
 /**
  * forModel returns what a harness pastes into the model's context: the
- * result JSON when the script succeeded, else the short explanation of the
- * failure (kind, line, what to change).
+ * result JSON when the script succeeded (with the line saying how it was
+ * truncated, when it was), else the short explanation of the failure
+ * (kind, line, what to change).
  */
 export function forModel(result: Result): string {
   if (requiresAction(result)) {
     return `The script is paused, waiting for: ${result.pendingActions.map((a) => `${a.approval ? "approval of " : ""}tools.${a.tool} (${a.callId})`).join(", ")}.`;
   }
-  return result.ok ? result.resultJson : result.modelMessage || result.error?.message || "the script failed";
+  if (result.ok) return result.modelMessage || result.resultJson;
+  return result.modelMessage || result.error?.message || "the script failed";
 }
 
 /** unwrap returns the result's value, or throws its ExecutionError. */
@@ -227,26 +219,6 @@ export function unwrap<T>(result: Result<T>): T {
     throw result.error ?? new ExecutionError({ kind: "INTERNAL", message: "the result has neither a value nor an error" });
   }
   return result.value as T;
-}
-
-/** durationMs converts a protobuf Duration to milliseconds. */
-export function durationMs(d: Duration | undefined): number {
-  if (!d) return 0;
-  return Number(d.seconds) * 1000 + d.nanos / 1e6;
-}
-
-function limitsFromPB(l: LimitsPB | undefined): Limits {
-  return {
-    timeoutMs: durationMs(l?.timeout),
-    cpuTimeMs: durationMs(l?.cpuTime),
-    memoryBytes: Number(l?.memoryBytes ?? 0n),
-    maxToolCalls: l?.maxToolCalls ?? 0,
-    maxConcurrentToolCalls: l?.maxConcurrentToolCalls ?? 0,
-    maxOutputBytes: Number(l?.maxOutputBytes ?? 0n),
-    maxLogBytes: Number(l?.maxLogBytes ?? 0n),
-    maxPauses: l?.maxPauses ?? 0,
-    maxPausedTimeMs: durationMs(l?.maxPausedTime),
-  };
 }
 
 function dateOf(t: Timestamp | undefined): Date | undefined {
@@ -311,6 +283,10 @@ export function resultFromPB(r: ExecuteResponse): Result {
       toolResultBytes: Number(st?.toolResultBytes ?? 0n),
       outputBytes: Number(st?.outputBytes ?? 0n),
       logBytes: Number(st?.logBytes ?? 0n),
+      resultTruncated: st?.resultTruncated ?? false,
+      untruncatedOutputBytes: Number(st?.untruncatedOutputBytes ?? 0n),
+      droppedItems: Number(st?.droppedItems ?? 0n),
+      cutStrings: Number(st?.cutStrings ?? 0n),
     },
     trace: r.trace.map(recordFromPB),
     effectiveLimits: limitsFromPB(r.effectiveLimits),

@@ -1,6 +1,6 @@
 // One Session stream: the start message, the client tool calls served
 // concurrently and answered in the order they finish, live logs,
-// cancellation, and the final result. Every way the stream can end
+// tool call progress, cancellation, and the final result. Every way the stream can end
 // settles the promise exactly once; nothing waits without a bound.
 
 import { create } from "@bufbuild/protobuf";
@@ -23,6 +23,7 @@ import {
 } from "./gen/ptc/v1/runner_pb.js";
 import { toJSONStrict } from "./json.js";
 import { logFromPB, resultFromPB, type LogEntry, type Result } from "./result.js";
+import { progressFromPB, type ProgressEvent } from "./progress.js";
 import type { SessionCall, Transport } from "./rpc.js";
 import type { PreparedTool, ToolCallContext } from "./tools.js";
 
@@ -30,6 +31,7 @@ import type { PreparedTool, ToolCallContext } from "./tools.js";
 export interface SessionOptions {
   tools: Map<string, PreparedTool>;
   onLog: ((entry: LogEntry) => void) | undefined;
+  onProgress: ((event: ProgressEvent) => void) | undefined;
   onApproval: ApprovalCallback | undefined;
   signal: AbortSignal | undefined;
   cancelGraceMs: number;
@@ -112,6 +114,16 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       send({ msg: { case: "approvalAnswer", value: answer } });
     };
 
+    // callback runs a log or progress callback. One that throws is the
+    // harness's bug: stop the execution and report it rather than lose it.
+    const callback = (f: () => void) => {
+      try {
+        f();
+      } catch (e) {
+        finish({ error: e instanceof Error ? e : new Error(String(e)) });
+      }
+    };
+
     call.on("metadata", () => {
       heard = true;
     });
@@ -124,13 +136,14 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
           break;
         case "log":
           if (o.onLog) {
-            try {
-              o.onLog(logFromPB(m.msg.value));
-            } catch (e) {
-              // A failing log callback is the harness's bug: stop the
-              // execution and report it rather than lose it.
-              finish({ error: e instanceof Error ? e : new Error(String(e)) });
-            }
+            const entry = logFromPB(m.msg.value);
+            callback(() => o.onLog!(entry));
+          }
+          break;
+        case "progress":
+          if (o.onProgress) {
+            const event = progressFromPB(m.msg.value);
+            callback(() => o.onProgress!(event));
           }
           break;
         case "result": {

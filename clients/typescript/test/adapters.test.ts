@@ -109,6 +109,14 @@ describe("Vercel AI SDK", () => {
     assert.deepEqual(out, { ok: true, result: { eur: 1840 } });
   });
 
+  test("a result truncated to fit tells the model how", async () => {
+    const t = await ptcTool({ client, overflow: "truncate", limits: { maxOutputBytes: 500 } });
+    const out = await t.execute!({ code: "return Array.from({length: 300}, (_, i) => i)" }, { toolCallId: "c1", messages: [], context: {} }) as { ok: boolean; result: unknown[]; truncated?: string };
+    assert.equal(out.ok, true);
+    assert.match(String(out.result.at(-1)), /^\[truncated: \d+ more items\]$/);
+    assert.match(out.truncated ?? "", /^\(ptc: this result was truncated from \d+ to \d+ bytes/);
+  });
+
   test("a failing script answers the model with the kind and how to fix it", async () => {
     const t = await ptcTool({ client });
     const out = await t.execute!({ code: "return tools.nope()" }, { toolCallId: "c1", messages: [], context: {} });

@@ -252,6 +252,13 @@ describe("resumable execute and resume", () => {
 });
 
 describe("approvals in run (a Session)", () => {
+  test("listTools tells in advance which tools the server's configuration gates", async () => {
+    const l = await client.listTools({ includeTypescript: true });
+    const gated = l.tools.filter((t) => t.requiresApproval).map((t) => t.name);
+    assert.deepEqual(gated, ["get_budget_by_level"]);
+    assert.match(l.typescript, /Each call waits for approval/);
+  });
+
   test("onApproval approves, denies with a reason, or is absent", async () => {
     const seen: PendingAction[] = [];
     const approved = await client.run({
@@ -311,9 +318,9 @@ describe("approvals in run (a Session)", () => {
     const t = await ptcTool({ client, onApproval: () => ({ approved: false, reason: "ask a human" }) });
     const out = await t.execute!({ code: budgetJS }, { toolCallId: "c1", messages: [], context: {} });
     assert.deepEqual(out, { ok: true, result: { ok: false, code: "denied", message: "ask a human" } });
-    // ListTools reports approval declared by a tool's own definition; the
-    // server's approvals.tools configuration is not part of it.
+    // ListTools reports the effective requirement: the server's
+    // approvals.tools configuration gates this tool.
     const list = await client.listTools({ names: ["get_budget_by_level"] });
-    assert.equal(list.tools[0].requiresApproval, false);
+    assert.equal(list.tools[0].requiresApproval, true);
   });
 });

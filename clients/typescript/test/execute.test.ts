@@ -55,6 +55,55 @@ describe("execute with the server's tools", () => {
     assert.equal(res.effectiveLimits.maxToolCalls, 7);
   });
 
+  test("maxLogEntries caps the captured console entries", async () => {
+    const res = await client.execute({
+      source: "for (let i = 0; i < 10; i++) console.log('line ' + i); return 'done'",
+      limits: { maxLogEntries: 3 },
+    });
+    assert.equal(res.ok, true, res.error?.message);
+    assert.equal(res.effectiveLimits.maxLogEntries, 3);
+    assert.deepEqual(res.logs.map((l) => l.message), ["line 0", "line 1", "line 2"]);
+    assert.equal(res.logsTruncated, true);
+  });
+
+  test("maxResultTokens fails an oversize result by default", async () => {
+    const res = await client.execute({ source: "return Array.from({length: 500}, (_, i) => 'item number ' + i)", limits: { maxResultTokens: 100 } });
+    assert.equal(res.error?.kind, "OUTPUT_LIMIT");
+    assert.equal(res.effectiveLimits.maxResultTokens, 100);
+    assert.equal(res.stats.resultTruncated, false);
+  });
+
+  const truncations: Array<{ name: string; limits: object }> = [
+    { name: "maxOutputBytes", limits: { maxOutputBytes: 2000 } },
+    { name: "maxResultTokens", limits: { maxResultTokens: 300 } },
+  ];
+  for (const t of truncations) {
+    test(`overflow "truncate" cuts an oversize result to fit ${t.name}, and says so`, async () => {
+      const res = await client.execute({
+        source: "return {rows: Array.from({length: 500}, (_, i) => ({id: i, name: 'row ' + i})), note: 'n'.repeat(5000)}",
+        limits: t.limits,
+        overflow: "truncate",
+      });
+      assert.equal(res.ok, true, res.error?.message);
+      const v = res.value as { rows: unknown[]; note: string };
+      assert.ok(v.rows.length < 500, `${v.rows.length} rows kept`);
+      assert.match(String(v.rows[v.rows.length - 1]), /^\[truncated: \d+ more items\]$/);
+      assert.equal(res.stats.resultTruncated, true);
+      assert.ok(res.stats.untruncatedOutputBytes > res.stats.outputBytes, `${res.stats.untruncatedOutputBytes} > ${res.stats.outputBytes}`);
+      assert.equal(res.stats.outputBytes, Buffer.byteLength(res.resultJson));
+      assert.ok(res.stats.droppedItems > 0);
+      assert.ok(res.stats.cutStrings > 0);
+      // The model is told how the result was cut.
+      assert.ok(forModel(res).startsWith(res.resultJson));
+      assert.match(forModel(res), /truncated from \d+ to \d+ bytes/);
+    });
+  }
+
+  test("overflow \"truncate\" still fails a result that cannot fit", async () => {
+    const res = await client.execute({ source: "return 'x'.repeat(5000)", limits: { maxOutputBytes: 10 }, overflow: "truncate" });
+    assert.equal(res.error?.kind, "OUTPUT_LIMIT");
+  });
+
   const failures: Array<{ name: string; source: string; kind: string; extra?: object }> = [
     { name: "syntax error", source: "return (", kind: "SYNTAX_ERROR" },
     { name: "uncaught exception", source: "throw new Error('boom')", kind: "SCRIPT_ERROR" },

@@ -15,6 +15,7 @@ import {
   ToolError,
   clientTool,
   type LogEntry,
+  type ProgressEvent,
   type ToolCallContext,
 } from "@ptcrun/client";
 import { demoTools } from "./demo.js";
@@ -236,6 +237,55 @@ describe("client tools", () => {
     assert.deepEqual(logs.slice(0, 2).map((l) => [l.level, l.message]), [["log", "one"], ["warn", "two"]]);
     // Live lines are best effort; the result holds them all.
     assert.deepEqual(res.logs.map((l) => l.message), ["one", "two", "three"]);
+  });
+
+  test("onProgress receives every call's start and finish, server and client tools, in order", async () => {
+    const events: ProgressEvent[] = [];
+    const res = await demo.run({
+      source: `const b = await tools.get_budget_by_level({level: "junior"});
+        const d = await tools.double({n: 21});
+        let e; try { await tools.double({n: -1}); } catch (err) { e = err.code; }
+        return {b, d, e};`,
+      tools: [{ name: "double", handler: ({ n }: { n: number }) => { if (n < 0) throw new ToolError("negative", "n is negative"); return n * 2; } }],
+      onProgress: (e) => events.push(e),
+      progressValues: true,
+    });
+    assert.equal(res.ok, true, res.error?.message);
+    assert.deepEqual(events.map((e) => [e.phase, e.tool, e.outcome]), [
+      ["STARTED", "get_budget_by_level", ""],
+      ["FINISHED", "get_budget_by_level", "ok"],
+      ["STARTED", "double", ""],
+      ["FINISHED", "double", "ok"],
+      ["STARTED", "double", ""],
+      ["FINISHED", "double", "negative"],
+    ]);
+    assert.deepEqual(events.map((e) => e.seq), res.trace.flatMap((r) => [r.seq, r.seq]));
+    assert.ok(events.every((e) => e.dropped === 0));
+    const [, budgetDone, doubleStart, doubleDone, , failed] = events;
+    assert.deepEqual(JSON.parse(doubleStart.argumentsJson), { n: 21 });
+    assert.equal(doubleDone.resultJson, "42");
+    assert.equal(doubleDone.resultBytes, 2);
+    assert.deepEqual(JSON.parse(budgetDone.resultJson), (res.value as { b: unknown }).b);
+    assert.match(failed.errorMessage, /n is negative/);
+    assert.ok(budgetDone.durationMs >= 0 && doubleStart.startedAfterMs >= budgetDone.startedAfterMs);
+  });
+
+  test("without progressValues, progress events carry sizes and codes only", async () => {
+    const events: ProgressEvent[] = [];
+    const res = await demo.run({ source: "return await tools.get_budget_by_level({level: 'mid'})", onProgress: (e) => events.push(e) });
+    assert.equal(res.ok, true, res.error?.message);
+    assert.deepEqual(events.map((e) => e.phase), ["STARTED", "FINISHED"]);
+    assert.ok(events[0].argumentBytes > 0 && events[1].resultBytes > 0);
+    assert.ok(events.every((e) => e.argumentsJson === "" && e.resultJson === ""));
+  });
+
+  test("an onProgress that throws ends the run with its error", async () => {
+    await assert.rejects(plain.run({
+      source: "await tools.t({}); while (true) {}",
+      tools: [{ name: "t", handler: () => null }],
+      limits: { timeoutMs: 20_000 },
+      onProgress: () => { throw new Error("progress sink broke"); },
+    }), /progress sink broke/);
   });
 
   test("an onLog that throws ends the run with its error", async () => {

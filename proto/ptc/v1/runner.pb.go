@@ -116,7 +116,9 @@ const (
 	ErrorKind_ERROR_KIND_SYNTAX_ERROR ErrorKind = 1
 	// ERROR_KIND_SCRIPT_ERROR means the program threw an uncaught exception,
 	// rejected, trapped or exited with a failure, including a tool error that the
-	// program did not catch.
+	// program did not catch, or returned a result that cannot be represented as
+	// JSON (a cycle, a BigInt, a toJSON that throws; for WebAssembly, stdout that
+	// is not one JSON value).
 	ErrorKind_ERROR_KIND_SCRIPT_ERROR ErrorKind = 2
 	// ERROR_KIND_TIMEOUT means the wall-clock timeout (Limits.timeout) elapsed,
 	// tool waits included.
@@ -135,8 +137,8 @@ const (
 	// truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
 	ErrorKind_ERROR_KIND_OUTPUT_LIMIT ErrorKind = 7
 	// ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
-	// against ExecuteRequest.result_schema_json, or could not be represented as
-	// JSON.
+	// against ExecuteRequest.result_schema_json. (A result that cannot be
+	// represented as JSON at all is a SCRIPT_ERROR.)
 	ErrorKind_ERROR_KIND_RESULT_SCHEMA_VIOLATION ErrorKind = 8
 	// ERROR_KIND_CANCELLED means the caller cancelled the execution (a
 	// CancelExecution message, or the end of the RPC).
@@ -476,7 +478,8 @@ type ExecuteRequest struct {
 	// seed seeds Math.random when deterministic is set.
 	Seed uint64 `protobuf:"varint,8,opt,name=seed,proto3" json:"seed,omitempty"`
 	// clock_start is the virtual clock's start time when deterministic is set.
-	// Unset means the Unix epoch.
+	// Unset means the Unix epoch; a set value is used as given
+	// (0001-01-01T00:00:00Z included).
 	ClockStart *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=clock_start,json=clockStart,proto3" json:"clock_start,omitempty"`
 	// include_tool_results makes every ToolCallRecord in the trace carry the
 	// tool's result in ToolCallRecord.result_json.
@@ -681,8 +684,9 @@ type Script struct {
 	// wasm_module is the binary WebAssembly module for LANGUAGE_WASM. Leave it
 	// empty to run a module the server already holds (module_sha256).
 	WasmModule []byte `protobuf:"bytes,3,opt,name=wasm_module,json=wasmModule,proto3" json:"wasm_module,omitempty"`
-	// module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module.
-	// With wasm_module set, the server checks the module against it
+	// module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module
+	// (64 hexadecimal digits; anything else is INVALID_ARGUMENT). With
+	// wasm_module set, the server checks the module against it
 	// (INVALID_ARGUMENT on mismatch). Without wasm_module, the server runs the
 	// module it holds under this digest, or answers FAILED_PRECONDITION when it
 	// holds none, in which case the caller resends the module inline.
@@ -926,10 +930,10 @@ type ExecuteResponse struct {
 	// trace or tool results the program did not return.
 	ModelMessage string `protobuf:"bytes,4,opt,name=model_message,json=modelMessage,proto3" json:"model_message,omitempty"`
 	// logs is the program's console output, in order, capped by
-	// Limits.max_log_bytes.
+	// Limits.max_log_bytes and Limits.max_log_entries.
 	Logs []*LogEntry `protobuf:"bytes,5,rep,name=logs,proto3" json:"logs,omitempty"`
 	// logs_truncated is set when console output was dropped because it exceeded
-	// Limits.max_log_bytes.
+	// Limits.max_log_bytes or Limits.max_log_entries.
 	LogsTruncated bool `protobuf:"varint,6,opt,name=logs_truncated,json=logsTruncated,proto3" json:"logs_truncated,omitempty"`
 	// stats measures the execution.
 	Stats *ExecutionStats `protobuf:"bytes,7,opt,name=stats,proto3" json:"stats,omitempty"`
@@ -1605,8 +1609,11 @@ type ExecutionStats struct {
 	OutputBytes int64 `protobuf:"varint,6,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
 	// queue_time is the time the request waited for admission before it ran.
 	QueueTime *durationpb.Duration `protobuf:"bytes,7,opt,name=queue_time,json=queueTime,proto3" json:"queue_time,omitempty"`
-	// log_bytes is the number of console output bytes the program produced,
-	// including bytes dropped beyond Limits.max_log_bytes.
+	// log_bytes is the number of console output bytes kept in logs (the
+	// entries' text, without their per-entry cost against
+	// Limits.max_log_bytes). Output dropped at the limits is not counted: it is
+	// not formatted once the logs are full; logs_truncated says some was
+	// dropped.
 	LogBytes int64 `protobuf:"varint,8,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
 	// result_truncated is set when the result was cut to fit the output limits
 	// (OVERFLOW_POLICY_TRUNCATE); output_bytes is then the truncated size.

@@ -57,9 +57,11 @@ type RunnerServiceClient interface {
 	// A program that fails (syntax error, exception, limit breach, result schema
 	// violation) still completes the RPC successfully; the failure is in
 	// ExecuteResponse.error. gRPC status codes report request-level problems:
-	// INVALID_ARGUMENT for a malformed request, an oversized source or input, or
-	// an allowed_tools entry the server does not know; FAILED_PRECONDITION for a
-	// Script.module_sha256 the server does not hold; RESOURCE_EXHAUSTED when the
+	// INVALID_ARGUMENT for a malformed request (a message that does not decode,
+	// such as broken wire format or a string field that is not UTF-8, included),
+	// an oversized source or input, or an allowed_tools entry the server does not
+	// know; FAILED_PRECONDITION for a well-formed Script.module_sha256 the server
+	// does not hold; RESOURCE_EXHAUSTED when the
 	// admission queue is full; DEADLINE_EXCEEDED or CANCELLED when the caller's
 	// own deadline or cancellation ends the call. Session reports the same
 	// problems the same way.
@@ -172,9 +174,11 @@ type RunnerServiceServer interface {
 	// A program that fails (syntax error, exception, limit breach, result schema
 	// violation) still completes the RPC successfully; the failure is in
 	// ExecuteResponse.error. gRPC status codes report request-level problems:
-	// INVALID_ARGUMENT for a malformed request, an oversized source or input, or
-	// an allowed_tools entry the server does not know; FAILED_PRECONDITION for a
-	// Script.module_sha256 the server does not hold; RESOURCE_EXHAUSTED when the
+	// INVALID_ARGUMENT for a malformed request (a message that does not decode,
+	// such as broken wire format or a string field that is not UTF-8, included),
+	// an oversized source or input, or an allowed_tools entry the server does not
+	// know; FAILED_PRECONDITION for a well-formed Script.module_sha256 the server
+	// does not hold; RESOURCE_EXHAUSTED when the
 	// admission queue is full; DEADLINE_EXCEEDED or CANCELLED when the caller's
 	// own deadline or cancellation ends the call. Session reports the same
 	// problems the same way.

@@ -110,7 +110,8 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
 
   /**
    * clock_start is the virtual clock's start time when deterministic is set.
-   * Unset means the Unix epoch.
+   * Unset means the Unix epoch; a set value is used as given
+   * (0001-01-01T00:00:00Z included).
    *
    * @generated from field: google.protobuf.Timestamp clock_start = 9;
    */
@@ -233,8 +234,9 @@ export type Script = Message<"ptc.v1.Script"> & {
   wasmModule: Uint8Array;
 
   /**
-   * module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module.
-   * With wasm_module set, the server checks the module against it
+   * module_sha256 is the lowercase hex SHA-256 digest of a WebAssembly module
+   * (64 hexadecimal digits; anything else is INVALID_ARGUMENT). With
+   * wasm_module set, the server checks the module against it
    * (INVALID_ARGUMENT on mismatch). Without wasm_module, the server runs the
    * module it holds under this digest, or answers FAILED_PRECONDITION when it
    * holds none, in which case the caller resends the module inline.
@@ -407,7 +409,7 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
 
   /**
    * logs is the program's console output, in order, capped by
-   * Limits.max_log_bytes.
+   * Limits.max_log_bytes and Limits.max_log_entries.
    *
    * @generated from field: repeated ptc.v1.LogEntry logs = 5;
    */
@@ -415,7 +417,7 @@ export type ExecuteResponse = Message<"ptc.v1.ExecuteResponse"> & {
 
   /**
    * logs_truncated is set when console output was dropped because it exceeded
-   * Limits.max_log_bytes.
+   * Limits.max_log_bytes or Limits.max_log_entries.
    *
    * @generated from field: bool logs_truncated = 6;
    */
@@ -834,8 +836,11 @@ export type ExecutionStats = Message<"ptc.v1.ExecutionStats"> & {
   queueTime?: Duration | undefined;
 
   /**
-   * log_bytes is the number of console output bytes the program produced,
-   * including bytes dropped beyond Limits.max_log_bytes.
+   * log_bytes is the number of console output bytes kept in logs (the
+   * entries' text, without their per-entry cost against
+   * Limits.max_log_bytes). Output dropped at the limits is not counted: it is
+   * not formatted once the logs are full; logs_truncated says some was
+   * dropped.
    *
    * @generated from field: int64 log_bytes = 8;
    */
@@ -1769,7 +1774,9 @@ export enum ErrorKind {
   /**
    * ERROR_KIND_SCRIPT_ERROR means the program threw an uncaught exception,
    * rejected, trapped or exited with a failure, including a tool error that the
-   * program did not catch.
+   * program did not catch, or returned a result that cannot be represented as
+   * JSON (a cycle, a BigInt, a toJSON that throws; for WebAssembly, stdout that
+   * is not one JSON value).
    *
    * @generated from enum value: ERROR_KIND_SCRIPT_ERROR = 2;
    */
@@ -1818,8 +1825,8 @@ export enum ErrorKind {
 
   /**
    * ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
-   * against ExecuteRequest.result_schema_json, or could not be represented as
-   * JSON.
+   * against ExecuteRequest.result_schema_json. (A result that cannot be
+   * represented as JSON at all is a SCRIPT_ERROR.)
    *
    * @generated from enum value: ERROR_KIND_RESULT_SCHEMA_VIOLATION = 8;
    */
@@ -1998,9 +2005,11 @@ export const RunnerService: GenService<{
    * A program that fails (syntax error, exception, limit breach, result schema
    * violation) still completes the RPC successfully; the failure is in
    * ExecuteResponse.error. gRPC status codes report request-level problems:
-   * INVALID_ARGUMENT for a malformed request, an oversized source or input, or
-   * an allowed_tools entry the server does not know; FAILED_PRECONDITION for a
-   * Script.module_sha256 the server does not hold; RESOURCE_EXHAUSTED when the
+   * INVALID_ARGUMENT for a malformed request (a message that does not decode,
+   * such as broken wire format or a string field that is not UTF-8, included),
+   * an oversized source or input, or an allowed_tools entry the server does not
+   * know; FAILED_PRECONDITION for a well-formed Script.module_sha256 the server
+   * does not hold; RESOURCE_EXHAUSTED when the
    * admission queue is full; DEADLINE_EXCEEDED or CANCELLED when the caller's
    * own deadline or cancellation ends the call. Session reports the same
    * problems the same way.

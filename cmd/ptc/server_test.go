@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/server"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/tools/demo"
+)
+
+// TestRunServerPrintsConsole: `ptc run --server` prints every console line
+// of the script, the ones written just before it returns included, on
+// every run.
+func TestRunServerPrintsConsole(t *testing.T) {
+	reg := tools.NewRegistry()
+	for _, tl := range demo.Tools() {
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := executor.New(executor.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
+	done := make(chan struct{})
+	go func() { _ = gs.Serve(lis); close(done) }()
+	defer func() { gs.Stop(); <-done }()
+
+	p := writeScript(t, "s.js", `await tools.get_budget_by_level({level: "junior"}); for (let i = 0; i < 5; i++) console.log("line " + i); console.warn("last"); return 1`)
+	for run := 0; run < 30; run++ {
+		code, stdout, stderr := runCLI(t, "", "run", p, "--server", lis.Addr().String())
+		if code != 0 || strings.TrimSpace(stdout) != "1" {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", run, code, stdout, stderr)
+		}
+		var want []string
+		for i := 0; i < 5; i++ {
+			want = append(want, fmt.Sprintf("[log] line %d", i))
+		}
+		want = append(want, "[warn] last")
+		if !strings.Contains(stderr, strings.Join(want, "\n")) {
+			t.Fatalf("run %d: stderr %q, want the console lines %q", run, stderr, want)
+		}
+	}
+}
