@@ -130,6 +130,9 @@ func (c *Conn) flushLocked() error {
 // writeFrame writes a header and payload with writev, without copying the
 // payload; the caller holds the writing turn.
 func (c *Conn) writeFrame(tag uint64, payload []byte) error {
+	// The vector must not keep the payload reachable once written: a
+	// connection would hold its last large frame for as long as it lives.
+	defer func() { c.iov = [2]unix.Iovec{} }()
 	hdr := appendHeader(c.hdr[:0], tag, len(payload))
 	for len(hdr) > 0 {
 		c.iov[0] = unix.Iovec{Base: &hdr[0]}

@@ -2,8 +2,10 @@ package ipc
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestConcurrentWriters(t *testing.T) {
@@ -115,4 +117,38 @@ func TestQueueBeyondLimitFlushes(t *testing.T) {
 	<-done
 	_ = b.Close()
 	<-served
+}
+
+// TestSentPayloadNotKept: once Send returns, the connection holds no
+// reference to the payload it wrote without copying (a connection kept its
+// last large frame alive for as long as it lived).
+func TestSentPayloadNotKept(t *testing.T) {
+	got := make(chan struct{}, 1)
+	a, b := connPair(t, Options{}, Options{Handler: func(uint64, []byte) error {
+		got <- struct{}{}
+		return nil
+	}})
+	served := serve(b)
+	freed := make(chan struct{})
+	func() {
+		payload := make([]byte, 1<<20)
+		runtime.SetFinalizer(&payload[0], func(*byte) { close(freed) })
+		if err := a.Send(1, payload); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	<-got
+	deadline := time.After(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			_ = b.Close()
+			<-served
+			return
+		case <-deadline:
+			t.Fatal("the connection still holds the payload it sent")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
