@@ -105,3 +105,43 @@ func TestDocsUseRepositoryPaths(t *testing.T) {
 		t.Error("docs/benchmarks.md does not name the comparison kit as ../shared/peers")
 	}
 }
+
+// TestReadmeCommandsRunInAFreshClone checks the README's shell commands as
+// a new user copies them into a fresh clone: each runs a program the clone
+// has (go run ./cmd/…, go test, npm ci; no installed binary on the PATH),
+// and every file of the repository they name exists.
+func TestReadmeCommandsRunInAFreshClone(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) < 4 {
+		t.Fatalf("%d sh blocks in the README", len(blocks))
+	}
+	starts := []string{"go run ./cmd/", "go test ", "go build ", "npm ci"}
+	paths := regexp.MustCompile(`(?:^|\s)((?:\./)?(?:examples|cmd)/\S+)`)
+	for _, block := range blocks {
+		for _, line := range strings.Split(block[1], "\n") {
+			cmd := strings.TrimSpace(line)
+			if i := strings.Index(cmd, "#"); i >= 0 {
+				cmd = strings.TrimSpace(cmd[:i])
+			}
+			if cmd == "" {
+				continue
+			}
+			ok := false
+			for _, s := range starts {
+				ok = ok || strings.HasPrefix(cmd, s)
+			}
+			if !ok {
+				t.Errorf("README command %q does not run in a fresh clone: use go run ./cmd/NAME", cmd)
+			}
+			for _, m := range paths.FindAllStringSubmatch(cmd, -1) {
+				if _, err := os.Stat(strings.TrimSuffix(m[1], "/...")); err != nil {
+					t.Errorf("README command %q names %s: %v", cmd, m[1], err)
+				}
+			}
+		}
+	}
+}

@@ -10,9 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/plural"
@@ -33,18 +30,18 @@ const (
 )
 
 const usage = `usage:
-  ptc run FILE [--input JSON|@FILE] [--language L] [--server ADDR] [--client-demo-tools] [--timeout D]
+  ptc run FILE [--input JSON|@FILE] [--language L] [--server ADDR [--tls] [--tls-ca FILE]] [--client-demo-tools] [--timeout D]
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
                [--deterministic] [--seed N] [--record CASSETTE] [--progress]
                [--truncate] [--max-result-tokens N]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc run FILE --resumable [--client-tools JSON|@FILE] [--require-approval TOOL,...]
-               [--continuation FILE] [--server ADDR] ...
+               [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] ...
   ptc resume [FILE|-] [--approve ID|all]... [--deny ID=REASON]... [--answer ID=JSON]...
-               [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR] [--json]
+               [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
-  ptc tools [--server ADDR] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
       serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
 
@@ -52,6 +49,8 @@ FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssem
 module (.wasm); --language javascript|typescript|wasm runs a file of another name.
 --json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping;
 a paused run or resume prints it so always.
+With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
+(trusting the system's CAs), --tls-ca FILE trusting the CA certificates in a PEM file.
 
 exit codes of run and resume: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
   5 paused (the pause state is on stdout), 11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT,
@@ -109,7 +108,8 @@ func splitArgs(args []string, boolFlags map[string]bool) []string {
 }
 
 type runFlags struct {
-	input, server, resultSchema, allow string
+	input, resultSchema, allow string
+	server                     serverFlags
 	// language names the script's language when its extension does not.
 	language            string
 	clientDemo, jsonOut bool
@@ -128,7 +128,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
 	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
-	fs.StringVar(&f.server, "server", "", "run on a ptcd server at ADDR (over a Session stream)")
+	f.server.register(fs, "run on a ptcd server at ADDR (over a Session stream)")
 	fs.BoolVar(&f.clientDemo, "client-demo-tools", false, "with --server: serve the demo tools from this process as client tools")
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
 	fs.StringVar(&f.allow, "allow", "", "comma-separated server tools the script may call (default all)")
@@ -144,10 +144,14 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
 	f.durable.define(fs)
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true})); err != nil {
+	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true})); err != nil {
 		return exitUsage
 	}
 	f.limits = ptc.Limits(lim)
+	if err := f.server.check(); err != nil {
+		fmt.Fprintln(stderr, "ptc run:", err)
+		return exitUsage
+	}
 	if f.replay != "" && fs.NArg() <= 1 {
 		return replayCmd(ctx, f, fs.Arg(0), stdin, stdout, stderr)
 	}
@@ -192,11 +196,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	var res *ptc.Result
 	switch {
-	case req.Resumable && f.server != "":
+	case req.Resumable && f.server.addr != "":
 		res, err = runRemoteResumable(ctx, f, req)
 	case req.Resumable:
 		res, err = runLocalResumable(ctx, req)
-	case f.server != "":
+	case f.server.addr != "":
 		res, err = runRemote(ctx, f, req)
 	default:
 		res, err = runLocal(ctx, req)
@@ -260,7 +264,7 @@ func runLocalResumable(ctx context.Context, req ptc.Request) (*ptc.Result, error
 
 // runRemoteResumable runs a resumable request with Execute on a server.
 func runRemoteResumable(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {
-	c, err := ptc.Dial(f.server)
+	c, err := f.server.dial()
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +274,7 @@ func runRemoteResumable(ctx context.Context, f runFlags, req ptc.Request) (*ptc.
 }
 
 func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, error) {
-	c, err := ptc.Dial(f.server)
+	c, err := f.server.dial()
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +337,8 @@ func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n  
 func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "", "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
+	var srv serverFlags
+	srv.register(fs, "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
 	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
@@ -344,8 +349,12 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	req := &ptcv1.ListToolsRequest{Query: *query, Limit: int32(*limit), IncludeTypescript: *typescript, Names: fs.Args()}
 	var res *ptcv1.ListToolsResponse
 	var err error
-	if *server != "" {
-		conn, cerr := grpc.NewClient(*server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err := srv.check(); err != nil {
+		fmt.Fprintln(stderr, "ptc tools:", err)
+		return exitUsage
+	}
+	if srv.addr != "" {
+		conn, cerr := srv.conn()
 		if cerr != nil {
 			fmt.Fprintln(stderr, "ptc:", cerr)
 			return exitRejected

@@ -153,7 +153,8 @@ func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, err
 func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "", "resume on a ptcd server at ADDR (default: in-process, with the local key)")
+	var srv serverFlags
+	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
 	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
 	out := fs.String("continuation", "", "write the next pause state to FILE")
 	var a answerFlags
@@ -161,7 +162,11 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.Var(a.flag("error"), "error", "ID=CODE:MESSAGE: a client tool's error (repeatable)")
 	fs.Var(a.flag("approve"), "approve", "ID, or all: approve a call (repeatable)")
 	fs.Var(a.flag("deny"), "deny", "ID=REASON, or all=REASON: deny a call (repeatable)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"json": true})); err != nil {
+	if err := fs.Parse(splitArgs(args, map[string]bool{"json": true, "tls": true})); err != nil {
+		return exitUsage
+	}
+	if err := srv.check(); err != nil {
+		fmt.Fprintln(stderr, "ptc resume:", err)
 		return exitUsage
 	}
 	if fs.NArg() > 1 {
@@ -194,8 +199,8 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitUsage
 	}
 	var res *ptc.Result
-	if *server != "" {
-		c, err := ptc.Dial(*server)
+	if srv.addr != "" {
+		c, err := srv.dial()
 		if err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitRejected

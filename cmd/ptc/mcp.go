@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,9 +12,6 @@ import (
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/config"
@@ -29,9 +24,6 @@ import (
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-// tokenEnv holds the bearer token `ptc mcp --server` sends to ptcd.
-const tokenEnv = "PTC_TOKEN"
-
 // mcpCmd serves ptc's search and execute tools as an MCP server over
 // stdio, until the client closes stdin or a signal ends ctx: the demo
 // tools by default, the tool sources (and limits and workers) of a ptcd
@@ -41,9 +33,8 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := flag.NewFlagSet("ptc mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "serve the tool sources, demo_tools, limits and workers of this ptcd.yaml (see docs/config.md)")
-	serverAddr := fs.String("server", "", "front a running ptcd at ADDR (its tools, tenants and limits; a bearer token from $"+tokenEnv+")")
-	tlsCA := fs.String("tls-ca", "", "with --server: connect over TLS, trusting the CA certificates in this PEM file")
-	useTLS := fs.Bool("tls", false, "with --server: connect over TLS, trusting the system's CAs")
+	var srv serverFlags
+	srv.register(fs, "front a running ptcd at ADDR (its tools, tenants and limits)")
 	inProcess := fs.Bool("inprocess", false, "run scripts in this process instead of worker processes (not a sandbox: trusted scripts only)")
 	descBytes := fs.Int("description-bytes", mcpserve.DefaultDescriptionBytes, "most bytes of tool declarations in execute's description (0: none, point to search)")
 	verbose := fs.Bool("v", false, "log every tool call on stderr")
@@ -52,6 +43,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ptc mcp: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := srv.check(); err != nil {
+		fmt.Fprintln(stderr, "ptc mcp:", err)
 		return exitUsage
 	}
 	level := slog.LevelWarn
@@ -63,11 +58,11 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var backend mcpserve.Backend
 	var refresh func(func())
 	switch {
-	case *serverAddr != "" && *cfgPath != "":
+	case srv.addr != "" && *cfgPath != "":
 		fmt.Fprintln(stderr, "ptc mcp: --server and --config exclude each other: the server has its own configuration")
 		return exitUsage
-	case *serverAddr != "":
-		c, err := dialServer(*serverAddr, *useTLS, *tlsCA)
+	case srv.addr != "":
+		c, err := srv.dial()
 		if err != nil {
 			fmt.Fprintln(stderr, "ptc mcp:", err)
 			return exitUsage
@@ -187,46 +182,6 @@ func closeSources(sources []config.Source) {
 		_ = s.Close()
 	}
 }
-
-// dialServer connects to a ptcd, with a bearer token from $PTC_TOKEN.
-func dialServer(addr string, useTLS bool, caFile string) (*ptc.Client, error) {
-	creds := insecure.NewCredentials()
-	if useTLS || caFile != "" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--tls-ca: %s holds no PEM certificate", caFile)
-			}
-		}
-		creds = credentials.NewTLS(tc)
-	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
-	if token := os.Getenv(tokenEnv); token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken{token: token, secure: useTLS || caFile != ""}))
-	}
-	return ptc.Dial(addr, opts...)
-}
-
-// bearerToken sends "authorization: Bearer <token>" with every call.
-type bearerToken struct {
-	token  string
-	secure bool
-}
-
-// GetRequestMetadata implements credentials.PerRPCCredentials.
-func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-// RequireTransportSecurity implements credentials.PerRPCCredentials: a
-// token may cross plaintext only to a server reached without TLS on
-// purpose (a loopback ptcd).
-func (b bearerToken) RequireTransportSecurity() bool { return b.secure }
 
 // remoteBackend runs scripts on a ptcd through the Go client.
 type remoteBackend struct{ c *ptc.Client }

@@ -53,7 +53,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		defs []tools.Definition
 		err  error
 	)
-	if f.server != "" {
+	if f.server.addr != "" {
 		res, defs, err = recordRemote(ctx, f, req)
 	} else {
 		var r *ptc.Runner
@@ -81,7 +81,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 }
 
 func recordRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, []tools.Definition, error) {
-	c, err := ptc.Dial(f.server)
+	c, err := f.server.dial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +153,7 @@ func readCassette(path string) (*cassette.Cassette, error) {
 // prints the first divergence and exits with exitDivergence.
 func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
-	case f.server != "" || f.clientDemo:
+	case f.server.addr != "" || f.clientDemo:
 		fmt.Fprintln(stderr, "ptc: --replay runs in-process with the recorded tools: drop --server and --client-demo-tools")
 		return exitUsage
 	case f.record != "":

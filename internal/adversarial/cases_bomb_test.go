@@ -238,6 +238,12 @@ func nestingCases() []tcase {
 		n("nesting-array-tostring", deepArray+` return String(a).length`, fails(ScriptError), false),
 		n("nesting-array-flat", deepArray+` return a.flat(Infinity).length`, succeeds("0").or(ScriptError), false),
 		n("nesting-result", deepArray+` return a`, fails(ScriptError, SchemaViolation), false),
+		// A built-in installed where a built-in (itself) looks up a method
+		// or a getter recursed in Go until ptcd (in-process) died.
+		n("native-self-recursion-tolocalestring", `const o = {}; o.toString = Object.prototype.toLocaleString; return String(o)`, fails(ScriptError), true),
+		n("native-self-recursion-string-method", `const o = {}; o.toString = String.prototype.trim; return String(o)`, fails(ScriptError), false),
+		n("native-self-recursion-length-getter", `const o = {}; Object.defineProperty(o, "length", {get: Array.prototype.push}); return Array.prototype.push.call(o)`, fails(ScriptError), false),
+		n("native-self-recursion-tojson", `const o = {toJSON: Date.prototype.toJSON, toString: Date.prototype.toJSON}; return o`, fails(ScriptError), false),
 		n("nesting-prototype-chain", `let o = {}; for (let i = 0; i < 1e6; i++) o = Object.create(o); return o.missing === undefined`, succeeds("true").or(ScriptError), false),
 		n("nesting-bound-functions", `let f = () => 1; for (let i = 0; i < 1e6; i++) f = f.bind(null); return f()`, succeeds("1").or(ScriptError), false),
 		n("nesting-proxy-chain", `let p = {x: 1}; for (let i = 0; i < 1e6; i++) p = new Proxy(p, {}); return p.x`, succeeds("1").or(ScriptError), false),

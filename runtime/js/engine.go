@@ -14,7 +14,8 @@
 //     whatever eval and the Function constructors compile (eval.go);
 //   - JSON.parse/stringify are depth-bounded (json.go, stringify.go);
 //   - built-ins calling built-ins without a JavaScript frame between are
-//     counted (recursion.go), proxies and bound functions included;
+//     counted: every built-in a script can reach is a counting stand-in
+//     (builtins.go, recursion.go), proxies and bound functions included;
 //   - built-ins that allocate in one step are size-guarded against the
 //     memory limit (guards.go, typed.go);
 //   - a regular expression cut off by regexp2's match timeout throws instead
@@ -65,6 +66,12 @@ const (
 type Engine struct {
 	programs *lru.Cache[[32]byte, *compiled]
 	maxStack int
+
+	// builtins maps a holder of built-ins (a path such as
+	// "Array.prototype") to its keys that hold built-in functions
+	// (builtins.go), found by the first execution that counts it.
+	builtinsMu sync.Mutex
+	builtins   map[string][]builtinKey
 }
 
 // Option configures an Engine.

@@ -167,7 +167,11 @@ func (x *exec) realArray(v goja.Value) (*goja.Object, bool) {
 
 // lengthOf is LengthOfArrayLike (one read of length, ToLength).
 func lengthOf(obj *goja.Object) float64 {
-	l := toInteger(obj.Get("length").ToFloat())
+	v := obj.Get("length")
+	if v == nil {
+		return 0
+	}
+	l := toInteger(v.ToFloat())
 	return math.Max(0, math.Min(l, 1<<53-1))
 }
 
@@ -182,7 +186,11 @@ func (x *exec) snapshot(obj *goja.Object, what string, asArray bool) *goja.Objec
 	}
 	vals := make([]any, int(n))
 	for i := range vals {
-		vals[i] = obj.Get(itoa(i))
+		if v := obj.Get(itoa(i)); v != nil {
+			vals[i] = v
+		} else {
+			vals[i] = goja.Undefined() // nil would become null
+		}
 	}
 	if asArray {
 		return x.vm.NewArray(vals...)
@@ -214,8 +222,6 @@ func (x *exec) guardArrays() {
 	vm := x.vm
 	proto := x.proto("Array")
 	x.method(proto, "join", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Array.prototype.join")
-		defer x.leave()
 		this, n, ok := x.arrayThis(call, "Array.prototype.join")
 		if !ok {
 			return orig(call)
@@ -232,8 +238,6 @@ func (x *exec) guardArrays() {
 		return orig(goja.FunctionCall{This: this, Arguments: []goja.Value{sep}})
 	})
 	x.method(proto, "toLocaleString", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Array.prototype.toLocaleString")
-		defer x.leave()
 		this, n, ok := x.arrayThis(call, "Array.prototype.toLocaleString")
 		if !ok {
 			return orig(call)
@@ -265,14 +269,12 @@ func (x *exec) guardArrays() {
 	}
 	x.method(proto, "fill", x.fill)
 	// A comparator that changes the array makes goja's sort fail in Go
-	// (builtinPanic turns that into a TypeError).
+	// (rethrowBuiltin turns that into a TypeError).
 	x.method(proto, "sort", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value { return orig(call) })
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		x.method(array, "from", x.arrayFrom)
 	}
 	x.method(x.proto("Function"), "apply", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Function.prototype.apply")
-		defer x.leave()
 		if len(call.Arguments) > 1 {
 			call.Arguments = []goja.Value{call.Arguments[0], x.argList(call.Arguments[1], "Function.prototype.apply")}
 		}

@@ -37,6 +37,9 @@ func TestHostileValuesAreScriptErrors(t *testing.T) {
 		{"returned revoked proxy", `const {proxy, revoke} = Proxy.revocable({}, {}); revoke(); return proxy`, fault.KindScript},
 		{"sort comparator empties the array", `const a = Array.from({length: 100}, (_, i) => i); a.sort((x, y) => { a.length = 0; return x - y }); return a`, fault.KindScript},
 		{"sort comparator grows the array", `const a = Array.from({length: 100}, (_, i) => i); a.sort((x, y) => { a.push(1, 2, 3); return x - y }); return a.length`, fault.KindScript},
+		{"RegExp of a pattern-like object without source", `return String(new RegExp({[Symbol.match]: true}))`, fault.KindScript},
+		{"RegExp called on a pattern-like object without source", `return String(RegExp({[Symbol.match]: true}, "g"))`, fault.KindScript},
+		{"typed array of an object without length", `return new Uint8Array({}).length`, fault.KindScript},
 		{"toSorted comparator empties the array", `const a = Array.from({length: 100}, (_, i) => i); return a.toSorted((x, y) => { a.length = 0; return x - y }).length`, fault.KindScript},
 	}
 	e := js.New()

@@ -14,7 +14,7 @@ import (
 // ptc's versions keep the semantics of the specification — reviver,
 // replacer function or property list, indentation, toJSON, wrapper
 // objects, cycles (TypeError), BigInt (TypeError) — and throw a catchable
-// RangeError past MaxJSONDepth levels. JSON.parse checks the nesting of
+// RangeError past maxJSONDepth levels. JSON.parse checks the nesting of
 // the text before goja's parser sees it; the reviver walk and
 // JSON.stringify are ptc's own. The engine serialises tool arguments and
 // results the same way.
@@ -42,7 +42,7 @@ func (x *exec) guardJSON() {
 	})
 }
 
-// checkJSONDepth throws a RangeError if text nests more than MaxJSONDepth
+// checkJSONDepth throws a RangeError if text nests more than maxJSONDepth
 // levels. JSON has no lexical ambiguity: brackets outside strings are
 // nesting.
 func (x *exec) checkJSONDepth(text string) {
@@ -56,8 +56,8 @@ func (x *exec) checkJSONDepth(text string) {
 				}
 			}
 		case '[', '{':
-			if depth++; depth > MaxJSONDepth {
-				x.throwRange(fmt.Sprintf("JSON.parse: the text nests more than %d levels deep", MaxJSONDepth))
+			if depth++; depth > maxJSONDepth {
+				x.throwRange(fmt.Sprintf("JSON.parse: the text nests more than %d levels deep", maxJSONDepth))
 			}
 		case ']', '}':
 			depth--
@@ -66,7 +66,7 @@ func (x *exec) checkJSONDepth(text string) {
 }
 
 // revive is InternalizeJSONProperty: it walks holder[name] depth first,
-// calling reviver on every property, bounded to MaxJSONDepth levels (the
+// calling reviver on every property, bounded to maxJSONDepth levels (the
 // reviver may add deeper values as it goes).
 func (x *exec) revive(reviver goja.Callable, holder *goja.Object, name string, depth int) goja.Value {
 	val := holder.Get(name)
@@ -74,8 +74,8 @@ func (x *exec) revive(reviver goja.Callable, holder *goja.Object, name string, d
 		val = goja.Undefined()
 	}
 	if obj, ok := val.(*goja.Object); ok {
-		if depth >= MaxJSONDepth {
-			x.throwRange(fmt.Sprintf("JSON.parse: the reviver reached a value nested more than %d levels deep", MaxJSONDepth))
+		if depth >= maxJSONDepth {
+			x.throwRange(fmt.Sprintf("JSON.parse: the reviver reached a value nested more than %d levels deep", maxJSONDepth))
 		}
 		var keys []string
 		if x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean() {

@@ -112,7 +112,7 @@ func TestJSONDeep(t *testing.T) {
 		{name: "console.log of a nested value", src: nested + `console.log(o); return "logged"`, want: `"logged"`},
 		{name: "tool argument", src: nested + `try { await tools.echo(o) } catch (e) { return [e.name, e.code] }`, want: `["ToolArgumentError","invalid_arguments"]`},
 		{name: "tool result nested", src: `try { await tools.deepout() } catch (e) { return [e.name, e.code] }`, want: `["ToolError","invalid_output"]`},
-		{name: "trusted tool result nested", src: `try { await tools.deepoutTrusted() } catch (e) { return [e.name, e.code] }`, want: `["ToolError","invalid_output"]`},
+		{name: "trusted tool result nested", src: `try { await tools.deepoutTrusted() } catch (e) { return [e.name, e.code, e.message] }`, want: `["ToolError","invalid_output","tool returned JSON nested more than 10000 levels deep"]`},
 		{name: "thrown nested value", src: nested + `throw o`, kind: fault.KindScript, msg: "uncaught exception"},
 	})
 }

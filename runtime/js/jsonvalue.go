@@ -11,12 +11,15 @@ import (
 	"github.com/ptcrun/ptc/internal/jsonval"
 )
 
-// MaxJSONDepth bounds the nesting of JSON values converted into the VM.
-const MaxJSONDepth = 10000
+// maxJSONDepth bounds the nesting of JSON values converted into the VM.
+const maxJSONDepth = 10000
 
 // errJSON reports malformed JSON (tool results are validated before they
 // get here, so this means a bug or a hostile producer).
 var errJSON = errors.New("invalid JSON")
+
+// errJSONDepth reports JSON nested more than maxJSONDepth levels deep.
+var errJSONDepth = fmt.Errorf("nesting deeper than %d", maxJSONDepth)
 
 // errLoneSurrogate asks the caller to use JSON.parse, which can represent
 // unpaired UTF-16 surrogates.
@@ -105,8 +108,8 @@ func (d *jsonDecoder) literal(word string, v goja.Value) (goja.Value, error) {
 
 func (d *jsonDecoder) enter() error {
 	d.depth++
-	if d.depth > MaxJSONDepth {
-		return d.errorf("nesting deeper than %d", MaxJSONDepth)
+	if d.depth > maxJSONDepth {
+		return fmt.Errorf("%w at offset %d: %w", errJSON, d.pos, errJSONDepth)
 	}
 	return nil
 }

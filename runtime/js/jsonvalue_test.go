@@ -56,7 +56,7 @@ func TestDecodeJSON(t *testing.T) {
 
 func TestDecodeJSONDepth(t *testing.T) {
 	vm := goja.New()
-	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
 	if _, err := decodeJSON(vm, []byte(deep), nil); err == nil || !strings.Contains(err.Error(), "nesting") {
 		t.Fatalf("deep nesting: %v", err)
 	}

@@ -29,7 +29,10 @@ const (
 	groupTyped
 	// groupBacktrack: a pattern runs on regexp2 (regexp.go).
 	groupBacktrack
-	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped
+	// groupCollections: Date, Map, Set, WeakMap and WeakSet, whose
+	// built-ins count their calls (builtins.go).
+	groupCollections
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -44,6 +47,8 @@ var watchedNames = []struct {
 	{"Int8Array", groupTyped}, {"Uint8Array", groupTyped}, {"Uint8ClampedArray", groupTyped},
 	{"Int16Array", groupTyped}, {"Uint16Array", groupTyped}, {"Int32Array", groupTyped}, {"Uint32Array", groupTyped},
 	{"Float32Array", groupTyped}, {"Float64Array", groupTyped}, {"BigInt64Array", groupTyped}, {"BigUint64Array", groupTyped},
+	{"Date", groupCollections}, {"Map", groupCollections}, {"Set", groupCollections},
+	{"WeakMap", groupCollections}, {"WeakSet", groupCollections},
 }
 
 // watched maps each watched name to its bit in jsnest.Info.Names.
@@ -111,5 +116,15 @@ func (x *exec) install(g group) {
 	}
 	if g&groupBacktrack != 0 {
 		x.guardBacktracking()
+	}
+	// After the guards, which replace some of the built-ins counted here.
+	if g&groupRegExp != 0 {
+		x.countRegExp()
+	}
+	if g&groupTyped != 0 {
+		x.countTyped()
+	}
+	if g&groupCollections != 0 {
+		x.countCollections()
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,17 +49,25 @@ type exec struct {
 	cancel context.CancelFunc
 
 	vm *goja.Runtime
+	// rawOwnDescriptor and rawOwnSymbols are goja's own
+	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
+	// (builtins.go).
+	rawOwnDescriptor, rawOwnSymbols func(goja.FunctionCall) goja.Value
 	// rawJSONParse is goja's own JSON.parse (json.go).
 	rawJSONParse func(goja.FunctionCall) goja.Value
 
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
 	rawRangeError, rawSyntaxError func() goja.Value
-	// wrappers maps the proxies that stand for built-in functions to the
-	// originals; hasInstance is Function.prototype[Symbol.hasInstance],
+	// wrappers maps the stand-ins of guarded built-in functions (plain
+	// functions for methods, proxies for constructors) to the originals;
+	// hasInstance is Function.prototype[Symbol.hasInstance],
 	// rawHasInstance its Go function.
-	wrappers       map[*goja.Object]*goja.Object
-	hasInstance    *goja.Object
-	rawHasInstance func(goja.FunctionCall) goja.Value
+	// standIns maps an original built-in method to its stand-in, so
+	// that one built-in under two names (trimLeft and trimStart) keeps
+	// one identity.
+	wrappers, standIns map[*goja.Object]*goja.Object
+	hasInstance        *goja.Object
+	rawHasInstance     func(goja.FunctionCall) goja.Value
 	// nativeDepth counts nested calls of guarded built-ins (recursion.go);
 	// bound and proxies record the depth of the bound functions and
 	// proxies the script made.
@@ -323,8 +330,8 @@ func (x *exec) deliver(c completion) error {
 	v, err := x.fromJSON(c.out)
 	if err != nil {
 		msg := "tool returned invalid JSON"
-		if strings.Contains(err.Error(), "nesting deeper") {
-			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", MaxJSONDepth)
+		if errors.Is(err, errJSONDepth) {
+			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", maxJSONDepth)
 		}
 		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}, c.site))
 	}

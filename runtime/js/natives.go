@@ -19,13 +19,16 @@ func (x *exec) native(name string, length int, f func(goja.FunctionCall) goja.Va
 	return fn
 }
 
-// method replaces holder[name], a built-in method, with a proxy of it
-// whose calls run wrap: wrap receives the call and the original's Go
-// function. The proxy reads as the original (name, length, properties;
-// Function.prototype.toString prints the original), and the property keeps
-// its attributes (writable, configurable, not enumerable). It returns the
-// original's Go function, or nil (and does nothing) if holder[name] is not
-// a built-in function.
+// method replaces holder[name], a built-in method, with a plain native
+// function whose calls run wrap: wrap receives the call and the original's
+// Go function. Each call counts as one level of built-in recursion
+// (enter). The replacement reads as the original: the same name and
+// length (with the same attributes), no prototype, not a constructor, the
+// same native string form, and the original's name in stack traces (a
+// Proxy would show as "proxy" there, and a proxy of it would not print).
+// The property keeps its attributes (writable, configurable, not
+// enumerable). It returns the original's Go function, or nil (and does
+// nothing) if holder[name] is not a built-in function.
 func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) func(goja.FunctionCall) goja.Value {
 	if holder == nil {
 		return nil
@@ -37,8 +40,8 @@ func (x *exec) method(holder *goja.Object, name string, wrap func(call goja.Func
 	return orig
 }
 
-// wrapMethod returns the proxy of v, a built-in function, whose calls run
-// wrap, and v's Go function; nil if v is not a built-in function.
+// wrapMethod returns the stand-in of v, a built-in function, whose calls
+// run wrap, and v's Go function; nil if v is not a built-in function.
 func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value) (*goja.Object, func(goja.FunctionCall) goja.Value) {
 	origObj, ok := v.(*goja.Object)
 	if !ok {
@@ -48,14 +51,28 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 	if !ok {
 		return nil, nil
 	}
-	p := x.vm.NewProxy(origObj, &goja.ProxyTrapConfig{
-		Apply: func(_ *goja.Object, this goja.Value, args []goja.Value) goja.Value {
-			defer x.builtinPanic()
-			return wrap(goja.FunctionCall{This: this, Arguments: args}, orig)
-		},
-	})
-	fn := x.vm.ToValue(p).(*goja.Object)
+	what := "a built-in"
+	if n := origObj.Get("name"); n != nil && n.String() != "" {
+		what = n.String()
+	}
+	fn := x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		x.enter(what)
+		v, thrown := callWrap(wrap, call, orig)
+		x.nativeDepth--
+		if thrown != nil {
+			x.rethrowBuiltin(thrown)
+		}
+		return v
+	}).(*goja.Object)
+	for _, p := range []string{"name", "length"} {
+		if v := origObj.Get(p); v != nil {
+			_ = fn.DefineDataProperty(p, v, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+	}
 	x.wrappers[fn] = origObj
+	if x.standIns[origObj] == nil {
+		x.standIns[origObj] = fn
+	}
 	return fn, orig
 }
 
@@ -89,18 +106,28 @@ func (x *exec) fnProxy(fn *goja.Object, cfg *goja.ProxyTrapConfig) *goja.Object 
 	return p
 }
 
-// builtinPanic, deferred in a guarded built-in, turns a Go runtime error
-// raised inside goja's built-in (a sort comparator that empties the array
-// it sorts, say) into a catchable TypeError; anything else propagates.
-func (x *exec) builtinPanic() {
-	r := recover()
-	if r == nil {
-		return
-	}
-	if e, ok := r.(goruntime.Error); ok {
+// callWrap runs wrap and returns what it returned or threw (nil if it
+// returned). The panic ends here and the caller throws anew: a deferred
+// function that recovers and panics again would chain the new panic to
+// the old one, and a RangeError unwinding thousands of nested built-ins
+// would take quadratic time.
+func callWrap(wrap func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value, call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) (v goja.Value, thrown any) {
+	defer func() {
+		if r := recover(); r != nil {
+			thrown = r
+		}
+	}()
+	return wrap(call, orig), nil
+}
+
+// rethrowBuiltin throws again what a guarded built-in threw, a Go runtime
+// error raised inside goja's built-in (a sort comparator that empties the
+// array it sorts, say) as a catchable TypeError.
+func (x *exec) rethrowBuiltin(thrown any) {
+	if e, ok := thrown.(goruntime.Error); ok {
 		panic(x.vm.NewTypeError(fmt.Sprintf("a built-in function failed on its arguments (%v)", e)))
 	}
-	panic(r)
+	panic(thrown)
 }
 
 // throwRange throws a RangeError with msg.
@@ -151,4 +178,13 @@ func rethrow(err error) {
 		panic(ex)
 	}
 	panic(err)
+}
+
+// nilSafe is v, or undefined for the nil that goja's Get returns for a
+// missing property.
+func nilSafe(v goja.Value) goja.Value {
+	if v == nil {
+		return goja.Undefined()
+	}
+	return v
 }

@@ -9,16 +9,20 @@ import (
 
 // maxNativeDepth bounds how deeply built-in functions may call each other
 // without a JavaScript function in between (a nested array's join calling
-// its elements' toString, a bound function calling a bound function, a
-// proxy forwarding to a proxy). goja counts JavaScript frames against the
-// call-stack limit, but not the Go frames of built-ins calling built-ins:
-// such a chain recurses on the Go stack until it overflows, which kills
-// the process. Past this depth the guarded built-ins throw a RangeError.
-const maxNativeDepth = 1000
+// its elements' toString, Object.prototype.toLocaleString installed as an
+// object's toString calling itself, a getter that is a built-in reading
+// the property it is the getter of, a bound function calling a bound
+// function, a proxy forwarding to a proxy). goja counts JavaScript frames
+// against the call-stack limit, but not the Go frames of built-ins calling
+// built-ins: such a chain recurses on the Go stack until it overflows,
+// which kills the process. Every built-in a script can reach counts its
+// calls (natives.go, builtins.go); past this depth they throw a
+// RangeError.
+const maxNativeDepth = 3000
 
-// enter counts one level of guarded built-in recursion; what names the
-// built-in in the error. Pair it with leave (deferred, so that exceptions
-// unwind the count).
+// enter counts one level of built-in recursion; what names the built-in
+// in the error. Pair it with leave (deferred, so that
+// exceptions unwind the count).
 func (x *exec) enter(what string) {
 	if x.nativeDepth >= maxNativeDepth {
 		x.throwRange(fmt.Sprintf("Maximum call stack size exceeded: %s nested more than %d built-in calls deep", what, maxNativeDepth))
@@ -28,36 +32,35 @@ func (x *exec) enter(what string) {
 
 func (x *exec) leave() { x.nativeDepth-- }
 
-// guardRecursion bounds the recursion of the built-ins that recurse into
-// values or call each other: Array.prototype.join and toLocaleString
-// (nested arrays, in guards.go), flat, bound functions, call and apply,
-// Reflect.apply and Reflect.construct, proxies forwarding to proxies,
-// and Function.prototype.toString (a native function's name getter).
+// guardRecursion bounds the built-ins whose recursion a count per call
+// does not catch: flat (one call recursing into a nested array), bind
+// (chains of bound functions built one by one), and
+// Function.prototype.toString, which prints guarded built-ins as the
+// originals.
 func (x *exec) guardRecursion() {
-	counted := x.counted
-	// join and toLocaleString count in their size guards (guards.go);
-	// Array.prototype.toString recurses only through join.
 	x.method(x.proto("Array"), "flat", x.flat)
 	fnProto := x.proto("Function")
-	x.method(fnProto, "call", counted("Function.prototype.call")) // apply: guards.go
 	x.method(fnProto, "bind", x.bind)
 	x.method(fnProto, "toString", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter("Function.prototype.toString")
-		defer x.leave()
 		if obj, ok := call.This.(*goja.Object); ok {
-			if o, ok := x.wrappers[obj]; ok {
-				// A built-in behind a guard prints as the built-in.
-				call.This = o
+			if p, isProxy := obj.Export().(goja.Proxy); isProxy {
+				if o, ok := x.wrappers[obj]; ok {
+					// A built-in behind a guarding proxy prints as the
+					// built-in.
+					call.This = o
+				} else if t := p.Target(); t != nil && x.wrappers[t] != nil {
+					// A proxy of it prints as goja prints a proxy of a
+					// function (it throws for a proxy of a proxy).
+					return x.vm.ToValue("function () { [native code] }")
+				}
 			}
 		}
 		return orig(call)
 	})
 }
 
-// guardReflect counts Reflect.apply and Reflect.construct, which call
-// functions and can nest without bound (Reflect.apply applying
-// Reflect.apply to a nested argument list), and checks the size of their
-// argument lists.
+// guardReflect checks the size of the argument lists of Reflect.apply and
+// Reflect.construct (their calls count like every built-in's).
 func (x *exec) guardReflect() {
 	reflect, ok := x.vm.Get("Reflect").(*goja.Object)
 	if !ok {
@@ -69,8 +72,6 @@ func (x *exec) guardReflect() {
 		// Reflect.construct's second.
 		list := map[string]int{"apply": 2, "construct": 1}[m]
 		x.method(reflect, m, func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-			x.enter(what)
-			defer x.leave()
 			if len(call.Arguments) > list {
 				args := append([]goja.Value(nil), call.Arguments...)
 				args[list] = x.argList(args[list], what)
@@ -79,16 +80,7 @@ func (x *exec) guardReflect() {
 			return orig(call)
 		})
 	}
-}
-
-// counted returns a wrapper for method that counts each call as one level
-// of built-in recursion.
-func (x *exec) counted(what string) func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value {
-	return func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		x.enter(what)
-		defer x.leave()
-		return orig(call)
-	}
+	x.countBuiltins("Reflect", reflect)
 }
 
 // proto returns the prototype object of the global constructor name.
@@ -105,8 +97,6 @@ func (x *exec) proto(name string) *goja.Object {
 // larger depth (Infinity, typically) flattens maxNativeDepth levels and
 // throws a RangeError if arrays remain nested below them.
 func (x *exec) flat(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-	x.enter("Array.prototype.flat")
-	defer x.leave()
 	depth := 1.0
 	if d := call.Argument(0); !goja.IsUndefined(d) {
 		depth = d.ToFloat() // converted once, here

@@ -44,6 +44,7 @@ func TestNestedBuiltinsWork(t *testing.T) {
 	runProbes(t, []probeCase{
 		{name: "nested arrays", src: `let a = [1]; for (let i = 0; i < 500; i++) a = [a, i]; return [String(a).length, a.flat(Infinity).length, JSON.stringify(a).length]`, want: `[1891,501,2893]`},
 		{name: "bound functions", src: `let f = (x) => x + 1; for (let i = 0; i < 500; i++) f = f.bind(null); return f(1)`, want: `2`},
+		{name: "deeply nested arrays", src: `let a = [1]; for (let i = 0; i < 1400; i++) a = [a, i]; return [String(a).length, a.toLocaleString().length, a.join("-").length]`, want: `[5891,5891,5891]`},
 		{name: "proxies", src: `let p = {x: 1}; for (let i = 0; i < 500; i++) p = new Proxy(p, {}); return p.x`, want: `1`},
 	})
 }

@@ -104,9 +104,9 @@ func (x *exec) guardRegExp() {
 			// else its string. Either is read once and passed on as a
 			// string.
 			if m := p.GetSymbol(goja.SymMatch); m != nil && m.ToBoolean() {
-				out[0] = p.Get("source").ToString()
+				out[0] = nilSafe(p.Get("source")).ToString()
 				if len(args) < 2 || goja.IsUndefined(args[1]) {
-					f := p.Get("flags").ToString()
+					f := nilSafe(p.Get("flags")).ToString()
 					out = append(out[:1], f)
 					flags = f.String()
 				}

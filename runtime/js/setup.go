@@ -27,7 +27,7 @@ func (x *exec) setup() *fault.Error {
 		})
 	}
 	x.vm = vm
-	x.wrappers = map[*goja.Object]*goja.Object{}
+	x.wrappers, x.standIns = map[*goja.Object]*goja.Object{}, map[*goja.Object]*goja.Object{}
 	x.bound, x.proxies = map[*goja.Object]int{}, map[*goja.Object]int{}
 	if fn, ok := vm.Get("Function").(*goja.Object); ok {
 		if proto, ok := fn.Get("prototype").(*goja.Object); ok {
@@ -36,6 +36,10 @@ func (x *exec) setup() *fault.Error {
 				x.rawHasInstance, _ = x.hasInstance.Export().(func(goja.FunctionCall) goja.Value)
 			}
 		}
+	}
+	if object, ok := vm.Get("Object").(*goja.Object); ok {
+		x.rawOwnDescriptor = rawFunc(object.Get("getOwnPropertyDescriptor"))
+		x.rawOwnSymbols = rawFunc(object.Get("getOwnPropertySymbols"))
 	}
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {
@@ -67,6 +71,7 @@ func (x *exec) setup() *fault.Error {
 	x.guardBuiltins()
 	x.guardFunction()
 	x.guardRecursion()
+	x.countValueBuiltins()
 	x.install(x.c.groups)
 	if x.c.generators {
 		x.guardGeneratorFunction()

@@ -257,7 +257,7 @@ func (st *jsonState) toJSON(obj *goja.Object, value goja.Value, key string) goja
 }
 
 // object serialises an object or array, guarding against cycles and
-// nesting deeper than MaxJSONDepth.
+// nesting deeper than maxJSONDepth.
 func (st *jsonState) object(obj *goja.Object) {
 	x := st.x
 	for _, o := range st.stack {
@@ -265,8 +265,8 @@ func (st *jsonState) object(obj *goja.Object) {
 			panic(x.vm.NewTypeError("Converting circular structure to JSON"))
 		}
 	}
-	if len(st.stack) >= MaxJSONDepth {
-		x.throwRange(fmt.Sprintf("JSON.stringify: the value nests more than %d levels deep", MaxJSONDepth))
+	if len(st.stack) >= maxJSONDepth {
+		x.throwRange(fmt.Sprintf("JSON.stringify: the value nests more than %d levels deep", maxJSONDepth))
 	}
 	st.stack = append(st.stack, obj)
 	defer func() { st.stack = st.stack[:len(st.stack)-1] }()

@@ -21,7 +21,7 @@ const (
 	// is the default.
 	ModeWorker Mode = iota
 	// ModeInProcess runs executions in the calling process with the same
-	// guards, CPU clock and heap watchdog. The memory limit is best effort:
+	// engine guards, CPU clock and heap watchdog. The memory limit is best effort:
 	// the heap is shared with the host program, and an allocation the
 	// guards do not foresee can exhaust the host's memory. Use it for
 	// embedding and trusted tests.

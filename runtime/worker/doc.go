@@ -3,11 +3,11 @@
 // each execution in a pre-started process (the same binary, re-executed in
 // worker mode) with a hard OS memory limit (RLIMIT_DATA), a heap watchdog
 // that reports MEMORY_LIMIT before the OS refuses memory, CPU time read
-// from the OS thread clock (CPU_LIMIT; tool waits do not count), and size
-// guards that turn oversized single allocations into catchable
-// RangeErrors. A worker that breaks a limit, is killed at a deadline or
-// dies takes only the executions it was running with it; the pool replaces
-// it.
+// from the OS thread clock (CPU_LIMIT; tool waits do not count), and the
+// JavaScript engine's size guards (runtime/js, the same in-process), which
+// turn oversized single allocations into catchable RangeErrors. A worker
+// that breaks a limit, is killed at a deadline or dies takes only the
+// executions it was running with it; the pool replaces it.
 //
 // A binary that hosts a Pool must let its workers start, first thing in
 // main (ptc.RunWorker does exactly this):
@@ -30,7 +30,7 @@
 // ptc.worker.v1) over a Unix socket; a worker is untrusted input to the
 // supervisor, and every frame is bounded and checked.
 //
-// ModeInProcess runs the same executor (guards, CPU clock, watchdog) in
+// ModeInProcess runs the same executor (CPU clock, watchdog) in
 // the calling process, for embedding and trusted tests; its memory limit
 // is best effort. docs/workers.md describes the design, the limits and
 // their slack, and the hardening.
@@ -41,8 +41,8 @@
 // supervisor's side of a worker's frames), process.go (starting, talking
 // to and killing a worker process), child.go (the worker's main and its
 // executions), harden.go (what a worker puts in force), proxy.go (the call
-// proxy: a script's bridge.Caller inside a worker), exec.go, meter.go and
-// guards.go (the executor, its watchdog and size guards), convert.go and
+// proxy: a script's bridge.Caller inside a worker), exec.go and meter.go
+// (the executor and its watchdog), convert.go and
 // transport.go (frames), facts.go (what `ptcd check` reports).
 //
 // Package worker imports runtime, runtime/js, runtime/ts, bridge, tools and

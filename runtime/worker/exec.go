@@ -14,8 +14,8 @@ import (
 	"github.com/ptcrun/ptc/runtime/ts"
 )
 
-// executor runs one JavaScript job with the guards, the OS CPU clock and
-// the heap watchdog. Worker processes and the in-process mode share it, so
+// executor runs one JavaScript or TypeScript job (the engine brings its
+// guards) with the OS CPU clock and the heap watchdog. Worker processes and the in-process mode share it, so
 // both give the same results and errors.
 type executor struct {
 	js *js.Engine
