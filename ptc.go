@@ -108,7 +108,8 @@ type Request struct {
 	// means all of them (unless NoServerTools is set).
 	AllowedTools []string
 	// NoServerTools gives the script no server tools at all (only its
-	// client tools), whatever AllowedTools says.
+	// client tools), whatever AllowedTools says; a Client sends it to the
+	// server (ExecuteRequest.no_server_tools).
 	NoServerTools bool
 	// ClientTools are tools served by the caller for this execution only
 	// (their names must not collide with allowed server tools).

@@ -232,6 +232,12 @@ func TestMCPFrontsServer(t *testing.T) {
 	if err != nil || !strings.Contains(list.Tools[0].Description, "The 2 tools") {
 		t.Fatalf("%v %+v", err, list)
 	}
+	// The description tells the model in advance which tool the server's
+	// rule gates: the note follows get_budget_by_level's declaration
+	// comment, and only that one.
+	if d := list.Tools[0].Description; strings.Count(d, "Each call waits for approval") != 1 || strings.Index(d, "Each call waits for approval") > strings.Index(d, "get_budget_by_level(") {
+		t.Fatalf("execute's description does not mark the gated tool:\n%s", d)
+	}
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Arguments: map[string]any{
 		"code": `return (await tools.get_team_members({department: "support"})).length`}})
 	if err != nil || res.IsError || resultText(res) == "" || res.Meta["ptc/executionId"] == nil {

@@ -52,6 +52,13 @@ type Info struct {
 	// Escaped: an identifier is spelled with \u escapes, so Names may
 	// miss it.
 	Escaped bool
+	// Access: the text may read a property of an object (or of something
+	// the scan cannot tell from one): `.`, `?.` and `...`, any `[`, an
+	// object literal where a destructuring pattern may stand (after `(`,
+	// `,`, var, let or const, or followed by `=`), or `with`. Text without
+	// it reads no property except through a name: a global's, or one of
+	// the global object's inherited properties.
+	Access bool
 	// Patterns are the regular expression literals (Scan only).
 	Patterns []Pattern
 }

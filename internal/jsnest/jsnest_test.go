@@ -185,3 +185,47 @@ func TestRegExpNesting(t *testing.T) {
 		t.Fatalf("%+v %v", info.Patterns, err)
 	}
 }
+
+func TestScanAccess(t *testing.T) {
+	cases := []struct {
+		src  string
+		want bool
+	}{
+		// Nothing read by key.
+		{"return {ok: 1}", false},
+		{"const o = {a: 1, b: {c: 2}}; return o", false},
+		{"let x = 1.5 + .5; x += 2; return `${x}`", false},
+		{"function f(a, b) { return a + b } return f(1, 2)", false},
+		{"if (x) { y = 1 } else { y = 2 }", false},
+		{"'a.b'; \"[\"; // .x\n /* [y] */ return 1", false},
+		{"return {get x() { return 1 }}", false},
+		{"class A { m() { return 1 } }", false},
+		{"x = {a: 1} == y", false},
+		// Reads.
+		{"return input.x", true},
+		{"return a?.b", true},
+		{"return f(...a)", true},
+		{"return {...a}", true},
+		{"return a[0]", true},
+		{"return [1, 2]", true},
+		{"with (o) { x }", true},
+		{"const {toString} = {}", true},
+		{"let {a} = b", true},
+		{"var {a: {b}} = c", true},
+		{"for (const {a} of b) {}", true},
+		{"function f({a}) {}", true},
+		{"function f(x, {a} = {}) {}", true},
+		{"const f = ({a}) => a", true},
+		{"try {} catch ({message}) {}", true},
+		{"({a} = b)", true},
+		{"x = {a} = b", true},
+		{"f(0, {a} = b)", true},
+		{"f({a: 1})", true},                    // after '(': could be a pattern
+		{"const f = (a) => ({a}); f(1)", true}, // likewise
+	}
+	for _, c := range cases {
+		if info, _ := Check(c.src); info.Access != c.want {
+			t.Errorf("%q: Access = %v, want %v", c.src, info.Access, c.want)
+		}
+	}
+}

@@ -123,6 +123,9 @@ func (s *scanner) word() *Error {
 	stmt, prevKw := s.stmt, s.kw
 	switch w {
 	case "if", "while", "for", "with", "else", "do", "try", "finally", "switch", "catch":
+		if w == "with" {
+			s.info.Access = true
+		}
 		s.operator()
 		s.kw = w
 		if w == "else" || w == "do" || w == "try" || w == "finally" {

@@ -26,8 +26,10 @@ func (s *scanner) punct(c byte) *Error {
 		}
 		s.i++
 		s.operator()
+		s.patternNext = true
 		return s.push(l)
 	case '[':
+		s.info.Access = true
 		if s.prev == operatorNext {
 			if err := s.chain(); err != nil {
 				return err
@@ -49,6 +51,9 @@ func (s *scanner) punct(c byte) *Error {
 		default:
 			s.beforeOperand() // a '{' on a new line after an operand starts a statement
 			l.block = s.arrow || s.stmt || s.prev == operatorNext && s.kw == "name"
+			if !l.block && (s.patternNext || s.kw == "var" || s.kw == "let" || s.kw == "const") {
+				s.info.Access = true // perhaps a destructuring pattern
+			}
 		}
 		s.i++
 		s.operator()
@@ -81,6 +86,7 @@ func (s *scanner) punct(c byte) *Error {
 			return nil
 		}
 		s.operand()
+		s.objectClosed = ok && l.open == '{' && !l.block && !l.class
 		return nil
 	case ';':
 		s.i++
@@ -92,9 +98,11 @@ func (s *scanner) punct(c byte) *Error {
 		s.i++
 		s.reset()
 		s.operator()
+		s.patternNext = true
 		return nil
 	case '?':
 		if s.at(1) == '.' && !(s.at(2) >= '0' && s.at(2) <= '9') {
+			s.info.Access = true
 			s.i += 2 // optional chaining
 			s.prev = operandNext
 			return s.chain()
@@ -129,6 +137,9 @@ func (s *scanner) punct(c byte) *Error {
 		s.stmt = true
 		return s.chain()
 	case '=':
+		if s.objectClosed && s.at(1) != '=' {
+			s.info.Access = true // an object pattern: ({a} = b)
+		}
 		if s.at(1) == '>' {
 			s.i += 2
 			s.operator()
@@ -136,6 +147,7 @@ func (s *scanner) punct(c byte) *Error {
 			return s.chain()
 		}
 	case '.':
+		s.info.Access = true
 		if s.at(1) == '.' && s.at(2) == '.' {
 			s.i += 3
 			s.beforeOperand()

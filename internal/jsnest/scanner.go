@@ -59,6 +59,12 @@ type scanner struct {
 	pendingBody, pendingBodyExpr bool
 	// arrow: the previous token was "=>".
 	arrow bool
+	// patternNext: the previous token was '(' or ','; a '{' here may open
+	// a destructuring pattern.
+	patternNext bool
+	// objectClosed: the previous token was the '}' of an object literal;
+	// an '=' after it makes the literal a pattern.
+	objectClosed bool
 	// newline: a line terminator since the previous token.
 	newline bool
 	// max is the deepest estimate so far.
@@ -279,6 +285,7 @@ func (s *scanner) operand() {
 	s.arrow = false
 	s.newline = false
 	s.pendingBody = false
+	s.patternNext, s.objectClosed = false, false
 }
 
 // operator records a token after which an operand is expected.
@@ -289,4 +296,5 @@ func (s *scanner) operator() {
 	s.arrow = false
 	s.newline = false
 	s.pendingBody = false
+	s.patternNext, s.objectClosed = false, false
 }

@@ -52,7 +52,7 @@ func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, 
 		return tenantOf{}, nil
 	}
 	req.Tenant = t.Name
-	if !t.RestrictsTools() {
+	if !t.RestrictsTools() || req.NoServerTools {
 		return tenantOf{t}, nil
 	}
 	if len(req.AllowedTools) > 0 {

@@ -60,3 +60,16 @@ func benchCalls(b *testing.B, tool string) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100/1000, "µs/call")
 }
+
+// BenchmarkTrivialProperty is BenchmarkTrivial with a property read: code
+// that can reach the built-ins of values, which then count their calls
+// (builtins.go).
+func BenchmarkTrivialProperty(b *testing.B) {
+	run := benchJob(b, `const o = {ok: 1}; return {ok: o.ok}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := run(); out.Err != nil {
+			b.Fatal(out.Err)
+		}
+	}
+}

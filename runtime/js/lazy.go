@@ -18,7 +18,7 @@ import (
 // every execution.
 
 // group is a set of guards installed together.
-type group uint8
+type group uint16
 
 const (
 	groupEval group = 1 << iota
@@ -32,7 +32,10 @@ const (
 	// groupCollections: Date, Map, Set, WeakMap and WeakSet, whose
 	// built-ins count their calls (builtins.go).
 	groupCollections
-	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections
+	// groupValues: the built-ins reachable from any value count their
+	// calls (builtins.go).
+	groupValues
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -49,6 +52,12 @@ var watchedNames = []struct {
 	{"Float32Array", groupTyped}, {"Float64Array", groupTyped}, {"BigInt64Array", groupTyped}, {"BigUint64Array", groupTyped},
 	{"Date", groupCollections}, {"Map", groupCollections}, {"Set", groupCollections},
 	{"WeakMap", groupCollections}, {"WeakSet", groupCollections},
+	// Object.prototype's properties, which the global object inherits:
+	// `o = {toString: toLocaleString}` needs no property access.
+	{"constructor", groupValues}, {"__defineGetter__", groupValues}, {"__defineSetter__", groupValues},
+	{"hasOwnProperty", groupValues}, {"__lookupGetter__", groupValues}, {"__lookupSetter__", groupValues},
+	{"isPrototypeOf", groupValues}, {"propertyIsEnumerable", groupValues}, {"toString", groupValues},
+	{"valueOf", groupValues}, {"__proto__", groupValues}, {"toLocaleString", groupValues},
 }
 
 // watched maps each watched name to its bit in jsnest.Info.Names.
@@ -66,6 +75,9 @@ func groupsOf(info jsnest.Info) group {
 		return groupAll
 	}
 	var g group
+	if info.Access {
+		g |= groupValues
+	}
 	if info.RegExps {
 		g |= groupRegExp
 	}
@@ -126,5 +138,8 @@ func (x *exec) install(g group) {
 	}
 	if g&groupCollections != 0 {
 		x.countCollections()
+	}
+	if g&groupValues != 0 {
+		x.countValues()
 	}
 }

@@ -53,7 +53,16 @@ func runProbeChild() bool {
 	}
 	lim := limits.DefaultPolicy().Resolve(req.Limits, limits.Limits{})
 	d := bridge.New(bridge.Config{ExecutionID: "probe", Tools: testTools(nil), MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
-	out := js.New().Run(context.Background(), &runtime.Job{ExecutionID: "probe", Source: req.Source, Limits: lim, Tools: d,
+	e := js.New()
+	// An Engine's first execution counts every built-in reachable from a
+	// value (builtins.go); later ones only for code that can reach them.
+	// The probe runs as a later one.
+	if warm := e.Run(context.Background(), &runtime.Job{ExecutionID: "warm", Source: "return 1", Limits: lim,
+		Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}); warm.Err != nil {
+		fmt.Fprintln(os.Stderr, "warm-up:", warm.Err)
+		os.Exit(3)
+	}
+	out := e.Run(context.Background(), &runtime.Job{ExecutionID: "probe", Source: req.Source, Limits: lim, Tools: d,
 		Logs: runtime.NewLogBuffer(time.Now(), lim, nil)})
 	res := probeResult{Result: string(out.Result)}
 	if out.Err != nil {

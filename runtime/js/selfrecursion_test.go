@@ -52,6 +52,13 @@ func TestNativeSelfRecursion(t *testing.T) {
 		{"Map forEach calling itself", `const m = new Map(); m.set(m, Map.prototype.forEach); return m.forEach(Map.prototype.forEach, m)`},
 		{"Array forEach through a Map key", `const m = new Map(); m.set(m, Map.prototype.forEach); return Array.prototype.forEach.call([m], Map.prototype.forEach.bind(m, Map.prototype.forEach, m))`},
 		{"proxy with a Reflect.get trap", `const t = {}; const p = new Proxy(t, {get: Reflect.get}); Object.defineProperty(t, "length", {get: Array.prototype.push}); return Array.prototype.push.call(p)`},
+		// Code that reads no property by key reaches built-ins through the
+		// global object's inherited names, or compiles code that does.
+		{"inherited toLocaleString as toString", `const o = {toString: toLocaleString}; return String(o)`},
+		{"inherited valueOf, concat destructured", `const {concat: valueOf} = ""; const o = {toString: null, valueOf}; return o + ""`},
+		{"destructured String method as toString", `const {trim: f} = ""; return String({toString: f})`},
+		{"toLocaleString as toString in eval", `return eval("const o = {}; o.toString = Object.prototype.toLocaleString; String(o)")`},
+		{"toLocaleString as toString in Function", `return Function("const o = {}; o.toString = Object.prototype.toLocaleString; return String(o)")()`},
 		{"Reflect.get as a getter", `const o = {}; Object.defineProperty(o, "x", {get: Reflect.get.bind(null, Object.create(o), "x")}); return o.x`},
 	}
 	var probes []probeCase

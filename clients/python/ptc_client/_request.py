@@ -40,6 +40,7 @@ def execute_request(
     input: Any = None,
     limits: Limits | dict[str, Any] | None = None,
     allowed_tools: Iterable[str] | None = None,
+    no_server_tools: bool = False,
     result_schema: Any = None,
     execution_id: str | None = None,
     deterministic: bool = False,
@@ -78,6 +79,8 @@ def execute_request(
         check_tool_name(name, f"allowed_tools[{i}]")
     if not isinstance(resumable, bool):
         raise InvalidRequestError("resumable", "must be a bool")
+    if not isinstance(no_server_tools, bool):
+        raise InvalidRequestError("no_server_tools", "must be a bool")
     if isinstance(require_approval, (str, bytes)):
         raise InvalidRequestError("require_approval", "must be a list of tool names")
     gated = list(require_approval or [])
@@ -105,6 +108,7 @@ def execute_request(
         input_json=input_json,
         limits=limits_pb(check_limits(limits)) if limits is not None else None,
         allowed_tools=tools,
+        no_server_tools=no_server_tools,
         result_schema_json="" if result_schema is None else schema_json(result_schema, "result_schema"),
         execution_id=execution_id,
         deterministic=deterministic,

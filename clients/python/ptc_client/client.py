@@ -35,7 +35,9 @@ class Client:
     Execution options (keyword arguments of execute and run):
     language ("javascript", "typescript", "wasm"), wasm_module,
     module_sha256, input (a JSON value), limits (Limits or dict),
-    allowed_tools, result_schema (a JSON Schema), execution_id (made up
+    allowed_tools, no_server_tools (True gives the script no server tool,
+    whatever allowed_tools says: only the caller's client tools),
+    result_schema (a JSON Schema), execution_id (made up
     when absent, so it is known even if the connection fails),
     deterministic, seed, clock_start, include_tool_results,
     require_approval (server tools whose calls the caller approves, besides

@@ -110,6 +110,19 @@ def test_server_and_client_tools_in_one_script(demo):
     assert res.value == {"eur": 1000}
 
 
+@pytest.mark.parametrize("extra", [{}, {"allowed_tools": ["get_budget_by_level"]}])
+def test_no_server_tools_leaves_only_client_tools(demo, extra):
+    source = (
+        "let server; try { await tools.get_budget_by_level({level: 'mid'}); server = 'called' }"
+        " catch (e) { server = e.message } return { server, mine: await tools.fx.to_eur({usd: 2}) }"
+    )
+    tools = [ClientTool("fx.to_eur", lambda a: {"eur": a["usd"] * 0.5})]
+    assert demo.run(source, tools=tools, **extra).value == {"server": "called", "mine": {"eur": 1}}
+    res = demo.run(source, tools=tools, no_server_tools=True, **extra)
+    assert 'unknown tool "get_budget_by_level"' in res.value["server"]
+    assert res.value["mine"] == {"eur": 1}
+
+
 def test_handlers_run_concurrently_and_answer_out_of_order(plain):
     released = threading.Event()
 

@@ -12,10 +12,12 @@ import json
 import re
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
 
 from ptc_client import AsyncClient, Client, ClientTool, InvalidRequestError, Limits, ProgressEvent, ToolError
 from ptc_client._limits import check_limits, limits_from_pb, limits_pb
 from ptc_client._proto import runner_pb2 as pb
+from ptc_client.types import Stats, progress_from_pb, result_from_pb
 
 
 def test_every_proto_limit_is_a_field_of_limits():
@@ -38,6 +40,31 @@ def test_every_limit_survives_a_round_trip():
         else:
             assert getattr(wire, f.name) == values[f.name], f.name
     assert dataclasses.asdict(limits_from_pb(wire)) == values
+
+
+@pytest.mark.parametrize(
+    "message, converted",
+    [(pb.ExecutionStats, Stats), (pb.ToolProgress, ProgressEvent)],
+    ids=["ExecutionStats", "ToolProgress"],
+)
+def test_stats_and_progress_expose_every_proto_field(message, converted):
+    fields = {f.name for f in dataclasses.fields(converted)}
+    missing = [f.name for f in message.DESCRIPTOR.fields if f.name not in fields]
+    assert not missing, f"{converted.__name__} does not expose {missing}"
+    # Every field set on the wire arrives set.
+    m = message()
+    for f in message.DESCRIPTOR.fields:
+        if f.message_type is not None:
+            getattr(m, f.name).seconds = 1
+        elif f.type == FieldDescriptor.TYPE_BOOL:
+            setattr(m, f.name, True)
+        elif f.type == FieldDescriptor.TYPE_STRING:
+            setattr(m, f.name, "x")
+        else:
+            setattr(m, f.name, 2)  # an int, or the enum value FINISHED
+    out = result_from_pb(pb.ExecuteResponse(stats=m)).stats if message is pb.ExecutionStats else progress_from_pb(m)
+    dropped = [f.name for f in message.DESCRIPTOR.fields if not getattr(out, f.name)]
+    assert not dropped, f"{converted.__name__} drops {dropped}"
 
 
 @pytest.mark.parametrize(

@@ -48,8 +48,13 @@ export interface ExecuteOptions {
    * fit still fails with OUTPUT_LIMIT.
    */
   overflow?: Overflow;
-  /** allowedTools names the server tools the script may call; absent or empty allows all. */
+  /** allowedTools names the server tools the script may call; absent or empty allows all (unless noServerTools). */
   allowedTools?: string[];
+  /**
+   * noServerTools gives the script no server tools at all, whatever
+   * allowedTools says: only the caller's client tools.
+   */
+  noServerTools?: boolean;
   /** resultSchema is a JSON Schema (or Zod schema) the result must satisfy (else RESULT_SCHEMA_VIOLATION). */
   resultSchema?: SchemaLike;
   /**
@@ -133,6 +138,7 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
   }
   for (const [i, name] of (o.requireApproval ?? []).entries()) checkToolName(name, `requireApproval[${i}]`);
   if (o.resumable !== undefined && typeof o.resumable !== "boolean") throw new InvalidRequestError("resumable", "must be a boolean");
+  if (o.noServerTools !== undefined && typeof o.noServerTools !== "boolean") throw new InvalidRequestError("noServerTools", "must be a boolean");
   let seed = 0n;
   if (o.seed !== undefined) {
     const ok = typeof o.seed === "bigint" ? o.seed >= 0n && o.seed < 2n ** 64n : Number.isSafeInteger(o.seed) && o.seed >= 0;
@@ -157,6 +163,7 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
     inputJson,
     limits: o.limits === undefined ? undefined : limitsPB(limits),
     allowedTools: o.allowedTools ?? [],
+    noServerTools: o.noServerTools ?? false,
     resultSchemaJson: o.resultSchema === undefined ? "" : schemaJSON(o.resultSchema, "resultSchema", "output"),
     executionId,
     deterministic: o.deterministic ?? false,

@@ -9,7 +9,10 @@ import { ScalarType } from "@bufbuild/protobuf";
 import { Client, InvalidRequestError } from "@ptcrun/client";
 
 const { limitFields, limitsPB, limitsFromPB, checkLimits } = await import("../src/limits.js");
-const { LimitsSchema } = await import("../src/gen/ptc/v1/runner_pb.js");
+const { LimitsSchema, ExecuteResponseSchema, ExecutionStatsSchema, ToolProgressSchema } = await import("../src/gen/ptc/v1/runner_pb.js");
+const { resultFromPB } = await import("../src/result.js");
+const { progressFromPB } = await import("../src/progress.js");
+const { create } = await import("@bufbuild/protobuf");
 
 type Field = { key: string; kind: "duration" | "int32" | "int64" };
 const mapped = limitFields as Record<string, Field>;
@@ -74,4 +77,34 @@ describe("limit checks", () => {
   test("onProgress must be a function", async () => {
     await assert.rejects(client.run({ source: "return 1", onProgress: 5 as never }), (e: unknown) => e instanceof InvalidRequestError && e.path === "onProgress");
   });
+});
+
+// Stats and progress events follow one naming rule: the proto field's
+// protobuf-es name, with "Ms" added for a Duration (in milliseconds).
+describe("Stats and ProgressEvent drift against proto/ptc/v1/runner.proto", () => {
+  // every sets each field of a message to a value that is not its zero.
+  const every = (schema: typeof ExecutionStatsSchema | typeof ToolProgressSchema): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const f of schema.fields) {
+      if (f.fieldKind === "message") out[f.localName] = { seconds: 1n, nanos: 0 };
+      else if (f.fieldKind === "enum") out[f.localName] = 2; // ToolProgress.Phase FINISHED
+      else if (f.fieldKind === "scalar") out[f.localName] = f.scalar === ScalarType.BOOL ? true : f.scalar === ScalarType.STRING ? "x" : f.scalar === ScalarType.INT64 ? 2n : 2;
+    }
+    return out;
+  };
+  const cases = [
+    { name: "ExecutionStats → Stats", schema: ExecutionStatsSchema,
+      converted: resultFromPB(create(ExecuteResponseSchema, { stats: every(ExecutionStatsSchema) })).stats as unknown as Record<string, unknown> },
+    { name: "ToolProgress → ProgressEvent", schema: ToolProgressSchema,
+      converted: progressFromPB(create(ToolProgressSchema, every(ToolProgressSchema))) as unknown as Record<string, unknown> },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      const keys = c.schema.fields.map((f) => (f.fieldKind === "message" && f.message.typeName === "google.protobuf.Duration" ? f.localName + "Ms" : f.localName));
+      const missing = keys.filter((k) => !(k in c.converted));
+      assert.deepEqual(missing, [], `the client does not expose ${missing.join(", ")}`);
+      const dropped = keys.filter((k) => !c.converted[k]);
+      assert.deepEqual(dropped, [], `the client drops ${dropped.join(", ")}`);
+    });
+  }
 });

@@ -83,6 +83,19 @@ describe("client tools", () => {
     assert.deepEqual(res.value, { eur: 1000 });
   });
 
+  test("noServerTools leaves the script its client tools and no server tool, whatever allowedTools says", async () => {
+    const source = "let server; try { await tools.get_budget_by_level({level: 'mid'}); server = 'called' } catch (e) { server = e.message } return { server, mine: await tools.fx.to_eur({usd: 2}) }";
+    const tools = [{ name: "fx.to_eur", handler: ({ usd }: { usd: number }) => ({ eur: usd * 0.5 }) }];
+    const withServer = await demo.run({ source, tools });
+    assert.deepEqual(withServer.value, { server: "called", mine: { eur: 1 } });
+    for (const extra of [{}, { allowedTools: ["get_budget_by_level"] }]) {
+      const res = await demo.run({ source, tools, noServerTools: true, ...extra });
+      const v = res.value as { server: string; mine: unknown };
+      assert.match(v.server, /unknown tool "get_budget_by_level"/);
+      assert.deepEqual(v.mine, { eur: 1 });
+    }
+  });
+
   test("handlers run concurrently and answer out of order", async () => {
     const released = deferred();
     const res = await plain.run({

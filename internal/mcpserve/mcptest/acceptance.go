@@ -56,6 +56,14 @@ func CheckAcceptance(t *testing.T, r Report, expenses, denied string) {
 	if n := len(s.Progress); n != 52 && (n == 0 || s.Progress[n-1].Message != "26 tool calls started, 26 finished") {
 		t.Errorf("progress: %+v", s.Progress)
 	}
+	if len(s.Progress) != s.SDKProgress {
+		t.Logf("the SDK's onprogress delivered %d of the %d notifications sent before the answer", s.SDKProgress, len(s.Progress))
+	}
+	for name, s := range r.Steps {
+		if len(s.LateProgress) != 0 {
+			t.Errorf("step %s: progress after the answer or for no call in flight: %+v", name, s.LateProgress)
+		}
+	}
 	errors := map[string]string{
 		"script error":      "SCRIPT_ERROR at line 2",
 		"denied tool":       `unknown tool "` + denied + `"`,

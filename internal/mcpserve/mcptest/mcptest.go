@@ -49,12 +49,27 @@ type StepResult struct {
 	Text              string          `json:"text"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 	Meta              map[string]any  `json:"meta"`
-	Progress          []struct {
-		Progress float64 `json:"progress"`
-		Message  string  `json:"message"`
-	} `json:"progress"`
+	// Progress are the call's progress notifications in the order they
+	// came off the wire before its answer.
+	Progress []Progress `json:"progress"`
+	// LateProgress are notifications that came after the call's answer
+	// or carried a token of no call in flight: the server broke its
+	// promise to send every notification before the answer.
+	LateProgress []Progress `json:"lateProgress"`
+	// SDKProgress counts the notifications the SDK's onprogress callback
+	// delivered; it can miss those read together with the answer (see
+	// ts-client.mjs), so tests only log it.
+	SDKProgress int `json:"sdkProgress"`
 	// Error is a protocol or transport failure of the call.
 	Error string `json:"error"`
+}
+
+// Progress is one progress notification.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Message  string  `json:"message"`
+	// Token is set only on a notification for no call in flight.
+	Token any `json:"progressToken,omitempty"`
 }
 
 // Report is what the client saw.

@@ -158,6 +158,7 @@ func TestMessageFields(t *testing.T) {
 			"15 resumable bool",
 			"16 client_tools repeated ptc.v1.ToolDefinition",
 			"17 require_approval repeated string",
+			"18 no_server_tools bool",
 		}},
 		{"Script", []string{
 			"1 language ptc.v1.Language",

@@ -459,7 +459,7 @@ type ExecuteRequest struct {
 	// ExecuteResponse.effective_limits reports the limits that applied.
 	Limits *Limits `protobuf:"bytes,3,opt,name=limits,proto3" json:"limits,omitempty"`
 	// allowed_tools names the server tools the program may call. Empty allows
-	// every server tool. Tools the caller serves over Session
+	// every server tool, unless no_server_tools is set. Tools the caller serves over Session
 	// (SessionStart.client_tools) are always allowed. An unknown name is
 	// refused with INVALID_ARGUMENT.
 	AllowedTools []string `protobuf:"bytes,4,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
@@ -520,8 +520,14 @@ type ExecuteRequest struct {
 	// name, or one the program may not call, is refused with
 	// INVALID_ARGUMENT.
 	RequireApproval []string `protobuf:"bytes,17,rep,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// no_server_tools gives the program no server tools at all, whatever
+	// allowed_tools says: only the caller's client tools
+	// (SessionStart.client_tools in a Session, client_tools in a resumable
+	// Execute). require_approval naming a server tool is then refused with
+	// INVALID_ARGUMENT. A server that predates the field ignores it.
+	NoServerTools bool `protobuf:"varint,18,opt,name=no_server_tools,json=noServerTools,proto3" json:"no_server_tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -671,6 +677,13 @@ func (x *ExecuteRequest) GetRequireApproval() []string {
 		return x.RequireApproval
 	}
 	return nil
+}
+
+func (x *ExecuteRequest) GetNoServerTools() bool {
+	if x != nil {
+		return x.NoServerTools
+	}
+	return false
 }
 
 // Script is a program in one of the supported languages.
@@ -3148,7 +3161,7 @@ var File_ptc_v1_runner_proto protoreflect.FileDescriptor
 
 const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x05\n" +
+	"\x13ptc/v1/runner.proto\x12\x06ptc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfe\x05\n" +
 	"\x0eExecuteRequest\x12&\n" +
 	"\x06script\x18\x01 \x01(\v2\x0e.ptc.v1.ScriptR\x06script\x12\x1d\n" +
 	"\n" +
@@ -3170,7 +3183,8 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x0foverflow_policy\x18\x0e \x01(\x0e2\x16.ptc.v1.OverflowPolicyR\x0eoverflowPolicy\x12\x1c\n" +
 	"\tresumable\x18\x0f \x01(\bR\tresumable\x129\n" +
 	"\fclient_tools\x18\x10 \x03(\v2\x16.ptc.v1.ToolDefinitionR\vclientTools\x12)\n" +
-	"\x10require_approval\x18\x11 \x03(\tR\x0frequireApproval\"\x94\x01\n" +
+	"\x10require_approval\x18\x11 \x03(\tR\x0frequireApproval\x12&\n" +
+	"\x0fno_server_tools\x18\x12 \x01(\bR\rnoServerTools\"\x94\x01\n" +
 	"\x06Script\x12,\n" +
 	"\blanguage\x18\x01 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +

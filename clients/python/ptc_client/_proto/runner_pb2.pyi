@@ -69,7 +69,7 @@ class CancelExecution(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ["allowed_tools", "client_tools", "clock_start", "deterministic", "execution_id", "include_tool_results", "input_json", "limits", "overflow_policy", "progress_values", "require_approval", "result_schema_json", "resumable", "script", "seed", "stream_logs", "stream_progress"]
+    __slots__ = ["allowed_tools", "client_tools", "clock_start", "deterministic", "execution_id", "include_tool_results", "input_json", "limits", "no_server_tools", "overflow_policy", "progress_values", "require_approval", "result_schema_json", "resumable", "script", "seed", "stream_logs", "stream_progress"]
     ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_TOOLS_FIELD_NUMBER: _ClassVar[int]
     CLOCK_START_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +78,7 @@ class ExecuteRequest(_message.Message):
     INCLUDE_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
     INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
+    NO_SERVER_TOOLS_FIELD_NUMBER: _ClassVar[int]
     OVERFLOW_POLICY_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_VALUES_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_APPROVAL_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +96,7 @@ class ExecuteRequest(_message.Message):
     include_tool_results: bool
     input_json: str
     limits: Limits
+    no_server_tools: bool
     overflow_policy: OverflowPolicy
     progress_values: bool
     require_approval: _containers.RepeatedScalarFieldContainer[str]
@@ -104,7 +106,7 @@ class ExecuteRequest(_message.Message):
     seed: int
     stream_logs: bool
     stream_progress: bool
-    def __init__(self, script: _Optional[_Union[Script, _Mapping]] = ..., input_json: _Optional[str] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., result_schema_json: _Optional[str] = ..., execution_id: _Optional[str] = ..., deterministic: bool = ..., seed: _Optional[int] = ..., clock_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., include_tool_results: bool = ..., stream_logs: bool = ..., stream_progress: bool = ..., progress_values: bool = ..., overflow_policy: _Optional[_Union[OverflowPolicy, str]] = ..., resumable: bool = ..., client_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., require_approval: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, script: _Optional[_Union[Script, _Mapping]] = ..., input_json: _Optional[str] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., result_schema_json: _Optional[str] = ..., execution_id: _Optional[str] = ..., deterministic: bool = ..., seed: _Optional[int] = ..., clock_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., include_tool_results: bool = ..., stream_logs: bool = ..., stream_progress: bool = ..., progress_values: bool = ..., overflow_policy: _Optional[_Union[OverflowPolicy, str]] = ..., resumable: bool = ..., client_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., require_approval: _Optional[_Iterable[str]] = ..., no_server_tools: bool = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ["continuation", "continuation_expire_time", "effective_limits", "error", "execution_id", "logs", "logs_truncated", "model_message", "pending_actions", "result_json", "state", "stats", "trace"]
