@@ -335,15 +335,15 @@ func idlePID(t *testing.T, p *Pool) int {
 	return 0
 }
 
-// openTrace is strace attached to one process, tracing its open calls.
+// openTrace is strace attached to processes, tracing their open calls.
 type openTrace struct {
 	cmd *exec.Cmd
 	out string
 }
 
-// traceOpens attaches strace to pid and returns once it traces; nil (and
+// traceOpens attaches strace to pids and returns once it traces; nil (and
 // a log line) when strace is missing or may not attach.
-func traceOpens(t *testing.T, pid int) *openTrace {
+func traceOpens(t *testing.T, pids ...int) *openTrace {
 	t.Helper()
 	path, err := exec.LookPath("strace")
 	if err != nil {
@@ -351,7 +351,11 @@ func traceOpens(t *testing.T, pid int) *openTrace {
 		return nil
 	}
 	out := filepath.Join(t.TempDir(), "opens")
-	cmd := exec.Command(path, "-f", "-e", "trace=open,openat,openat2,creat,open_by_handle_at", "-o", out, "-p", strconv.Itoa(pid))
+	args := []string{"-f", "-e", "trace=open,openat,openat2,creat,open_by_handle_at", "-o", out}
+	for _, pid := range pids {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	cmd := exec.Command(path, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +364,8 @@ func traceOpens(t *testing.T, pid int) *openTrace {
 		t.Logf("strace: %v: open calls not counted", err)
 		return nil
 	}
+	// strace reports each attached thread on stderr; the first report
+	// means tracing has begun.
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		line := sc.Text()

@@ -1,14 +1,11 @@
 package worker
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ptcrun/ptc/internal/hostprobe"
@@ -55,13 +52,13 @@ func TestNoFileAccessThroughSourceMaps(t *testing.T) {
 				t.Fatal(out.Err)
 			}
 
-			var trace *straceRun
+			var trace *openTrace
 			if mode == ModeWorker {
-				trace = startStrace(t, workerPIDs(t))
+				trace = traceOpens(t, workerPIDs(t)...)
 			}
 			run(urls...)
 			if trace != nil {
-				trace.check(t, dir)
+				checkOpens(t, trace, dir)
 			}
 			if events, err := w.Events(); err != nil || len(events) > 0 {
 				t.Fatalf("files touched: %v (%v)", events, err)
@@ -109,82 +106,19 @@ func workerPIDs(t *testing.T) []int {
 	return pids
 }
 
-// straceRun is strace attached to the workers, writing to out.
-type straceRun struct {
-	cmd *exec.Cmd
-	out string
-}
-
-// startStrace attaches strace to pids, tracing the open system calls, and
-// returns once it is attached; it skips the test's strace part (returns
-// nil) when strace is missing or may not attach.
-func startStrace(t *testing.T, pids []int) *straceRun {
-	t.Helper()
-	path, err := exec.LookPath("strace")
-	if err != nil {
-		t.Log("strace not found: open calls not counted")
-		return nil
-	}
-	out := filepath.Join(t.TempDir(), "strace.out")
-	args := []string{"-f", "-e", "trace=open,openat,openat2", "-o", out}
-	for _, pid := range pids {
-		args = append(args, "-p", strconv.Itoa(pid))
-	}
-	cmd := exec.Command(path, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Logf("strace: %v: open calls not counted", err)
-		return nil
-	}
-	// strace reports each attached thread on stderr; the first report
-	// means tracing has begun.
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, "attached") {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return &straceRun{cmd: cmd, out: out}
-		}
-		if strings.Contains(line, "Operation not permitted") || strings.Contains(line, "attach:") {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Logf("strace cannot attach (%s): open calls not counted", line)
-			return nil
-		}
-	}
-	_ = cmd.Wait()
-	t.Log("strace ended before attaching: open calls not counted")
-	return nil
-}
-
-// check stops strace and fails the test if a worker opened a file a
+// checkOpens stops the trace and fails the test if a worker opened a file a
 // script named, or anything but what the worker and the Go runtime read
 // for themselves: /proc/self (the memory accounting reads
 // /proc/self/status), the cgroup CPU quota (Go refreshes GOMAXPROCS from
 // it), under the race detector its own executable, a starting worker's
 // time zone and refused lockdown probe, and the huge page sizes that the
 // WebAssembly engine's package reads when a worker starts.
-func (s *straceRun) check(t *testing.T, dir string) {
+func checkOpens(t *testing.T, trace *openTrace, dir string) {
 	t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	_ = s.cmd.Wait()
-	b, err := os.ReadFile(s.out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines := trace.stop(t)
 	self, _ := os.Executable()
-	var opens, own int
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "open") || !strings.Contains(line, "(") {
-			continue
-		}
-		opens++
+	var own int
+	for _, line := range lines {
 		switch {
 		case strings.Contains(line, dir), strings.Contains(line, "/dev/zero"), strings.Contains(line, "probe.map"):
 			t.Errorf("a worker opened a file a script named: %s", line)
@@ -200,5 +134,5 @@ func (s *straceRun) check(t *testing.T, dir string) {
 			t.Errorf("a worker opened a file during the executions: %s", line)
 		}
 	}
-	t.Logf("strace: %d open calls by the workers during the probes, all %d of them the worker's and the Go runtime's own (/proc/self, cgroup, start-up)", opens, own)
+	t.Logf("strace: %d open calls by the workers during the probes, all %d of them the worker's and the Go runtime's own (/proc/self, cgroup, start-up)", len(lines), own)
 }
