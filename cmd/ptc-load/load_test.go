@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,16 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // loadBin is the ptc-load binary built by TestMain.
@@ -230,17 +227,7 @@ func runLoad(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, loadBin, args...)
 	cmd.Env = append(os.Environ(), "LOAD_TEST_TOKEN=tok")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return testenv.Run(t, cmd)
 }
 
 // TestDeadAddress runs ptc-load against an address where nothing listens,

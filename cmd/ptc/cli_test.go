@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptcrun/ptc/internal/testenv"
+	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-
-	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
 // runCLI runs the built ptc binary with stdin and returns its exit code
@@ -24,17 +22,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 	t.Helper()
 	cmd := exec.Command(ptcBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return testenv.Run(t, cmd)
 }
 
 // ptcMain runs the built ptc binary with an empty stdin.

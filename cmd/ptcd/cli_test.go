@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 // runPtcd runs the built ptcd binary and returns its exit code and output.
@@ -14,17 +16,7 @@ func runPtcd(t *testing.T, stdin string, args ...string) (code int, stdout, stde
 	t.Helper()
 	cmd := exec.Command(ptcdBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return testenv.Run(t, cmd)
 }
 
 // TestHelpListsCommands checks that every way of asking ptcd for help

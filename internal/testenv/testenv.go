@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -203,4 +204,22 @@ type then struct {
 func (t then) Run() int {
 	defer t.fn()
 	return t.m.Run()
+}
+
+// Run runs cmd, a built command prepared by a test (arguments, stdin,
+// environment), and returns its exit code and output. A command that
+// cannot be started fails the test; a non-zero exit is the code.
+func Run(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
