@@ -63,7 +63,16 @@ func fitOutput(out *runtime.Outcome, l limits.Limits, overflow core.OverflowPoli
 	cut, rep, err := truncate.Fit(res, int(l.MaxOutputBytes), maxTokens, prompt.ApproxTokens)
 	if err != nil {
 		var tl *truncate.TooLargeError
+		var tm *truncate.TooManyValuesError
 		switch {
+		case errors.As(err, &tm):
+			limit, observed := l.MaxOutputBytes, int64(len(res))
+			if !overBytes {
+				limit, observed = int64(maxTokens), int64(prompt.ApproxTokens(string(res)))
+			}
+			out.Err = fault.Breach(fault.KindOutputLimit, limit, observed,
+				"the result is %d bytes of JSON with more than %d values, more than the overflow policy truncate cuts down; return less (aggregate, filter or summarise, fewer than %d values) or raise max_output_bytes / max_result_tokens until it fits whole",
+				len(res), tm.Max, tm.Max)
 		case errors.As(err, &tl) && tl.SmallestBytes > int(l.MaxOutputBytes) && l.MaxOutputBytes > 0:
 			out.Err = fault.Breach(fault.KindOutputLimit, l.MaxOutputBytes, int64(len(res)),
 				"the result is %d bytes of JSON and cannot be truncated to the %d allowed: its smallest truncated form is %d bytes; return less (aggregate, filter or summarise) or raise max_output_bytes",

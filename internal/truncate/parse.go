@@ -3,8 +3,13 @@ package truncate
 import "fmt"
 
 // parse builds the node tree of compact JSON text (json.Compact's output:
-// valid, no white space outside strings).
+// valid, no white space outside strings). It refuses text of more than
+// MaxValues values before building anything: the tree costs 100 to 170
+// bytes a value, so the cap bounds the memory truncation takes.
 func parse(data []byte) (*node, error) {
+	if n := countValues(data, MaxValues); n > MaxValues {
+		return nil, &TooManyValuesError{Max: MaxValues}
+	}
 	p := &parser{data: data}
 	n, err := p.value(0)
 	if err != nil {
@@ -128,4 +133,31 @@ func (p *parser) skipString() error {
 		i++
 	}
 	return ErrInvalid
+}
+
+// countValues counts the values of compact JSON text, stopping once the
+// count is over limit. Every value but the first follows a comma or opens a
+// non-empty container's first item or entry (an object's commas and first
+// entries each stand for one value, its keys are not counted), so the count
+// is 1 + commas + non-empty containers, all outside strings.
+func countValues(data []byte, limit int) int {
+	n := 1
+	for i := 0; i < len(data) && n <= limit; i++ {
+		switch data[i] {
+		case '"':
+			// Skip the string; a backslash skips the byte after it.
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case ',':
+			n++
+		case '[', '{':
+			if i+1 < len(data) && data[i+1] != ']' && data[i+1] != '}' {
+				n++
+			}
+		}
+	}
+	return n
 }

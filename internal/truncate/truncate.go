@@ -30,6 +30,24 @@ import (
 // MaxDepth bounds the nesting Fit handles.
 const MaxDepth = 10000
 
+// MaxValues bounds the values (numbers, strings, literals, arrays and
+// objects, at any depth) of a value Fit cuts: cutting builds a tree of the
+// whole value, 100 to 170 bytes a value (TestFitMemoryBound), and the cap
+// keeps that under about 90 MiB. A value over the budget with more values is a
+// *TooManyValuesError, found by a pass that allocates nothing.
+const MaxValues = 1 << 19
+
+// TooManyValuesError is returned for a value over the budget that has more
+// than Max values, too many to cut.
+type TooManyValuesError struct {
+	// Max is the number of values Fit cuts at most (MaxValues).
+	Max int
+}
+
+func (e *TooManyValuesError) Error() string {
+	return fmt.Sprintf("it has more than %d JSON values, more than truncation handles", e.Max)
+}
+
 // Report says what Fit did.
 type Report struct {
 	// Truncated is set when the value was cut.
@@ -62,7 +80,8 @@ var ErrInvalid = errors.New("truncate: invalid JSON")
 // needed only with maxTokens and must be subadditive (the count of a
 // concatenation is at most the sum of the counts) and at most the length in
 // bytes, as prompt.ApproxTokens is. A value whose smallest form does not
-// fit is a *TooLargeError.
+// fit is a *TooLargeError; a value to cut with more than MaxValues values,
+// a *TooManyValuesError.
 func Fit(v []byte, maxBytes, maxTokens int, tokens func(string) int) ([]byte, Report, error) {
 	if maxTokens > 0 && tokens == nil {
 		return nil, Report{}, errors.New("truncate: a token budget needs a token counter")
