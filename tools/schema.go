@@ -79,7 +79,7 @@ func cleanSchemaError(err error) string {
 func (s *Schema) Raw() json.RawMessage { return s.raw }
 
 // errInvalidJSON is wrapped by Validate's error for a document that is not
-// JSON.
+// JSON (and jsonval.ErrTooDeep for one nested too deep).
 var errInvalidJSON = errors.New("not valid JSON")
 
 // Validate checks doc against the schema. It returns nil when doc matches,
@@ -88,7 +88,7 @@ var errInvalidJSON = errors.New("not valid JSON")
 func (s *Schema) Validate(doc json.RawMessage) ([]Violation, error) {
 	v, err := jsonval.Decode(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errInvalidJSON, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
 	return s.validateValue(v), nil
 }

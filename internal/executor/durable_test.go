@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -181,3 +183,46 @@ func TestPauseLimits(t *testing.T) {
 }
 
 func limitsZero() limits.Limits { return limits.Limits{} }
+
+// TestCheckOutputDepth: an answer nested deeper than ptc decodes is refused
+// as too deep, with the limit, not as invalid JSON; one just within the
+// limit passes, and text that is not JSON is still said to be so.
+func TestCheckOutputDepth(t *testing.T) {
+	nested := func(depth int) []byte {
+		return []byte(strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth))
+	}
+	var p Prepared
+	for _, def := range []tools.Definition{{Name: "free"}, {Name: "typed", OutputSchema: json.RawMessage(`{"type":"array"}`)}} {
+		c, err := tools.Compile(tools.Tool{Definition: def, Handler: unreachable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.tools = append(p.tools, c)
+	}
+	cases := []struct {
+		name string
+		out  []byte
+		want string // "" when accepted
+	}{
+		{"at the limit", nested(jsonval.MaxDepth), ""},
+		{"too deep", nested(jsonval.MaxDepth + 1), fmt.Sprintf("output is nested more than %d levels deep", jsonval.MaxDepth)},
+		{"too deep and cut off", nested(jsonval.MaxDepth + 1)[:jsonval.MaxDepth+5], fmt.Sprintf("output is nested more than %d levels deep", jsonval.MaxDepth)},
+		{"not JSON", []byte(`[1,`), "output is not valid JSON"},
+	}
+	for _, tool := range []string{"free", "typed"} {
+		for _, tc := range cases {
+			t.Run(tool+"/"+tc.name, func(t *testing.T) {
+				ferr := p.checkOutput(tool, tc.out)
+				if tc.want == "" {
+					if ferr != nil {
+						t.Fatalf("refused: %v", ferr)
+					}
+					return
+				}
+				if ferr == nil || ferr.Code != fault.CodeInvalidArgument || !strings.Contains(ferr.Message, tc.want) {
+					t.Fatalf("got %v, want INVALID_ARGUMENT with %q", ferr, tc.want)
+				}
+			})
+		}
+	}
+}

@@ -3,12 +3,14 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -223,13 +225,14 @@ func (p *Prepared) checkOutput(tool string, out []byte) *fault.Error {
 		}
 		if t.Output == nil {
 			if !json.Valid(out) {
-				return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
+				_, err := jsonval.Decode(out)
+				return invalidOutput(err)
 			}
 			return nil
 		}
 		vs, err := t.Output.Validate(out)
 		if err != nil {
-			return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
+			return invalidOutput(err)
 		}
 		if len(vs) > 0 {
 			return fault.Reject(fault.CodeInvalidArgument, "output does not match the output schema of %s: %s", tool, tools.FormatViolations(vs))
@@ -237,6 +240,15 @@ func (p *Prepared) checkOutput(tool string, out []byte) *fault.Error {
 		return nil
 	}
 	return fault.Reject(fault.CodeInvalidArgument, "tools.%s is not a client tool of this execution", tool)
+}
+
+// invalidOutput is the refusal of an output that did not decode: nested too
+// deep (valid JSON, but deeper than any value ptc takes), or not JSON.
+func invalidOutput(err error) *fault.Error {
+	if errors.Is(err, jsonval.ErrTooDeep) {
+		return fault.Reject(fault.CodeInvalidArgument, "output is nested more than %d levels deep, deeper than ptc accepts; answer with a flatter value", jsonval.MaxDepth)
+	}
+	return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
 }
 
 func what(k core.ActionKind) string {

@@ -20,6 +20,10 @@ const MaxDepth = 10000
 // ErrSyntax is wrapped by every error Decode returns.
 var ErrSyntax = errors.New("invalid JSON")
 
+// ErrTooDeep is wrapped, with ErrSyntax, by Decode's error for a value
+// nested more than MaxDepth levels deep.
+var ErrTooDeep = fmt.Errorf("nesting deeper than %d", MaxDepth)
+
 type decoder struct {
 	data  []byte
 	pos   int
@@ -91,7 +95,7 @@ func (d *decoder) literal(word string, v any) (any, error) {
 
 func (d *decoder) enter() error {
 	if d.depth++; d.depth > MaxDepth {
-		return d.errorf("nesting deeper than %d", MaxDepth)
+		return fmt.Errorf("%w at offset %d: %w", ErrSyntax, d.pos, ErrTooDeep)
 	}
 	return nil
 }
