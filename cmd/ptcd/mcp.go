@@ -41,7 +41,9 @@ func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, l
 		Limit: limiter.Limit})
 	mux := http.NewServeMux()
 	mux.Handle(c.MCP.Path, m.Handler(mcpserve.HTTPConfig{
-		SessionTimeout: time.Duration(c.MCP.SessionTimeout),
+		SessionTimeout:       time.Duration(c.MCP.SessionTimeout),
+		MaxSessionsPerCaller: c.MCP.MaxSessionsPerTenant,
+		MaxSessions:          c.MCP.MaxSessions,
 		Authenticate: func(r *http.Request) (mcpserve.Caller, error) {
 			t, err := authn.AuthenticateHTTP(r)
 			if err != nil {

@@ -114,6 +114,8 @@ tool_sources:
 	//   path: /mcp
 	//   session_timeout: 30m0s
 	//   description_bytes: 16KiB
+	//   max_sessions_per_tenant: 100
+	//   max_sessions: 1000
 	// workers:
 	//   mode: worker
 	//   insecure_inprocess: false

@@ -128,6 +128,8 @@ func servingSettings() []setting {
 		{"mcp.listen", "HTTP address of the MCP endpoint (\"\" = off)", func(c *Config) flag.Value { return stringValue{&c.MCP.Listen} }},
 		{"mcp.path", "path of the MCP endpoint", func(c *Config) flag.Value { return stringValue{&c.MCP.Path} }},
 		{"mcp.session_timeout", "close MCP sessions idle this long", func(c *Config) flag.Value { return &c.MCP.SessionTimeout }},
+		{"mcp.max_sessions_per_tenant", "open MCP sessions one tenant may have", func(c *Config) flag.Value { return intValue{&c.MCP.MaxSessionsPerTenant} }},
+		{"mcp.max_sessions", "open MCP sessions all tenants may have", func(c *Config) flag.Value { return intValue{&c.MCP.MaxSessions} }},
 		{"mcp.description_bytes", "most bytes of tool declarations in the execute tool's description (0 = none: point to search)", func(c *Config) flag.Value { return &c.MCP.DescriptionBytes }},
 	}
 }

@@ -12,6 +12,10 @@ const (
 	DefaultMCPPath             = "/mcp"
 	DefaultMCPSessionTimeout   = 30 * time.Minute
 	DefaultMCPDescriptionBytes = 16 << 10
+	// DefaultMCPMaxSessionsPerTenant and DefaultMCPMaxSessions bound the
+	// open MCP sessions of one tenant and of all tenants.
+	DefaultMCPMaxSessionsPerTenant = 100
+	DefaultMCPMaxSessions          = 1000
 )
 
 // MCP is the mcp section: ptcd's Model Context Protocol endpoint
@@ -30,13 +34,20 @@ type MCP struct {
 	// description; past it the description names the tools and points to
 	// the search tool. 0 never declares them.
 	DescriptionBytes ByteSize `yaml:"description_bytes"`
+	// MaxSessionsPerTenant bounds the open MCP sessions of one tenant; a
+	// new one beyond is refused (HTTP 429).
+	MaxSessionsPerTenant int `yaml:"max_sessions_per_tenant"`
+	// MaxSessions bounds the open MCP sessions of all tenants; a new one
+	// beyond is refused (HTTP 503).
+	MaxSessions int `yaml:"max_sessions"`
 }
 
 // Enabled reports whether ptcd serves MCP.
 func (m MCP) Enabled() bool { return m.Listen != "" }
 
 func defaultMCP() MCP {
-	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes}
+	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes,
+		MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant, MaxSessions: DefaultMCPMaxSessions}
 }
 
 func (m MCP) validate() *Error {
@@ -50,6 +61,10 @@ func (m MCP) validate() *Error {
 		return keyError("mcp.path", "%q is not a clean absolute path: write e.g. \"/mcp\"", m.Path)
 	case m.SessionTimeout <= 0:
 		return keyError("mcp.session_timeout", "%s is not positive: use a duration such as \"30m\"", m.SessionTimeout)
+	case m.MaxSessionsPerTenant <= 0:
+		return keyError("mcp.max_sessions_per_tenant", "%d is not positive: use a count such as 100", m.MaxSessionsPerTenant)
+	case m.MaxSessions <= 0:
+		return keyError("mcp.max_sessions", "%d is not positive: use a count such as 1000", m.MaxSessions)
 	case m.DescriptionBytes < 0:
 		return keyError("mcp.description_bytes", "%s is negative: use a size such as \"16KiB\", or 0 to never declare the tools there", m.DescriptionBytes)
 	}

@@ -2,9 +2,14 @@ package mcpserve
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,8 +20,9 @@ import (
 // question.
 const MaxApprovalArgumentBytes = 1000
 
-// approvalSchema is the form an approval question asks for: one boolean.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":true}},"required":["approve"]}`)
+// approvalSchema is the form an approval question asks for: one boolean,
+// false unless the user sets it (a form submitted untouched denies).
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":false}},"required":["approve"]}`)
 
 // newElicitor returns the approver of one execute call on session ss
 // (core.Request.Approve): a call that needs approval is put to the MCP
@@ -54,14 +60,63 @@ func newElicitor(ss *sdk.ServerSession) core.Approver {
 	}
 }
 
-// approvalMessage is the question about a: the tool, its arguments (cut
-// to MaxApprovalArgumentBytes) and why approval is needed.
+// approvalMessage is the question about a: the tool, its arguments and
+// why approval is needed. Arguments longer than MaxApprovalArgumentBytes
+// are cut, and the message says so, with their full size and the SHA-256
+// of the full arguments JSON; control and invisible formatting characters
+// (bidi overrides such as U+202E, zero-width characters) are shown as
+// JSON escapes, so that what the user reads is what the tool receives.
 func approvalMessage(a core.Action) string {
-	msg := fmt.Sprintf("A program run by ptc wants to call %s with %s.", a.Tool, truncate(string(a.Arguments), MaxApprovalArgumentBytes))
+	var msg string
+	if len(a.Arguments) > MaxApprovalArgumentBytes {
+		sum := sha256.Sum256(a.Arguments)
+		msg = fmt.Sprintf("A program run by ptc wants to call %s with arguments of %d bytes, too long to show in full: "+
+			"the first %d bytes are shown, then \"[cut]\" (SHA-256 of the full arguments JSON: %x): %s[cut].",
+			visible(a.Tool), len(a.Arguments), MaxApprovalArgumentBytes, sum, visible(cutBytes(string(a.Arguments), MaxApprovalArgumentBytes)))
+	} else {
+		msg = fmt.Sprintf("A program run by ptc wants to call %s with %s.", visible(a.Tool), visible(string(a.Arguments)))
+	}
 	if a.Reason != "" {
-		msg += " Approval is required: " + a.Reason + "."
+		msg += " Approval is required: " + visible(a.Reason) + "."
 	}
 	return msg + " Allow this call?"
+}
+
+// cutBytes shortens s to at most n bytes, on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// visible writes the characters of s a reader could not see, or that
+// would reorder what follows (controls, bidi and other format characters,
+// line and paragraph separators), as JSON escapes (\u202e); an invalid
+// UTF-8 byte becomes \ufffd.
+func visible(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			b.WriteString(`\ufffd`)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp):
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // supportsElicitation reports whether the session's client declared the

@@ -1,7 +1,11 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +22,16 @@ const (
 	// DefaultMaxBodyBytes bounds one HTTP request: the largest code (1 MiB,
 	// up to 6 MiB once escaped in JSON) and the largest input (8 MiB).
 	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMaxOpenBodyBytes bounds a request that opens a session (it
+	// has no session id): an initialize, whose parameters — the client's
+	// name and capabilities — are small, and which the session keeps for
+	// its whole life.
+	DefaultMaxOpenBodyBytes = 64 << 10
+	// DefaultMaxSessionsPerCaller bounds the open sessions of one caller
+	// identity (a tenant).
+	DefaultMaxSessionsPerCaller = 100
+	// DefaultMaxSessions bounds the open sessions of all callers.
+	DefaultMaxSessions = 1000
 )
 
 // HTTPConfig configures the streamable HTTP handler.
@@ -31,6 +45,16 @@ type HTTPConfig struct {
 	// MaxBodyBytes bounds a request body (413 beyond); zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxOpenBodyBytes bounds the body of a request without a session id
+	// (one that opens a session; 413 beyond); zero means
+	// DefaultMaxOpenBodyBytes.
+	MaxOpenBodyBytes int64
+	// MaxSessionsPerCaller bounds the open sessions of one caller: a new
+	// one beyond is refused (429); zero means DefaultMaxSessionsPerCaller.
+	MaxSessionsPerCaller int
+	// MaxSessions bounds the open sessions of all callers: a new one
+	// beyond is refused (503); zero means DefaultMaxSessions.
+	MaxSessions int
 }
 
 type callerKey struct{}
@@ -39,7 +63,9 @@ type callerKey struct{}
 const sessionHeader = "Mcp-Session-Id"
 
 // Handler returns the streamable HTTP handler (the MCP endpoint): every
-// request authenticates; a request that carries a session id must come
+// request authenticates; a request that opens a session is bounded by
+// MaxOpenBodyBytes and refused past the session caps (429 for the
+// caller's, 503 for the server's); a request that carries a session id must come
 // from the identity that opened the session (else 404, as for a session
 // that ended, and the client starts a new one); browsers' cross-origin
 // requests are refused.
@@ -53,6 +79,16 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	if hc.MaxBodyBytes <= 0 {
 		hc.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if hc.MaxOpenBodyBytes <= 0 {
+		hc.MaxOpenBodyBytes = DefaultMaxOpenBodyBytes
+	}
+	if hc.MaxSessionsPerCaller <= 0 {
+		hc.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
+	}
+	if hc.MaxSessions <= 0 {
+		hc.MaxSessions = DefaultMaxSessions
+	}
+	gate := &sessionGate{perCaller: hc.MaxSessionsPerCaller, total: hc.MaxSessions, timeout: hc.SessionTimeout, opening: map[string]int{}}
 	inner := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		c, ok := r.Context().Value(callerKey{}).(Caller)
 		if !ok {
@@ -69,9 +105,33 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			http.Error(w, "unauthenticated: "+err.Error(), http.StatusUnauthorized)
 			return
 		}
-		if id := r.Header.Get(sessionHeader); id != "" && !strings.HasPrefix(id, sessionTag(c.Key)) {
+		id := r.Header.Get(sessionHeader)
+		if id != "" && !strings.HasPrefix(id, sessionTag(c.Key)) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
+		}
+		if id == "" {
+			// A request that opens a session: small, and within the caps.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hc.MaxOpenBodyBytes))
+			if err != nil {
+				if errors.As(err, new(*http.MaxBytesError)) {
+					http.Error(w, fmt.Sprintf("a request that opens an MCP session (no Mcp-Session-Id) is limited to %d bytes: initialize with a shorter client name and capabilities", hc.MaxOpenBodyBytes),
+						http.StatusRequestEntityTooLarge)
+				} else {
+					http.Error(w, "reading the request failed: "+err.Error(), http.StatusBadRequest)
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method == http.MethodPost {
+				done, ok := s.admit(gate, w, c)
+				if !ok {
+					s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp session refused: too many open sessions",
+						slog.String("caller", c.Key), slog.String("remote", r.RemoteAddr))
+					return
+				}
+				defer done()
+			}
 		}
 		if r.Method != http.MethodGet {
 			// A drain waits for these (a call's answer is written before

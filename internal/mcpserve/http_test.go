@@ -2,8 +2,10 @@ package mcpserve_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -158,5 +160,113 @@ func TestHTTPBodyLimit(t *testing.T) {
 	}
 	if res := call(t, cs2, "execute", codeArgs("return 2")); res.IsError || text(res) != "2" {
 		t.Fatal(text(res))
+	}
+}
+
+// startLimited serves s with the given session caps: tenants a and b as in
+// startHTTP.
+func startLimited(t *testing.T, hc mcpserve.HTTPConfig) *httptest.Server {
+	t.Helper()
+	a, err := auth.New(true, []auth.Tenant{
+		{Name: "a", TokenHashes: []string{auth.HashToken(tokenA)}},
+		{Name: "b", TokenHashes: []string{auth.HashToken(tokenB)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.Authenticate = func(r *http.Request) (mcpserve.Caller, error) {
+		tn, err := a.AuthenticateHTTP(r)
+		if err != nil {
+			return mcpserve.Caller{}, err
+		}
+		return mcpserve.Caller{Key: tn.Name, Bind: func(ctx context.Context) context.Context { return auth.WithTenant(ctx, tn) }}, nil
+	}
+	m := mcpserve.New(mcpserve.Config{Backend: newBackend(t)})
+	srv := httptest.NewServer(m.Handler(hc))
+	t.Cleanup(srv.Close)
+	t.Cleanup(m.CloseSessions) // the sessions opened by raw initializes
+	return srv
+}
+
+// initialize posts an initialize without a session id; it returns the
+// status, the body and the session id the server gave.
+func initialize(t *testing.T, url, token, clientName string) (int, string, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":` +
+		strconv.Quote(clientName) + `,"version":"1"}}}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id")
+}
+
+// TestHTTPOpenBodyLimit: a request that opens a session is bounded by
+// MaxOpenBodyBytes (413 with a message saying so), while requests on a
+// session keep MaxBodyBytes; the server keeps serving.
+func TestHTTPOpenBodyLimit(t *testing.T) {
+	srv := startLimited(t, mcpserve.HTTPConfig{MaxOpenBodyBytes: 4 << 10})
+	code, body, _ := initialize(t, srv.URL, tokenA, strings.Repeat("n", 8<<10))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "opens an MCP session") || !strings.Contains(body, "4096 bytes") {
+		t.Fatalf("oversized initialize: %d %q", code, body)
+	}
+	if code, body, id := initialize(t, srv.URL, tokenA, "small"); code != http.StatusOK || id == "" {
+		t.Fatalf("small initialize: %d %q", code, body)
+	}
+	cs, err := connectHTTP(t, srv.URL, tokenA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A call on the session may be larger than an opening request.
+	if res := call(t, cs, "execute", codeArgs("return 3;"+strings.Repeat(" ", 16<<10))); res.IsError || text(res) != "3" {
+		t.Fatal(text(res))
+	}
+}
+
+// TestHTTPSessionCaps: a new session past the tenant's cap is refused with
+// 429, past the server's with 503, each naming its limit; existing
+// sessions keep serving, and ending one frees its place.
+func TestHTTPSessionCaps(t *testing.T) {
+	srv := startLimited(t, mcpserve.HTTPConfig{MaxSessionsPerCaller: 2, MaxSessions: 3})
+	a1, err := connectHTTP(t, srv.URL, tokenA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connectHTTP(t, srv.URL, tokenA); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := initialize(t, srv.URL, tokenA, "third")
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "limit is 2") || !strings.Contains(body, "mcp.max_sessions_per_tenant") {
+		t.Fatalf("tenant a's third session: %d %q", code, body)
+	}
+	b1, err := connectHTTP(t, srv.URL, tokenB)
+	if err != nil {
+		t.Fatalf("tenant b under its cap: %v", err)
+	}
+	code, body, _ = initialize(t, srv.URL, tokenB, "fourth")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "limit is 3 in all") || !strings.Contains(body, "mcp.max_sessions") {
+		t.Fatalf("the fourth session in all: %d %q", code, body)
+	}
+	if _, err := connectHTTP(t, srv.URL, tokenB); err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("client past the server's cap: %v", err)
+	}
+	// The open sessions keep serving.
+	for _, cs := range []*sdk.ClientSession{a1, b1} {
+		if res := call(t, cs, "execute", codeArgs("return 4")); res.IsError || text(res) != "4" {
+			t.Fatal(text(res))
+		}
+	}
+	// Ending a session (HTTP DELETE) frees its place.
+	if err := a1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, id := initialize(t, srv.URL, tokenB, "after"); code != http.StatusOK || id == "" {
+		t.Fatalf("after a session ended: %d %q", code, body)
 	}
 }
