@@ -344,10 +344,24 @@ func (d *Dispatcher) check(name string, args json.RawMessage) (*tools.Compiled, 
 	return t, args, nil
 }
 
-// invoke asks for approval when the tool needs it, then runs the call.
+// invoke asks for approval when the tool needs it, then runs the call. A
+// call that needs approval takes its concurrency slot before it is put to
+// the approver and keeps it while it runs: the calls waiting for a
+// decision count against MaxConcurrent, so a script that starts thousands
+// of them at once has at most MaxConcurrent questions outstanding and the
+// rest wait their turn (each question carries the call's arguments).
 func (d *Dispatcher) invoke(ctx context.Context, t *tools.Compiled, seq int32, key string, args json.RawMessage, held bool) (json.RawMessage, error) {
 	if reason, ok := d.cfg.Approvals[t.Name]; ok {
+		if !held {
+			select {
+			case d.sem <- struct{}{}:
+				held = true
+			case <-ctx.Done():
+				return nil, ctxError(t.Name, ctx)
+			}
+		}
 		if err := d.approve(ctx, t.Name, seq, args, reason); err != nil {
+			<-d.sem
 			return nil, err
 		}
 	}

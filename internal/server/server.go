@@ -19,6 +19,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
@@ -49,6 +50,10 @@ type Server struct {
 	mem     releaser
 	tracing telemetry.Tracing
 
+	// resultGrace bounds how long a Session's result waits for a client
+	// that does not read (WithResultGrace).
+	resultGrace time.Duration
+
 	mu       sync.Mutex
 	inflight int
 }
@@ -71,9 +76,21 @@ func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics
 // otelgrpc's stats handler, the execution's from the executor).
 func WithTracing(t telemetry.Tracing) Option { return func(s *Server) { s.tracing = t } }
 
+// WithResultGrace sets how long a Session waits, once its execution ended,
+// for the client to read the messages still queued and the result
+// (default 10 s); past it the stream ends with DEADLINE_EXCEEDED. d <= 0
+// keeps the default.
+func WithResultGrace(d time.Duration) Option {
+	return func(s *Server) {
+		if d > 0 {
+			s.resultGrace = d
+		}
+	}
+}
+
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
-	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex)}
+	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex), resultGrace: defaultResultGrace}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)

@@ -26,9 +26,10 @@ const (
 	// read; past it they are dropped and counted. Log lines are never
 	// dropped (the execution's log limits bound them).
 	progressQueue = 256
-	// resultGrace bounds how long the final result (and the live messages
-	// before it) wait for a client that does not read.
-	resultGrace = 10 * time.Second
+	// defaultResultGrace bounds how long the final result (and the live
+	// messages before it) wait for a client that does not read
+	// (WithResultGrace).
+	defaultResultGrace = 10 * time.Second
 )
 
 // session is one Session stream. The handler goroutine runs the
@@ -157,13 +158,15 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	// log line before the result), then the result, waiting at
 	// most resultGrace in all for a client that does not read: returning
 	// ends the stream, which unblocks the sends, and the receiver's Recv
-	// then fails and it exits.
-	t := time.NewTimer(resultGrace)
+	// then fails and it exits. A client that did not read in time learns it
+	// from the stream's status: the execution ran, its result was not
+	// delivered.
+	t := time.NewTimer(s.resultGrace)
 	defer t.Stop()
 	select {
 	case <-ss.live.drained:
 	case <-t.C:
-		return nil
+		return s.undelivered(res)
 	}
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
 	sent := make(chan struct{})
@@ -173,9 +176,16 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	}()
 	select {
 	case <-sent:
+		return nil
 	case <-t.C:
+		return s.undelivered(res)
 	}
-	return nil
+}
+
+// undelivered is the status of a Session whose client did not read its
+// result within the grace.
+func (s *Server) undelivered(res *core.Result) error {
+	return status.Errorf(codes.DeadlineExceeded, "execution %s ended but the client did not read its result within %v; the result was not delivered", res.ExecutionID, s.resultGrace)
 }
 
 // send sends one message; it waits for the stream (never longer than ctx)

@@ -351,7 +351,10 @@ func traceOpens(t *testing.T, pids ...int) *openTrace {
 		return nil
 	}
 	out := filepath.Join(t.TempDir(), "opens")
-	args := []string{"-f", "-e", "trace=open,openat,openat2,creat,open_by_handle_at", "-o", out}
+	// -ff writes each thread's calls to a file of its own (out.TID), so
+	// no call is split into "unfinished" and "resumed" halves when two
+	// threads make calls at once: each line holds the path and the result.
+	args := []string{"-ff", "-e", "trace=open,openat,openat2,creat,open_by_handle_at", "-o", out}
 	for _, pid := range pids {
 		args = append(args, "-p", strconv.Itoa(pid))
 	}
@@ -395,14 +398,20 @@ func (o *openTrace) stop(t *testing.T) []string {
 	t.Helper()
 	_ = o.cmd.Process.Signal(syscall.SIGINT)
 	_ = o.cmd.Wait()
-	b, err := os.ReadFile(o.out)
+	files, err := filepath.Glob(o.out + ".*")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var opens []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, "open") && strings.Contains(line, "(") && !strings.Contains(line, "resumed>") {
-			opens = append(opens, line)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "open") && strings.Contains(line, "(") {
+				opens = append(opens, line)
+			}
 		}
 	}
 	return opens
