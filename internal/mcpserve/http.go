@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +131,14 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 						slog.String("caller", c.Key), slog.String("remote", r.RemoteAddr))
 					return
 				}
-				defer done()
+				// The reservation ends when the response starts: the
+				// session it opened is among the server's sessions by
+				// then, and a client that opens its next session as soon
+				// as it reads this answer must not find this one counted
+				// twice (once opening, once open).
+				rw := &releasingWriter{ResponseWriter: w, release: sync.OnceFunc(done)}
+				defer rw.release()
+				w = rw
 			}
 		}
 		if r.Method != http.MethodGet {
@@ -143,3 +151,31 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	})
 	return http.NewCrossOriginProtection().Handler(h)
 }
+
+// releasingWriter calls release when its response starts (the header or
+// the first bytes are written, or it is flushed).
+type releasingWriter struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (w *releasingWriter) WriteHeader(code int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *releasingWriter) Write(b []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps event streams working through the wrapper.
+func (w *releasingWriter) Flush() {
+	w.release()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *releasingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
