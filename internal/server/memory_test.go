@@ -152,6 +152,15 @@ func TestSupervisorMemoryPerExecution(t *testing.T) {
 	after := selfRSS(t)
 	t.Logf("RSS %d MiB after the release", after>>20)
 	if after-before > 48<<20 && !raceEnabled {
-		t.Errorf("RSS %d MiB after the release, %d MiB before the bursts", after>>20, before>>20)
+		// The release may run while this process's other half (the
+		// client, the server's transport) still holds the last burst's
+		// buffers. Measured the way "before" was, the memory must be back:
+		// what stays then is held, not merely not yet returned.
+		debug.FreeOSMemory()
+		again := selfRSS(t)
+		t.Logf("RSS %d MiB after the release, %d MiB once this process collected as before the bursts", after>>20, again>>20)
+		if again-before > 48<<20 {
+			t.Errorf("RSS %d MiB after the release and a collection, %d MiB before the bursts", again>>20, before>>20)
+		}
 	}
 }
