@@ -170,6 +170,8 @@ func concurrencyCases() []tcase {
 				runBurst(ctx, e, []burstItem{{"large", jsReq(src, input(in), timeout(30*time.Second)), succeeds("1")}}, 32)
 				return nil, nil
 			},
+			residual:      "32 concurrent 8 MiB executions in-process are measured against ptcd's shared heap, so one can be charged with the others' requests (MEMORY_LIMIT at 256 MiB)",
+			residualModes: inprocess,
 		},
 		{
 			name: "supervisor-releases-large-client-results", family: famConcurrency, bound: 60 * time.Second, want: checkedByDo, serverSettle: 64 * MiB,
