@@ -109,6 +109,10 @@ func TestLimitsSpanPauses(t *testing.T) {
 	}{
 		{"timeout", fault.KindTimeout, func(st *durable.State) { st.Usage.Wall = st.Limits.Timeout - time.Millisecond }},
 		{"cpu", fault.KindCPULimit, func(st *durable.State) { st.Usage.CPU = st.Limits.CPUTime - time.Millisecond }},
+		// So little left that the re-run is stopped before it reaches
+		// the pause point: a breach, not a divergence.
+		{"timeout before the pause point", fault.KindTimeout, func(st *durable.State) { st.Usage.Wall = st.Limits.Timeout - time.Nanosecond }},
+		{"cpu before the pause point", fault.KindCPULimit, func(st *durable.State) { st.Usage.CPU = st.Limits.CPUTime - time.Nanosecond }},
 	} {
 		for _, parked := range []int{-1} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -232,7 +232,10 @@ func (lv *live) ended(out *runtime.Outcome) *core.Result {
 	lv.release()
 	wall := lv.usage.Wall + time.Since(lv.ranSince)
 	cpu := lv.cpuBase + out.CPUTime
-	if fe := lv.d.Diverged(); fe != nil {
+	// A re-run stopped by a limit or a cancellation before it reached
+	// the pause point did not diverge: it is reported as what stopped it.
+	stopped := (lv.rc != nil && lv.rc.expired()) || (out.Err != nil && (out.Err.Kind.IsBreach() || out.Err.Kind == fault.KindCancelled))
+	if fe := lv.d.Diverged(); fe != nil && !stopped {
 		out.Result, out.Err = nil, fe
 	}
 	switch {
