@@ -45,7 +45,7 @@ func TestRandomPauseResumeSequences(t *testing.T) {
 		n = 100
 	}
 	fx := &sideEffects{runs: map[string]int{}}
-	store := durable.NewMemoryStore()
+	store := durable.NewMemoryStore(0)
 	keys := []durable.Key{{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}}
 	mk := func(parked int) *Executor {
 		m, err := durable.New(durable.Config{Keys: keys, Store: store})
