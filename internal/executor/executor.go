@@ -95,6 +95,15 @@ type Executor struct {
 	wasm     *wasm.Engine
 	wasmErr  error
 
+	// resumes are the resumes running here by pause id (retry.go);
+	// closing is cancelled by Close, which waits for them (resumeWG).
+	resumeMu    sync.Mutex
+	resumes     map[string]*resumeRun
+	closed      bool
+	closing     context.Context
+	stopClosing context.CancelFunc
+	resumeWG    sync.WaitGroup
+
 	tracing telemetry.Tracing
 	// isolation names, per language, where scripts run: "worker" or
 	// "inprocess" (a span attribute).
@@ -116,7 +125,9 @@ func New(cfg Config) (*Executor, error) {
 		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
 		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
+		resumes:   map[string]*resumeRun{},
 	}
+	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
 	}
@@ -181,8 +192,14 @@ func New(cfg Config) (*Executor, error) {
 }
 
 // Close releases the engines: the worker pool and the WebAssembly runtime.
-// Executions must have finished.
+// It stops the resumes still running (they end CANCELLED) and waits for
+// them; other executions must have finished.
 func (e *Executor) Close() error {
+	e.resumeMu.Lock()
+	e.closed = true
+	e.resumeMu.Unlock()
+	e.stopClosing()
+	e.resumeWG.Wait()
 	e.parked.closeAll()
 	var err error
 	if e.pool != nil {

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/core"
@@ -171,7 +173,12 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	return res, nil
 }
 
-// Resume goes on with a paused execution.
+// Resume goes on with a paused execution. The execution runs detached
+// from the call: the caller's deadline or cancellation ends only its
+// wait, and a retry with the same continuation and answers gets the
+// outcome (executor.StartResume). The resumed execution is admitted,
+// counted in the metrics and in InFlight once, by the call that started
+// it, until it ends; a retry is neither admitted nor counted again.
 func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.ResumeResponse, error) {
 	tok, answers, module, ferr := wire.ResumeFromPB(in)
 	if ferr != nil {
@@ -186,18 +193,45 @@ func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.Re
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
-	ectx, done := s.execContext(ctx)
-	defer done()
-	release, err := s.admit(ectx, p, tenant)
-	if err != nil {
-		return nil, err
+	release, done := func() {}, func() {}
+	if !p.Retry() {
+		ectx, end := s.execContext(ctx)
+		rel, err := s.admit(ectx, p, tenant)
+		if err != nil {
+			end()
+			return nil, err
+		}
+		release, done = rel, end
 	}
-	defer release()
-	res, ferr := s.exec.Continue(ectx, p)
+	r, ferr := s.exec.StartResume(ctx, p, s.base)
+	if ferr != nil {
+		release()
+		done()
+		return nil, wire.Status(ferr)
+	}
+	if r.Started() {
+		// The execution's end is this call's to account for, whether or
+		// not the call still waits: this goroutine ends with it.
+		go func() {
+			<-r.Done()
+			if res, ferr := r.Wait(context.Background()); ferr == nil {
+				s.count(p.Request(), p, res)
+			}
+			release()
+			done()
+		}()
+	} else {
+		release()
+		done()
+	}
+	res, ferr := r.Wait(ctx)
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
-	s.observe(ctx, p.Request(), p, res)
+	s.annotate(ctx, res)
+	if r.Retry() {
+		logging.AddFields(ctx, logging.Fields{"resume_retry", true})
+	}
 	return &ptcv1.ResumeResponse{Execution: wire.ResultPB(res)}, nil
 }
 
