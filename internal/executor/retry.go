@@ -95,19 +95,31 @@ func (p *Prepared) Retry() bool { return p.resume != nil && p.resume.used != nil
 // Continue starts a prepared resume (StartResume) and waits for its
 // outcome while ctx lasts.
 func (e *Executor) Continue(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
-	r, ferr := e.StartResume(ctx, p, nil)
+	r, ferr := e.StartResume(ctx, p, Detach{})
 	if ferr != nil {
 		return nil, ferr
 	}
 	return r.Wait(ctx)
 }
 
+// Detach configures how StartResume runs a resume apart from its call.
+type Detach struct {
+	// Stop (nil: none), when it ends, stops the execution: a server's
+	// shutdown. Close stops it too.
+	Stop context.Context
+	// Ended, when set, is called once when an execution this call
+	// started ends, after its outcome is kept and before any waiter gets
+	// it: the place to account for it (metrics, admission).
+	Ended func(res *core.Result, ferr *fault.Error)
+}
+
 // StartResume uses up a prepared resume's continuation and goes on with
 // the execution on its own goroutine, detached from ctx's cancellation
-// (ctx's values stay), until it pauses again or ends; stop (nil: none)
-// and Close stop it. For a continuation used already it runs nothing: it
-// answers the retry (see above).
-func (e *Executor) StartResume(ctx context.Context, p *Prepared, stop context.Context) (*Resuming, *fault.Error) {
+// (ctx's values stay), until it pauses again or ends. For a continuation
+// used already it runs nothing: it answers the retry (see above), and
+// d.Ended is not called.
+func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Resuming, *fault.Error) {
+	stop := d.Stop
 	rs := p.resume
 	if rs == nil {
 		return nil, &fault.Error{Code: fault.CodeInternal, Message: "not a resume"}
@@ -163,6 +175,9 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, stop context.Co
 		// are told so until runningUntil, then that the outcome is lost.
 		_ = e.durable.Keep(kctx, rs.opened, rs.digest, out)
 		kcancel()
+		if d.Ended != nil {
+			d.Ended(res, ferr)
+		}
 		run.res, run.ferr = res, ferr
 		e.forget(id, run)
 		close(run.done)

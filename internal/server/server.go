@@ -203,24 +203,21 @@ func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.Re
 		}
 		release, done = rel, end
 	}
-	r, ferr := s.exec.StartResume(ctx, p, s.base)
+	// The execution's end is this call's to account for, once, whether or
+	// not the call still waits for it.
+	r, ferr := s.exec.StartResume(ctx, p, executor.Detach{Stop: s.base, Ended: func(res *core.Result, ferr *fault.Error) {
+		if ferr == nil {
+			s.count(p.Request(), p, res)
+		}
+		release()
+		done()
+	}})
 	if ferr != nil {
 		release()
 		done()
 		return nil, wire.Status(ferr)
 	}
-	if r.Started() {
-		// The execution's end is this call's to account for, whether or
-		// not the call still waits: this goroutine ends with it.
-		go func() {
-			<-r.Done()
-			if res, ferr := r.Wait(context.Background()); ferr == nil {
-				s.count(p.Request(), p, res)
-			}
-			release()
-			done()
-		}()
-	} else {
+	if !r.Started() {
 		release()
 		done()
 	}
