@@ -101,6 +101,15 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // server, or on any server that shares its continuation keys: the
 // continuation and one answer per pending action. It returns the
 // execution's next state; errors are as Runner.Resume's.
+//
+// Retrying with the same continuation and the same answers is safe — after
+// a deadline, a cancellation or a dropped connection, on the same server
+// or another one sharing its store: the execution went on without the
+// call, nothing runs twice, and the retry returns the same next state (the
+// same new continuation) while the server keeps it (durable.outcome_retention,
+// 10 minutes by default). A retry that reaches another replica while the
+// execution still runs there is Unavailable with reason RESUME_IN_PROGRESS:
+// retry it again shortly. docs/durable.md has the cases.
 func (c *Client) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
 	res, err := c.rpc.Resume(ctx, wire.ResumePB(continuation, answersCore(answers), nil))
 	if err != nil {
