@@ -150,11 +150,14 @@ def test_denial_and_client_tool_error(dc: Client) -> None:
 def test_used_continuation(dc: Client) -> None:
     res, ask = pause1(dc)
     answers = [Answer.with_output(ask, {"member_id": "sal-02"})]
-    assert dc.resume(res.continuation, answers).requires_action
+    nxt = dc.resume(res.continuation, answers)
+    assert nxt.requires_action
+    # Retried with the same answers: the same next state.
+    assert dc.resume(res.continuation, answers).continuation == nxt.continuation
     with pytest.raises(ContinuationError) as exc:
-        dc.resume(res.continuation, answers)
+        dc.resume(res.continuation, [Answer.with_output(ask, {"member_id": "sal-03"})])
     refused(exc, "USED", grpc.StatusCode.FAILED_PRECONDITION)
-    assert "used already" in exc.value.details
+    assert "other answers" in exc.value.details
 
 
 def test_altered_malformed_and_foreign_continuations(dc: Client, short: Client) -> None:

@@ -160,12 +160,14 @@ describe("resumable execute and resume", () => {
     assert.match(failed.error?.message ?? "", /no_reviewer/);
   });
 
-  test("a used continuation is refused, and nothing runs", async () => {
+  test("a used continuation: retried with its answers it gives the same next state, with others it is refused", async () => {
     const { res, ask } = await pause1();
     const next = await client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]);
     assert.equal(next.state, "REQUIRES_ACTION");
-    const e = await expectRefused(client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]), "USED", status.FAILED_PRECONDITION);
-    assert.match(e.details, /used already/);
+    const retried = await client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]);
+    assert.equal(retried.continuation, next.continuation);
+    const e = await expectRefused(client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-03" })]), "USED", status.FAILED_PRECONDITION);
+    assert.match(e.details, /other answers/);
   });
 
   test("altered, malformed and foreign continuations are refused; the real one still works", async () => {
