@@ -312,12 +312,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	draining.Store(true)
 	hs.Shutdown() // every service NOT_SERVING; watchers are told
 	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", grace.String())
-	// The drain goroutines end when every gRPC call is done and every MCP
-	// execution has ended (or, for MCP, when drainCtx is cancelled below).
+	// The drain goroutines end when every gRPC call is done (and every
+	// resumed execution that outlived its Resume call has ended) and every
+	// MCP execution has ended (or, for MCP, when drainCtx is cancelled
+	// below).
 	drainCtx, stopDrain := context.WithCancel(context.Background())
 	defer stopDrain()
 	grpcDrained, mcpDrained, drained := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { gs.GracefulStop(); close(grpcDrained) }()
+	go func() { gs.GracefulStop(); srv.WaitDetached(); close(grpcDrained) }()
 	go func() { mep.drain(drainCtx); close(mcpDrained) }()
 	go func() { <-grpcDrained; <-mcpDrained; close(drained) }()
 	t := time.NewTimer(grace)

@@ -58,6 +58,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight int
+	// detached counts the resumed executions running past their calls
+	// (Resume); WaitDetached waits for them.
+	detached sync.WaitGroup
 }
 
 // Option configures a Server.
@@ -103,6 +106,11 @@ func New(ex *executor.Executor, opts ...Option) *Server {
 // CancelAll cancels every in-flight execution (they end with CANCELLED);
 // it is the last step of a graceful shutdown.
 func (s *Server) CancelAll() { s.cancel() }
+
+// WaitDetached waits for the resumed executions that run on after their
+// Resume call ended (a graceful shutdown waits for them after the gRPC
+// calls; CancelAll ends them). Call it once no new call can arrive.
+func (s *Server) WaitDetached() { s.detached.Wait() }
 
 // InFlight returns the number of executions running or waiting for
 // admission.
@@ -201,7 +209,8 @@ func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.Re
 			end()
 			return nil, err
 		}
-		release, done = rel, end
+		s.detached.Add(1)
+		release, done = rel, func() { end(); s.detached.Done() }
 	}
 	// The execution's end is this call's to account for, once, whether or
 	// not the call still waits for it.
