@@ -38,13 +38,14 @@ const keepTimeout = 10 * time.Second
 // errClosing stops resumes when the executor closes.
 var errClosing = errors.New("the server is shutting down")
 
-// resumeRun is a resume running on this executor; done is closed when it
-// ended (res and ferr set) and its outcome was handed to the store.
+// resumeRun is a resume running on this executor. done is closed when it
+// ended (res and ferr set); kept once its outcome was handed to the store
+// afterwards (off the resume's own latency) and the run left e.resumes.
 type resumeRun struct {
-	done    chan struct{}
-	answers [32]byte
-	res     *core.Result
-	ferr    *fault.Error
+	done, kept chan struct{}
+	answers    [32]byte
+	res        *core.Result
+	ferr       *fault.Error
 }
 
 // Resuming is a resume under way, or the outcome of one kept from before.
@@ -55,17 +56,28 @@ type Resuming struct {
 	started, retry bool
 }
 
+// ready is closed when the outcome can be returned: for the call that
+// started the resume, when it ended; for a retry, once the outcome is
+// kept too (so that whoever got a retry's answer finds the outcome on
+// every replica sharing the store).
+func (r *Resuming) ready() <-chan struct{} {
+	if r.retry {
+		return r.run.kept
+	}
+	return r.run.done
+}
+
 // Wait waits for the resume's outcome. When ctx ends first, the execution
 // goes on: the error (CANCELLED or DEADLINE_EXCEEDED) says to resume again
 // with the same continuation and answers.
 func (r *Resuming) Wait(ctx context.Context) (*core.Result, *fault.Error) {
 	select {
-	case <-r.run.done:
+	case <-r.ready():
 		return r.run.res, r.run.ferr
 	case <-ctx.Done():
 	}
 	select {
-	case <-r.run.done:
+	case <-r.ready():
 		return r.run.res, r.run.ferr
 	default:
 	}
@@ -76,8 +88,8 @@ func (r *Resuming) Wait(ctx context.Context) (*core.Result, *fault.Error) {
 	return nil, fault.Reject(code, "the wait for the resumed execution ended (%v); the execution goes on: resume again with the same continuation and answers to get its outcome", ctx.Err())
 }
 
-// Done is closed when the resume's outcome is known.
-func (r *Resuming) Done() <-chan struct{} { return r.run.done }
+// Done is closed when Wait returns at once.
+func (r *Resuming) Done() <-chan struct{} { return r.ready() }
 
 // Started reports whether this call started the execution: its end is
 // this call's to account for (metrics, admission), once, whether or not
@@ -128,7 +140,7 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		return e.retry(ctx, rs, rs.used)
 	}
 	id := rs.opened.PauseID
-	run := &resumeRun{done: make(chan struct{}), answers: rs.digest}
+	run := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest}
 	e.resumeMu.Lock()
 	if e.closed {
 		e.resumeMu.Unlock()
@@ -157,8 +169,8 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 	}
 	// This goroutine owns the resumed execution: it ends when the
 	// execution pauses again or ends (bounded by its limits, or stopped by
-	// stop or Close), hands the outcome to the store, then closes
-	// run.done.
+	// stop or Close), closes run.done, hands the outcome to the store,
+	// then closes run.kept. Retries here wait for run.kept.
 	go func() {
 		defer e.resumeWG.Done()
 		res, ferr := e.continueRun(runCtx, p)
@@ -166,6 +178,11 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 			u()
 		}
 		cancel(nil)
+		if d.Ended != nil {
+			d.Ended(res, ferr)
+		}
+		run.res, run.ferr = res, ferr
+		close(run.done)
 		var out []byte
 		if ferr == nil {
 			out, _ = wire.MarshalOutcome(res)
@@ -175,12 +192,8 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		// are told so until runningUntil, then that the outcome is lost.
 		_ = e.durable.Keep(kctx, rs.opened, rs.digest, out)
 		kcancel()
-		if d.Ended != nil {
-			d.Ended(res, ferr)
-		}
-		run.res, run.ferr = res, ferr
 		e.forget(id, run)
-		close(run.done)
+		close(run.kept)
 	}()
 	return &Resuming{run: run, started: true}, nil
 }
@@ -231,8 +244,9 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 		if err != nil {
 			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the kept outcome of this resume does not decode: " + err.Error()}
 		}
-		done := &resumeRun{done: make(chan struct{}), answers: rs.digest, res: res}
+		done := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest, res: res}
 		close(done.done)
+		close(done.kept)
 		return &Resuming{run: done, retry: true}, nil
 	}
 	if !use.Finished {

@@ -179,6 +179,7 @@ func TestResumeOutcomeBudget(t *testing.T) {
 	e, _ := retryExecutor(t, durable.Config{Store: measure}, 0, hold)
 	res, answers := pauseAt(t, e, pad)
 	resume(t, e, res, answers...)
+	resume(t, e, res, answers...) // returns once the outcome is kept
 	size := measure.last.Load()
 	if size == 0 {
 		t.Fatal("no outcome kept")
@@ -200,6 +201,9 @@ func TestResumeOutcomeBudget(t *testing.T) {
 			for i := range paused {
 				res, answers := pauseAt(t, e, pad)
 				paused[i], outs[i] = res, resume(t, e, res, answers...)
+				// A retry returns once the outcome is kept (or not): the
+				// outcomes reach the store in order.
+				_, _ = e.Continue(context.Background(), prepare(t, e, res.Continuation, answers))
 			}
 			for i, res := range paused {
 				again, ferr := e.Continue(context.Background(), prepare(t, e, res.Continuation, []core.Answer{{CallID: res.Pending[0].CallID, Output: json.RawMessage(`"ana"`)}}))
