@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/prompt"
@@ -140,8 +141,13 @@ func TestModelMessageHoldsOnlyTheResult(t *testing.T) {
 		defer r.Close()
 		for name, src := range scripts {
 			t.Run(is.name+"/"+name, func(t *testing.T) {
+				// Only the endless loop needs a short timeout.
+				timeout := 30 * time.Second
+				if name == "timeout" {
+					timeout = 2 * time.Second
+				}
 				res, err := r.Execute(context.Background(), ptc.Request{Source: src, IncludeToolResults: true,
-					TruncateResult: name == "truncated", Limits: ptc.Limits{MaxOutputBytes: 1000, Timeout: 2e9}})
+					TruncateResult: name == "truncated", Limits: ptc.Limits{MaxOutputBytes: 1000, Timeout: timeout}})
 				if err != nil {
 					t.Fatal(err)
 				}

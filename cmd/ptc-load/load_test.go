@@ -147,7 +147,7 @@ func TestReportCountsOnlyExecutions(t *testing.T) {
 
 func TestRunStopsAtDuration(t *testing.T) {
 	conn := dial(t, serve(t))
-	rep, err := Run(context.Background(), conn, Config{Concurrency: 2, Duration: 100 * time.Millisecond, Source: "return 1", CallTimeout: time.Minute, Token: "tok"})
+	rep, err := Run(context.Background(), conn, Config{Concurrency: 2, Duration: time.Second, Source: "return 1", CallTimeout: time.Minute, Token: "tok"})
 	if err != nil || rep.Executions == 0 || rep.OK != rep.Executions {
 		t.Fatalf("%+v %v", rep, err)
 	}

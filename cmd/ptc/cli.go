@@ -360,7 +360,10 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitRejected
 		}
 		defer conn.Close()
-		res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req)
+		if res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req); err != nil {
+			// The same form as ptc run's: CODE: message.
+			err = wire.ErrorFromStatus(err)
+		}
 	} else {
 		ex, rerr := newLocalExecutor()
 		if rerr != nil {

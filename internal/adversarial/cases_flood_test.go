@@ -9,14 +9,14 @@ import (
 
 func floodCases() []tcase {
 	f := func(name, src string, w want, fast bool, opts ...opt) tcase {
-		return tcase{name: name, family: famFlood, fast: fast, bound: 20 * time.Second,
-			req: jsReq(src, append([]opt{timeout(10 * time.Second), memory(256 * MiB)}, opts...)...), want: w}
+		return tcase{name: name, family: famFlood, fast: fast, bound: 45 * time.Second,
+			req: jsReq(src, append([]opt{timeout(30 * time.Second), memory(256 * MiB)}, opts...)...), want: w}
 	}
 	cs := []tcase{
 		// Logs.
 		{
-			name: "log-empty-entries", family: famFlood, fast: true, bound: 20 * time.Second,
-			req:          jsReq(`for (let i = 0; i < 2e6; i++) console.log(""); return 1`, timeout(10*time.Second), maxLogs(64*KiB)),
+			name: "log-empty-entries", family: famFlood, fast: true, bound: 45 * time.Second,
+			req:          jsReq(`for (let i = 0; i < 2e6; i++) console.log(""); return 1`, timeout(30*time.Second), maxLogs(64*KiB)),
 			want:         succeeds("1").and(logsBounded),
 			serverGrowth: 128 * MiB,
 		},
@@ -29,14 +29,14 @@ func floodCases() []tcase {
 		{
 			// 2e6 empty entries from 2e4 concurrent async functions (2e5 of
 			// them would need ~500 MiB of heap for the promises alone).
-			name: "log-empty-entries-promise-all", family: famFlood, bound: 20 * time.Second,
-			req:          jsReq(`await Promise.all(Array.from({length: 2e4}, async () => { for (let i = 0; i < 50; i++) { console.log(""); console.error("") } })); return 1`, timeout(10*time.Second), maxLogs(64*KiB)),
+			name: "log-empty-entries-promise-all", family: famFlood, bound: 45 * time.Second,
+			req:          jsReq(`await Promise.all(Array.from({length: 2e4}, async () => { for (let i = 0; i < 50; i++) { console.log(""); console.error("") } })); return 1`, timeout(30*time.Second), maxLogs(64*KiB)),
 			want:         succeeds("1").and(logsBounded),
 			serverGrowth: 128 * MiB,
 		},
 		{
-			name: "log-no-arguments", family: famFlood, bound: 20 * time.Second,
-			req:          jsReq(`for (let i = 0; i < 1e6; i++) console.log(); return 1`, timeout(10*time.Second), maxLogs(64*KiB)),
+			name: "log-no-arguments", family: famFlood, bound: 45 * time.Second,
+			req:          jsReq(`for (let i = 0; i < 1e6; i++) console.log(); return 1`, timeout(30*time.Second), maxLogs(64*KiB)),
 			want:         succeeds("1").and(logsBounded),
 			serverGrowth: 128 * MiB,
 		},

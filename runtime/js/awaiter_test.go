@@ -24,8 +24,25 @@ type awaiter struct {
 	answers chan answer
 	mu      sync.Mutex
 	begun   []string
-	// delay holds back the answer of a tool by its name.
-	delay map[string]time.Duration
+	// after holds back the answers of a tool (the key) until an answer
+	// of another tool (the value) has been taken by Await.
+	after map[string]string
+	taken map[string]chan struct{}
+}
+
+// takenCh is closed once an answer of the named tool was taken.
+func (a *awaiter) takenCh(name string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.taken == nil {
+		a.taken = map[string]chan struct{}{}
+	}
+	c, ok := a.taken[name]
+	if !ok {
+		c = make(chan struct{})
+		a.taken[name] = c
+	}
+	return c
 }
 
 func (a *awaiter) Begin(ctx context.Context, name string, args json.RawMessage) uint32 {
@@ -36,16 +53,17 @@ func (a *awaiter) Begin(ctx context.Context, name string, args json.RawMessage) 
 	inv := a.Dispatcher.Start(ctx, name, args)
 	go func() {
 		out, err := inv()
-		if d := a.delay[name]; d > 0 {
-			time.Sleep(d)
+		if first, ok := a.after[name]; ok {
+			<-a.takenCh(first)
 		}
-		a.answers <- answer{t, out, err}
+		a.answers <- answer{t, name, out, err}
 	}()
 	return t
 }
 
 type answer struct {
 	ticket uint32
+	name   string
 	out    json.RawMessage
 	err    error
 }
@@ -53,6 +71,12 @@ type answer struct {
 func (a *awaiter) Await(ctx context.Context) (uint32, json.RawMessage, error) {
 	select {
 	case ans := <-a.answers:
+		c := a.takenCh(ans.name)
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
 		return ans.ticket, ans.out, ans.err
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
@@ -64,11 +88,11 @@ func (a *awaiter) Start(ctx context.Context, name string, args json.RawMessage) 
 	panic("the engine started a call without Begin")
 }
 
-func runAwaiter(t *testing.T, src string, lim limits.Limits, delay map[string]time.Duration) (*runtime.Outcome, *awaiter) {
+func runAwaiter(t *testing.T, src string, lim limits.Limits, after map[string]string) (*runtime.Outcome, *awaiter) {
 	t.Helper()
 	lim = limits.DefaultPolicy().Resolve(lim, limits.Limits{})
 	d := bridge.New(bridge.Config{ExecutionID: "aw", Tools: testTools(t), MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
-	a := &awaiter{Dispatcher: d, answers: make(chan answer, 64), delay: delay}
+	a := &awaiter{Dispatcher: d, answers: make(chan answer, 64), after: after}
 	job := &runtime.Job{ExecutionID: "aw", Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: a,
 		Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
 	return js.New().Run(context.Background(), job), a
@@ -81,23 +105,23 @@ func runAwaiter(t *testing.T, src string, lim limits.Limits, delay map[string]ti
 func TestAwaiter(t *testing.T) {
 	cases := []struct {
 		name, src, want string
-		delay           map[string]time.Duration
+		after           map[string]string // see awaiter.after
 	}{
 		{name: "sequential", src: `let s = 0; for (let i = 0; i < 20; i++) s += (await tools.ident({a: i, b: 0})).a; return s`, want: `190`},
 		{name: "together", src: `return (await Promise.all([1, 2, 3].map((i) => tools.add({a: i, b: i}))))`, want: `[2,4,6]`},
 		{name: "failures", src: `try { await tools.fail({}) } catch (e) { return [e.name, e.code, (await tools.add({a: 1, b: 1}))] }`,
 			want: `["ToolError","not_found",2]`},
 		{name: "race: the first answer wins", src: `return await Promise.race([tools.echo({slow: 1}), tools.add({a: 1, b: 2})])`,
-			want: `3`, delay: map[string]time.Duration{"echo": 200 * time.Millisecond}},
+			want: `3`, after: map[string]string{"echo": "add"}},
 		{name: "answers in the order they arrive", src: `
 const order = [];
 await Promise.all([tools.echo({}).then(() => order.push("echo")), tools.add({a: 1, b: 1}).then(() => order.push("add"))]);
-return order`, want: `["add","echo"]`, delay: map[string]time.Duration{"echo": 100 * time.Millisecond}},
+return order`, want: `["add","echo"]`, after: map[string]string{"echo": "add"}},
 		{name: "unawaited call", src: `tools.echo({}); return 1`, want: `1`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, _ := runAwaiter(t, c.src, limits.Limits{}, c.delay)
+			out, _ := runAwaiter(t, c.src, limits.Limits{}, c.after)
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}

@@ -269,11 +269,11 @@ func TestConcurrency(t *testing.T) {
 	go func() {
 		done <- js.New().Run(ctx, &runtime.Job{Source: src, Limits: lim, Tools: d})
 	}()
+	mu.Lock()
 	for peak.Load() < 2 {
-		mu.Lock()
 		cond.Wait()
-		mu.Unlock()
 	}
+	mu.Unlock()
 	cancel()
 	mu.Lock()
 	cond.Broadcast()

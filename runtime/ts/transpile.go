@@ -80,9 +80,15 @@ func (e *syntaxError) Error() string {
 // Unwrap returns errImportExport for import and export errors.
 func (e *syntaxError) Unwrap() error { return e.Err }
 
-// Fault returns the error as a classified SYNTAX_ERROR.
+// Fault returns the error as a classified SYNTAX_ERROR. Its message
+// starts with "SyntaxError: ", as a JavaScript script's does, so callers
+// and models read one form whatever the language.
 func (e *syntaxError) Fault() *fault.Error {
-	return &fault.Error{Kind: fault.KindSyntax, Message: e.Message, Line: e.Line, Column: e.Column, Cause: e}
+	msg := e.Message
+	if !strings.HasPrefix(msg, "SyntaxError") {
+		msg = "SyntaxError: " + msg
+	}
+	return &fault.Error{Kind: fault.KindSyntax, Message: msg, Line: e.Line, Column: e.Column, Cause: e}
 }
 
 // program is a transpiled TypeScript script. It is immutable and safe for

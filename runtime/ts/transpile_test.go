@@ -96,7 +96,7 @@ func TestSyntaxErrors(t *testing.T) {
 			if !strings.Contains(strings.ToLower(se.Message), tt.msg) {
 				t.Errorf("message %q does not contain %q", se.Message, tt.msg)
 			}
-			if f := se.Fault(); f.Kind != fault.KindSyntax || f.Line != se.Line || f.Column != se.Column {
+			if f := se.Fault(); f.Kind != fault.KindSyntax || f.Line != se.Line || f.Column != se.Column || !strings.HasPrefix(f.Message, "SyntaxError: ") {
 				t.Errorf("Fault() = %+v", f)
 			}
 		})

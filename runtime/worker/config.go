@@ -77,6 +77,8 @@ type Config struct {
 	// non-interruptible built-in (a huge sort, JSON.parse of a huge
 	// string) cannot be interrupted any other way. Default 1 s.
 	KillGrace time.Duration
+	// breachGrace overrides defaultBreachGrace (tests on a loaded machine).
+	breachGrace time.Duration
 	// StartTimeout bounds the start-up handshake of a worker. Default 10 s.
 	StartTimeout time.Duration
 	// Executable is the binary started in worker mode; default
@@ -146,6 +148,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = time.Second
+	}
+	if c.breachGrace <= 0 {
+		c.breachGrace = defaultBreachGrace
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 10 * time.Second

@@ -110,7 +110,7 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 				h()
 			}
 			if w.pool.cfg.ExecutionsPerWorker == 1 || fe.Kind == fault.KindMemoryLimit {
-				es.breachTimer = time.AfterFunc(breachGrace, func() { w.breachKill(es) })
+				es.breachTimer = time.AfterFunc(w.pool.cfg.breachGrace, func() { w.breachKill(es) })
 			}
 		}
 		w.mu.Unlock()
@@ -155,17 +155,17 @@ func frameSlot(f *wp.WorkerFrame) (uint64, bool) {
 	return 0, false
 }
 
-// breachGrace is how long an execution that broke a limit has to stop
+// defaultBreachGrace is how long an execution that broke a limit has to stop
 // after the worker reported the breach (an interruptible script stops in
 // microseconds) before its worker is killed: a built-in goja cannot
 // interrupt (JSON.parse of a huge text, a default sort) would otherwise run
 // on until the OS refuses memory or the deadline passes, seconds later. A
 // worker is retired after a breach anyway, so the kill costs nothing but
 // the final CPU and peak figures, which the breach report carries.
-const breachGrace = 250 * time.Millisecond
+const defaultBreachGrace = 250 * time.Millisecond
 
 // breachKill kills the worker of an execution that broke a limit and has
-// not stopped within breachGrace. With several executions per worker, a
+// not stopped within the breach grace. With several executions per worker, a
 // memory breach is killed too (the memory is shared, and the OS limit
 // would end them all later), a CPU breach is left to the deadline.
 func (w *proc) breachKill(es *execState) {
@@ -174,7 +174,7 @@ func (w *proc) breachKill(es *execState) {
 	w.mu.Unlock()
 	if running {
 		w.pool.stats.killed.Add(1)
-		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + breachGrace.String())
+		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + w.pool.cfg.breachGrace.String())
 	}
 }
 

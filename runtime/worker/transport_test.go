@@ -63,7 +63,9 @@ func TestCancelBeforeExecuteRead(t *testing.T) {
 type fakeSupervisor struct {
 	conn  *ipc.Conn
 	delay map[string]time.Duration
-	wg    sync.WaitGroup
+	// hold holds back a tool's answers until its channel is closed.
+	hold map[string]chan struct{}
+	wg   sync.WaitGroup
 	// alone records the alone flag of each call.
 	mu    sync.Mutex
 	alone map[uint32]bool
@@ -87,6 +89,9 @@ func (f *fakeSupervisor) handle(tag uint64, payload []byte) error {
 		go func() {
 			defer f.wg.Done()
 			time.Sleep(f.delay[ts.GetTool()])
+			if c := f.hold[ts.GetTool()]; c != nil {
+				<-c
+			}
 			_ = sendFrame(f.conn, 1, toolReply(ts.GetSlot(), ts.GetCall(), json.RawMessage(fmt.Sprintf(`{"call":%d}`, ts.GetCall())), nil), false)
 		}()
 	case *wp.WorkerFrame_Discover:
@@ -170,7 +175,12 @@ func TestProxyAnswers(t *testing.T) {
 		}
 	})
 	t.Run("await any, in arrival order", func(t *testing.T) {
-		x, _ := proxyPair(t, 7, map[string]time.Duration{"slow": 100 * time.Millisecond})
+		x, f := proxyPair(t, 7, nil)
+		gate := make(chan struct{})
+		var open sync.Once
+		release := func() { open.Do(func() { close(gate) }) }
+		t.Cleanup(release) // before the pair's cleanup waits for the answers
+		f.hold = map[string]chan struct{}{"slow": gate}
 		ctx := context.Background()
 		slow := x.Begin(ctx, "slow", json.RawMessage(`{}`))
 		fast := x.Begin(ctx, "fast", json.RawMessage(`{}`))
@@ -179,6 +189,7 @@ func TestProxyAnswers(t *testing.T) {
 			if err != nil || got != want || string(out) != fmt.Sprintf(`{"call":%d}`, want) {
 				t.Fatalf("answer %d %s %v, want ticket %d", got, out, err, want)
 			}
+			release() // slow answers once fast's answer was taken
 		}
 	})
 	t.Run("invocations from many goroutines", func(t *testing.T) {

@@ -84,12 +84,12 @@ func TestWASMInWorkers(t *testing.T) {
 		// the execution starts: a short timeout still holds, for the
 		// execution and for its tool calls.
 		q := newPool(t, Config{Workers: -1})
-		job := newWASMJob(t, minimal, `{"y":1}`, func(j *ptcruntime.Job) { j.Limits.Timeout = 300 * time.Millisecond })
+		job := newWASMJob(t, minimal, `{"y":1}`, func(j *ptcruntime.Job) { j.Limits.Timeout = time.Second })
 		if out := q.Run(context.Background(), job); out.Err != nil || string(out.Result) != `{"echo":{"y":1}}` {
 			t.Fatalf("%s %v", out.Result, out.Err)
 		}
 		job = newWASMJob(t, guest(t, "batch"), `{"tool":"math.add","n":2,"args":{"a":1,"b":2}}`,
-			func(j *ptcruntime.Job) { j.Limits.Timeout = 300 * time.Millisecond })
+			func(j *ptcruntime.Job) { j.Limits.Timeout = time.Second })
 		if out := q.Run(context.Background(), job); out.Err != nil || !strings.Contains(string(out.Result), `"sum":3`) {
 			t.Fatalf("calls after compiling: %s %v", out.Result, out.Err)
 		}

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import grpc
 import pytest
-from conftest import Ptcd
+from conftest import TRACEPARENT, Ptcd
 
 from ptc_client import (
     Answer,
@@ -105,6 +105,20 @@ def pause1(c: Client, execution_id: str | None = None) -> tuple[Result, PendingA
     assert len(res.pending_actions) == 1 and res.continuation
     assert res.continuation_expire_time is not None and res.continuation_expire_time.tzinfo is not None
     return res, res.pending_actions[0]
+
+
+def test_pending_action_trace_context(traced_server):
+    with Client(traced_server.addr) as c:
+        res, ask = pause1(c)
+        assert TRACEPARENT.match(ask.traceparent), ask.traceparent
+        assert ask.tracestate == ""
+        done = c.resume(res.continuation, [Answer.with_output(ask, {"member_id": "sal-04"})])
+        assert done.state != "FAILED", done.error
+
+
+def test_pending_action_without_tracing(short):
+    _, ask = pause1(short)
+    assert (ask.traceparent, ask.tracestate) == ("", "")
 
 
 def refused(exc: pytest.ExceptionInfo[ContinuationError], kind: str, code: grpc.StatusCode) -> None:
