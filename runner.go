@@ -11,6 +11,7 @@ import (
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/runtime/wasm"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
@@ -267,7 +268,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptc: %w", err)
 	}
-	c.exec.Durable = dm
+	c.exec.Durable, c.exec.Outcomes = dm, wire.Outcomes
 	c.exec.Parked = executor.ParkedConfig{Max: c.durable.Parked}
 	ex, err := executor.New(c.exec)
 	if err != nil {

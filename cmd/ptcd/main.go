@@ -53,6 +53,7 @@ import (
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/telemetry"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
@@ -193,7 +194,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	wcfg := c.WorkerConfig()
 	wcfg.Logger = log
 	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing,
-		Durable: dm, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
+		Durable: dm, Outcomes: wire.Outcomes, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2

@@ -67,6 +67,10 @@ type Config struct {
 	// approval (the operator's rules), besides those whose definition says
 	// so.
 	Approve func(tool string) bool
+	// Outcomes encodes the outcomes of resumes to keep them for retries
+	// (wire.Outcomes). Nil keeps none: a retry still waits for a resume
+	// running here, and is CONTINUATION_USED once it ended.
+	Outcomes OutcomeCodec
 	// Parked bounds the paused executions kept waiting in memory, to be
 	// resumed without a re-run (see parked.go); zero keeps the defaults.
 	Parked ParkedConfig
@@ -86,9 +90,10 @@ type Executor struct {
 	schemas   *lru.Cache[[32]byte, *tools.Schema]
 	pool      *worker.Pool
 
-	durable *durable.Manager
-	approve func(string) bool
-	parked  *parkedSet
+	durable  *durable.Manager
+	outcomes OutcomeCodec
+	approve  func(string) bool
+	parked   *parkedSet
 
 	wasmCfg  wasm.Config
 	wasmOnce sync.Once
@@ -122,6 +127,7 @@ func New(cfg Config) (*Executor, error) {
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
+		outcomes:  cfg.Outcomes,
 		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
 		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},

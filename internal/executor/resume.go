@@ -12,7 +12,6 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -66,7 +65,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if ferr != nil {
 		return nil, ferr
 	}
-	digest := wire.AnswersDigest(r.Answers)
+	digest := answersDigest(r.Answers)
 	used, ferr := e.durable.Used(ctx, o)
 	if ferr != nil {
 		return nil, ferr

@@ -8,7 +8,6 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
-	"github.com/ptcrun/ptc/internal/wire"
 )
 
 // A resume runs detached from the call that started it: the caller's
@@ -184,8 +183,8 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		run.res, run.ferr = res, ferr
 		close(run.done)
 		var out []byte
-		if ferr == nil {
-			out, _ = wire.MarshalOutcome(res)
+		if ferr == nil && e.outcomes != nil {
+			out, _ = e.outcomes.MarshalOutcome(res)
 		}
 		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 		// A failure to keep it leaves the use "running": retries elsewhere
@@ -239,8 +238,8 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 	if ferr != nil {
 		return nil, ferr
 	}
-	if kept {
-		res, err := wire.UnmarshalOutcome(b)
+	if kept && e.outcomes != nil {
+		res, err := e.outcomes.UnmarshalOutcome(b)
 		if err != nil {
 			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the kept outcome of this resume does not decode: " + err.Error()}
 		}

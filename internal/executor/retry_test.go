@@ -13,7 +13,6 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
-	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -241,7 +240,7 @@ func TestResumeRunningElsewhere(t *testing.T) {
 			if ferr != nil {
 				t.Fatal(ferr)
 			}
-			if u, ferr := m.Consume(context.Background(), o, wire.AnswersDigest(answers), tc.runningUntil); u != nil || ferr != nil {
+			if u, ferr := m.Consume(context.Background(), o, answersDigest(answers), tc.runningUntil); u != nil || ferr != nil {
 				t.Fatalf("consume: %v", ferr)
 			}
 			_, ferr = e.Continue(context.Background(), prepare(t, e, res.Continuation, answers))

@@ -20,6 +20,7 @@ import (
 	"github.com/ptcrun/ptc/internal/durable/redistest"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -143,7 +144,7 @@ func replica(t *testing.T, url, prefix string, ts ...tools.Tool) ptcv1.RunnerSer
 			t.Fatal(err)
 		}
 	}
-	ex, err := executor.New(executor.Config{Registry: reg, Durable: m})
+	ex, err := executor.New(executor.Config{Registry: reg, Durable: m, Outcomes: wire.Outcomes})
 	if err != nil {
 		t.Fatal(err)
 	}

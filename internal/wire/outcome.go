@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"crypto/sha256"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -10,25 +9,21 @@ import (
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
-// deterministic marshals the same message to the same bytes every time.
-var deterministic = proto.MarshalOptions{Deterministic: true}
+// Outcomes encodes the outcome of a resume as the ExecuteResponse a
+// Resume returns (deterministic protobuf), for the executor to keep it for
+// a retry (executor.Config.Outcomes): a retry answered from it gets the
+// identical response.
+var Outcomes outcomeCodec
 
-// AnswersDigest is the SHA-256 of a Resume's answers in their canonical
-// encoding (the deterministic protobuf encoding of the answers, in the
-// order given): what tells a retried Resume from one with other answers.
-func AnswersDigest(answers []core.Answer) [sha256.Size]byte {
-	b, _ := deterministic.Marshal(ResumePB("", answers, nil))
-	return sha256.Sum256(b)
+type outcomeCodec struct{}
+
+// MarshalOutcome encodes a resume's outcome.
+func (outcomeCodec) MarshalOutcome(r *core.Result) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(ResultPB(r))
 }
 
-// MarshalOutcome encodes the outcome of a resume (the ExecuteResponse a
-// Resume returns) to keep it for a retry.
-func MarshalOutcome(r *core.Result) ([]byte, error) {
-	return deterministic.Marshal(ResultPB(r))
-}
-
-// UnmarshalOutcome decodes an outcome kept by MarshalOutcome.
-func UnmarshalOutcome(b []byte) (*core.Result, error) {
+// UnmarshalOutcome decodes an outcome MarshalOutcome encoded.
+func (outcomeCodec) UnmarshalOutcome(b []byte) (*core.Result, error) {
 	var m ptcv1.ExecuteResponse
 	if err := proto.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("outcome: %w", err)

@@ -143,7 +143,7 @@ class Client:
         Retrying is safe: once the server accepted a resume, the execution
         goes on even if this call is cut off (deadline, cancellation,
         dropped connection), and resuming again with the same continuation
-        and the same answers (in the same order) returns the same next
+        and the same answers (in any order) returns the same next
         state, with the same new continuation, for the server's
         durable.outcome_retention (10 minutes by default), running nothing
         twice. While the execution still runs on another replica the retry

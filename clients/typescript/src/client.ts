@@ -227,7 +227,7 @@ export class Client {
    * Retrying is safe: once the server accepted a resume, the execution
    * goes on even if this call is cut off (deadline, abort, dropped
    * connection), and resuming again with the same continuation and the
-   * same answers (in the same order) returns the same next state — the
+   * same answers (in any order) returns the same next state — the
    * same new continuation — for the server's durable.outcome_retention
    * (10 minutes by default), running nothing twice. While the execution
    * still runs on another replica the retry rejects with RequestError

@@ -1237,8 +1237,8 @@ type ResumeRequest struct {
 	// Sending it again with the same answers retries the Resume (see Resume).
 	Continuation string `protobuf:"bytes,1,opt,name=continuation,proto3" json:"continuation,omitempty"`
 	// answers answer the pending actions, one each, in any order. A retry
-	// must send the same answers in the same order: they are compared by the
-	// SHA-256 of their deterministic protobuf encoding.
+	// must send the same answers (in any order): they are compared by the
+	// SHA-256 of a canonical encoding.
 	Answers []*ActionAnswer `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
 	// wasm_module is the WebAssembly module of a paused WASM execution, sent
 	// only when the server answered FAILED_PRECONDITION because it no longer

@@ -609,8 +609,8 @@ export type ResumeRequest = Message<"ptc.v1.ResumeRequest"> & {
 
   /**
    * answers answer the pending actions, one each, in any order. A retry
-   * must send the same answers in the same order: they are compared by the
-   * SHA-256 of their deterministic protobuf encoding.
+   * must send the same answers (in any order): they are compared by the
+   * SHA-256 of a canonical encoding.
    *
    * @generated from field: repeated ptc.v1.ActionAnswer answers = 2;
    */
