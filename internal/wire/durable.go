@@ -15,8 +15,8 @@ import (
 
 // ActionPB converts a pending action.
 func ActionPB(a core.Action) *ptcv1.PendingAction {
-	return &ptcv1.PendingAction{CallId: a.CallID, Kind: ptcv1.ActionKind(a.Kind), Seq: a.Seq, Tool: a.Tool,
-		ArgumentsJson: string(a.Arguments), IdempotencyKey: a.IdempotencyKey, Reason: a.Reason,
+	return &ptcv1.PendingAction{CallId: a.CallID, Kind: ptcv1.ActionKind(a.Kind), Seq: a.Seq, Tool: text(a.Tool),
+		ArgumentsJson: jsonText(a.Arguments), IdempotencyKey: a.IdempotencyKey, Reason: text(a.Reason),
 		Traceparent: a.Traceparent, Tracestate: a.Tracestate}
 }
 
@@ -34,9 +34,9 @@ func AnswerPB(a core.Answer) *ptcv1.ActionAnswer {
 	case a.Approve || a.Deny:
 		out.Outcome = &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: a.Approve, Reason: a.Reason}}
 	case a.Error != nil:
-		out.Outcome = &ptcv1.ActionAnswer_Error{Error: &ptcv1.ToolError{Code: a.Error.Code, Message: a.Error.Message}}
+		out.Outcome = &ptcv1.ActionAnswer_Error{Error: &ptcv1.ToolError{Code: text(a.Error.Code), Message: text(a.Error.Message)}}
 	case a.Output != nil:
-		out.Outcome = &ptcv1.ActionAnswer_OutputJson{OutputJson: string(a.Output)}
+		out.Outcome = &ptcv1.ActionAnswer_OutputJson{OutputJson: jsonText(a.Output)}
 	}
 	return out
 }

@@ -20,11 +20,11 @@ func ErrorPB(e *fault.Error) *ptcv1.ExecutionError {
 	}
 	return &ptcv1.ExecutionError{
 		Kind:     ptcv1.ErrorKind(e.Kind),
-		Message:  e.Message,
+		Message:  text(e.Message),
 		Line:     clamp32(e.Line),
 		Column:   clamp32(e.Column),
-		Stack:    e.Stack,
-		Tool:     e.Tool,
+		Stack:    text(e.Stack),
+		Tool:     text(e.Tool),
 		Limit:    e.Limit,
 		Observed: e.Observed,
 	}

@@ -14,13 +14,13 @@ func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgr
 	out := &ptcv1.ToolProgress{
 		Phase:         ptcv1.ToolProgress_PHASE_STARTED,
 		Seq:           ev.Seq,
-		Tool:          ev.Tool,
+		Tool:          text(ev.Tool),
 		StartedAfter:  durationPB(ev.StartedAfter),
 		ArgumentBytes: int64(len(ev.Arguments)),
 		Dropped:       dropped,
 	}
 	if values {
-		out.ArgumentsJson = string(ev.Arguments)
+		out.ArgumentsJson = jsonText(ev.Arguments)
 	}
 	if !ev.Finished {
 		return out
@@ -32,8 +32,8 @@ func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgr
 		out.ResultBytes = int64(len(ev.Result))
 	}
 	if values {
-		out.ResultJson = string(ev.Result)
-		out.ErrorMessage = ev.ErrorMessage
+		out.ResultJson = jsonText(ev.Result)
+		out.ErrorMessage = text(ev.ErrorMessage)
 	}
 	return out
 }

@@ -14,9 +14,9 @@ import (
 func ResultPB(r *core.Result) *ptcv1.ExecuteResponse {
 	out := &ptcv1.ExecuteResponse{
 		ExecutionId:     r.ExecutionID,
-		ResultJson:      string(r.Result),
+		ResultJson:      jsonText(r.Result),
 		Error:           ErrorPB(r.Error),
-		ModelMessage:    r.ModelMessage,
+		ModelMessage:    text(r.ModelMessage),
 		LogsTruncated:   r.LogsTruncated,
 		EffectiveLimits: LimitsPB(r.EffectiveLimits),
 		Stats: &ptcv1.ExecutionStats{
@@ -94,7 +94,7 @@ func ResultFromPB(r *ptcv1.ExecuteResponse) *core.Result {
 
 // LogPB converts a log entry.
 func LogPB(e core.LogEntry) *ptcv1.LogEntry {
-	return &ptcv1.LogEntry{Level: e.Level, Message: e.Message, At: durationpb.New(e.At)}
+	return &ptcv1.LogEntry{Level: text(e.Level), Message: text(e.Message), At: durationpb.New(e.At)}
 }
 
 // LogFromPB converts a log entry.
@@ -106,15 +106,15 @@ func LogFromPB(e *ptcv1.LogEntry) core.LogEntry {
 func RecordPB(r core.Record) *ptcv1.ToolCallRecord {
 	return &ptcv1.ToolCallRecord{
 		Seq:           r.Seq,
-		Tool:          r.Tool,
-		ArgumentsJson: string(r.Arguments),
+		Tool:          text(r.Tool),
+		ArgumentsJson: jsonText(r.Arguments),
 		Ok:            r.OK,
 		ErrorCode:     r.ErrorCode,
-		ErrorMessage:  r.ErrorMessage,
+		ErrorMessage:  text(r.ErrorMessage),
 		StartedAfter:  durationpb.New(r.StartedAfter),
 		Duration:      durationpb.New(r.Duration),
 		ResultBytes:   r.ResultBytes,
-		ResultJson:    string(r.Result),
+		ResultJson:    jsonText(r.Result),
 	}
 }
 

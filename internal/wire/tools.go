@@ -38,7 +38,7 @@ func DefinitionFromPB(d *ptcv1.ToolDefinition) tools.Definition {
 // ToolCallPB is the Session ToolCall of a client tool call numbered id,
 // with the W3C trace context of its span (empty strings for none).
 func ToolCallPB(id string, call tools.Call, deadline time.Time, traceparent, tracestate string) *ptcv1.ToolCall {
-	tc := &ptcv1.ToolCall{CallId: id, Tool: call.Tool, ArgumentsJson: string(call.Arguments), IdempotencyKey: call.IdempotencyKey,
+	tc := &ptcv1.ToolCall{CallId: id, Tool: text(call.Tool), ArgumentsJson: jsonText(call.Arguments), IdempotencyKey: call.IdempotencyKey,
 		Traceparent: traceparent, Tracestate: tracestate}
 	if !deadline.IsZero() {
 		tc.Deadline = timestamppb.New(deadline)
@@ -65,13 +65,13 @@ func ToolResultPB(id string, out json.RawMessage, err error) *ptcv1.ToolResult {
 	if err != nil {
 		te := &tools.Error{Code: tools.CodeToolFailed, Message: err.Error()}
 		errors.As(err, &te)
-		res.Outcome = &ptcv1.ToolResult_Error{Error: &ptcv1.ToolError{Code: te.Code, Message: te.Message}}
+		res.Outcome = &ptcv1.ToolResult_Error{Error: &ptcv1.ToolError{Code: text(te.Code), Message: text(te.Message)}}
 		return res
 	}
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
-	res.Outcome = &ptcv1.ToolResult_OutputJson{OutputJson: string(out)}
+	res.Outcome = &ptcv1.ToolResult_OutputJson{OutputJson: jsonText(out)}
 	return res
 }
 
