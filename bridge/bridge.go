@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -462,6 +463,12 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if !utf8.Valid(args) {
+		// encoding/json would take them and turn the bad bytes into U+FFFD:
+		// the tool would see other arguments than the script sent.
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
+			Message: "arguments are not valid UTF-8; JSON text must be UTF-8"}
 	}
 	vs, err := t.Input.Validate(args)
 	if err != nil {

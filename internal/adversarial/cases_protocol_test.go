@@ -233,6 +233,21 @@ func wasmCases() []tcase {
 			}
 			return nil
 		}), false),
+		// Bytes that are not valid UTF-8 from a guest never reach a string
+		// field of the response (gRPC would refuse to marshal it).
+		w("wasm-stdout-invalid-utf8", wasmPrint("\"\xff\""), fails(ScriptError).and(messageHas("not valid UTF-8")), true),
+		w("wasm-stdout-surrogate", wasmPrint("[\"\xed\xa0\x80\"]"), fails(ScriptError).and(messageHas("not valid UTF-8")), false),
+		w("wasm-stderr-invalid-utf8", guest(0, []wdata{{memText, []byte("a\xffb\n1")}}, write(2, memText, 4), write(1, memText+4, 1)).bytes(),
+			succeeds("1").and(func(r *ptcv1.ExecuteResponse) error {
+				for _, l := range r.GetLogs() {
+					if l.GetMessage() == "a\uFFFDb" {
+						return nil
+					}
+				}
+				return fmt.Errorf("logs %v", r.GetLogs())
+			}), true),
+		w("wasm-args-invalid-utf8", wasmCallAndPrint("get_budget_by_level", "{\"level\":\"\xff\"}"), succeeds().and(refusedCall("invalid_arguments")), true),
+		w("wasm-tool-name-invalid-utf8", wasmCallAndPrint("get\xff", `{}`), succeeds().and(refusedCall("unknown_tool")), true),
 		w("wasm-call-flood", wasmCallFlood(false), fails(ToolCallLimit).and(toolCalls(21, 20, "tool_call_limit")), false, maxCalls(20)),
 		w("wasm-handle-hoard", wasmCallFlood(true), trap, false, maxCalls(5000)),
 		w("wasm-bad-name-pointer", guest(0, nil, i32c(-16), i32c(16), i32c(0), i32c(0), i32c(memOut), call(fnCall), opDrop).bytes(), trap, true),
@@ -253,4 +268,26 @@ func wasmCases() []tcase {
 			funcs: []wfunc{{typ: sig{}, export: "_start", body: code(i32c(0), i32c(1), i32c(0), i32c(0), i32c(0), call(fnCall), opDrop)}}}.bytes(), trap, false),
 	}
 	return cs
+}
+
+// messageHas checks that the execution error's message contains sub.
+func messageHas(sub string) func(*ptcv1.ExecuteResponse) error {
+	return func(r *ptcv1.ExecuteResponse) error {
+		if !strings.Contains(r.GetError().GetMessage(), sub) {
+			return fmt.Errorf("message %q does not contain %q", r.GetError().GetMessage(), sub)
+		}
+		return nil
+	}
+}
+
+// refusedCall checks a guest that made one tool call, refused with code
+// and printed the error: the call is counted and traced.
+func refusedCall(code string) func(*ptcv1.ExecuteResponse) error {
+	return func(r *ptcv1.ExecuteResponse) error {
+		tr := r.GetTrace()
+		if !strings.Contains(r.GetResultJson(), `"`+code+`"`) || len(tr) != 1 || tr[0].GetErrorCode() != code || r.GetStats().GetToolCalls() != 1 {
+			return fmt.Errorf("result %s, trace %v, stats.tool_calls %d", r.GetResultJson(), tr, r.GetStats().GetToolCalls())
+		}
+		return nil
+	}
 }

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -204,7 +206,8 @@ func (s *execState) abiError(name string, err error) *abi.Error {
 func (s *execState) batch(ctx context.Context, calls []abi.BatchCall) []abi.BatchResult {
 	invs := make([]bridge.Invocation, len(calls))
 	for i, c := range calls {
-		invs[i] = s.tools.Start(ctx, c.Tool, c.Args)
+		calls[i].Tool = toolName([]byte(c.Tool))
+		invs[i] = s.tools.Start(ctx, calls[i].Tool, callArgs(c.Args))
 	}
 	results := make([]abi.BatchResult, len(calls))
 	if s.idle != nil {
@@ -316,12 +319,35 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		// an unknown tool — under a stand-in for the name, never echoed.
 		status, payload = st.call(ctx, fmt.Sprintf("(a name of %d bytes)", nameLen), nil)
 	} else {
-		name := string(readBytes(mem, namePtr, nameLen, "tool name"))
-		args := readBytes(mem, argsPtr, argsLen, "arguments")
+		name := toolName(readBytes(mem, namePtr, nameLen, "tool name"))
+		args := callArgs(readBytes(mem, argsPtr, argsLen, "arguments"))
 		status, payload = st.call(ctx, name, args)
 	}
 	deliver(st, mem, outPtr, payload)
 	stack[0] = api.EncodeI32(status)
+}
+
+// toolName is the name a call goes through the bridge under. A name that
+// is not valid UTF-8 is no tool's name: the call goes through under a
+// quoted stand-in (which no tool can have), so that it is refused as an
+// unknown tool, counted and traced like any other, and so that the name
+// can cross process boundaries and gRPC as text.
+func toolName(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("%q (not valid UTF-8)", b)
+}
+
+// callArgs normalises a call's arguments: none (length 0), only
+// whitespace, or null mean {} (docs/wasm-abi.md §4), so that the call is
+// validated, journaled and compared on resume as the same {} whichever
+// way the guest said it.
+func callArgs(b []byte) json.RawMessage {
+	if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+		return json.RawMessage("{}")
+	}
+	return b
 }
 
 // hostCallBatch implements ptc_v1.call_batch(req_ptr, req_len, out_ptr) -> status.

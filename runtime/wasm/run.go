@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -295,6 +296,9 @@ func resultJSON(stdout []byte, max int64) (json.RawMessage, *fault.Error) {
 		return nil, fault.Breach(fault.KindOutputLimit, max, int64(len(trimmed)),
 			"the result is %d bytes, more than the limit of %d bytes; return a smaller result", len(trimmed), max)
 	}
+	if !utf8.Valid(trimmed) {
+		return nil, fault.New(fault.KindScript, "the module wrote bytes to stdout that are not valid UTF-8 (the first at byte %d of the result); JSON text must be UTF-8: write exactly one JSON value to stdout and logs to stderr", invalidUTF8At(trimmed))
+	}
 	if !json.Valid(trimmed) {
 		return nil, fault.New(fault.KindScript, "the module wrote invalid JSON to stdout (%s); write exactly one JSON value to stdout and logs to stderr", preview(trimmed))
 	}
@@ -304,6 +308,19 @@ func resultJSON(stdout []byte, max int64) (json.RawMessage, *fault.Error) {
 		return nil, fault.Wrap(fault.KindScript, err, "the module wrote invalid JSON to stdout; write exactly one JSON value")
 	}
 	return json.RawMessage(buf.Bytes()), nil
+}
+
+// invalidUTF8At returns the offset of the first byte of b that does not
+// begin a valid UTF-8 sequence, or -1.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 func preview(b []byte) string {

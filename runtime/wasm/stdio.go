@@ -3,7 +3,9 @@ package wasm
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/runtime"
 )
@@ -123,9 +125,11 @@ func (w *logWriter) Write(p []byte) (int, error) {
 func (w *logWriter) emit() {
 	line := bytes.TrimRight(w.pending, "\r")
 	if bytes.HasPrefix(line, []byte("panic: ")) || bytes.HasPrefix(line, []byte("fatal error: ")) {
-		w.crash = string(cutBytes(line, tailBytes))
+		w.crash = validText(cutBytes(line, tailBytes))
 	}
-	w.logs.Write("log", string(line))
+	// A line is text: bytes that are not valid UTF-8 are logged as U+FFFD
+	// rather than dropped (a log message crosses gRPC as a string).
+	w.logs.Write("log", validText(line))
 	w.pending = w.pending[:0]
 }
 
@@ -173,5 +177,14 @@ func (w *logWriter) tailText() string {
 	for len(t) > 0 && t[0]&0xC0 == 0x80 {
 		t = t[1:]
 	}
-	return string(t)
+	return validText(t)
+}
+
+// validText returns b as a string with each run of bytes that is not valid
+// UTF-8 replaced by U+FFFD.
+func validText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
