@@ -191,6 +191,18 @@ func wasmCases() []tcase {
 			// A grow that copies nothing: ptcd's RSS hardly moves.
 			serverGrowth: 256 * MiB,
 		},
+		{
+			// Tables live outside linear memory: a grow past the bound on
+			// all tables is refused (-1) instead of taking the host's memory.
+			name: "wasm-table-grow-bomb", family: famProtocol, fast: true, bound: 30 * time.Second, serverGrowth: 256 * MiB,
+			req:  wasmReq(wasmTableGrow(100_000_000, false), timeout(20*time.Second), memory(256*MiB)),
+			want: succeeds("-1"),
+		},
+		{
+			name: "wasm-table-grow-loop", family: famProtocol, bound: 30 * time.Second, serverGrowth: 256 * MiB,
+			req:  wasmReq(wasmTableGrow(1<<19, true), timeout(20*time.Second), memory(256*MiB)),
+			want: succeeds("-1"),
+		},
 		w("wasm-spin-cpu", wasmSpin(), fails(CPULimit), false, timeout(10*time.Second), cpu(300*time.Millisecond)),
 		w("wasm-spin-timeout", wasmSpin(), fails(Timeout), false, timeout(500*time.Millisecond), cpu(10*time.Second)),
 		w("wasm-stdout-flood", wasmEndlessStdout(), fails(OutputLimit), false),

@@ -184,6 +184,9 @@ var (
 	opBlock       = []byte{0x02, 0x40}
 	opLoop        = []byte{0x03, 0x40}
 	opIf          = []byte{0x04, 0x40}
+	opElse        = []byte{0x05}
+	opRefNullFunc = []byte{0xd0, 0x70}
+	opTableGrow0  = []byte{0xfc, 0x0f, 0x00}
 	opEnd         = []byte{0x0b}
 	opDrop        = []byte{0x1a}
 	opUnreachable = []byte{0x00}
@@ -276,6 +279,22 @@ func wasmGrow(pages int32, fail bool) []byte {
 		br(0), opEnd, opEnd,
 		after,
 	).bytes()
+}
+
+// wasmTableGrow grows a funcref table of one element (declared without a
+// maximum) by delta elements — once, or in a loop until refused — and
+// prints "-1" when a grow was refused, "0" otherwise.
+func wasmTableGrow(delta int32, loop bool) []byte {
+	grow := code(opRefNullFunc, i32c(delta), opTableGrow0, i32c(-1), opEq)
+	var body []byte
+	if loop {
+		body = code(opBlock, opLoop, grow, brIf(1), br(0), opEnd, opEnd, write(1, memText, 2))
+	} else {
+		body = code(grow, opIf, write(1, memText, 2), opElse, write(1, memText+2, 1), opEnd)
+	}
+	m := guest(0, []wdata{{memText, []byte("-10")}}, body)
+	m.table = 1
+	return m.bytes()
 }
 
 // wasmFlood writes rounds × iovs × 64 KiB of fill to fd.

@@ -234,6 +234,9 @@ func (e *Engine) compileModule(bin []byte) (wazero.CompiledModule, moduleShape, 
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
 		return nil, moduleShape{}, fmt.Errorf("%w: the bytes do not start with the WebAssembly magic \\0asm; send a binary .wasm module", ErrInvalidModule)
 	}
+	// The module runs with a maximum on each of its tables (see
+	// boundTables); the cache knows it by the hash of the bytes it was sent.
+	bin = boundTables(bin)
 	compiled, err := e.rt.CompileModule(ctx, bin)
 	if err != nil {
 		return nil, moduleShape{}, fmt.Errorf("%w: %s", ErrInvalidModule, firstLine(err.Error()))
@@ -248,10 +251,6 @@ func (e *Engine) compileModule(bin []byte) (wazero.CompiledModule, moduleShape, 
 	}
 	return compiled, shape, nil
 }
-
-// maxTableElements bounds the initial size of a module's tables: the host
-// allocates them outside the guest's linear memory.
-const maxTableElements = 1 << 20
 
 func (e *Engine) checkModule(c wazero.CompiledModule, shape moduleShape) error {
 	for _, imp := range shape.imports {

@@ -11,6 +11,7 @@ type modBuilder struct {
 	funcs     []uint32
 	codes     [][]byte
 	memory    []byte
+	tables    [][]byte
 	exports   [][]byte
 	data      [][]byte
 }
@@ -104,6 +105,16 @@ func (b *modBuilder) mem(minPages uint32) {
 	b.export("memory", 0x02, 0)
 }
 
+// table adds a funcref table of min elements, with a maximum unless max
+// is negative.
+func (b *modBuilder) table(min uint32, max int64) {
+	if max < 0 {
+		b.tables = append(b.tables, append([]byte{0x70, 0x00}, uleb(uint64(min))...))
+		return
+	}
+	b.tables = append(b.tables, append(append([]byte{0x70, 0x01}, uleb(uint64(min))...), uleb(uint64(max))...))
+}
+
 func (b *modBuilder) dataAt(off int32, content []byte) {
 	seg := append([]byte{0x00, 0x41}, sleb(int64(off))...)
 	seg = append(seg, 0x0b)
@@ -122,6 +133,9 @@ func (b *modBuilder) bytes() []byte {
 			fs[i] = uleb(uint64(t))
 		}
 		out = append(out, section(3, vec(fs))...)
+	}
+	if len(b.tables) > 0 {
+		out = append(out, section(4, vec(b.tables))...)
 	}
 	if b.memory != nil {
 		out = append(out, section(5, vec([][]byte{b.memory}))...)
