@@ -56,8 +56,8 @@ func askModule(args, batch string) []byte {
 	return cat([]byte("\x00asm\x01\x00\x00\x00"),
 		section(1, cat([]byte{4},
 			[]byte{0x60, 5, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 1, 0x7f}, // call
-			[]byte{0x60, 3, 0x7f, 0x7f, 0x7f, 1, 0x7f}, // call_batch, read
-			[]byte{0x60, 4, 0x7f, 0x7f, 0x7f, 0x7f, 1, 0x7f}, // fd_write
+			[]byte{0x60, 3, 0x7f, 0x7f, 0x7f, 1, 0x7f},             // call_batch, read
+			[]byte{0x60, 4, 0x7f, 0x7f, 0x7f, 0x7f, 1, 0x7f},       // fd_write
 			[]byte{0x60, 0, 0})), // _start
 		section(2, cat([]byte{4},
 			str("ptc_v1"), str("call"), []byte{0, 0},
