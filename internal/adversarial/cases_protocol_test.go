@@ -276,6 +276,14 @@ func wasmCases() []tcase {
 		w("wasm-fd-write-bad-iovec", guest(0, nil,
 			i32c(1), i32c(-8), i32c(1), i32c(memNW), call(fnFdWrite),
 			opIf, i32c(9), call(fnProcExit), opEnd).bytes(), trap, false),
+		w("wasm-wasi-without-memory", wmodule{imports: stdImports, noMemory: true,
+			funcs: []wfunc{{typ: sig{}, export: "_start", body: code(i32c(1), i32c(0), i32c(1), i32c(8), call(fnFdWrite), opDrop)}}}.bytes(),
+			trap.and(messageHas("wasi_snapshot_preview1.fd_write: the module has no memory")).and(func(r *ptcv1.ExecuteResponse) error {
+				if strings.Contains(r.GetError().GetStack(), "goroutine") {
+					return fmt.Errorf("the host's Go stack in the error: %s", r.GetError().GetStack())
+				}
+				return nil
+			}), true),
 		w("wasm-call-without-memory", wmodule{imports: stdImports, noMemory: true,
 			funcs: []wfunc{{typ: sig{}, export: "_start", body: code(i32c(0), i32c(1), i32c(0), i32c(0), i32c(0), call(fnCall), opDrop)}}}.bytes(), trap, false),
 	}

@@ -261,6 +261,9 @@ func (e *Engine) classify(ctx context.Context, runErr error, used usage, alloc *
 		return fault.Wrap(fault.KindScript, runErr, fmt.Sprintf("the module exited with code %d%s", exit.ExitCode(), tailSuffix(stderr)))
 	}
 	msg, stack := splitTrap(runErr.Error())
+	if fn := wasiWithoutMemory(msg, stack); fn != "" && !st.hasMemory {
+		msg = fn + ": the module has no memory; define and export one as \"memory\""
+	}
 	return &fault.Error{Kind: fault.KindScript, Message: "the module trapped: " + msg + tailSuffix(stderr), Stack: stack, Cause: runErr}
 }
 
@@ -281,8 +284,30 @@ func splitTrap(s string) (msg, stack string) {
 	if i := strings.Index(msg, "] failed: "); i >= 0 && strings.HasPrefix(msg, "module[") {
 		msg = msg[i+len("] failed: "):]
 	}
+	// The host's own Go stack, which wazero appends after a panic in a
+	// host function, is not the guest's business.
+	stack, _, _ = strings.Cut(stack, "Go runtime stack trace:")
 	stack = strings.TrimSpace(stack)
 	return msg, stack
+}
+
+// wasiWithoutMemory returns the WASI function ("wasi_snapshot_preview1.fd_write")
+// whose failure msg and stack describe when it is the nil dereference of a
+// WASI function that needs the module's memory, or "". wazero's WASI
+// functions assume a memory; the engine checks that the module has none.
+func wasiWithoutMemory(msg, stack string) string {
+	if !strings.Contains(msg, "nil pointer dereference") {
+		return ""
+	}
+	_, frames, _ := strings.Cut(stack, "wasm stack trace:")
+	top := strings.TrimSpace(frames)
+	if i := strings.IndexAny(top, "(\n"); i >= 0 {
+		top = top[:i]
+	}
+	if !strings.HasPrefix(top, "wasi_snapshot_preview1.") {
+		return ""
+	}
+	return top
 }
 
 // resultJSON checks stdout: one JSON value, whitespace trimmed, compacted;

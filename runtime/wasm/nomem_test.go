@@ -1,0 +1,46 @@
+package wasm
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
+)
+
+// TestWASINeedsMemory: a WASI function that reads or writes memory,
+// called by a module without one, is a clean trap that says so.
+func TestWASINeedsMemory(t *testing.T) {
+	cases := []struct {
+		fn      string
+		params  []byte
+		args    [][]byte
+		results []byte
+	}{
+		{"fd_write", []byte{i32, i32, i32, i32}, [][]byte{i32c(1), i32c(0), i32c(1), i32c(8)}, []byte{i32}},
+		{"fd_read", []byte{i32, i32, i32, i32}, [][]byte{i32c(0), i32c(0), i32c(1), i32c(8)}, []byte{i32}},
+		{"random_get", []byte{i32, i32}, [][]byte{i32c(0), i32c(8)}, []byte{i32}},
+		{"clock_time_get", []byte{i32, i64, i32}, [][]byte{i32c(0), {0x42, 0}, i32c(0)}, []byte{i32}},
+		{"args_get", []byte{i32, i32}, [][]byte{i32c(0), i32c(0)}, []byte{i32}},
+		{"args_sizes_get", []byte{i32, i32}, [][]byte{i32c(0), i32c(0)}, []byte{i32}},
+	}
+	e := newEngine(t)
+	for _, c := range cases {
+		t.Run(c.fn, func(t *testing.T) {
+			var b modBuilder
+			f := b.importFunc("wasi_snapshot_preview1", c.fn, c.params, c.results)
+			body := append(c.args, call(f), opDrop)
+			b.export("_start", 0x00, b.function(nil, nil, body...))
+			j, _ := job(b.bytes(), "", limits.Limits{}, nil)
+			out := e.Run(context.Background(), j)
+			if out.Err == nil || out.Err.Kind != fault.KindScript ||
+				out.Err.Message != "the module trapped: wasi_snapshot_preview1."+c.fn+": the module has no memory; define and export one as \"memory\"" {
+				t.Fatalf("%v\nstack: %s", out.Err, out.Err.Stack)
+			}
+			if strings.Contains(out.Err.Stack, "goroutine") {
+				t.Fatalf("stack: %s", out.Err.Stack)
+			}
+		})
+	}
+}
