@@ -129,7 +129,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	if lim.MaxOutputBytes > 0 && lim.MaxOutputBytes < int64(maxOut) {
 		maxOut = int(lim.MaxOutputBytes)
 	}
-	stdout := &outputWriter{max: maxOut + outputSlack, onFull: func() { cancel(errOutputLimit) }, trap: e.opts.NoLoopChecks}
+	stdout := &outputWriter{max: maxOut + outputSlack, limit: int64(maxOut), onFull: func() { cancel(errOutputLimit) }, trap: e.opts.NoLoopChecks}
 	stderr := &logWriter{logs: job.Logs}
 
 	input := []byte(job.Input)
@@ -187,11 +187,10 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 		out.CPUTime = 0
 	}
 	result, full := stdout.result()
-	if ferr := e.classify(runCtx, runErr, usage{elapsed: elapsed, cpu: out.CPUTime, output: stdout.written()}, alloc, st, stderr, lim); ferr != nil {
+	if ferr := e.classify(runCtx, runErr, usage{elapsed: elapsed, cpu: out.CPUTime, output: stdout.written(), outputFull: full}, alloc, st, stderr, lim); ferr != nil {
 		out.Err = ferr
 		return out
 	}
-	_ = full
 	res, ferr := resultJSON(result, lim.MaxOutputBytes)
 	if ferr != nil {
 		out.Err = ferr
@@ -208,8 +207,11 @@ const outputSlack = 64
 // usage is what an execution used, for the observed value of a breach.
 type usage struct {
 	elapsed, cpu time.Duration
-	// output is the bytes the guest wrote or tried to write to stdout.
-	output int64
+	// output is the bytes the guest wrote or tried to write to stdout, up
+	// to the write that first took them past the limit; outputFull is
+	// whether a write was refused for the limit.
+	output     int64
+	outputFull bool
 }
 
 // classify turns how the run ended into a fault, or nil for success.
@@ -217,7 +219,7 @@ type usage struct {
 // followed it (a guest refused memory usually exits with an error).
 func (e *Engine) classify(ctx context.Context, runErr error, used usage, alloc *allocator,
 	st *execState, stderr *logWriter, lim limits.Limits) *fault.Error {
-	if lim.MaxOutputBytes > 0 && used.output > lim.MaxOutputBytes+outputSlack {
+	if lim.MaxOutputBytes > 0 && used.outputFull {
 		return fault.Breach(fault.KindOutputLimit, lim.MaxOutputBytes, used.output,
 			"the module wrote more than %d bytes of result to stdout; return a smaller result (summarise, page, or filter)", lim.MaxOutputBytes)
 	}

@@ -30,6 +30,11 @@ type outputWriter struct {
 	full bool
 	// attempted counts every byte the guest wrote or tried to write.
 	attempted int64
+	// limit is the output limit proper (max less the slack for
+	// whitespace); over is attempted after the first write that took it
+	// past limit (0 while it has not): the observed value of a breach.
+	limit int64
+	over  int64
 }
 
 // Write implements io.Writer.
@@ -37,6 +42,9 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.attempted += int64(len(p))
+	if w.over == 0 && w.attempted > w.limit {
+		w.over = w.attempted
+	}
 	if w.full {
 		return 0, errOutputFull
 	}
@@ -54,10 +62,15 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// written returns the bytes the guest wrote or tried to write to stdout.
+// written returns the bytes the guest wrote or tried to write to stdout,
+// up to the write that first took them past the limit: what a breach
+// observed.
 func (w *outputWriter) written() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.over > 0 {
+		return w.over
+	}
 	return w.attempted
 }
 
