@@ -336,6 +336,28 @@ func sessionCases() []tcase {
 			},
 		},
 		{
+			// A WASM guest that gets "cancelled" from its call, calls again
+			// and finishes normally is still cancelled; the second call is
+			// not made.
+			name: "session-cancel-wasm", family: famSession, fast: true, bound: 10 * time.Second,
+			want: fails(Cancelled).and(func(r *ptcv1.ExecuteResponse) error {
+				if n := r.GetStats().GetToolCalls(); n != 1 {
+					return fmt.Errorf("stats.tool_calls %d, want 1", n)
+				}
+				return nil
+			}),
+			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {
+				again := code(i32c(memName), i32c(5), i32c(memArgs), i32c(2), i32c(memOut), call(fnCall), opDrop)
+				mod := wasmCall("fetch", `{}`, 0, opDrop, again, write(1, memArgs, 2)).bytes()
+				s, err := openSession(ctx, e.c, wasmReq(mod, timeout(5*time.Second)), echo)
+				if err != nil {
+					return nil, err
+				}
+				res, _, err := s.serve(func(*ptcv1.ToolCall) error { return s.cancel("enough") })
+				return res, err
+			},
+		},
+		{
 			name: "session-late-answers", family: famSession, bound: 10 * time.Second,
 			want: succeeds("1"),
 			do: func(ctx context.Context, e *env) (*ptcv1.ExecuteResponse, error) {

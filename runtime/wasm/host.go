@@ -67,6 +67,15 @@ func stateOf(ctx context.Context) *execState {
 	return st
 }
 
+// checkRunning stops a guest that calls a tool after its execution ended
+// (cancelled, or out of time): the call is not made, nor counted, and the
+// execution ends with the reason it ended (see classify).
+func checkRunning(ctx context.Context) {
+	if ctx.Err() != nil {
+		trapf("the execution has ended (%v); no more tool calls", context.Cause(ctx))
+	}
+}
+
 // limitError returns the first call refused for the call budget, or nil.
 func (s *execState) limitError() *bridge.CallError {
 	s.mu.Lock()
@@ -306,6 +315,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	argsPtr, argsLen := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
 	outPtr := api.DecodeU32(stack[4])
+	checkRunning(ctx)
 	checkOut(mem, outPtr)
 	st.checkPending()
 
@@ -356,6 +366,7 @@ func hostCallBatch(ctx context.Context, mod api.Module, stack []uint64) {
 	mem := memory(st, mod)
 	reqPtr, reqLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	outPtr := api.DecodeU32(stack[2])
+	checkRunning(ctx)
 	checkOut(mem, outPtr)
 	st.checkPending()
 

@@ -228,7 +228,10 @@ func (e *Engine) classify(ctx context.Context, runErr error, used usage, alloc *
 		// look like success.
 		return fault.Wrap(fault.KindCancelled, runErr, "the engine shut down during the execution; run it again")
 	}
-	if runErr == nil {
+	// An execution whose context ended is over whatever the guest did
+	// next: one that was cancelled while it waited for a tool, got a
+	// "cancelled" error and finished normally was still cancelled.
+	if runErr == nil && ctx.Err() == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
