@@ -494,3 +494,25 @@ func TestWorkerRefusesBadExecute(t *testing.T) {
 	es1.finish(&ptcruntime.Outcome{})
 	w.unregister(es1)
 }
+
+// TestDeathErrorNamesTheLanguage: a worker that died of memory reports
+// MEMORY_LIMIT with a message for the language that ran: a WASM guest's
+// linear memory is bounded by the engine, so the message speaks of the
+// rest of the process's memory, not of the script's data.
+func TestDeathErrorNamesTheLanguage(t *testing.T) {
+	for _, c := range []struct {
+		wasm bool
+		want string
+	}{
+		{false, "the script exhausted its memory (limit 64 MiB)"},
+		{true, "the module's worker process ran out of memory outside the module's linear memory"},
+	} {
+		w := &proc{stderr: &head{max: stderrHead}}
+		_, _ = w.stderr.Write([]byte("fatal error: runtime: out of memory\n"))
+		es := &execState{job: &ptcruntime.Job{Limits: limits.Limits{MemoryBytes: 64 << 20}}, wasm: c.wasm}
+		fe := w.deathError(es, nil, errors.New("exit status 2"))
+		if fe.Kind != fault.KindMemoryLimit || !strings.HasPrefix(fe.Message, c.want) {
+			t.Errorf("wasm %v: %v", c.wasm, fe)
+		}
+	}
+}

@@ -303,6 +303,12 @@ func (w *proc) deathError(es *execState, readErr, waitErr error) *fault.Error {
 	case causeMemory:
 		fe := fault.Breach(fault.KindMemoryLimit, es.job.Limits.MemoryBytes, observed,
 			"the script exhausted its memory (limit %s) and its worker process was stopped; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(es.job.Limits.MemoryBytes))
+		if es.wasm {
+			// The engine bounds linear memory exactly (a refused grow,
+			// not a death): what ran out is the rest — the guest's call
+			// stack, the engine's own data.
+			fe.Message = fmt.Sprintf("the module's worker process ran out of memory outside the module's linear memory (in its call stack or the engine's own data; the process may use about twice the limit of %s) and was stopped; recurse less deeply", byteSize(es.job.Limits.MemoryBytes))
+		}
 		fe.Cause = waitErr
 		return fe
 	case causeStack:
