@@ -119,3 +119,27 @@ func TestResumableWASMWithoutArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestResumableJSWithoutArguments: the same holds for JavaScript (no
+// arguments, undefined, null).
+func TestResumableJSWithoutArguments(t *testing.T) {
+	r, err := ptc.NewRunner(ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1", Parked: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	for _, src := range []string{`return await tools.ask()`, `return await tools.ask(undefined)`, `return await tools.ask({})`} {
+		t.Run(src, func(t *testing.T) {
+			res, err := r.Execute(ctx, ptc.Request{Source: src, Resumable: true,
+				ClientTools: []tools.Tool{{Definition: tools.Definition{Name: "ask"}}}})
+			if err != nil || len(res.Pending) != 1 {
+				t.Fatalf("pause: %v %+v %v", err, res.Pending, res.Error)
+			}
+			res, err = r.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`"ans"`)})
+			if err != nil || res.Error != nil || string(res.Result) != `"ans"` {
+				t.Fatalf("resumed: %v %s %v", err, res.Result, res.Error)
+			}
+		})
+	}
+}
