@@ -51,7 +51,7 @@ func TestTruncateResult(t *testing.T) {
 			"OUTPUT_LIMIT: the result is 32032001 bytes of JSON with more than 524288 values, more than the overflow policy truncate cuts down; return less", 0, 0},
 		{"many values truncated", `const a = new Array(1000).fill(0); return new Array(500).fill(a)`, ptc.Limits{MaxOutputBytes: 1024}, true, "", 1019, 0},
 		{"over the cap without the policy", `return "x".repeat(100)`, ptc.Limits{MaxOutputBytes: 64}, false,
-			"OUTPUT_LIMIT: the result is 102 bytes of JSON, more than the 64 allowed", 0, 0},
+			"OUTPUT_LIMIT: the result is at least 102 bytes of JSON, more than the 64 allowed", 0, 0},
 		{"over the token limit", `return "lorem ipsum ".repeat(200)`, ptc.Limits{MaxResultTokens: 50}, false,
 			"OUTPUT_LIMIT: the result is about 402 tokens of JSON, more than the 50 allowed (max_result_tokens)", 0, 0},
 		{"truncated to the token limit", `return "lorem ipsum ".repeat(200)`, ptc.Limits{MaxResultTokens: 50}, true, "", 0, 1},

@@ -22,16 +22,30 @@ type jsonState struct {
 	stack    []*goja.Object // the objects being serialised, outermost first
 	b        []byte
 	max      int           // the longest output allowed
+	limit    int           // a result's size limit in bytes (0: none), see room
 	arg      [1]goja.Value // Array.isArray's argument, reused
 }
 
 // stringifyJS is JSON.stringify(value, replacer, space): a string, or
 // undefined. Exceptions from getters, toJSON and the replacer propagate.
 func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
+	b, ok := x.serialise(value, replacer, space, 0)
+	if !ok {
+		return goja.Undefined()
+	}
+	return x.vm.ToValue(string(b))
+}
+
+// serialise is JSON.stringify(value, replacer, space) into bytes, and
+// whether value had a JSON representation. With a limit above 0 it stops
+// as soon as the text would pass limit bytes, by panicking with
+// outputOver (see room), so that no buffer much larger than the limit is
+// ever built.
+func (x *exec) serialise(value, replacer, space goja.Value, limit int) ([]byte, bool) {
 	if value == nil {
 		value = goja.Undefined()
 	}
-	st := &jsonState{x: x, max: int(x.maxStringChars())}
+	st := &jsonState{x: x, max: int(x.maxStringChars()), limit: limit}
 	if r, ok := replacer.(*goja.Object); ok {
 		if fn, ok := goja.AssertFunction(r); ok {
 			st.replacer = fn
@@ -47,9 +61,25 @@ func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
 		_ = holder.Set("", value)
 	}
 	if !st.value(holder, "", value) {
-		return goja.Undefined()
+		return nil, false
 	}
-	return x.vm.ToValue(string(st.b))
+	return st.b, true
+}
+
+// outputOver stops the serialisation of a result at its size limit: at
+// least n bytes of JSON, more than the limit. resultJSON recovers it.
+type outputOver struct{ n int }
+
+// room stops a result's serialisation (panics with outputOver) when n
+// more bytes would take it past its limit. A string value is checked
+// before it is appended, with a lower bound of its size (escapes and
+// multi-byte characters are counted after); everything after, so the buffer never holds more than the limit plus one number,
+// keyword or property name (a name is appended before its value is known
+// to have a JSON representation, and taken back when it has none).
+func (st *jsonState) room(n int) {
+	if st.limit > 0 && len(st.b)+n > st.limit {
+		panic(outputOver{n: len(st.b) + n})
+	}
 }
 
 // stringify serialises v as the engine does for tool arguments and
@@ -189,7 +219,10 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 	case nil:
 		return false
 	case goja.String:
+		// Each UTF-16 unit takes at least one byte, plus the quotes.
+		st.room(v.Length() + 2)
 		st.quote(v)
+		st.room(0)
 		return true
 	case *goja.Object:
 		if _, ok := goja.AssertFunction(v); ok {
@@ -202,6 +235,7 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 	case nil: // undefined, null
 		if goja.IsNull(value) {
 			st.str("null")
+			st.room(0)
 			return true
 		}
 		return false
@@ -211,9 +245,11 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 		} else {
 			st.str("false")
 		}
+		st.room(0)
 		return true
 	case typeInt:
 		st.b = strconv.AppendInt(st.b, value.ToInteger(), 10)
+		st.room(0)
 		return true
 	case typeFloat:
 		if f := value.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -221,6 +257,7 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 		} else {
 			st.str(value.String())
 		}
+		st.room(0)
 		return true
 	}
 	if isBigInt(value) {
@@ -275,6 +312,7 @@ func (st *jsonState) object(obj *goja.Object) {
 		n := lengthOf(obj)
 		if n == 0 {
 			st.str("[]")
+			st.room(0)
 			return
 		}
 		st.byte('[')
@@ -286,8 +324,10 @@ func (st *jsonState) object(obj *goja.Object) {
 			if !st.property(obj, ftoa(i)) {
 				st.str("null")
 			}
+			st.room(0)
 		}
 		st.close(']')
+		st.room(0)
 		return
 	}
 	keys := st.props
@@ -316,9 +356,11 @@ func (st *jsonState) object(obj *goja.Object) {
 	}
 	if empty {
 		st.byte('}')
+		st.room(0)
 		return
 	}
 	st.close('}')
+	st.room(0)
 }
 
 func (st *jsonState) str(s string) { st.b = append(st.b, s...) }
