@@ -391,6 +391,12 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 	x.startCPU()
 	b, over, err := x.resultJSON(v, max)
 	x.stopCPU()
+	var mo *memoryOver
+	if errors.As(err, &mo) {
+		m := x.job.Limits.MemoryBytes
+		return nil, fault.Breach(fault.KindMemoryLimit, m, int64(mo.n),
+			"the result would need %d bytes of JSON, more than the memory limit of %d bytes; return less (aggregate, filter or summarise)", mo.n, m)
+	}
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) && !isUncatchable(err) {
@@ -412,13 +418,18 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 
 // resultJSON is JSON.stringify(v) into bytes (nil when v has no JSON
 // representation), stopped once it passes limit bytes (0: no limit):
-// over is then the size it had reached, more than limit. A JS exception
+// over is then the size it had reached, more than limit; or once its
+// buffer would pass the memory limit (a *memoryOver error). A JS exception
 // is returned as an error, as are uncatchable errors (interrupts).
 func (x *exec) resultJSON(v goja.Value, limit int64) (b []byte, over int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if o, ok := r.(outputOver); ok {
 				b, over, err = nil, o.n, nil
+				return
+			}
+			if m, ok := r.(memoryOver); ok {
+				b, err = nil, &m
 				return
 			}
 			if e, ok := r.(error); ok && isUncatchable(e) {

@@ -91,3 +91,20 @@ func TestResultAtOutputLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestResultPastMemoryLimit: a result's text is memory the execution
+// holds. With the overflow policy truncate a result may be 64 MiB
+// whatever memory_bytes says; a text that would need more than the
+// memory limit ends MEMORY_LIMIT, with the limit and the bytes it would
+// have needed, before its buffer grows past the limit.
+func TestResultPastMemoryLimit(t *testing.T) {
+	const memory = 8 << 20
+	out, _, _ := run(t, js.New(), `const a = new Array(1000).fill(0); return new Array(8000).fill(a)`,
+		runOpts{limits: limits.Limits{MaxOutputBytes: 64 << 20, MemoryBytes: memory}})
+	if out.Err == nil || out.Err.Kind != fault.KindMemoryLimit || out.Err.Limit != memory || out.Err.Observed <= memory || out.Result != nil {
+		t.Fatalf("outcome %+v", out.Err)
+	}
+	if !strings.Contains(out.Err.Message, "memory limit") {
+		t.Fatalf("message %q", out.Err.Message)
+	}
+}
