@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -101,6 +102,15 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // server, or on any server that shares its continuation keys: the
 // continuation and one answer per pending action. It returns the
 // execution's next state; errors are as Runner.Resume's.
+//
+// Retrying with the same continuation and the same answers is safe — after
+// a deadline, a cancellation or a dropped connection, on the same server
+// or another one sharing its store: the execution went on without the
+// call, nothing runs twice, and the retry returns the same next state (the
+// same new continuation) while the server keeps it (durable.outcome_retention,
+// 10 minutes by default). A retry that reaches another replica while the
+// execution still runs there is Unavailable with reason RESUME_IN_PROGRESS:
+// retry it again shortly. docs/durable.md has the cases.
 func (c *Client) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
 	res, err := c.rpc.Resume(ctx, wire.ResumePB(continuation, answersCore(answers), nil))
 	if err != nil {
@@ -117,8 +127,12 @@ func (c *Client) Resume(ctx context.Context, continuation string, answers ...Ans
 // script. A panicking handler becomes a tool error. Log lines stream to
 // req.OnLog and tool call progress to req.OnProgress when they are set.
 // Calls that need approval are decided by req.Approve (denied without
-// it). A resumable request is refused: a Session holds its stream instead
-// of pausing.
+// it). When the server traces the call, the context a handler (or
+// req.Approve) gets carries the W3C trace context of the call's
+// "execute_tool" span as its remote parent, so an OpenTelemetry-
+// instrumented handler's spans are children of the call's span. A
+// resumable request is refused: a Session holds its stream instead of
+// pausing.
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
 	if req.Resumable {
 		return nil, &Error{Code: InvalidArgument, Message: "a resumable request runs with Client.Execute (Run holds a stream and never pauses)"}
@@ -187,7 +201,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 				a := wire.ActionFromPB(msg.ApprovalRequest.GetAction())
 				ok, why := false, "this client has no approval callback (Request.Approve)"
 				if req.Approve != nil {
-					ok, why = req.Approve(ctx, actionOf(a))
+					ok, why = req.Approve(withTraceContext(ctx, a.Traceparent, a.Tracestate), actionOf(a))
 				}
 				ans := wire.AnswerPB(core.Answer{CallID: a.CallID, Approve: ok, Deny: !ok, Reason: why})
 				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ApprovalAnswer{ApprovalAnswer: ans}})
@@ -218,6 +232,7 @@ func serveCall(ctx context.Context, h tools.Handler, tc *ptcv1.ToolCall) (res *p
 		return wire.ToolResultPB(tc.GetCallId(), nil, tools.Errorf(tools.CodeUnknownTool, "this client does not serve tool %q", tc.GetTool()))
 	}
 	call, deadline := wire.CallFromPB(tc)
+	ctx = withTraceContext(ctx, tc.GetTraceparent(), tc.GetTracestate())
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline)
@@ -230,6 +245,21 @@ func serveCall(ctx context.Context, h tools.Handler, tc *ptcv1.ToolCall) (res *p
 	}()
 	out, err := h(ctx, call)
 	return wire.ToolResultPB(tc.GetCallId(), out, err)
+}
+
+// withTraceContext is ctx carrying the W3C trace context of a call's span
+// on the server as its remote parent, so that the spans an instrumented
+// handler starts from it are children of the call's; ctx itself when the
+// server sent none (or an invalid one).
+func withTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{"traceparent": traceparent}
+	if tracestate != "" {
+		carrier["tracestate"] = tracestate
+	}
+	return propagation.TraceContext{}.Extract(ctx, carrier)
 }
 
 // recvStatus returns the stream's final status after a failed send.

@@ -153,5 +153,5 @@ func toolListOf(l *core.ToolList) *ToolList {
 
 func actionOf(a core.Action) Action {
 	return Action{CallID: a.CallID, Approval: a.Kind == core.ActionApproval, Seq: a.Seq, Tool: a.Tool, Arguments: a.Arguments,
-		IdempotencyKey: a.IdempotencyKey, Reason: a.Reason}
+		IdempotencyKey: a.IdempotencyKey, Reason: a.Reason, Traceparent: a.Traceparent, Tracestate: a.Tracestate}
 }

@@ -99,3 +99,42 @@ func benchResume(b *testing.B, mode, src string, approve []string, client string
 	}
 	b.ReportMetric(float64(size), "token-bytes")
 }
+
+// BenchmarkResumeRetry times a retried Resume of the expense example
+// (paused at its budget lookups): the same continuation and answers again
+// after the resume ended, answered from the outcome kept in memory
+// (decrypted, decompressed and decoded; nothing runs).
+func BenchmarkResumeRetry(b *testing.B) {
+	src, err := os.ReadFile("examples/expenses.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var runs atomic.Int64
+	r, err := ptc.NewRunner(ptc.WithTools(demo.Tools()...), ptc.WithTools(mailTool(&runs)),
+		ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1"}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	res, err := r.Execute(ctx, ptc.Request{Source: string(src), Resumable: true, RequireApproval: []string{"get_budget_by_level"}})
+	if err != nil || !res.RequiresAction() {
+		b.Fatal(err, res.Error)
+	}
+	var answers []ptc.Answer
+	for _, a := range res.Pending {
+		answers = append(answers, ptc.Answer{CallID: a.CallID, Approve: true})
+	}
+	first, err := r.Resume(ctx, res.Continuation, answers...)
+	if err != nil || first.Error != nil {
+		b.Fatal(err, first.Error)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := r.Resume(ctx, res.Continuation, answers...)
+		if err != nil || string(out.Result) != string(first.Result) {
+			b.Fatal(err)
+		}
+	}
+}

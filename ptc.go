@@ -192,6 +192,14 @@ type Action struct {
 	IdempotencyKey string
 	// Reason says why a call needs approval.
 	Reason string
+	// Traceparent and Tracestate are the W3C trace context of the call's
+	// "execute_tool" span on the server (the traceparent and tracestate
+	// header values), so that the work of serving or deciding the call can
+	// be traced as its child; empty when the server records no span for
+	// the call (tracing off, or the trace not sampled). OpenTelemetry's
+	// propagation.TraceContext{}.Extract, given a MapCarrier of the two
+	// under their header names, puts them into a context.
+	Traceparent, Tracestate string
 }
 
 // Answer answers one pending Action in Resume: exactly one of Output and

@@ -11,6 +11,7 @@ import (
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/runtime/wasm"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
@@ -56,6 +57,11 @@ type Durable struct {
 	// Parked bounds the paused executions kept in memory to resume
 	// without a re-run (default 64; negative keeps none).
 	Parked int
+	// OutcomeRetention is how long the outcome of a Resume is kept for a
+	// retry with the same continuation and answers (default 10m; never
+	// beyond the continuation's expiry). Without StateFile or RedisURL
+	// outcomes are kept in memory, 64 MiB in all.
+	OutcomeRetention time.Duration
 }
 
 // WithDurable configures resumable executions: continuation keys, their
@@ -77,7 +83,7 @@ func WithDurable(d Durable) Option {
 
 // manager builds the continuation manager of a Durable.
 func (d Durable) manager() (*durable.Manager, error) {
-	cfg := durable.Config{TTL: d.TTL, MaxTokenBytes: d.MaxTokenBytes}
+	cfg := durable.Config{TTL: d.TTL, MaxTokenBytes: d.MaxTokenBytes, OutcomeRetention: d.OutcomeRetention}
 	if len(d.Keys) > 0 {
 		cfg.Keys = append(cfg.Keys, durable.Key{ID: d.SigningKey, Secret: d.Keys[d.SigningKey]})
 		ids := make([]string, 0, len(d.Keys))
@@ -262,7 +268,7 @@ func NewRunner(opts ...Option) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptc: %w", err)
 	}
-	c.exec.Durable = dm
+	c.exec.Durable, c.exec.Outcomes = dm, wire.Outcomes
 	c.exec.Parked = executor.ParkedConfig{Max: c.durable.Parked}
 	ex, err := executor.New(c.exec)
 	if err != nil {
@@ -332,7 +338,15 @@ func (r *Runner) LoadModule(ctx context.Context, module []byte) (string, error) 
 // continuation (or one signed with a key this Runner lacks) and for
 // answers that do not fit the pending actions (the message names the
 // call); FailedPrecondition for an expired continuation or one used
-// already (each resumes once).
+// already with other answers (each resumes once).
+//
+// Retrying is safe: the execution goes on even when ctx ends first (ctx
+// bounds only the wait; the error is Canceled or DeadlineExceeded), and a
+// Resume with the same continuation and the same answers returns its
+// outcome — the same next state, with the same new continuation — for
+// Durable.OutcomeRetention, without running anything again (it waits for
+// the execution when it still runs). Past the retention it is
+// FailedPrecondition (reason CONTINUATION_USED).
 func (r *Runner) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
 	p, ferr := r.ex.PrepareResume(ctx, executor.Resume{Continuation: continuation, Answers: answersCore(answers)})
 	if ferr != nil {

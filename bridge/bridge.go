@@ -137,6 +137,12 @@ type Config struct {
 	// (see core.CallObserver): live progress, tracing. Calls a resumed
 	// execution's re-run answers from its journal are not observed again.
 	Observer core.CallObserver
+	// TraceContext, when set, returns the W3C trace context (traceparent,
+	// tracestate) of a call's span from the context Observer returned for
+	// it, or empty strings when no span is recorded; the Actions the
+	// dispatcher makes (calls waiting for their caller, approval requests)
+	// carry it.
+	TraceContext func(ctx context.Context) (traceparent, tracestate string)
 	// Approvals names the tools whose calls need approval, each with the
 	// reason; Approve decides them (without it they are denied).
 	Approvals map[string]string
@@ -375,7 +381,7 @@ func (d *Dispatcher) approve(ctx context.Context, name string, seq int32, args j
 		return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeDenied,
 			Message: fmt.Sprintf("%s needs approval (%s) and this execution has no way to ask for it: run it resumable, over a Session, or with an approval callback", name, reason)}
 	}
-	ok, why := d.cfg.Approve(ctx, d.action(core.ActionApproval, name, seq, args, reason))
+	ok, why := d.cfg.Approve(ctx, d.traced(ctx, d.action(core.ActionApproval, name, seq, args, reason)))
 	if ctx.Err() != nil {
 		return ctxError(name, ctx)
 	}
@@ -397,6 +403,14 @@ func denied(name, reason string) *CallError {
 func (d *Dispatcher) action(kind core.ActionKind, name string, seq int32, args json.RawMessage, reason string) core.Action {
 	return core.Action{CallID: core.CallID(seq), Kind: kind, Seq: seq, Tool: name, Arguments: args,
 		IdempotencyKey: d.idempotencyKey(seq), Reason: reason}
+}
+
+// traced is a with the trace context of the call's span in ctx.
+func (d *Dispatcher) traced(ctx context.Context, a core.Action) core.Action {
+	if d.cfg.TraceContext != nil {
+		a.Traceparent, a.Tracestate = d.cfg.TraceContext(ctx)
+	}
+	return a
 }
 
 // finish completes the call's trace record and, with an observer, its

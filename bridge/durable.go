@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -189,9 +190,9 @@ func (u *durable) start(ctx context.Context, name string, args json.RawMessage) 
 	}
 	g.t, g.args = t, args
 	if u.client[name] {
-		u.parkLocked(g, d.action(core.ActionClientTool, name, g.seq, args, ""))
+		u.parkLocked(g, d.traced(b.ctx, d.action(core.ActionClientTool, name, g.seq, args, "")))
 	} else if reason, ok := d.cfg.Approvals[name]; ok && d.cfg.Approve == nil {
-		u.parkLocked(g, d.action(core.ActionApproval, name, g.seq, args, reason))
+		u.parkLocked(g, d.traced(b.ctx, d.action(core.ActionApproval, name, g.seq, args, reason)))
 	} else {
 		u.running++
 	}
@@ -222,6 +223,9 @@ func (u *durable) invocation(ctx context.Context, g *gate) Invocation {
 				case ans := <-g.answer:
 					out, err = u.apply(ctx, g, ans)
 				case <-ctx.Done():
+					if errors.Is(context.Cause(ctx), core.ErrPaused) {
+						d.pausedCall(g.b)
+					}
 					return nil, ctxError(g.tool, ctx)
 				}
 			} else {
@@ -259,6 +263,14 @@ func (u *durable) apply(ctx context.Context, g *gate, ans core.Answer) (json.Raw
 	}
 	d.finish(g.b.ctx, g.b.ev, g.idx, start, out, err)
 	return out, err
+}
+
+// pausedCall tells the observer that a call waiting for its caller stays
+// unanswered in this run: the execution paused and its engine stopped.
+func (d *Dispatcher) pausedCall(b begun) {
+	if p, ok := d.cfg.Observer.(core.PauseObserver); ok && b.ev != nil {
+		p.CallPaused(b.ctx, b.ev)
+	}
 }
 
 // complete records the outcome of a call that was answered or ran live

@@ -161,7 +161,12 @@ func TestResumeAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkExpenses(t, out)
-	if _, err := c.Resume(context.Background(), res.Continuation, answers...); ptc.CodeOf(err) != ptc.FailedPrecondition {
+	// A retry gets the same outcome; other answers are refused.
+	if again, err := c.Resume(context.Background(), res.Continuation, answers...); err != nil || string(again.Result) != string(out.Result) {
+		t.Fatalf("a retry: %v", err)
+	}
+	denied := []ptc.Answer{{CallID: answers[0].CallID, Deny: true, Reason: "no"}}
+	if _, err := c.Resume(context.Background(), res.Continuation, denied...); ptc.CodeOf(err) != ptc.FailedPrecondition {
 		t.Fatalf("a used continuation: %v", err)
 	}
 	// Another key does not verify it.
@@ -195,8 +200,24 @@ func TestSharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkExpenses(t, out)
-	if _, err := dialClient(t, a.addr).Resume(context.Background(), res.Continuation, answers...); ptc.CodeOf(err) != ptc.FailedPrecondition {
-		t.Fatalf("used on the other replica: %v", err)
+	// A retry on the same replica returns once the outcome is kept in
+	// Redis; a retry on the other replica then gets it too. Other answers
+	// are refused there.
+	if _, err := dialClient(t, b.addr).Resume(context.Background(), res.Continuation, answers...); err != nil {
+		t.Fatalf("retried on the same replica: %v", err)
+	}
+	again, err := dialClient(t, a.addr).Resume(context.Background(), res.Continuation, answers...)
+	if err != nil {
+		t.Fatalf("retried on the other replica: %v", err)
+	}
+	checkExpenses(t, again)
+	if again.ExecutionID != out.ExecutionID || string(again.Result) != string(out.Result) {
+		t.Fatalf("the retry got another outcome: %s", again.Result)
+	}
+	other := append([]ptc.Answer(nil), answers...)
+	other[0].Approve, other[0].Deny = !other[0].Approve, !other[0].Deny
+	if _, err := dialClient(t, a.addr).Resume(context.Background(), res.Continuation, other...); ptc.CodeOf(err) != ptc.FailedPrecondition {
+		t.Fatalf("used on the other replica, with other answers: %v", err)
 	}
 	// Without a store, such a state cannot pause.
 	c := startProcess(t, durableConfig+"  max_token_bytes: 2KiB\n", durableEnv)

@@ -53,6 +53,7 @@ import (
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/telemetry"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
@@ -193,7 +194,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	wcfg := c.WorkerConfig()
 	wcfg.Logger = log
 	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing,
-		Durable: dm, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
+		Durable: dm, Outcomes: wire.Outcomes, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)
 		return 2
@@ -312,12 +313,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	draining.Store(true)
 	hs.Shutdown() // every service NOT_SERVING; watchers are told
 	log.Info("shutting down", "in_flight", srv.InFlight(), "grace", grace.String())
-	// The drain goroutines end when every gRPC call is done and every MCP
-	// execution has ended (or, for MCP, when drainCtx is cancelled below).
+	// The drain goroutines end when every gRPC call is done (and every
+	// resumed execution that outlived its Resume call has ended) and every
+	// MCP execution has ended (or, for MCP, when drainCtx is cancelled
+	// below).
 	drainCtx, stopDrain := context.WithCancel(context.Background())
 	defer stopDrain()
 	grpcDrained, mcpDrained, drained := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { gs.GracefulStop(); close(grpcDrained) }()
+	go func() { gs.GracefulStop(); srv.WaitDetached(); close(grpcDrained) }()
 	go func() { mep.drain(drainCtx); close(mcpDrained) }()
 	go func() { <-grpcDrained; <-mcpDrained; close(drained) }()
 	t := time.NewTimer(grace)

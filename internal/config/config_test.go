@@ -231,8 +231,8 @@ func TestSetUnknownKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// 3 top-level keys, one key per limit on each side, 21 serving keys, 6
-	// tracing keys, 6 MCP keys, 7 worker keys and 5 durable keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+21+6+6+7+5 {
+	// tracing keys, 6 MCP keys, 7 worker keys and 6 durable keys.
+	if len(Keys()) != 3+2*len(limits.Fields())+21+6+6+7+6 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

@@ -27,6 +27,13 @@ type Durable struct {
 	MaxTokenBytes ByteSize `yaml:"max_token_bytes"`
 	// MaxStateBytes bounds a paused state.
 	MaxStateBytes ByteSize `yaml:"max_state_bytes"`
+	// OutcomeRetention is how long the outcome of a Resume is kept for a
+	// retry with the same continuation and answers (never beyond the
+	// continuation's expiry).
+	OutcomeRetention Duration `yaml:"outcome_retention"`
+	// OutcomeBytes bounds the outcomes kept in memory (without a store),
+	// the oldest dropped first.
+	OutcomeBytes ByteSize `yaml:"outcome_bytes"`
 	// Store keeps large paused states and used continuations.
 	Store DurableStore `yaml:"store,omitempty"`
 	// Parked bounds the paused executions kept in memory.
@@ -81,7 +88,8 @@ const (
 
 func defaultDurable() Durable {
 	return Durable{TTL: Duration(durable.DefaultTTL), MaxTokenBytes: ByteSize(durable.DefaultMaxTokenBytes),
-		MaxStateBytes: ByteSize(durable.DefaultMaxStateBytes),
+		MaxStateBytes:    ByteSize(durable.DefaultMaxStateBytes),
+		OutcomeRetention: Duration(durable.DefaultOutcomeRetention), OutcomeBytes: ByteSize(durable.DefaultOutcomeBytes),
 		Parked: Parked{Max: executor.DefaultParkedMax, MaxBytes: ByteSize(executor.DefaultParkedMaxBytes),
 			MaxAge: Duration(executor.DefaultParkedMaxAge)}}
 }
@@ -109,6 +117,10 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.max_token_bytes", "%s is below 1KiB: use a size such as 64KiB", d.MaxTokenBytes)
 	case d.MaxStateBytes < d.MaxTokenBytes:
 		return keyError("durable.max_state_bytes", "%s is below durable.max_token_bytes (%s): a paused state in the store can be no smaller than one in a continuation", d.MaxStateBytes, d.MaxTokenBytes)
+	case d.OutcomeRetention <= 0:
+		return keyError("durable.outcome_retention", "%s is not positive: use a duration such as \"10m\" (how long a Resume's outcome is kept for a retry)", d.OutcomeRetention)
+	case d.OutcomeBytes <= 0:
+		return keyError("durable.outcome_bytes", "%s is not positive: use a size such as 64MiB", d.OutcomeBytes)
 	case d.Store.File != "" && d.Store.RedisURLEnv != "":
 		return keyError("durable.store", "has both file and redis_url_env: give one (file for one replica, Redis for several)")
 	case d.Store.RedisURLEnv != "" && !envNameRE.MatchString(d.Store.RedisURLEnv):
@@ -128,7 +140,8 @@ func (d *Durable) validate() *Error {
 // the store; ephemeral reports a key made at start.
 func (c *Config) DurableManager(ctx context.Context, lookupEnv func(string) (string, bool)) (m *durable.Manager, ephemeral bool, err error) {
 	d := c.Durable
-	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes)}
+	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes),
+		OutcomeRetention: time.Duration(d.OutcomeRetention), OutcomeBytes: int64(d.OutcomeBytes)}
 	for _, k := range d.Keys {
 		v, ok := lookupEnv(k.SecretEnv)
 		if !ok {

@@ -111,6 +111,8 @@ func TestErrorMessages(t *testing.T) {
 		{"durable ttl", "durable: {ttl: 0s}\n", nil, nil, `config: FILE:1:16: durable.ttl: 0s is not positive: use a duration such as "24h"`},
 		{"durable token cap", "durable: {max_token_bytes: 100}\n", nil, nil, `config: FILE:1:28: durable.max_token_bytes: 100 is below 1KiB: use a size such as 64KiB`},
 		{"durable state below token", "durable: {max_token_bytes: 64KiB, max_state_bytes: 32KiB}\n", nil, nil, `config: FILE:1:52: durable.max_state_bytes: 32KiB is below durable.max_token_bytes (64KiB): a paused state in the store can be no smaller than one in a continuation`},
+		{"durable outcome retention", "durable: {outcome_retention: 0s}\n", nil, nil, `config: FILE:1:30: durable.outcome_retention: 0s is not positive: use a duration such as "10m" (how long a Resume's outcome is kept for a retry)`},
+		{"durable outcome bytes", "durable: {outcome_bytes: 0}\n", nil, nil, `config: FILE:1:26: durable.outcome_bytes: 0 is not positive: use a size such as 64MiB`},
 		{"durable two stores", "durable:\n  store: {file: /tmp/d.db, redis_url_env: R}\n", nil, nil, `config: FILE:2:11: durable.store has both file and redis_url_env: give one (file for one replica, Redis for several)`},
 		{"durable redis url in file", "durable:\n  store: {redis_url_env: \"redis://h:6379\"}\n", nil, nil, `config: FILE:2:26: durable.store.redis_url_env must name an environment variable (e.g. PTC_REDIS_URL), not hold the URL: it may carry a password`},
 		{"durable parked", "durable:\n  parked: {max: -1}\n", nil, nil, `config: FILE:2:17: durable.parked.max: -1 is negative: use 0 to keep no paused execution in memory, or more`},

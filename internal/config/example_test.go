@@ -128,6 +128,8 @@ tool_sources:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB
 	//   max_state_bytes: 64MiB
+	//   outcome_retention: 10m0s
+	//   outcome_bytes: 64MiB
 	//   parked:
 	//     max: 64
 	//     max_bytes: 256MiB

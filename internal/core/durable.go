@@ -55,6 +55,10 @@ type Action struct {
 	IdempotencyKey string
 	// Reason says why a call needs approval (empty for a client tool).
 	Reason string
+	// Traceparent and Tracestate are the W3C trace context of the call's
+	// span, for the caller that serves or decides the call; empty when no
+	// span is recorded for it. They are not part of a continuation.
+	Traceparent, Tracestate string
 }
 
 // CallID is the call id of the call numbered seq.

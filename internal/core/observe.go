@@ -68,6 +68,16 @@ type CallObserver interface {
 	CallFinished(ctx context.Context, ev *CallEvent)
 }
 
+// PauseObserver is a CallObserver that also observes the calls left
+// waiting for their caller when the run of a resumable execution stops at
+// a pause: they get no CallFinished from this run (a resume answers them
+// in a re-run, which observes them anew). The tracing observer ends their
+// spans; progress observers need not implement it. ctx is the context
+// CallStarted returned.
+type PauseObserver interface {
+	CallPaused(ctx context.Context, ev *CallEvent)
+}
+
 // Observers combines observers into one that calls each in order; nil
 // entries are skipped, and it returns nil when none is left.
 func Observers(obs ...CallObserver) CallObserver {
@@ -98,6 +108,14 @@ func (m multiObserver) CallStarted(ctx context.Context, ev *CallEvent) context.C
 func (m multiObserver) CallFinished(ctx context.Context, ev *CallEvent) {
 	for _, o := range m {
 		o.CallFinished(ctx, ev)
+	}
+}
+
+func (m multiObserver) CallPaused(ctx context.Context, ev *CallEvent) {
+	for _, o := range m {
+		if p, ok := o.(PauseObserver); ok {
+			p.CallPaused(ctx, ev)
+		}
 	}
 }
 

@@ -23,8 +23,9 @@ type boltStore struct {
 }
 
 var (
-	bucketStates = []byte("states")
-	bucketUsed   = []byte("used")
+	bucketStates   = []byte("states")
+	bucketUsed     = []byte("used")
+	bucketOutcomes = []byte("outcomes")
 )
 
 // OpenFile opens (or creates) the single-file store at path.
@@ -34,7 +35,7 @@ func OpenFile(path string) (Store, error) {
 		return nil, fmt.Errorf("durable store %s: %w (is another process using it?)", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketStates, bucketUsed} {
+		for _, b := range [][]byte{bucketStates, bucketUsed, bucketOutcomes} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -78,7 +79,7 @@ func (s *boltStore) maybeSweep() {
 
 func (s *boltStore) sweep() {
 	_ = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketStates, bucketUsed} {
+		for _, name := range [][]byte{bucketStates, bucketUsed, bucketOutcomes} {
 			b := tx.Bucket(name)
 			var dead [][]byte
 			_ = b.ForEach(func(k, v []byte) error {
@@ -105,9 +106,14 @@ func (s *boltStore) Put(_ context.Context, id string, body []byte, expires time.
 }
 
 func (s *boltStore) Get(_ context.Context, id string) ([]byte, error) {
+	return s.get(bucketStates, id)
+}
+
+// get returns a live entry of a bucket, or ErrNotFound.
+func (s *boltStore) get(bucket []byte, id string) ([]byte, error) {
 	var out []byte
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketStates).Get([]byte(id))
+		v := tx.Bucket(bucket).Get([]byte(id))
 		if v == nil || !s.live(v) {
 			return ErrNotFound
 		}
@@ -123,18 +129,42 @@ func (s *boltStore) Delete(_ context.Context, id string) error {
 	})
 }
 
-func (s *boltStore) Consume(_ context.Context, id string, expires time.Time) (bool, error) {
+func (s *boltStore) Consume(_ context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
 	s.maybeSweep()
 	first := false
+	var recorded []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketUsed)
 		if v := b.Get([]byte(id)); v != nil && s.live(v) {
+			recorded = append([]byte(nil), v[8:]...)
 			return nil
 		}
 		first = true
-		return b.Put([]byte(id), value(expires, nil))
+		return b.Put([]byte(id), value(expires, mark))
 	})
-	return first && err == nil, err
+	if err != nil {
+		return false, nil, err
+	}
+	return first, recorded, nil
+}
+
+func (s *boltStore) Used(_ context.Context, id string) ([]byte, error) {
+	return s.get(bucketUsed, id)
+}
+
+func (s *boltStore) Finish(_ context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		if outcome != nil {
+			if err := tx.Bucket(bucketOutcomes).Put([]byte(id), value(keepUntil, outcome)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketUsed).Put([]byte(id), value(expires, mark))
+	})
+}
+
+func (s *boltStore) Outcome(_ context.Context, id string) ([]byte, error) {
+	return s.get(bucketOutcomes, id)
 }
 
 func (s *boltStore) Close() error { return s.db.Close() }

@@ -33,10 +33,18 @@ type Config struct {
 	MaxTokenBytes int
 	// MaxStateBytes bounds a paused state's encoding (default 64 MiB).
 	MaxStateBytes int
-	// Store, when set, holds states larger than a token allows and
-	// remembers used continuations (shared by replicas when it is
-	// shared); without it used continuations are remembered in memory.
+	// Store, when set, holds states larger than a token allows,
+	// remembers used continuations and keeps the outcomes of resumes
+	// (shared by replicas when it is shared); without it used
+	// continuations and outcomes are kept in memory.
 	Store Store
+	// OutcomeRetention is how long the outcome of a resume is kept for a
+	// retry with the same continuation and answers (default 10m; never
+	// beyond the continuation's expiry).
+	OutcomeRetention time.Duration
+	// OutcomeBytes bounds the outcomes kept in memory when there is no
+	// Store (default 64 MiB; the oldest are dropped first).
+	OutcomeBytes int64
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -61,6 +69,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxStateBytes <= 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if cfg.OutcomeRetention <= 0 {
+		cfg.OutcomeRetention = DefaultOutcomeRetention
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -87,7 +98,7 @@ func New(cfg Config) (*Manager, error) {
 		m.byID[k.ID] = d
 	}
 	if m.used == nil {
-		m.used = newMemoryStore(cfg.Now)
+		m.used = newMemoryStore(cfg.Now, cfg.OutcomeBytes)
 	}
 	return m, nil
 }
@@ -162,6 +173,8 @@ type Opened struct {
 	PauseID string
 	Expires time.Time
 	stored  bool
+	// gone: the stored state was deleted when the continuation was used.
+	gone bool
 
 	m     *Manager
 	key   derived
@@ -175,6 +188,9 @@ type Opened struct {
 func (o *Opened) State() (*State, *fault.Error) {
 	if o.state != nil {
 		return o.state, nil
+	}
+	if o.gone {
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
 	}
 	plain, err := decrypt(o.key, o.pid, o.body, o.m.cfg.MaxStateBytes)
 	if err != nil {
@@ -223,6 +239,13 @@ func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault
 			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured").Because(fault.ReasonContinuationNeedsStore)
 		}
 		b, err := m.cfg.Store.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			// Used already: the state was deleted when it was used; a
+			// retry of that resume needs no state.
+			if _, uerr := m.used.Used(ctx, id); uerr == nil {
+				return &Opened{PauseID: id, Expires: h.expires, stored: true, gone: true, m: m, key: k, pid: h.pauseID}, nil
+			}
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
@@ -235,21 +258,4 @@ func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault
 		body = b
 	}
 	return &Opened{PauseID: id, Expires: h.expires, stored: h.stored, m: m, key: k, pid: h.pauseID, body: body}, nil
-}
-
-// Consume uses a continuation up: it succeeds once per continuation (on
-// every replica that shares the store); afterwards the continuation is
-// refused with FAILED_PRECONDITION. A stored state is deleted.
-func (m *Manager) Consume(ctx context.Context, o *Opened) *fault.Error {
-	first, err := m.used.Consume(ctx, o.PauseID, o.Expires)
-	if err != nil {
-		return fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
-	}
-	if !first {
-		return fault.Reject(fault.CodeFailedPrecondition, "continuation was used already: each continuation resumes its execution once (resume with the continuation the last resume returned)").Because(fault.ReasonContinuationUsed)
-	}
-	if o.stored {
-		_ = m.cfg.Store.Delete(ctx, o.PauseID)
-	}
-	return nil
 }

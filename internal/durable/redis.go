@@ -11,8 +11,9 @@ import (
 
 // redisStore is a Store in Redis, shared by every replica that points at
 // the same server: a continuation used on one replica is refused on all
-// (SET NX), and a paused state stored by one is found by all. Entries
-// expire with the continuation (PXAT).
+// (SET NX), a paused state stored by one is found by all, and so is the
+// outcome of a resume. Entries expire with the continuation, outcomes
+// after their retention (PXAT).
 type redisStore struct {
 	c      *redis.Client
 	prefix string
@@ -59,12 +60,52 @@ func (s *redisStore) Delete(ctx context.Context, id string) error {
 	return s.c.Del(ctx, s.prefix+"state:"+id).Err()
 }
 
-func (s *redisStore) Consume(ctx context.Context, id string, expires time.Time) (bool, error) {
-	err := s.c.SetArgs(ctx, s.prefix+"used:"+id, 1, redis.SetArgs{Mode: "NX", ExpireAt: expires}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
+// Consume sets the used key only if it is absent (SET NX), and reads the
+// recorded mark when it was not. (The read is a second command: a mark
+// only ever changes from "running" to "finished" with the same answers,
+// and one that expired in between reads as empty.)
+func (s *redisStore) Consume(ctx context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
+	err := s.c.SetArgs(ctx, s.prefix+"used:"+id, mark, redis.SetArgs{Mode: "NX", ExpireAt: expires}).Err()
+	switch {
+	case err == nil:
+		return true, nil, nil
+	case !errors.Is(err, redis.Nil):
+		return false, nil, err
 	}
-	return err == nil, err
+	prev, err := s.Used(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil, nil
+	}
+	return false, prev, err
+}
+
+func (s *redisStore) Used(ctx context.Context, id string) ([]byte, error) {
+	b, err := s.c.Get(ctx, s.prefix+"used:"+id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	return b, err
+}
+
+// Finish writes the outcome (expiring at keepUntil) and the new mark in
+// one MULTI/EXEC transaction.
+func (s *redisStore) Finish(ctx context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error {
+	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if outcome != nil {
+			p.SetArgs(ctx, s.prefix+"outcome:"+id, outcome, redis.SetArgs{ExpireAt: keepUntil})
+		}
+		p.SetArgs(ctx, s.prefix+"used:"+id, mark, redis.SetArgs{ExpireAt: expires})
+		return nil
+	})
+	return err
+}
+
+func (s *redisStore) Outcome(ctx context.Context, id string) ([]byte, error) {
+	b, err := s.c.Get(ctx, s.prefix+"outcome:"+id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	return b, err
 }
 
 func (s *redisStore) Close() error { return s.c.Close() }

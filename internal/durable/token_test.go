@@ -1,7 +1,9 @@
 package durable
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"math/rand/v2"
@@ -139,19 +141,80 @@ func TestOpenRefuses(t *testing.T) {
 	}
 }
 
-// TestConsumeOnce: a continuation is used once.
+// TestConsumeOnce: a continuation is used once; later uses get the use
+// recorded (the answers' digest), then the outcome kept for the
+// retention period, encrypted and bound to the continuation.
 func TestConsumeOnce(t *testing.T) {
-	m := newManager(t, Config{Keys: []Key{key1}})
+	now := time.Now()
+	clock := func() time.Time { return now }
+	m := newManager(t, Config{Keys: []Key{key1}, Now: clock, OutcomeRetention: time.Minute})
 	s, _ := m.Seal(context.Background(), "", testState())
-	for i, want := range []fault.Code{fault.CodeOK, fault.CodeFailedPrecondition} {
+	answers := sha256.Sum256([]byte("answers"))
+	open := func() *Opened {
 		o, ferr := m.Open(context.Background(), s.Token, "")
 		if ferr != nil {
 			t.Fatal(ferr)
 		}
-		ferr = m.Consume(context.Background(), o)
-		if got := code(ferr); got != want || (ferr != nil && ferr.Reason != fault.ReasonContinuationUsed) {
-			t.Fatalf("use %d: %v", i+1, ferr)
-		}
+		return o
+	}
+	o := open()
+	if u, ferr := m.Used(context.Background(), o); u != nil || ferr != nil {
+		t.Fatalf("used before its use: %+v %v", u, ferr)
+	}
+	if u, ferr := m.Consume(context.Background(), o, answers, now.Add(time.Minute)); u != nil || ferr != nil {
+		t.Fatalf("first use: %+v %v", u, ferr)
+	}
+	u, ferr := m.Consume(context.Background(), open(), sha256.Sum256([]byte("other")), now)
+	if ferr != nil || u == nil || u.Finished || u.Answers != answers || !u.RunningUntil.Equal(now.Add(time.Minute)) {
+		t.Fatalf("second use: %+v %v", u, ferr)
+	}
+	if _, kept, ferr := m.Outcome(context.Background(), o); kept || ferr != nil {
+		t.Fatalf("outcome while running: %v %v", kept, ferr)
+	}
+	if err := m.Keep(context.Background(), o, answers, []byte("the outcome")); err != nil {
+		t.Fatal(err)
+	}
+	if u, ferr := m.Used(context.Background(), open()); ferr != nil || u == nil || !u.Finished || u.Answers != answers {
+		t.Fatalf("used after keep: %+v %v", u, ferr)
+	}
+	b, kept, ferr := m.Outcome(context.Background(), open())
+	if ferr != nil || !kept || string(b) != "the outcome" {
+		t.Fatalf("outcome: %q %v %v", b, kept, ferr)
+	}
+	// The store holds it encrypted.
+	raw, _ := m.used.Outcome(context.Background(), o.PauseID)
+	if bytes.Contains(raw, []byte("the outcome")) {
+		t.Fatal("the outcome is stored in clear")
+	}
+	// Past the retention it is no longer kept; the use still is.
+	now = now.Add(time.Minute + time.Second)
+	if _, kept, _ := m.Outcome(context.Background(), open()); kept {
+		t.Fatal("outcome kept past its retention")
+	}
+	if u, _ := m.Used(context.Background(), open()); u == nil || !u.Finished {
+		t.Fatalf("use forgotten with the outcome: %+v", u)
+	}
+}
+
+// TestOutcomeBound: a kept outcome opens only for its own continuation.
+func TestOutcomeBound(t *testing.T) {
+	store := NewMemoryStore(0)
+	m := newManager(t, Config{Keys: []Key{key1}, Store: store})
+	a, _ := m.Seal(context.Background(), "", testState())
+	b, _ := m.Seal(context.Background(), "", testState())
+	oa, _ := m.Open(context.Background(), a.Token, "")
+	ob, _ := m.Open(context.Background(), b.Token, "")
+	var d [32]byte
+	_, _ = m.Consume(context.Background(), oa, d, time.Now())
+	_, _ = m.Consume(context.Background(), ob, d, time.Now())
+	if err := m.Keep(context.Background(), oa, d, []byte("a's outcome")); err != nil {
+		t.Fatal(err)
+	}
+	// b's id with a's outcome (a store written by someone else).
+	raw, _ := store.Outcome(context.Background(), oa.PauseID)
+	_ = store.Finish(context.Background(), ob.PauseID, Use{Answers: d, Finished: true}.mark(), raw, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
+	if _, _, ferr := m.Outcome(context.Background(), ob); code(ferr) != fault.CodeInternal {
+		t.Fatalf("another continuation's outcome: %v", ferr)
 	}
 }
 
@@ -170,7 +233,7 @@ func TestLargeStates(t *testing.T) {
 	if _, ferr := m.Seal(context.Background(), "", st); ferr == nil || ferr.Kind != fault.KindPauseLimit || ferr.Limit != 2048 {
 		t.Fatalf("no store: %v", ferr)
 	}
-	store := NewMemoryStore()
+	store := NewMemoryStore(0)
 	m = newManager(t, Config{Keys: []Key{key1}, MaxTokenBytes: 2048, Store: store})
 	s, ferr := m.Seal(context.Background(), "", st)
 	if ferr != nil || len(s.Token) > 200 {
@@ -191,6 +254,21 @@ func TestLargeStates(t *testing.T) {
 	}
 	// A stored state that is gone, and a server without the store.
 	_ = store.Delete(context.Background(), s.PauseID)
+	if _, ferr := m.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationStateGone {
+		t.Fatalf("state gone: %v", ferr)
+	}
+	// Gone because it was used: the continuation opens (for a retry),
+	// its state does not.
+	_, _, _ = store.Consume(context.Background(), s.PauseID, nil, time.Now().Add(time.Hour))
+	o, ferr = m.Open(context.Background(), s.Token, "")
+	if ferr != nil {
+		t.Fatalf("used, state gone: %v", ferr)
+	}
+	if _, ferr := o.State(); code(ferr) != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationStateGone {
+		t.Fatalf("state of a used continuation: %v", ferr)
+	}
+	store = NewMemoryStore(0)
+	m = newManager(t, Config{Keys: []Key{key1}, MaxTokenBytes: 2048, Store: store})
 	if _, ferr := m.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationStateGone {
 		t.Fatalf("state gone: %v", ferr)
 	}

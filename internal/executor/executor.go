@@ -67,6 +67,10 @@ type Config struct {
 	// approval (the operator's rules), besides those whose definition says
 	// so.
 	Approve func(tool string) bool
+	// Outcomes encodes the outcomes of resumes to keep them for retries
+	// (wire.Outcomes). Nil keeps none: a retry still waits for a resume
+	// running here, and is CONTINUATION_USED once it ended.
+	Outcomes OutcomeCodec
 	// Parked bounds the paused executions kept waiting in memory, to be
 	// resumed without a re-run (see parked.go); zero keeps the defaults.
 	Parked ParkedConfig
@@ -86,14 +90,24 @@ type Executor struct {
 	schemas   *lru.Cache[[32]byte, *tools.Schema]
 	pool      *worker.Pool
 
-	durable *durable.Manager
-	approve func(string) bool
-	parked  *parkedSet
+	durable  *durable.Manager
+	outcomes OutcomeCodec
+	approve  func(string) bool
+	parked   *parkedSet
 
 	wasmCfg  wasm.Config
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+
+	// resumes are the resumes running here by pause id (retry.go);
+	// closing is cancelled by Close, which waits for them (resumeWG).
+	resumeMu    sync.Mutex
+	resumes     map[string]*resumeRun
+	closed      bool
+	closing     context.Context
+	stopClosing context.CancelFunc
+	resumeWG    sync.WaitGroup
 
 	tracing telemetry.Tracing
 	// isolation names, per language, where scripts run: "worker" or
@@ -113,10 +127,13 @@ func New(cfg Config) (*Executor, error) {
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
+		outcomes:  cfg.Outcomes,
 		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
 		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
+		resumes:   map[string]*resumeRun{},
 	}
+	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	if e.reg == nil {
 		e.reg = tools.NewRegistry()
 	}
@@ -181,8 +198,14 @@ func New(cfg Config) (*Executor, error) {
 }
 
 // Close releases the engines: the worker pool and the WebAssembly runtime.
-// Executions must have finished.
+// It stops the resumes still running (they end CANCELLED) and waits for
+// them; other executions must have finished.
 func (e *Executor) Close() error {
+	e.resumeMu.Lock()
+	e.closed = true
+	e.resumeMu.Unlock()
+	e.stopClosing()
+	e.resumeWG.Wait()
 	e.parked.closeAll()
 	var err error
 	if e.pool != nil {

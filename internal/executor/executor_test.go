@@ -9,6 +9,7 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/runtime"
 )
 
@@ -21,6 +22,9 @@ func (panicEngine) Run(context.Context, *runtime.Job) *runtime.Outcome {
 
 func newExecutor(t *testing.T, cfg Config) *Executor {
 	t.Helper()
+	if cfg.Outcomes == nil {
+		cfg.Outcomes = wire.Outcomes
+	}
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

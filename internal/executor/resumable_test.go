@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
+	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -94,8 +96,19 @@ func TestResumableClientTool(t *testing.T) {
 			if len(res2.Trace) != 3 || res2.Stats.ToolCalls != 3 {
 				t.Fatalf("trace %+v", res2.Trace)
 			}
-			if _, ferr := e.Continue(context.Background(), p); ferr == nil {
-				t.Fatal("a continuation resumed twice")
+			// A retry gets the same outcome; nothing runs again.
+			again, ferr := e.Continue(context.Background(), p)
+			if ferr != nil || string(again.Result) != want || runs.Load() != 2 {
+				t.Fatalf("retry: %v %s, %d runs", ferr, again.Result, runs.Load())
+			}
+			// Other answers are refused.
+			p, ferr = e.PrepareResume(context.Background(), Resume{Continuation: res.Continuation,
+				Answers: []core.Answer{{CallID: a.CallID, Output: json.RawMessage(`"no"`)}}})
+			if ferr == nil {
+				_, ferr = e.Continue(context.Background(), p)
+			}
+			if ferr == nil || ferr.Reason != fault.ReasonContinuationUsed || !strings.Contains(ferr.Message, "other answers") {
+				t.Fatalf("a continuation resumed twice: %v", ferr)
 			}
 		})
 	}

@@ -28,6 +28,11 @@ type resumed struct {
 	usage durable.Usage
 	// parked is the execution kept in memory, if this server holds it.
 	parked bool
+	// digest is the SHA-256 of the answers' canonical encoding; used is
+	// the continuation's recorded use when it was used already (a retry,
+	// or a resume with other answers: nothing runs again).
+	digest [32]byte
+	used   *durable.Use
 }
 
 // Resume is a request to resume a paused execution.
@@ -49,7 +54,9 @@ type Resume struct {
 // expiry, tenant), the answers (one per pending call, each of the right
 // kind, outputs valid against the client tool's output schema), and the
 // request it re-runs. Nothing runs and the continuation is not used up:
-// Continue does that, after admission.
+// StartResume (or Continue) does that, after admission. A continuation
+// used already is prepared as a retry (Prepared.Retry): its answers are
+// compared with the ones it was used with, not checked again.
 func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fault.Error) {
 	if e.durable == nil {
 		return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
@@ -58,11 +65,21 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if ferr != nil {
 		return nil, ferr
 	}
+	digest := answersDigest(r.Answers)
+	used, ferr := e.durable.Used(ctx, o)
+	if ferr != nil {
+		return nil, ferr
+	}
+	if used != nil {
+		// Used already: StartResume answers it from the use (retry.go);
+		// nothing is prepared to run.
+		return &Prepared{resume: &resumed{opened: o, digest: digest, used: used}}, nil
+	}
 	if lv := e.parked.peek(o.PauseID); lv != nil {
 		// Parked here: the engine waits in memory.
 		p := *lv.p
 		p.req.OnLog = nil
-		rs := &resumed{opened: o, usage: lv.usage, parked: true}
+		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest}
 		rs.usage.Paused += time.Since(lv.pausedAt)
 		pend, _ := lv.d.Paused()
 		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
@@ -99,7 +116,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if ferr != nil {
 		return nil, ferr
 	}
-	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage}
+	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage, digest: digest}
 	rs.usage.Paused += time.Since(st.PausedAt)
 	if rs.answers, ferr = checkAnswers(p, st.Journal.Pending, r.Answers); ferr != nil {
 		return nil, ferr.Because(fault.ReasonAnswersInvalid)
@@ -108,18 +125,11 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	return p, nil
 }
 
-// Continue uses up a prepared resume's continuation and goes on with the
-// execution until it pauses again or ends. A continuation used already is
-// FAILED_PRECONDITION; an execution paused longer than its
-// max_paused_time ends with PAUSE_LIMIT without running.
-func (e *Executor) Continue(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
+// continueRun goes on with a resumed execution whose continuation this
+// replica used up, until it pauses again or ends. An execution paused
+// longer than its max_paused_time ends with PAUSE_LIMIT without running.
+func (e *Executor) continueRun(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
 	rs := p.resume
-	if rs == nil {
-		return nil, &fault.Error{Code: fault.CodeInternal, Message: "not a resume"}
-	}
-	if ferr := e.durable.Consume(ctx, rs.opened); ferr != nil {
-		return nil, ferr
-	}
 	var lv *live
 	if rs.parked {
 		lv = e.parked.take(rs.opened.PauseID)

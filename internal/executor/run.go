@@ -53,7 +53,12 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 
 // bridgeConfig is the dispatcher configuration of p's execution.
 func (e *Executor) bridgeConfig(p *Prepared, start time.Time) bridge.Config {
+	var traceContext func(context.Context) (string, string)
+	if e.tracing.Enabled() {
+		traceContext = telemetry.CallTraceContext
+	}
 	return bridge.Config{
+		TraceContext:  traceContext,
 		ExecutionID:   p.id,
 		Tools:         p.tools,
 		MaxCalls:      p.limits.MaxToolCalls,

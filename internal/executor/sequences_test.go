@@ -36,16 +36,17 @@ func (s *sideEffects) tool(name string, approval bool) tools.Tool {
 // together — pause them; each pause is answered in a random order, on the
 // executor that parked it or on another one that shares its keys and
 // store (a re-run), and old continuations are tried again. No server tool
-// may run twice, an approved call runs once, a denied one never, every
-// reused continuation is refused, and every script returns what its
-// answers make it return.
+// may run twice, an approved call runs once, a denied one never, a
+// reused continuation is refused (or, retried with its answers, gives the
+// outcome it gave), and every script returns what its answers make it
+// return.
 func TestRandomPauseResumeSequences(t *testing.T) {
 	n := 1000
 	if testing.Short() {
 		n = 100
 	}
 	fx := &sideEffects{runs: map[string]int{}}
-	store := durable.NewMemoryStore()
+	store := durable.NewMemoryStore(0)
 	keys := []durable.Key{{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}}
 	mk := func(parked int) *Executor {
 		m, err := durable.New(durable.Config{Keys: keys, Store: store})
@@ -106,10 +107,17 @@ func TestRandomPauseResumeSequences(t *testing.T) {
 				t.Fatalf("%s: continue: %v", id, ferr)
 			}
 			e = next
-			// An old continuation never resumes twice.
-			old := used[rng.IntN(len(used))]
+			// An old continuation never resumes twice: the last one, retried
+			// with its answers, gives the same outcome (the store is shared);
+			// with other answers, or an older one, it is refused.
+			i := rng.IntN(len(used))
+			old, retried := used[i], i == len(used)-1
 			if p, ferr := execs[rng.IntN(len(execs))].PrepareResume(context.Background(), Resume{Continuation: old, Answers: answers}); ferr == nil {
-				if _, ferr := e.Continue(context.Background(), p); ferr == nil || ferr.Code != fault.CodeFailedPrecondition {
+				got, ferr := e.Continue(context.Background(), p)
+				switch {
+				case retried && (ferr != nil || got.Continuation != res.Continuation || string(got.Result) != string(res.Result)):
+					t.Fatalf("%s: a retry got another outcome: %v", id, ferr)
+				case !retried && (ferr == nil || ferr.Code != fault.CodeFailedPrecondition):
 					t.Fatalf("%s: a used continuation resumed again: %v", id, ferr)
 				}
 			} else if ferr.Code != fault.CodeFailedPrecondition && ferr.Code != fault.CodeInvalidArgument {

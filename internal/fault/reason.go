@@ -43,4 +43,8 @@ const (
 	// ReasonModuleMissing: the server does not hold the WebAssembly module
 	// named by its digest: send the module (FAILED_PRECONDITION).
 	ReasonModuleMissing = "WASM_MODULE_MISSING"
+	// ReasonResumeInProgress: the continuation is being resumed, with
+	// the same answers, on another replica sharing the store, and that
+	// resume has no outcome yet: retry shortly (UNAVAILABLE).
+	ReasonResumeInProgress = "RESUME_IN_PROGRESS"
 )

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -77,13 +78,20 @@ func TestResumeOverGRPC(t *testing.T) {
 	if done.GetExecution().GetState() != ptcv1.ExecutionState_EXECUTION_STATE_COMPLETED || done.GetExecution().GetResultJson() != `{"who":"ana","sent":"sent"}` || runs.Load() != 1 {
 		t.Fatalf("end: %v, runs %d", done.GetExecution(), runs.Load())
 	}
-	_, err = p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
+	// A retry with the same answers gets the same response; nothing runs
+	// again.
+	again, err := p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
 		Answers: []*ptcv1.ActionAnswer{{CallId: ex.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: true}}}}})
-	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != "CONTINUATION_USED" || runs.Load() != 1 {
+	if err != nil || !proto.Equal(again, done) || runs.Load() != 1 {
+		t.Fatalf("retry: %v, %v, runs %d", err, again, runs.Load())
+	}
+	_, err = p.rpc.Resume(ctx, &ptcv1.ResumeRequest{Continuation: ex.GetContinuation(),
+		Answers: []*ptcv1.ActionAnswer{{CallId: ex.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: false}}}}})
+	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != "CONTINUATION_USED" || !strings.Contains(err.Error(), "other answers") || runs.Load() != 1 {
 		t.Fatalf("used: %v", err)
 	}
 	// The Go client reads the reason too.
-	_, err = p.client.Resume(ctx, ex.GetContinuation(), ptc.Answer{CallID: ex.GetPendingActions()[0].GetCallId(), Approve: true})
+	_, err = p.client.Resume(ctx, ex.GetContinuation(), ptc.Answer{CallID: ex.GetPendingActions()[0].GetCallId(), Deny: true})
 	var pe *ptc.Error
 	if !errors.As(err, &pe) || pe.Reason != "CONTINUATION_USED" {
 		t.Fatalf("Go client: %v", err)

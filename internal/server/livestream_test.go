@@ -13,6 +13,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
@@ -29,6 +30,7 @@ func serveExecutor(tb testing.TB, cfg executor.Config) ptcv1.RunnerServiceClient
 		}
 	}
 	cfg.Registry = reg
+	cfg.Outcomes = wire.Outcomes
 	ex, err := executor.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/core"
@@ -56,6 +58,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight int
+	// detached counts the resumed executions running past their calls
+	// (Resume); WaitDetached waits for them.
+	detached sync.WaitGroup
 }
 
 // Option configures a Server.
@@ -101,6 +106,11 @@ func New(ex *executor.Executor, opts ...Option) *Server {
 // CancelAll cancels every in-flight execution (they end with CANCELLED);
 // it is the last step of a graceful shutdown.
 func (s *Server) CancelAll() { s.cancel() }
+
+// WaitDetached waits for the resumed executions that run on after their
+// Resume call ended (a graceful shutdown waits for them after the gRPC
+// calls; CancelAll ends them). Call it once no new call can arrive.
+func (s *Server) WaitDetached() { s.detached.Wait() }
 
 // InFlight returns the number of executions running or waiting for
 // admission.
@@ -171,7 +181,12 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	return res, nil
 }
 
-// Resume goes on with a paused execution.
+// Resume goes on with a paused execution. The execution runs detached
+// from the call: the caller's deadline or cancellation ends only its
+// wait, and a retry with the same continuation and answers gets the
+// outcome (executor.StartResume). The resumed execution is admitted,
+// counted in the metrics and in InFlight once, by the call that started
+// it, until it ends; a retry is neither admitted nor counted again.
 func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.ResumeResponse, error) {
 	tok, answers, module, ferr := wire.ResumeFromPB(in)
 	if ferr != nil {
@@ -186,18 +201,43 @@ func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.Re
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
-	ectx, done := s.execContext(ctx)
-	defer done()
-	release, err := s.admit(ectx, p, tenant)
-	if err != nil {
-		return nil, err
+	release, done := func() {}, func() {}
+	if !p.Retry() {
+		ectx, end := s.execContext(ctx)
+		rel, err := s.admit(ectx, p, tenant)
+		if err != nil {
+			end()
+			return nil, err
+		}
+		s.detached.Add(1)
+		release, done = rel, func() { end(); s.detached.Done() }
 	}
-	defer release()
-	res, ferr := s.exec.Continue(ectx, p)
+	// The execution's end is this call's to account for, once, whether or
+	// not the call still waits for it.
+	r, ferr := s.exec.StartResume(ctx, p, executor.Detach{Stop: s.base, Ended: func(res *core.Result, ferr *fault.Error) {
+		if ferr == nil {
+			s.count(p.Request(), p, res)
+		}
+		release()
+		done()
+	}})
+	if ferr != nil {
+		release()
+		done()
+		return nil, wire.Status(ferr)
+	}
+	if !r.Started() {
+		release()
+		done()
+	}
+	res, ferr := r.Wait(ctx)
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
-	s.observe(ctx, p.Request(), p, res)
+	s.annotate(ctx, res)
+	if r.Retry() {
+		logging.AddFields(ctx, logging.Fields{"resume_retry", true})
+	}
 	return &ptcv1.ResumeResponse{Execution: wire.ResultPB(res)}, nil
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
@@ -75,7 +76,7 @@ func newExecutor(tb testing.TB, ts ...tools.Tool) *executor.Executor {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ex, err := executor.New(executor.Config{Registry: reg, Durable: dm})
+	ex, err := executor.New(executor.Config{Registry: reg, Durable: dm, Outcomes: wire.Outcomes})
 	if err != nil {
 		tb.Fatal(err)
 	}

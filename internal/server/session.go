@@ -16,6 +16,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -317,7 +318,8 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 	}()
 
 	dl, _ := ctx.Deadline()
-	tc := wire.ToolCallPB(id, call, dl)
+	tp, ts := telemetry.CallTraceContext(ctx)
+	tc := wire.ToolCallPB(id, call, dl, tp, ts)
 	if err := ss.send(ctx, &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

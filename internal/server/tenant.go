@@ -129,13 +129,25 @@ func RejectedStatus(r *admission.Rejected) error {
 // observe records a finished execution in the metrics and its id and
 // outcome in the call's log record.
 func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prepared, res *core.Result) {
-	outcome := metrics.OutcomeOK
+	s.annotate(ctx, res)
+	s.count(req, p, res)
+}
+
+// outcomeOf is the outcome label of a result.
+func outcomeOf(res *core.Result) string {
 	switch {
 	case res.Error != nil:
-		outcome = res.Error.Kind.String()
+		return res.Error.Kind.String()
 	case len(res.Pending) > 0:
-		outcome = OutcomePaused
+		return OutcomePaused
 	}
+	return metrics.OutcomeOK
+}
+
+// annotate adds an execution's id and outcome to the call's log line and
+// span.
+func (s *Server) annotate(ctx context.Context, res *core.Result) {
+	outcome := outcomeOf(res)
 	logging.AddFields(ctx, logging.Fields{"execution_id", res.ExecutionID, "outcome", outcome})
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(telemetry.KeyExecutionID.String(res.ExecutionID), telemetry.KeyOutcome.String(outcome))
@@ -143,9 +155,15 @@ func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prep
 			span.SetAttributes(telemetry.KeyTenant.String(t.Name))
 		}
 	}
+}
+
+// count records an execution (or a segment of a resumable one) in the
+// metrics, once.
+func (s *Server) count(req core.Request, p *executor.Prepared, res *core.Result) {
 	if s.metrics == nil {
 		return
 	}
+	outcome := outcomeOf(res)
 	client := make(map[string]bool, len(req.ClientTools))
 	for _, t := range req.ClientTools {
 		client[t.Name] = true

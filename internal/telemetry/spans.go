@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/internal/core"
@@ -141,6 +142,31 @@ func (c *callSpans) CallStarted(ctx context.Context, ev *core.CallEvent) context
 		span.SetAttributes(attrs...)
 	}
 	return ctx
+}
+
+// CallPaused ends the span of a call that waits for its caller when the
+// run of a resumable execution stops at a pause: its outcome is "paused"
+// (the resume that answers it records it in a new span).
+func (c *callSpans) CallPaused(ctx context.Context, _ *core.CallEvent) {
+	span := trace.SpanFromContext(ctx)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(KeyToolOutcome.String(OutcomePaused))
+	}
+}
+
+// CallTraceContext returns the W3C trace context (the traceparent and
+// tracestate values) of the span in ctx — a tool call's, in the context
+// its CallStarted returned — for the caller that serves the call. Both are
+// empty when that span is not recorded (tracing is off, or the trace is
+// not sampled): the caller then has no span to attach its work to.
+func CallTraceContext(ctx context.Context) (traceparent, tracestate string) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return "", ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier.Get("traceparent"), carrier.Get("tracestate")
 }
 
 func (c *callSpans) CallFinished(ctx context.Context, ev *core.CallEvent) {

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -92,5 +94,48 @@ func TestSpansHoldValuesOnlyWhenAsked(t *testing.T) {
 	}
 	if _, span := (Tracing{}).StartExecution(context.Background(), Execution{}); span != nil {
 		t.Fatal("span with tracing off")
+	}
+}
+
+// TestCallTraceContext: the trace context handed to the caller serving a
+// call names the call's span, and is empty when the span is not recorded
+// (no tracing, or a trace not sampled). A call left waiting at a pause has
+// its span ended with the outcome "paused", not as an error.
+func TestCallTraceContext(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+		want    bool
+	}{
+		{"sampled", sdktrace.AlwaysSample(), true},
+		{"not sampled", sdktrace.NeverSample(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tr := Tracing{Provider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(tc.sampler))}
+			ctx, exec := tr.StartExecution(context.Background(), Execution{ID: "ex1"})
+			obs := tr.CallSpans(nil, nil)
+			ev := &core.CallEvent{Seq: 1, Tool: "ask_user", IdempotencyKey: "ex1/1"}
+			cctx := obs.CallStarted(ctx, ev)
+			tp, ts := CallTraceContext(cctx)
+			if !tc.want {
+				if tp != "" || ts != "" {
+					t.Fatalf("trace context %q %q for a span not recorded", tp, ts)
+				}
+				return
+			}
+			span := trace.SpanFromContext(cctx).SpanContext()
+			if want := "00-" + exec.SpanContext().TraceID().String() + "-" + span.SpanID().String() + "-01"; tp != want || ts != "" {
+				t.Fatalf("traceparent %q tracestate %q, want %q", tp, ts, want)
+			}
+			obs.(core.PauseObserver).CallPaused(cctx, ev)
+			ended := rec.Ended()
+			if len(ended) != 1 || attrsOf(ended[0])["ptc.tool.outcome"] != OutcomePaused || ended[0].Status().Code != codes.Unset {
+				t.Fatalf("paused call span %v", ended)
+			}
+		})
+	}
+	if tp, ts := CallTraceContext(context.Background()); tp != "" || ts != "" {
+		t.Fatalf("trace context %q %q without a span", tp, ts)
 	}
 }

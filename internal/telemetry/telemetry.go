@@ -74,6 +74,10 @@ const (
 	KeyErrorType      = attribute.Key("error.type")
 )
 
+// OutcomePaused is the ptc.tool.outcome of a call span that ended at a
+// pause, its call waiting for the caller.
+const OutcomePaused = "paused"
+
 // MaxValueBytes bounds one value recorded in a span (RecordValues); longer
 // values are cut and marked.
 const MaxValueBytes = 4 << 10

@@ -16,13 +16,15 @@ import (
 // ActionPB converts a pending action.
 func ActionPB(a core.Action) *ptcv1.PendingAction {
 	return &ptcv1.PendingAction{CallId: a.CallID, Kind: ptcv1.ActionKind(a.Kind), Seq: a.Seq, Tool: a.Tool,
-		ArgumentsJson: string(a.Arguments), IdempotencyKey: a.IdempotencyKey, Reason: a.Reason}
+		ArgumentsJson: string(a.Arguments), IdempotencyKey: a.IdempotencyKey, Reason: a.Reason,
+		Traceparent: a.Traceparent, Tracestate: a.Tracestate}
 }
 
 // ActionFromPB converts a pending action.
 func ActionFromPB(a *ptcv1.PendingAction) core.Action {
 	return core.Action{CallID: a.GetCallId(), Kind: core.ActionKind(a.GetKind()), Seq: a.GetSeq(), Tool: a.GetTool(),
-		Arguments: json.RawMessage(a.GetArgumentsJson()), IdempotencyKey: a.GetIdempotencyKey(), Reason: a.GetReason()}
+		Arguments: json.RawMessage(a.GetArgumentsJson()), IdempotencyKey: a.GetIdempotencyKey(), Reason: a.GetReason(),
+		Traceparent: a.GetTraceparent(), Tracestate: a.GetTracestate()}
 }
 
 // AnswerPB converts an answer.

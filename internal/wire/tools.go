@@ -35,9 +35,11 @@ func DefinitionFromPB(d *ptcv1.ToolDefinition) tools.Definition {
 	}
 }
 
-// ToolCallPB is the Session ToolCall of a client tool call numbered id.
-func ToolCallPB(id string, call tools.Call, deadline time.Time) *ptcv1.ToolCall {
-	tc := &ptcv1.ToolCall{CallId: id, Tool: call.Tool, ArgumentsJson: string(call.Arguments), IdempotencyKey: call.IdempotencyKey}
+// ToolCallPB is the Session ToolCall of a client tool call numbered id,
+// with the W3C trace context of its span (empty strings for none).
+func ToolCallPB(id string, call tools.Call, deadline time.Time, traceparent, tracestate string) *ptcv1.ToolCall {
+	tc := &ptcv1.ToolCall{CallId: id, Tool: call.Tool, ArgumentsJson: string(call.Arguments), IdempotencyKey: call.IdempotencyKey,
+		Traceparent: traceparent, Tracestate: tracestate}
 	if !deadline.IsZero() {
 		tc.Deadline = timestamppb.New(deadline)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // TestLimitsMatchProto: every row of the limits table has a ptc.v1.Limits
@@ -179,4 +180,23 @@ func FuzzRequestFromPB(f *testing.F) {
 			t.Fatalf("a converted request does not convert back: %v", err)
 		}
 	})
+}
+
+// TestCallTraceContextTravels: a pending action keeps every field,
+// the trace context of its span included, and a Session ToolCall carries
+// the trace context it is given.
+func TestCallTraceContextTravels(t *testing.T) {
+	const tp, ts = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor=x"
+	a := core.Action{CallID: "c3", Kind: core.ActionClientTool, Seq: 3, Tool: "ask_user", Arguments: json.RawMessage(`{"q":1}`),
+		IdempotencyKey: "ex/3", Reason: "r", Traceparent: tp, Tracestate: ts}
+	if got := ActionFromPB(ActionPB(a)); !reflect.DeepEqual(got, a) {
+		t.Fatalf("round trip\n%+v\n%+v", got, a)
+	}
+	tc := ToolCallPB("c1", tools.Call{Tool: "ask_user", IdempotencyKey: "ex/1"}, time.Time{}, tp, ts)
+	if tc.GetTraceparent() != tp || tc.GetTracestate() != ts || tc.GetDeadline() != nil {
+		t.Fatalf("tool call %v", tc)
+	}
+	if tc := ToolCallPB("c1", tools.Call{Tool: "ask_user"}, time.Time{}, "", ""); tc.GetTraceparent() != "" || tc.GetTracestate() != "" {
+		t.Fatalf("untraced tool call %v", tc)
+	}
 }

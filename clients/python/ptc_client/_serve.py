@@ -22,7 +22,15 @@ def _context(tc: pb.ToolCall, ended: threading.Event) -> ToolCallContext:
     deadline = None
     if tc.HasField("deadline"):
         deadline = tc.deadline.ToDatetime().replace(tzinfo=datetime.timezone.utc)
-    return ToolCallContext(tool=tc.tool, call_id=tc.call_id, idempotency_key=tc.idempotency_key, deadline=deadline, ended=ended)
+    return ToolCallContext(
+        tool=tc.tool,
+        call_id=tc.call_id,
+        idempotency_key=tc.idempotency_key,
+        deadline=deadline,
+        ended=ended,
+        traceparent=tc.traceparent,
+        tracestate=tc.tracestate,
+    )
 
 
 def _arguments(tool: PreparedTool | None, tc: pb.ToolCall) -> Any:

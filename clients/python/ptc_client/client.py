@@ -138,7 +138,18 @@ class Client:
         "ANSWERS_INVALID", the message names the call) — then nothing ran
         and the same continuation can be sent again with the answers
         fixed. wasm_module is the module of a paused WASM execution, when
-        the server no longer holds it (reason "WASM_MODULE_MISSING")."""
+        the server no longer holds it (reason "WASM_MODULE_MISSING").
+
+        Retrying is safe: once the server accepted a resume, the execution
+        goes on even if this call is cut off (deadline, cancellation,
+        dropped connection), and resuming again with the same continuation
+        and the same answers (in any order) returns the same next
+        state, with the same new continuation, for the server's
+        durable.outcome_retention (10 minutes by default), running nothing
+        twice. While the execution still runs on another replica the retry
+        raises RequestError UNAVAILABLE, reason "RESUME_IN_PROGRESS": retry
+        shortly. Other answers, or a retry after the retention, raise
+        ContinuationError kind USED."""
         req = _resume_request(continuation, answers, wasm_module)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")

@@ -40,6 +40,13 @@ class PendingAction:
     """"<execution_id>/<seq>", the same on every resume: deduplicate side effects with it."""
     reason: str = ""
     """Why a call needs approval; "" for a client tool call."""
+    traceparent: str = ""
+    """The W3C trace context of the call's execute_tool span on the server
+    (started when the script made the call; a resume that re-runs the
+    execution ends it at the pause), to parent the spans that serve or
+    decide the call. "" when the server records no span for it."""
+    tracestate: str = ""
+    """The W3C tracestate that goes with traceparent; often ""."""
 
     @property
     def approval(self) -> bool:
@@ -62,6 +69,8 @@ def pending_from_pb(a: pb.PendingAction) -> PendingAction:
         arguments_json=a.arguments_json,
         idempotency_key=a.idempotency_key,
         reason=a.reason,
+        traceparent=a.traceparent,
+        tracestate=a.tracestate,
     )
 
 

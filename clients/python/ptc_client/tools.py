@@ -33,6 +33,14 @@ class ToolCallContext:
     ended: threading.Event = field(repr=False)
     """Set when the answer is no longer wanted (the execution ended:
     result, cancellation, lost connection)."""
+    traceparent: str = ""
+    """The W3C trace context (the traceparent header value) of the call's
+    execute_tool span on the server: make it the parent of the spans that
+    serve the call (with OpenTelemetry, extract it with the W3C trace
+    context propagator). "" when the server records no span for the call
+    (tracing off, or the trace not sampled)."""
+    tracestate: str = ""
+    """The W3C tracestate that goes with traceparent; often ""."""
 
     def cancelled(self) -> bool:
         """cancelled reports whether the answer is no longer wanted: the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -93,6 +94,22 @@ def demo_server() -> Iterator[Ptcd]:
 def plain_server() -> Iterator[Ptcd]:
     """A ptcd without tools: the client serves them."""
     srv = Ptcd()
+    yield srv
+    srv.stop()
+
+
+TRACING_ARGS = ("--tracing.endpoint", "127.0.0.1:1", "--tracing.insecure=true", "--tracing.sampling-ratio", "1")
+"""ptcd flags that record every span and export to a collector that is not
+there (the spans are dropped at export): enough for trace context."""
+
+TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
+"""A sampled W3C traceparent: its trace id and span id."""
+
+
+@pytest.fixture(scope="session")
+def traced_server() -> Iterator[Ptcd]:
+    """A ptcd with the demo tools that traces every execution."""
+    srv = Ptcd(demo_tools=True, args=TRACING_ARGS)
     yield srv
     srv.stop()
 

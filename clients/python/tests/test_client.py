@@ -11,7 +11,7 @@ import time
 import grpc
 import pytest
 
-from conftest import Ptcd
+from conftest import TRACEPARENT, Ptcd
 from ptc_client import (
     CancelledError,
     Cancellation,
@@ -178,6 +178,29 @@ def test_call_context(plain):
     assert ctx.tool == "ctx"
     assert ctx.deadline is not None
     assert ctx.cancelled(), "the context ends with the execution"
+
+
+def test_call_context_without_tracing(plain):
+    seen = []
+    plain.run("return await tools.ctx({})", tools=[ClientTool("ctx", lambda args, ctx: seen.append(ctx))])
+    assert (seen[0].traceparent, seen[0].tracestate) == ("", "")
+
+
+def test_call_trace_context(traced_server):
+    seen = []
+
+    def handler(args, ctx):
+        seen.append(ctx)
+        return ctx.traceparent
+
+    with Client(traced_server.addr) as c:
+        res = c.run("return [await tools.ctx({}), await tools.ctx({})]", tools=[ClientTool("ctx", handler)])
+    assert res.value == [s.traceparent for s in seen], res.error
+    a, b = (TRACEPARENT.match(s.traceparent) for s in seen)
+    assert a and b, [s.traceparent for s in seen]
+    assert a[1] == b[1], "both calls are in the execution's trace"
+    assert a[2] != b[2], "each call has its own span"
+    assert seen[0].tracestate == ""
 
 
 def test_async_handler_in_the_sync_client(plain):

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import grpc
 import pytest
-from conftest import Ptcd
+from conftest import TRACEPARENT, Ptcd
 
 from ptc_client import (
     Answer,
@@ -107,6 +107,20 @@ def pause1(c: Client, execution_id: str | None = None) -> tuple[Result, PendingA
     return res, res.pending_actions[0]
 
 
+def test_pending_action_trace_context(traced_server):
+    with Client(traced_server.addr) as c:
+        res, ask = pause1(c)
+        assert TRACEPARENT.match(ask.traceparent), ask.traceparent
+        assert ask.tracestate == ""
+        done = c.resume(res.continuation, [Answer.with_output(ask, {"member_id": "sal-04"})])
+        assert done.state != "FAILED", done.error
+
+
+def test_pending_action_without_tracing(short):
+    _, ask = pause1(short)
+    assert (ask.traceparent, ask.tracestate) == ("", "")
+
+
 def refused(exc: pytest.ExceptionInfo[ContinuationError], kind: str, code: grpc.StatusCode) -> None:
     e = exc.value
     assert isinstance(e, RequestError)
@@ -150,11 +164,14 @@ def test_denial_and_client_tool_error(dc: Client) -> None:
 def test_used_continuation(dc: Client) -> None:
     res, ask = pause1(dc)
     answers = [Answer.with_output(ask, {"member_id": "sal-02"})]
-    assert dc.resume(res.continuation, answers).requires_action
+    nxt = dc.resume(res.continuation, answers)
+    assert nxt.requires_action
+    # Retried with the same answers: the same next state.
+    assert dc.resume(res.continuation, answers).continuation == nxt.continuation
     with pytest.raises(ContinuationError) as exc:
-        dc.resume(res.continuation, answers)
+        dc.resume(res.continuation, [Answer.with_output(ask, {"member_id": "sal-03"})])
     refused(exc, "USED", grpc.StatusCode.FAILED_PRECONDITION)
-    assert "used already" in exc.value.details
+    assert "other answers" in exc.value.details
 
 
 def test_altered_malformed_and_foreign_continuations(dc: Client, short: Client) -> None:

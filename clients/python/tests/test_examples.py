@@ -35,6 +35,7 @@ DURABLE = [
     "paused: answer tools.ask_reviewer(...)",
     'paused: approve tools.get_budget_by_level({"level":"staff"})',
     'resumed: {"member":"Xavier Dubois","level":"staff","travel_limit":4000}',
+    "retried: the same next state: true",
     "reused: USED (FAILED_PRECONDITION)",
     'approvals: {"senior":3000,"principal":"denied: principal budgets are confidential"}',
     'asyncio: {"principal": "denied: principal budgets are confidential", "senior": 3000}',

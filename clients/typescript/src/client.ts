@@ -223,6 +223,17 @@ export class Client {
    * fit the pending actions with RequestError INVALID_ARGUMENT (reason
    * "ANSWERS_INVALID", the message names the call) — then nothing ran
    * and the same continuation can be sent again with the answers fixed.
+   *
+   * Retrying is safe: once the server accepted a resume, the execution
+   * goes on even if this call is cut off (deadline, abort, dropped
+   * connection), and resuming again with the same continuation and the
+   * same answers (in any order) returns the same next state — the
+   * same new continuation — for the server's durable.outcome_retention
+   * (10 minutes by default), running nothing twice. While the execution
+   * still runs on another replica the retry rejects with RequestError
+   * UNAVAILABLE, reason "RESUME_IN_PROGRESS": retry shortly. Other
+   * answers, or a retry after the retention, reject with
+   * ContinuationError kind USED.
    */
   resume(continuation: string, answers: readonly Answer[], options: ResumeOptions = {}): Promise<Result> {
     let req;

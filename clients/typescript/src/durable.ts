@@ -40,6 +40,15 @@ export interface PendingAction {
   idempotencyKey: string;
   /** reason says why a call needs approval; "" for a client tool call. */
   reason: string;
+  /**
+   * traceparent is the W3C trace context of the call's `execute_tool` span
+   * on the server (started when the script made the call; a resume that
+   * re-runs the execution ends it at the pause), to parent the spans that
+   * serve or decide the call. "" when the server records no span for it.
+   */
+  traceparent: string;
+  /** tracestate is the W3C `tracestate` that goes with traceparent; often "". */
+  tracestate: string;
 }
 
 /** pendingFromPB converts one pending action. */
@@ -63,6 +72,8 @@ export function pendingFromPB(a: PendingActionPB): PendingAction {
     argumentsJson: a.argumentsJson,
     idempotencyKey: a.idempotencyKey,
     reason: a.reason,
+    traceparent: a.traceparent,
+    tracestate: a.tracestate,
   };
 }
 

@@ -84,7 +84,9 @@ export class RequestError extends PtcError {
  *   UNKNOWN_KEY   signed with a key this server does not hold (INVALID_ARGUMENT)
  *   WRONG_TENANT  issued to another tenant (PERMISSION_DENIED)
  *   EXPIRED       past its expiry time (FAILED_PRECONDITION)
- *   USED          it resumed its execution already (FAILED_PRECONDITION)
+ *   USED          it resumed its execution already, with other answers, or so long ago
+ *                 that the outcome is no longer kept (FAILED_PRECONDITION; a retry with
+ *                 the same answers gets the outcome while it is kept)
  *   STATE_GONE    its paused state is gone from the server's store: used, or expired (FAILED_PRECONDITION)
  *   NEEDS_STORE   it refers to a state store this server does not have (FAILED_PRECONDITION)
  *

@@ -212,7 +212,15 @@ async function callTool(tool: PreparedTool | undefined, tc: ToolCall, ended: Abo
   const signal = deadline
     ? AbortSignal.any([ended, AbortSignal.timeout(Math.max(0, deadline.getTime() - Date.now()))])
     : ended;
-  const ctx: ToolCallContext = { tool: tc.tool, callId: tc.callId, idempotencyKey: tc.idempotencyKey, deadline, signal };
+  const ctx: ToolCallContext = {
+    tool: tc.tool,
+    callId: tc.callId,
+    idempotencyKey: tc.idempotencyKey,
+    deadline,
+    signal,
+    traceparent: tc.traceparent,
+    tracestate: tc.tracestate,
+  };
   const out = await tool.handler(args, ctx);
   try {
     return toJSONStrict(out === undefined ? null : out);

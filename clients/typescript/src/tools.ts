@@ -19,6 +19,16 @@ export interface ToolCallContext {
   /** deadline is when the execution's timeout expires, if the server sent one. */
   deadline: Date | undefined;
   /**
+   * traceparent is the W3C trace context (the `traceparent` header value)
+   * of the call's `execute_tool` span on the server: make it the parent of
+   * the spans that serve the call (with OpenTelemetry, extract it with the
+   * W3C trace context propagator). "" when the server records no span for
+   * the call (tracing off, or the trace not sampled).
+   */
+  traceparent: string;
+  /** tracestate is the W3C `tracestate` that goes with traceparent; often "". */
+  tracestate: string;
+  /**
    * signal aborts when the answer is no longer wanted: the execution
    * ended (result, cancellation, lost connection) or its deadline passed.
    */

@@ -115,11 +115,28 @@ async function expectRefused(p: Promise<unknown>, kind: string, code: number): P
 }
 
 describe("resumable execute and resume", () => {
+  test("a pending action carries the trace context of its execute_tool span from a server that traces", async () => {
+    // Spans go to a collector that is not there: ptcd records them (and
+    // drops them at export), which is all the trace context needs.
+    const traced = await startPtcd({ demoTools: true, args: ["--tracing.endpoint", "127.0.0.1:1", "--tracing.insecure=true", "--tracing.sampling-ratio", "1"] });
+    const c = new Client(traced.addr);
+    try {
+      const { res, ask } = await pause1(c);
+      assert.match(ask.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      assert.equal(ask.tracestate, "");
+      const done = await c.resume(res.continuation, [Answer.output(ask, { member_id: "sal-04" })]);
+      assert.notEqual(done.state, "FAILED", done.error?.message);
+    } finally {
+      c.close();
+      await traced.stop();
+    }
+  });
+
   test("pauses at a client tool and at an approval, and resumes with the answers", async () => {
     const { res, ask } = await pause1(client, "rev-1");
     assert.deepEqual({ ...ask, arguments: undefined }, {
       callId: ask.callId, kind: "CLIENT_TOOL", approval: false, seq: 2, tool: "ask_reviewer", arguments: undefined,
-      argumentsJson: ask.argumentsJson, idempotencyKey: "rev-1/2", reason: "",
+      argumentsJson: ask.argumentsJson, idempotencyKey: "rev-1/2", reason: "", traceparent: "", tracestate: "",
     });
     assert.equal((ask.arguments as { options: string[] }).options.length, 8);
     assert.equal(res.trace.length, 1); // get_team_members ran; the pending call is not in the trace
@@ -160,12 +177,14 @@ describe("resumable execute and resume", () => {
     assert.match(failed.error?.message ?? "", /no_reviewer/);
   });
 
-  test("a used continuation is refused, and nothing runs", async () => {
+  test("a used continuation: retried with its answers it gives the same next state, with others it is refused", async () => {
     const { res, ask } = await pause1();
     const next = await client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]);
     assert.equal(next.state, "REQUIRES_ACTION");
-    const e = await expectRefused(client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]), "USED", status.FAILED_PRECONDITION);
-    assert.match(e.details, /used already/);
+    const retried = await client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-02" })]);
+    assert.equal(retried.continuation, next.continuation);
+    const e = await expectRefused(client.resume(res.continuation, [Answer.output(ask, { member_id: "sal-03" })]), "USED", status.FAILED_PRECONDITION);
+    assert.match(e.details, /other answers/);
   });
 
   test("altered, malformed and foreign continuations are refused; the real one still works", async () => {

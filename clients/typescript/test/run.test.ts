@@ -154,6 +154,37 @@ describe("client tools", () => {
     assert.equal(seen?.signal.aborted, true, "the signal aborts when the execution ends");
   });
 
+  test("a call's context carries no trace context from a server that does not trace", async () => {
+    let seen: ToolCallContext | undefined;
+    await plain.run({ source: "return await tools.ctx({})", tools: [{ name: "ctx", handler: (_: unknown, ctx: ToolCallContext) => { seen = ctx; return null; } }] });
+    assert.equal(seen?.traceparent, "");
+    assert.equal(seen?.tracestate, "");
+  });
+
+  test("a call's context carries the trace context of its execute_tool span from a server that traces", async () => {
+    // Spans go to a collector that is not there: ptcd records them (and
+    // drops them at export), which is all the call's trace context needs.
+    const traced = await startPtcd({ args: ["--tracing.endpoint", "127.0.0.1:1", "--tracing.insecure=true", "--tracing.sampling-ratio", "1"] });
+    const c = new Client(traced.addr);
+    try {
+      const seen: ToolCallContext[] = [];
+      const res = await c.run({
+        source: "return [await tools.ctx({}), await tools.ctx({})]",
+        tools: [{ name: "ctx", handler: (_: unknown, ctx: ToolCallContext) => { seen.push(ctx); return ctx.traceparent; } }],
+      });
+      assert.equal(seen.length, 2);
+      const [a, b] = seen.map((s) => /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(s.traceparent));
+      assert.ok(a && b, `traceparents ${seen.map((s) => s.traceparent).join(", ")}`);
+      assert.equal(a[1], b[1], "both calls are in the execution's trace");
+      assert.notEqual(a[2], b[2], "each call has its own span");
+      assert.equal(seen[0].tracestate, "");
+      assert.deepEqual(res.value, seen.map((s) => s.traceparent));
+    } finally {
+      c.close();
+      await traced.stop();
+    }
+  });
+
   const failing: Array<{ name: string; handler: () => unknown; code: string; message: RegExp }> = [
     { name: "ToolError keeps its code", handler: () => { throw new ToolError("not_found", "no such city"); }, code: "not_found", message: /no such city/ },
     { name: "an Error is tool_failed", handler: async () => { throw new TypeError("cannot read x"); }, code: "tool_failed", message: /cannot read x/ },

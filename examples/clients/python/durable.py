@@ -75,14 +75,19 @@ with Client(server) as client:
     used = []
     while res.requires_action:
         answers = [answer(a) for a in res.pending_actions]
-        used.append((res.continuation, answers))
+        used.append((res.continuation, answers, res.pending_actions))
         res = client.resume(res.continuation, answers)
     print("resumed:", res.for_model())
 
-    # 2. A continuation resumes once: the second use is refused, and
-    #    nothing runs. The error says why (EXPIRED, USED, TAMPERED, ...).
+    # 2. Retrying a resume is safe: the same continuation with the same
+    #    answers returns the same next state (nothing runs again), so a
+    #    call cut off loses nothing. With other answers it is refused — a
+    #    continuation resumes once — and the error says why (EXPIRED,
+    #    USED, TAMPERED, ...).
+    retried = client.resume(used[0][0], used[0][1])
+    print(f"retried: the same next state: {str(retried.continuation == used[1][0]).lower()}")
     try:
-        client.resume(*used[0])
+        client.resume(used[0][0], [Answer.with_output(used[0][2][0], {"member_id": "sal-01"})])
     except ContinuationError as e:
         print(f"reused: {e.kind} ({e.code_name})")
 

@@ -39,22 +39,27 @@ let res = await client.execute({
   }],
   requireApproval: ["get_budget_by_level"],
 });
-const used: Array<{ continuation: string; answers: Answer[] }> = [];
+const used: Array<{ continuation: string; answers: Answer[]; pending: PendingAction[] }> = [];
 while (requiresAction(res)) {
   const answers = res.pendingActions.map((a: PendingAction) => {
     console.log(`paused: ${a.approval ? "approve" : "answer"} tools.${a.tool}(${a.argumentsJson.length > 40 ? "..." : a.argumentsJson})`);
     if (!a.approval) return Answer.output(a, { member_id: "sal-04" }); // what the human picked
     return a.tool === "get_budget_by_level" ? Answer.approve(a) : Answer.deny(a, "not approved");
   });
-  used.push({ continuation: res.continuation, answers });
+  used.push({ continuation: res.continuation, answers, pending: res.pendingActions });
   res = await client.resume(res.continuation, answers);
 }
 console.log("resumed:", forModel(res));
 
-// 2. A continuation resumes once: the second use is refused, and nothing
-//    runs. The error says why (EXPIRED, USED, TAMPERED, MALFORMED, ...).
+// 2. Retrying a resume is safe: the same continuation with the same
+//    answers returns the same next state (nothing runs again), so a call
+//    cut off loses nothing. With other answers it is refused — a
+//    continuation resumes once — and the error says why (EXPIRED, USED,
+//    TAMPERED, MALFORMED, ...).
+const retried = await client.resume(used[0].continuation, used[0].answers);
+console.log(`retried: the same next state: ${retried.continuation === used[1].continuation}`);
 try {
-  await client.resume(used[0].continuation, used[0].answers);
+  await client.resume(used[0].continuation, [Answer.output(used[0].pending[0], { member_id: "sal-01" })]);
 } catch (err) {
   if (!(err instanceof ContinuationError)) throw err;
   console.log(`reused: ${err.kind} (${err.codeName})`);

@@ -202,6 +202,8 @@ func TestMessageFields(t *testing.T) {
 			"5 arguments_json string",
 			"6 idempotency_key string",
 			"7 reason string",
+			"8 traceparent string",
+			"9 tracestate string",
 		}},
 		{"ResumeRequest", []string{
 			"1 continuation string",
@@ -340,6 +342,8 @@ func TestMessageFields(t *testing.T) {
 			"3 arguments_json string",
 			"4 idempotency_key string",
 			"5 deadline google.protobuf.Timestamp",
+			"6 traceparent string",
+			"7 tracestate string",
 		}},
 		{"ProtocolError", []string{
 			"1 call_id string",

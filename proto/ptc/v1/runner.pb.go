@@ -1119,7 +1119,20 @@ type PendingAction struct {
 	// approved server tool runs with it.
 	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// reason says, for an approval, why the call needs one.
-	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// traceparent is the W3C trace context (the traceparent header's value)
+	// of the call's "execute_tool" span, started when the script made the
+	// call, so that the spans the caller makes while serving or deciding the
+	// call are its children. That span ends when the call is answered; when
+	// the execution is re-run to resume it (the server no longer holds it in
+	// memory), it ends at the pause and the re-run records the answered call
+	// in a new span of the resuming request's trace. Empty when the server
+	// records no span for the call: tracing is off, or the trace is not
+	// sampled.
+	Traceparent string `protobuf:"bytes,8,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// tracestate is the W3C tracestate that goes with traceparent; empty when
+	// traceparent is, or when the trace has no vendor state.
+	Tracestate    string `protobuf:"bytes,9,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1203,12 +1216,29 @@ func (x *PendingAction) GetReason() string {
 	return ""
 }
 
+func (x *PendingAction) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *PendingAction) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // ResumeRequest goes on with a paused execution.
 type ResumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// continuation is the continuation of the paused response. Required.
+	// Sending it again with the same answers retries the Resume (see Resume).
 	Continuation string `protobuf:"bytes,1,opt,name=continuation,proto3" json:"continuation,omitempty"`
-	// answers answer the pending actions, one each, in any order.
+	// answers answer the pending actions, one each, in any order. A retry
+	// must send the same answers (in any order): they are compared by the
+	// SHA-256 of a canonical encoding.
 	Answers []*ActionAnswer `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
 	// wasm_module is the WebAssembly module of a paused WASM execution, sent
 	// only when the server answered FAILED_PRECONDITION because it no longer
@@ -3037,7 +3067,16 @@ type ToolCall struct {
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// deadline is when the execution's timeout expires; a result after it is
 	// useless.
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// traceparent is the W3C trace context (the traceparent header's value,
+	// "00-<trace-id>-<span-id>-<flags>") of the call's "execute_tool" span, so
+	// that the spans the caller makes while serving the call are its
+	// children. Empty when the server records no span for the call: tracing
+	// is off, or the trace is not sampled.
+	Traceparent string `protobuf:"bytes,6,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// tracestate is the W3C tracestate that goes with traceparent; empty when
+	// traceparent is, or when the trace has no vendor state.
+	Tracestate    string `protobuf:"bytes,7,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3105,6 +3144,20 @@ func (x *ToolCall) GetDeadline() *timestamppb.Timestamp {
 		return x.Deadline
 	}
 	return nil
+}
+
+func (x *ToolCall) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *ToolCall) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // ProtocolError reports a caller message that broke the Session protocol.
@@ -3225,7 +3278,7 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	" \x01(\x0e2\x16.ptc.v1.ExecutionStateR\x05state\x12>\n" +
 	"\x0fpending_actions\x18\v \x03(\v2\x15.ptc.v1.PendingActionR\x0ependingActions\x12\"\n" +
 	"\fcontinuation\x18\f \x01(\tR\fcontinuation\x12T\n" +
-	"\x18continuation_expire_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x16continuationExpireTime\"\xde\x01\n" +
+	"\x18continuation_expire_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x16continuationExpireTime\"\xa0\x02\n" +
 	"\rPendingAction\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12&\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x12.ptc.v1.ActionKindR\x04kind\x12\x10\n" +
@@ -3233,7 +3286,11 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x04tool\x18\x04 \x01(\tR\x04tool\x12%\n" +
 	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\x12'\n" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x16\n" +
-	"\x06reason\x18\a \x01(\tR\x06reason\"\x84\x01\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12 \n" +
+	"\vtraceparent\x18\b \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\t \x01(\tR\n" +
+	"tracestate\"\x84\x01\n" +
 	"\rResumeRequest\x12\"\n" +
 	"\fcontinuation\x18\x01 \x01(\tR\fcontinuation\x12.\n" +
 	"\aanswers\x18\x02 \x03(\v2\x14.ptc.v1.ActionAnswerR\aanswers\x12\x1f\n" +
@@ -3368,13 +3425,17 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\x0ePHASE_FINISHED\x10\x02\"x\n" +
 	"\x0fApprovalRequest\x12-\n" +
 	"\x06action\x18\x01 \x01(\v2\x15.ptc.v1.PendingActionR\x06action\x126\n" +
-	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xbf\x01\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x81\x02\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x126\n" +
-	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"B\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12 \n" +
+	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\a \x01(\tR\n" +
+	"tracestate\"B\n" +
 	"\rProtocolError\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage*i\n" +

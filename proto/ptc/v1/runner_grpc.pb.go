@@ -106,8 +106,21 @@ type RunnerServiceClient interface {
 	// of the wrong kind, an output that fails the client tool's output
 	// schema — the message names the call); PERMISSION_DENIED for another
 	// tenant's continuation; FAILED_PRECONDITION for an expired continuation,
-	// one used already, or one whose WebAssembly module the server no longer
-	// holds (send it in wasm_module).
+	// one used already with other answers (or whose outcome is no longer
+	// kept), or one whose WebAssembly module the server no longer holds (send
+	// it in wasm_module).
+	//
+	// Retrying is safe. A Resume that passed its checks goes on without the
+	// call: the caller's deadline, a cancellation or a dropped connection end
+	// only the wait for the answer. Its outcome (this response) is kept for
+	// the server's durable.outcome_retention (10 minutes by default), in the
+	// store that makes continuations single-use. A Resume with a continuation
+	// used already and the same answers returns that outcome — the identical
+	// response, with the same new continuation — and runs nothing; it waits
+	// when the execution still runs on this replica, and is UNAVAILABLE with
+	// ErrorInfo reason RESUME_IN_PROGRESS when it runs on another replica
+	// (retry shortly). Other answers, or an outcome no longer kept, are
+	// FAILED_PRECONDITION with reason CONTINUATION_USED.
 	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (*ResumeResponse, error)
 }
 
@@ -223,8 +236,21 @@ type RunnerServiceServer interface {
 	// of the wrong kind, an output that fails the client tool's output
 	// schema — the message names the call); PERMISSION_DENIED for another
 	// tenant's continuation; FAILED_PRECONDITION for an expired continuation,
-	// one used already, or one whose WebAssembly module the server no longer
-	// holds (send it in wasm_module).
+	// one used already with other answers (or whose outcome is no longer
+	// kept), or one whose WebAssembly module the server no longer holds (send
+	// it in wasm_module).
+	//
+	// Retrying is safe. A Resume that passed its checks goes on without the
+	// call: the caller's deadline, a cancellation or a dropped connection end
+	// only the wait for the answer. Its outcome (this response) is kept for
+	// the server's durable.outcome_retention (10 minutes by default), in the
+	// store that makes continuations single-use. A Resume with a continuation
+	// used already and the same answers returns that outcome — the identical
+	// response, with the same new continuation — and runs nothing; it waits
+	// when the execution still runs on this replica, and is UNAVAILABLE with
+	// ErrorInfo reason RESUME_IN_PROGRESS when it runs on another replica
+	// (retry shortly). Other answers, or an outcome no longer kept, are
+	// FAILED_PRECONDITION with reason CONTINUATION_USED.
 	Resume(context.Context, *ResumeRequest) (*ResumeResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }

@@ -249,7 +249,7 @@ class LogEntry(_message.Message):
     def __init__(self, level: _Optional[str] = ..., message: _Optional[str] = ..., at: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class PendingAction(_message.Message):
-    __slots__ = ["arguments_json", "call_id", "idempotency_key", "kind", "reason", "seq", "tool"]
+    __slots__ = ["arguments_json", "call_id", "idempotency_key", "kind", "reason", "seq", "tool", "traceparent", "tracestate"]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -257,6 +257,8 @@ class PendingAction(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     arguments_json: str
     call_id: str
     idempotency_key: str
@@ -264,7 +266,9 @@ class PendingAction(_message.Message):
     reason: str
     seq: int
     tool: str
-    def __init__(self, call_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., seq: _Optional[int] = ..., tool: _Optional[str] = ..., arguments_json: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, call_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., seq: _Optional[int] = ..., tool: _Optional[str] = ..., arguments_json: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., reason: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class ProtocolError(_message.Message):
     __slots__ = ["call_id", "message"]
@@ -339,18 +343,22 @@ class SessionStart(_message.Message):
     def __init__(self, execute: _Optional[_Union[ExecuteRequest, _Mapping]] = ..., client_tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ["arguments_json", "call_id", "deadline", "idempotency_key", "tool"]
+    __slots__ = ["arguments_json", "call_id", "deadline", "idempotency_key", "tool", "traceparent", "tracestate"]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     arguments_json: str
     call_id: str
     deadline: _timestamp_pb2.Timestamp
     idempotency_key: str
     tool: str
-    def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments_json: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments_json: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class ToolCallRecord(_message.Message):
     __slots__ = ["arguments_json", "duration", "error_code", "error_message", "ok", "result_bytes", "result_json", "seq", "started_after", "tool"]

@@ -1,0 +1,272 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/durable"
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// A resume runs detached from the call that started it: the caller's
+// deadline or cancellation ends only its wait. The execution goes on
+// under its own limits (its remaining time budget), stopped only by the
+// server's shutdown (StartResume's stop, or Close); its outcome — the
+// next pause with its new continuation, or the end — is kept by the
+// durable Manager under the used continuation, with the digest of the
+// answers, for the retention period. A Resume of a continuation used
+// already is then answered without running anything:
+//
+//   - other answers: CONTINUATION_USED;
+//   - the same answers, the resume still running here: it waits for it;
+//   - the same answers, the outcome kept: the kept outcome;
+//   - the same answers, still running on another replica: UNAVAILABLE
+//     with RESUME_IN_PROGRESS (retry shortly);
+//   - the same answers, the outcome no longer kept: CONTINUATION_USED.
+
+// runMargin is added to a resume's remaining time budget to tell when it
+// must have ended (durable.Use.RunningUntil): past it, the replica that
+// ran it is presumed gone.
+const runMargin = time.Minute
+
+// keepTimeout bounds the write of an outcome to the store.
+const keepTimeout = 10 * time.Second
+
+// errClosing stops resumes when the executor closes.
+var errClosing = errors.New("the server is shutting down")
+
+// resumeRun is a resume running on this executor. done is closed when it
+// ended (res and ferr set); kept once its outcome was handed to the store
+// afterwards (off the resume's own latency) and the run left e.resumes.
+type resumeRun struct {
+	done, kept chan struct{}
+	answers    [32]byte
+	res        *core.Result
+	ferr       *fault.Error
+}
+
+// Resuming is a resume under way, or the outcome of one kept from before.
+type Resuming struct {
+	run *resumeRun
+	// started: this call started the execution; retry: it is answered
+	// from another call's resume (running, or its kept outcome).
+	started, retry bool
+}
+
+// ready is closed when the outcome can be returned: for the call that
+// started the resume, when it ended; for a retry, once the outcome is
+// kept too (so that whoever got a retry's answer finds the outcome on
+// every replica sharing the store).
+func (r *Resuming) ready() <-chan struct{} {
+	if r.retry {
+		return r.run.kept
+	}
+	return r.run.done
+}
+
+// Wait waits for the resume's outcome. When ctx ends first, the execution
+// goes on: the error (CANCELLED or DEADLINE_EXCEEDED) says to resume again
+// with the same continuation and answers.
+func (r *Resuming) Wait(ctx context.Context) (*core.Result, *fault.Error) {
+	select {
+	case <-r.ready():
+		return r.run.res, r.run.ferr
+	case <-ctx.Done():
+	}
+	select {
+	case <-r.ready():
+		return r.run.res, r.run.ferr
+	default:
+	}
+	code := fault.CodeCanceled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code = fault.CodeDeadlineExceeded
+	}
+	return nil, fault.Reject(code, "the wait for the resumed execution ended (%v); the execution goes on: resume again with the same continuation and answers to get its outcome", ctx.Err())
+}
+
+// Done is closed when Wait returns at once.
+func (r *Resuming) Done() <-chan struct{} { return r.ready() }
+
+// Started reports whether this call started the execution: its end is
+// this call's to account for (metrics, admission), once, whether or not
+// anyone waits for it.
+func (r *Resuming) Started() bool { return r.started }
+
+// Retry reports whether the outcome is another call's: a retry of a
+// resume already running or ended, which ran nothing.
+func (r *Resuming) Retry() bool { return r.retry }
+
+// Retry reports whether p resumes a continuation used already (see
+// StartResume): it needs no admission, nothing runs.
+func (p *Prepared) Retry() bool { return p.resume != nil && p.resume.used != nil }
+
+// Continue starts a prepared resume (StartResume) and waits for its
+// outcome while ctx lasts.
+func (e *Executor) Continue(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
+	r, ferr := e.StartResume(ctx, p, Detach{})
+	if ferr != nil {
+		return nil, ferr
+	}
+	return r.Wait(ctx)
+}
+
+// Detach configures how StartResume runs a resume apart from its call.
+type Detach struct {
+	// Stop (nil: none), when it ends, stops the execution: a server's
+	// shutdown. Close stops it too.
+	Stop context.Context
+	// Ended, when set, is called once when an execution this call
+	// started ends, after its outcome is kept and before any waiter gets
+	// it: the place to account for it (metrics, admission).
+	Ended func(res *core.Result, ferr *fault.Error)
+}
+
+// StartResume uses up a prepared resume's continuation and goes on with
+// the execution on its own goroutine, detached from ctx's cancellation
+// (ctx's values stay), until it pauses again or ends. For a continuation
+// used already it runs nothing: it answers the retry (see above), and
+// d.Ended is not called.
+func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Resuming, *fault.Error) {
+	stop := d.Stop
+	rs := p.resume
+	if rs == nil {
+		return nil, &fault.Error{Code: fault.CodeInternal, Message: "not a resume"}
+	}
+	if rs.used != nil {
+		return e.retry(ctx, rs, rs.used)
+	}
+	id := rs.opened.PauseID
+	run := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest}
+	e.resumeMu.Lock()
+	if e.closed {
+		e.resumeMu.Unlock()
+		return nil, fault.Reject(fault.CodeUnavailable, "the server is shutting down: resume on another replica, or after its restart")
+	}
+	if other := e.resumes[id]; other != nil {
+		e.resumeMu.Unlock()
+		return e.join(other, rs.digest)
+	}
+	e.resumes[id] = run
+	e.resumeWG.Add(1)
+	e.resumeMu.Unlock()
+	used, ferr := e.durable.Consume(ctx, rs.opened, rs.digest, runningUntil(p))
+	if ferr != nil || used != nil {
+		e.forget(id, run)
+		e.resumeWG.Done()
+		if ferr != nil {
+			return nil, ferr
+		}
+		return e.retry(ctx, rs, used)
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unlinks := []func() bool{context.AfterFunc(e.closing, func() { cancel(errClosing) })}
+	if stop != nil {
+		unlinks = append(unlinks, context.AfterFunc(stop, func() { cancel(context.Cause(stop)) }))
+	}
+	// This goroutine owns the resumed execution: it ends when the
+	// execution pauses again or ends (bounded by its limits, or stopped by
+	// stop or Close), closes run.done, hands the outcome to the store,
+	// then closes run.kept. Retries here wait for run.kept.
+	go func() {
+		defer e.resumeWG.Done()
+		res, ferr := e.continueRun(runCtx, p)
+		for _, u := range unlinks {
+			u()
+		}
+		cancel(nil)
+		if d.Ended != nil {
+			d.Ended(res, ferr)
+		}
+		run.res, run.ferr = res, ferr
+		close(run.done)
+		var out []byte
+		if ferr == nil && e.outcomes != nil {
+			out, _ = e.outcomes.MarshalOutcome(res)
+		}
+		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+		// A failure to keep it leaves the use "running": retries elsewhere
+		// are told so until runningUntil, then that the outcome is lost.
+		_ = e.durable.Keep(kctx, rs.opened, rs.digest, out)
+		kcancel()
+		e.forget(id, run)
+		close(run.kept)
+	}()
+	return &Resuming{run: run, started: true}, nil
+}
+
+// runningUntil is when a resume of p starting now must have ended: its
+// remaining time budget and a margin; the continuation's expiry when it
+// has no time limit.
+func runningUntil(p *Prepared) time.Time {
+	if t := p.limits.Timeout; t > 0 {
+		return time.Now().Add(max(t-p.resume.usage.Wall, 0) + runMargin)
+	}
+	return p.resume.opened.Expires
+}
+
+func (e *Executor) forget(id string, run *resumeRun) {
+	e.resumeMu.Lock()
+	if e.resumes[id] == run {
+		delete(e.resumes, id)
+	}
+	e.resumeMu.Unlock()
+}
+
+// join answers a retry of a resume running here.
+func (e *Executor) join(run *resumeRun, digest [32]byte) (*Resuming, *fault.Error) {
+	if run.answers != digest {
+		return nil, usedOtherAnswers()
+	}
+	return &Resuming{run: run, retry: true}, nil
+}
+
+// retry answers a resume of a continuation used already, with use.
+func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*Resuming, *fault.Error) {
+	if use.Answers != rs.digest {
+		return nil, usedOtherAnswers()
+	}
+	e.resumeMu.Lock()
+	run := e.resumes[rs.opened.PauseID]
+	e.resumeMu.Unlock()
+	if run != nil {
+		return e.join(run, rs.digest)
+	}
+	b, kept, ferr := e.durable.Outcome(ctx, rs.opened)
+	if ferr != nil {
+		return nil, ferr
+	}
+	if kept && e.outcomes != nil {
+		res, err := e.outcomes.UnmarshalOutcome(b)
+		if err != nil {
+			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the kept outcome of this resume does not decode: " + err.Error()}
+		}
+		done := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest, res: res}
+		close(done.done)
+		close(done.kept)
+		return &Resuming{run: done, retry: true}, nil
+	}
+	if !use.Finished {
+		// It may have ended since use was read, its outcome not kept.
+		if now, ferr := e.durable.Used(ctx, rs.opened); ferr == nil && now != nil {
+			use = now
+		}
+	}
+	switch {
+	case use.Finished:
+		return nil, fault.Reject(fault.CodeFailedPrecondition,
+			"continuation was used already, and the outcome of that resume is no longer kept (outcomes are kept for %s): resume with the continuation that resume returned", e.durable.Retention()).Because(fault.ReasonContinuationUsed)
+	case time.Now().After(use.RunningUntil):
+		return nil, fault.Reject(fault.CodeFailedPrecondition,
+			"continuation was used already, and the replica that resumed it stopped before keeping the outcome: the execution cannot be resumed again").Because(fault.ReasonContinuationUsed)
+	}
+	return nil, fault.Reject(fault.CodeUnavailable,
+		"continuation is being resumed on another replica with the same answers: retry shortly with the same continuation and answers to get the outcome").Because(fault.ReasonResumeInProgress)
+}
+
+func usedOtherAnswers() *fault.Error {
+	return fault.Reject(fault.CodeFailedPrecondition,
+		"continuation was used already, resumed with other answers: each continuation resumes its execution once (resume with the continuation the last resume returned)").Because(fault.ReasonContinuationUsed)
+}
