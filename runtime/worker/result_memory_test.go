@@ -84,8 +84,10 @@ func TestResultMemoryCharged(t *testing.T) {
 				if kind != tc.want {
 					t.Fatalf("outcome %v, want %v", out.Err, tc.want)
 				}
-				if kind == fault.KindMemoryLimit {
-					return // the worker is retired
+				if kind == fault.KindMemoryLimit || raceEnabled {
+					// The worker is retired; the race detector's shadow
+					// memory is resident too.
+					return
 				}
 				// The execution's charge, the soft memory limit's slack and,
 				// after the execution, the result and its Done frame.
