@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
@@ -17,6 +18,21 @@ import (
 
 // MaxReasonBytes bounds the reason of a denial.
 const MaxReasonBytes = 4 << 10
+
+// CutReason shortens a denial's reason to at most MaxReasonBytes, on a
+// character boundary, ending it with "…" to show it was cut (as the
+// clients do); a reason within the bound is returned as it is.
+func CutReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	const mark = "…"
+	n := MaxReasonBytes - len(mark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + mark
+}
 
 // resumed is a paused execution being resumed.
 type resumed struct {

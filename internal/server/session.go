@@ -371,10 +371,9 @@ func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
 		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval", id))
 		return
 	}
-	if len(d.GetReason()) > executor.MaxReasonBytes {
-		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q: the reason is longer than %d bytes", id, executor.MaxReasonBytes))
-		return
-	}
+	// A reason over the bound is cut, as the clients cut it: the call is
+	// decided either way.
+	d.Reason = executor.CutReason(d.GetReason())
 	ss.mu.Lock()
 	ch, ok := ss.approvals[id]
 	delete(ss.approvals, id)
