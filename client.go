@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -203,7 +204,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 				if req.Approve != nil {
 					ok, why = req.Approve(withTraceContext(ctx, a.Traceparent, a.Tracestate), actionOf(a))
 				}
-				ans := wire.AnswerPB(core.Answer{CallID: a.CallID, Approve: ok, Deny: !ok, Reason: why})
+				ans := wire.AnswerPB(core.Answer{CallID: a.CallID, Approve: ok, Deny: !ok, Reason: executor.CutReason(why)})
 				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ApprovalAnswer{ApprovalAnswer: ans}})
 			}()
 		case *ptcv1.SessionResponse_ToolCall:

@@ -51,7 +51,7 @@ func TestTruncateResult(t *testing.T) {
 			"OUTPUT_LIMIT: the result is 32032001 bytes of JSON with more than 524288 values, more than the overflow policy truncate cuts down; return less", 0, 0},
 		{"many values truncated", `const a = new Array(1000).fill(0); return new Array(500).fill(a)`, ptc.Limits{MaxOutputBytes: 1024}, true, "", 1019, 0},
 		{"over the cap without the policy", `return "x".repeat(100)`, ptc.Limits{MaxOutputBytes: 64}, false,
-			"OUTPUT_LIMIT: the result is 102 bytes of JSON, more than the 64 allowed", 0, 0},
+			"OUTPUT_LIMIT: the result is at least 102 bytes of JSON, more than the 64 allowed", 0, 0},
 		{"over the token limit", `return "lorem ipsum ".repeat(200)`, ptc.Limits{MaxResultTokens: 50}, false,
 			"OUTPUT_LIMIT: the result is about 402 tokens of JSON, more than the 50 allowed (max_result_tokens)", 0, 0},
 		{"truncated to the token limit", `return "lorem ipsum ".repeat(200)`, ptc.Limits{MaxResultTokens: 50}, true, "", 0, 1},
@@ -212,5 +212,40 @@ func TestProgressInProcess(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTruncateLargeResultMemory: the request seen in the field — a 64 MB
+// result built from one array referenced 32,000 times, with the overflow
+// policy truncate and a 1 KiB cap — never ends with a peak above the
+// default memory limit unless it ends MEMORY_LIMIT; with more values than
+// truncation cuts down it ends OUTPUT_LIMIT.
+func TestTruncateLargeResultMemory(t *testing.T) {
+	const src = `const a = new Array(1000).fill(0); return new Array(32000).fill(a)`
+	const memory = 256 << 20 // the default memory limit
+	for _, is := range isolations {
+		t.Run(is.name, func(t *testing.T) {
+			r, err := ptc.NewRunner(ptc.WithIsolation(is.iso))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res, err := r.Execute(context.Background(), ptc.Request{Source: src, Limits: ptc.Limits{MaxOutputBytes: 1024}, TruncateResult: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case res.Error == nil:
+				t.Fatalf("OK (%d bytes), want OUTPUT_LIMIT", len(res.Result))
+			case res.Error.Kind == ptc.KindMemoryLimit:
+				if res.Error.Limit != memory || res.Error.Observed <= memory {
+					t.Fatalf("breach %+v", res.Error)
+				}
+			case res.Error.Kind != ptc.KindOutputLimit:
+				t.Fatalf("error %v, want OUTPUT_LIMIT", res.Error)
+			case res.Stats.PeakMemoryBytes > memory:
+				t.Fatalf("peak %d bytes above the %d limit", res.Stats.PeakMemoryBytes, memory)
+			}
+		})
 	}
 }

@@ -264,7 +264,9 @@ type Stats struct {
 	CPUTime time.Duration
 	// QueueTime is the time spent waiting for admission.
 	QueueTime time.Duration
-	// PeakMemoryBytes is the sandbox's peak memory, 0 when not measured.
+	// PeakMemoryBytes is the peak memory the execution was charged with
+	// (see the proto field peak_memory_bytes), 0 when not measured; an
+	// execution that ends without MEMORY_LIMIT reports at most its limit.
 	PeakMemoryBytes int64
 	// ToolCalls is the number of tool calls the script made, rejected
 	// ones included.

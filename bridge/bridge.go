@@ -420,7 +420,9 @@ func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, st
 	took := time.Since(start)
 	var ce *CallError
 	if err != nil {
-		errors.As(err, &ce)
+		// Every failure is classified: one that is not a CallError
+		// already gets the code the script sees for it.
+		ce = callErrorOf("", err)
 	}
 	d.mu.Lock()
 	if err == nil {

@@ -90,6 +90,7 @@ func TestDivergence(t *testing.T) {
 			if out.Error == nil || out.Error.Kind != fault.KindDiverged || !strings.Contains(out.Error.Message, tc.want) {
 				t.Fatalf("got %v, want RESUME_DIVERGED with %q", out.Error, tc.want)
 			}
+			checkTraceClassified(t, out.Trace)
 			if runs.Load() != 1 {
 				t.Fatalf("the server tool ran %d times", runs.Load())
 			}

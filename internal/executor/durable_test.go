@@ -174,10 +174,27 @@ func TestPauseLimits(t *testing.T) {
 		if out.Error == nil || out.Error.Kind != fault.KindPauseLimit || out.Error.Limit != 1 || out.Error.Observed != 2 || len(out.Pending) != 0 {
 			t.Fatalf("max_pauses: %+v", out.Error)
 		}
+		// The call the execution would have paused for is in the trace,
+		// classified: it was cancelled when the execution ended.
+		checkTraceClassified(t, out.Trace)
+		if last := out.Trace[len(out.Trace)-1]; last.Seq != 2 || last.OK || last.ErrorCode != tools.CodeCancelled {
+			t.Fatalf("max_pauses: the unanswered call's record is %+v", last)
+		}
 		res = run(t, e, core.Request{Script: src, Resumable: true, ClientTools: []tools.Tool{askTool}, Limits: limits.Limits{MaxPausedTime: time.Nanosecond}})
 		out = resume(t, e, res, core.Answer{CallID: "c1", Output: json.RawMessage(`1`)})
 		if out.Error == nil || out.Error.Kind != fault.KindPauseLimit || out.Error.Limit != 1 || out.Error.Observed <= 1 {
 			t.Fatalf("max_paused_time: %+v", out.Error)
+		}
+	}
+}
+
+// checkTraceClassified fails unless every failed call in trace has an
+// error code (ToolCallRecord.error_code is empty only when ok).
+func checkTraceClassified(t *testing.T, trace []core.Record) {
+	t.Helper()
+	for _, r := range trace {
+		if !r.OK && r.ErrorCode == "" || r.OK && r.ErrorCode != "" {
+			t.Fatalf("record %+v: ok=%v with error_code %q", r, r.OK, r.ErrorCode)
 		}
 	}
 }

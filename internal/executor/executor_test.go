@@ -105,9 +105,11 @@ func TestValidatedAndClampedOnce(t *testing.T) {
 	}
 }
 
-// TestModuleDigestContract: module_sha256 is 64 hex digits; anything else
-// is a malformed request (INVALID_ARGUMENT), a well-formed digest the
-// server does not hold asks for the bytes (FAILED_PRECONDITION).
+// TestModuleDigestContract: module_sha256 is 64 lowercase hex digits;
+// anything else (uppercase included) is a malformed request
+// (INVALID_ARGUMENT), a well-formed digest the server does not hold asks
+// for the bytes (FAILED_PRECONDITION), and a digest or module on a script
+// that is not WASM is refused in every language.
 func TestModuleDigestContract(t *testing.T) {
 	e := newExecutor(t, Config{})
 	cases := []struct {
@@ -120,13 +122,31 @@ func TestModuleDigestContract(t *testing.T) {
 		{"too long", strings.Repeat("a", 65), fault.CodeInvalidArgument},
 		{"huge", strings.Repeat("z", 1<<20), fault.CodeInvalidArgument},
 		{"unknown lowercase", strings.Repeat("ab", 32), fault.CodeFailedPrecondition},
-		{"unknown uppercase", strings.Repeat("AB", 32), fault.CodeFailedPrecondition},
+		{"uppercase", strings.Repeat("AB", 32), fault.CodeInvalidArgument},
+		{"mixed case", strings.Repeat("ab", 31) + "Ab", fault.CodeInvalidArgument},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Prepare(core.Request{Script: core.Script{Language: core.LanguageWASM, ModuleSHA256: tc.digest}}, limits.Limits{})
 			if err == nil || err.Code != tc.code || !strings.Contains(err.Message, "module_sha256") || len(err.Message) > 300 {
 				t.Fatalf("error %v, want %v naming module_sha256", err, tc.code)
+			}
+		})
+	}
+	notWASM := []struct {
+		name   string
+		script core.Script
+	}{
+		{"javascript, malformed digest", core.Script{Language: core.LanguageJavaScript, Source: "return 1", ModuleSHA256: "zz"}},
+		{"javascript, well-formed digest", core.Script{Language: core.LanguageJavaScript, Source: "return 1", ModuleSHA256: strings.Repeat("ab", 32)}},
+		{"typescript, digest", core.Script{Language: core.LanguageTypeScript, Source: "return 1", ModuleSHA256: "zz"}},
+		{"javascript, module", core.Script{Language: core.LanguageJavaScript, Source: "return 1", Module: []byte("\x00asm")}},
+	}
+	for _, tc := range notWASM {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Prepare(core.Request{Script: tc.script}, limits.Limits{})
+			if err == nil || err.Code != fault.CodeInvalidArgument || !strings.Contains(err.Message, "LANGUAGE_WASM only") {
+				t.Fatalf("error %v, want INVALID_ARGUMENT: for LANGUAGE_WASM only", err)
 			}
 		})
 	}

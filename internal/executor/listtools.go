@@ -35,11 +35,16 @@ func (e *Executor) ListTools(q core.ToolQuery, allows func(name string) bool, te
 			byName[d.Name] = d
 		}
 		sel := make([]tools.Definition, 0, len(q.Names))
+		picked := make(map[string]bool, len(q.Names))
 		for _, n := range q.Names {
 			d, ok := byName[n]
 			if !ok {
 				return nil, fault.Reject(fault.CodeInvalidArgument, "names: unknown tool %q", n)
 			}
+			if picked[n] {
+				continue // a repeated name lists its tool once, where it first appears
+			}
+			picked[n] = true
 			sel = append(sel, d)
 		}
 		defs = sel

@@ -140,7 +140,7 @@ func (e *Executor) checkScript(s core.Script) *fault.Error {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is empty: send the module bytes or module_sha256")
 		}
 		if s.ModuleSHA256 != "" && !isSHA256(s.ModuleSHA256) {
-			return fault.Reject(fault.CodeInvalidArgument, "script.module_sha256 is not a SHA-256 digest (64 hexadecimal digits): %q", clip(s.ModuleSHA256, 80))
+			return fault.Reject(fault.CodeInvalidArgument, "script.module_sha256 is not a SHA-256 digest (64 lowercase hexadecimal digits): %q", clip(s.ModuleSHA256, 80))
 		}
 		if max := e.maxSource * wasmModuleFactor; len(s.Module) > max {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is %d bytes, more than the %d allowed", len(s.Module), max)
@@ -148,6 +148,8 @@ func (e *Executor) checkScript(s core.Script) *fault.Error {
 		return nil
 	}
 	switch {
+	case len(s.Module) > 0 || s.ModuleSHA256 != "":
+		return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module and script.module_sha256 are for LANGUAGE_WASM only; a %s script is sent in script.source", s.Language)
 	case len(s.Source) == 0:
 		return fault.Reject(fault.CodeInvalidArgument, "script.source is empty")
 	case len(s.Source) > e.maxSource:
@@ -234,7 +236,8 @@ func (e *Executor) prepareModule(p *Prepared) *fault.Error {
 // selectTools resolves the allowed server tools and compiles client tools.
 func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Error) {
 	var out []*tools.Compiled
-	seen := map[string]bool{}
+	seen := map[string]bool{}   // every tool's name
+	client := map[string]bool{} // the client tools' names
 	switch {
 	case req.NoServerTools:
 	case len(req.AllowedTools) == 0:
@@ -256,6 +259,9 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		}
 	}
 	for _, t := range req.ClientTools {
+		if client[t.Name] {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q is declared twice; declare each client tool once", t.Name)
+		}
 		if seen[t.Name] {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q collides with a server tool of the same name", t.Name)
 		}
@@ -274,18 +280,20 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		}
 		out = append(out, c)
 		seen[t.Name] = true
+		client[t.Name] = true
 	}
 	return out, nil
 }
 
-// isSHA256 reports whether s is a hex SHA-256 digest.
+// isSHA256 reports whether s is a lowercase hex SHA-256 digest, the one
+// spelling the contract accepts.
 func isSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
 	}

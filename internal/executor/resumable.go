@@ -222,6 +222,7 @@ func (lv *live) failed(fe *fault.Error) *core.Result {
 	usage := lv.usage
 	usage.Wall += time.Since(lv.ranSince)
 	res := lv.snapshot(usage)
+	res.Trace = endTrace(res.Trace)
 	res.Error = fe
 	res.ModelMessage = core.ModelMessage(res)
 	return res

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
@@ -18,6 +19,21 @@ import (
 // MaxReasonBytes bounds the reason of a denial.
 const MaxReasonBytes = 4 << 10
 
+// CutReason shortens a denial's reason to at most MaxReasonBytes, on a
+// character boundary, ending it with "…" to show it was cut (as the
+// clients do); a reason within the bound is returned as it is.
+func CutReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	const mark = "…"
+	n := MaxReasonBytes - len(mark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + mark
+}
+
 // resumed is a paused execution being resumed.
 type resumed struct {
 	opened  *durable.Opened
@@ -28,6 +44,9 @@ type resumed struct {
 	usage durable.Usage
 	// parked is the execution kept in memory, if this server holds it.
 	parked bool
+	// lastSeq is the seq of the last call the execution made before it
+	// paused; the pending calls (answers) are among them.
+	lastSeq int32
 	// digest is the SHA-256 of the answers' canonical encoding; used is
 	// the continuation's recorded use when it was used already (a retry,
 	// or a resume with other answers: nothing runs again).
@@ -79,7 +98,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 		// Parked here: the engine waits in memory.
 		p := *lv.p
 		p.req.OnLog = nil
-		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest}
+		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest, lastSeq: lv.d.Calls()}
 		rs.usage.Paused += time.Since(lv.pausedAt)
 		pend, _ := lv.d.Paused()
 		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
@@ -118,11 +137,34 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	}
 	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage, digest: digest}
 	rs.usage.Paused += time.Since(st.PausedAt)
+	for _, c := range st.Journal.Calls {
+		rs.lastSeq = max(rs.lastSeq, c.Seq)
+	}
+	for _, a := range st.Journal.Pending {
+		rs.lastSeq = max(rs.lastSeq, a.Seq)
+	}
 	if rs.answers, ferr = checkAnswers(p, st.Journal.Pending, r.Answers); ferr != nil {
 		return nil, ferr.Because(fault.ReasonAnswersInvalid)
 	}
 	p.resume = rs
 	return p, nil
+}
+
+// Resumed reports whether p resumes a paused execution.
+func (p *Prepared) Resumed() bool { return p.resume != nil }
+
+// MadeNow reports whether the call seq in the trace of p's result was
+// made (or answered) by this run: every call of an execution that starts;
+// of a resumed one, the calls it answered and the ones it made after the
+// pause, not the ones an earlier segment made (the trace covers the whole
+// execution).
+func (p *Prepared) MadeNow(seq int32) bool {
+	rs := p.resume
+	if rs == nil || seq > rs.lastSeq {
+		return true
+	}
+	_, answered := rs.answers[seq]
+	return answered
 }
 
 // continueRun goes on with a resumed execution whose continuation this

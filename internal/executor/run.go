@@ -135,7 +135,7 @@ func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runti
 		res.Result = out.Result
 	}
 	res.Logs, res.LogsTruncated = logs.Entries()
-	res.Trace = d.Trace()
+	res.Trace = endTrace(d.Trace())
 	st := &res.Stats
 	st.CPUTime = out.CPUTime
 	st.QueueTime = p.queued
@@ -198,4 +198,17 @@ func safeRun(ctx context.Context, e runtime.Engine, job *runtime.Job) (out *runt
 		out = &runtime.Outcome{Err: fault.New(fault.KindInternal, "internal error")}
 	}
 	return out
+}
+
+// endTrace gives each call the trace shows unfinished — one still waiting
+// (for its caller, an approval, or a tool) when the execution ended — the
+// code the script gets for it, "cancelled", so that every failed call in a
+// final trace is classified. trace is a copy; it is returned.
+func endTrace(trace []core.Record) []core.Record {
+	for i := range trace {
+		if r := &trace[i]; !r.OK && r.ErrorCode == "" {
+			r.ErrorCode, r.ErrorMessage = tools.CodeCancelled, "the execution ended before the call finished"
+		}
+	}
+	return trace
 }

@@ -13,15 +13,23 @@ import (
 // queued and a goroutine sends the queue. Log lines are always queued: the
 // queue holds only the lines the execution's log buffer kept, so they are
 // bounded by the execution's log limits (max_log_bytes, max_log_entries),
-// whatever the client's pace. Progress is offered: dropped once a bounded
-// number waits. When the execution ends, the handler closes the stream and
-// waits for the queue to drain before it sends the result.
+// whatever the client's pace. Progress is offered: once a bounded number
+// waits, the newest waiting progress message gives way to the next one,
+// which counts it (and whatever it counted) in ToolProgress.dropped. So the
+// newest progress message always waits to be sent, and every message
+// dropped is counted by one that is delivered — the last ones too. When
+// the execution ends, the handler closes the stream and waits for the
+// queue to drain before it sends the result.
 type liveStream struct {
 	mu     sync.Mutex
 	queue  []*ptcv1.SessionResponse
 	closed bool
 	// offered counts the offered messages in queue.
 	offered int
+	// last is the index in queue of the newest offered message (valid
+	// while offered > 0); holes counts the nil entries left in queue by
+	// messages that gave way.
+	last, holes int
 	// wake has room for one signal: the sender looks at the queue again.
 	wake chan struct{}
 	// drained is closed when the sender has sent everything after close,
@@ -46,19 +54,46 @@ func (l *liveStream) push(m *ptcv1.SessionResponse) {
 	l.signal()
 }
 
-// offer queues m unless limit offered messages already wait (or the
-// stream is closed), and says whether it did.
-func (l *liveStream) offer(m *ptcv1.SessionResponse, limit int) bool {
+// offer queues the progress message m. When limit offered messages
+// already wait, the newest of them is dropped and m counts it, adding its
+// dropped count and one to its own; m then takes its turn at the end of
+// the queue, after any log line queued meanwhile. After close, m is
+// ignored: no call runs once the execution has returned.
+func (l *liveStream) offer(m *ptcv1.SessionResponse, limit int) {
 	l.mu.Lock()
-	if l.closed || l.offered >= limit {
+	if l.closed {
 		l.mu.Unlock()
-		return false
+		return
 	}
-	l.offered++
+	if l.offered >= limit {
+		p := m.GetProgress()
+		p.Dropped += l.queue[l.last].GetProgress().GetDropped() + 1
+		l.queue[l.last] = nil
+		l.holes++
+	} else {
+		l.offered++
+	}
 	l.queue = append(l.queue, m)
+	l.last = len(l.queue) - 1
+	if l.holes > len(l.queue)/2 {
+		l.compact()
+	}
 	l.mu.Unlock()
 	l.signal()
-	return true
+}
+
+// compact removes the holes from the queue, so that a stream of dropped
+// progress does not grow it; the newest message is the newest offered one
+// (compact runs right after an offer).
+func (l *liveStream) compact() {
+	q := l.queue[:0]
+	for _, m := range l.queue {
+		if m != nil {
+			q = append(q, m)
+		}
+	}
+	clear(l.queue[len(q):])
+	l.queue, l.holes, l.last = q, 0, len(q)-1
 }
 
 // close says no more messages will come.
@@ -81,7 +116,7 @@ func (l *liveStream) take() ([]*ptcv1.SessionResponse, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.queue
-	l.queue, l.offered = nil, 0
+	l.queue, l.offered, l.holes = nil, 0, 0
 	return q, l.closed
 }
 
@@ -93,6 +128,9 @@ func (l *liveStream) run(ctx context.Context, send func(*ptcv1.SessionResponse) 
 	for {
 		batch, closed := l.take()
 		for i, m := range batch {
+			if m == nil {
+				continue // a progress message that gave way
+			}
 			if send(m) != nil {
 				return
 			}

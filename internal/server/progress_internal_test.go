@@ -1,40 +1,108 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ptcrun/ptc/internal/core"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
-// TestProgressIsBounded: when the client lags and progressQueue progress
-// messages wait, progress is dropped, never queued without bound, and the
-// next message that gets through counts what was dropped; log lines are
-// queued whatever waits, in order with the progress.
+// TestProgressIsBounded: while the client does not read, at most limit
+// progress messages wait, never more; every log line waits, in order with
+// the progress; every progress message is either delivered or counted by
+// a delivered one, the newest always delivered — also when the drops
+// happen at the very end, with no later call to carry them.
 func TestProgressIsBounded(t *testing.T) {
-	ss := &session{live: newLiveStream()}
-	for i := int32(1); i <= progressQueue+3; i++ {
-		ss.progress(&core.CallEvent{Seq: i, Tool: "t"})
+	cases := []struct {
+		name                string
+		limit, events, logs int // logs: one log line after every logs events (0: none)
+	}{
+		{"under the limit", 8, 5, 0},
+		{"at the limit", 8, 8, 0},
+		{"past the limit", 8, 100, 0},
+		{"limit of one", 1, 50, 0},
+		{"with log lines", 8, 100, 3},
+		{"a log line after each", 4, 60, 1},
+		{"the real bound", progressQueue, 6 * progressQueue, 7},
 	}
-	ss.live.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: &ptcv1.LogEntry{Message: "kept"}}})
-	q, _ := ss.live.take()
-	if len(q) != progressQueue+1 {
-		t.Fatalf("%d queued, want %d", len(q), progressQueue+1)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveStream()
+			// The client does not read: the first send blocks until every
+			// message is offered and the stream closed.
+			reading := make(chan struct{})
+			var got []*ptcv1.SessionResponse
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				l.run(context.Background(), func(m *ptcv1.SessionResponse) error {
+					<-reading
+					got = append(got, m)
+					return nil
+				})
+			}()
+			wantLogs := 0
+			for i := 1; i <= tc.events; i++ {
+				ev := &core.CallEvent{Seq: int32((i + 1) / 2), Tool: "t", Finished: i%2 == 0, OK: true}
+				l.offer(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: progressPB(ev)}}, tc.limit)
+				if tc.logs > 0 && i%tc.logs == 0 {
+					wantLogs++
+					l.push(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: &ptcv1.LogEntry{Message: fmt.Sprint(wantLogs)}}})
+				}
+				l.mu.Lock()
+				waiting := 0
+				for _, m := range l.queue {
+					if m.GetProgress() != nil {
+						waiting++
+					}
+				}
+				l.mu.Unlock()
+				if waiting > tc.limit {
+					t.Fatalf("after %d events %d progress messages wait, the bound is %d", i, waiting, tc.limit)
+				}
+			}
+			l.close()
+			close(reading)
+			<-sent
+			<-l.drained
+
+			var delivered, dropped, logs int
+			var lastSeq int32
+			var last *ptcv1.ToolProgress
+			for _, m := range got {
+				if lg := m.GetLog(); lg != nil {
+					if logs++; lg.GetMessage() != fmt.Sprint(logs) {
+						t.Fatalf("log line %d arrived as %q", logs, lg.GetMessage())
+					}
+					continue
+				}
+				p := m.GetProgress()
+				if p.GetSeq() < lastSeq {
+					t.Fatalf("progress out of order: seq %d after %d", p.GetSeq(), lastSeq)
+				}
+				lastSeq, last = p.GetSeq(), p
+				delivered++
+				dropped += int(p.GetDropped())
+			}
+			if delivered+dropped != tc.events {
+				t.Fatalf("%d delivered + %d counted dropped, want %d events", delivered, dropped, tc.events)
+			}
+			if logs != wantLogs {
+				t.Fatalf("%d log lines delivered, want %d", logs, wantLogs)
+			}
+			if wantSeq := int32((tc.events + 1) / 2); last.GetSeq() != wantSeq || last.GetPhase() != progressPB(&core.CallEvent{Finished: tc.events%2 == 0}).GetPhase() {
+				t.Fatalf("the last event delivered is %v, want the newest (seq %d)", last, wantSeq)
+			}
+			if tc.events > 2*tc.limit && dropped == 0 {
+				t.Fatalf("%d events, limit %d: nothing dropped", tc.events, tc.limit)
+			}
+		})
 	}
-	for i, m := range q[:progressQueue] {
-		if p := m.GetProgress(); p.GetSeq() != int32(i+1) || p.GetDropped() != 0 {
-			t.Fatalf("message %d: %v", i, p)
-		}
-	}
-	if l := q[progressQueue].GetLog(); l.GetMessage() != "kept" {
-		t.Fatalf("the log line after the drops: %v", q[progressQueue])
-	}
-	ss.progress(&core.CallEvent{Seq: progressQueue + 4, Tool: "t", Finished: true, OK: true})
-	q, _ = ss.live.take()
-	if len(q) != 1 {
-		t.Fatalf("%d queued after the sender took the queue", len(q))
-	}
-	if m := q[0].GetProgress(); m.GetSeq() != progressQueue+4 || m.GetDropped() != 3 || m.GetOutcome() != "ok" {
-		t.Fatalf("after the drops: %v", m)
-	}
+}
+
+func progressPB(ev *core.CallEvent) *ptcv1.ToolProgress {
+	ss := &session{}
+	return ss.progressMessage(ev).GetProgress()
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -24,8 +23,9 @@ import (
 
 const (
 	// progressQueue bounds the progress messages waiting for the client to
-	// read; past it they are dropped and counted. Log lines are never
-	// dropped (the execution's log limits bound them).
+	// read; past it the newest waiting one is dropped for the next, which
+	// counts it. Log lines are never dropped (the execution's log limits
+	// bound them).
 	progressQueue = 256
 	// defaultResultGrace bounds how long the final result (and the live
 	// messages before it) wait for a client that does not read
@@ -47,10 +47,8 @@ type session struct {
 	sendLock chan struct{}
 	// live delivers log lines and progress in order, before the result.
 	live *liveStream
-	// progressValues lets progress carry values; dropped counts progress
-	// messages dropped since the last one queued.
+	// progressValues lets progress carry values.
 	progressValues bool
-	dropped        atomic.Int64
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -213,14 +211,14 @@ func (ss *session) CallStarted(ctx context.Context, ev *core.CallEvent) context.
 // CallFinished queues the progress of a call that finished.
 func (ss *session) CallFinished(_ context.Context, ev *core.CallEvent) { ss.progress(ev) }
 
-// progress queues one progress message, or counts it dropped when the
-// client lags; the next message queued carries the count.
+// progress queues one progress message; when the client lags, it takes
+// the place of the newest one waiting and counts it dropped.
 func (ss *session) progress(ev *core.CallEvent) {
-	dropped := ss.dropped.Swap(0)
-	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: wire.ProgressPB(ev, ss.progressValues, dropped)}}
-	if !ss.live.offer(m, progressQueue) {
-		ss.dropped.Add(dropped + 1)
-	}
+	ss.live.offer(ss.progressMessage(ev), progressQueue)
+}
+
+func (ss *session) progressMessage(ev *core.CallEvent) *ptcv1.SessionResponse {
+	return &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Progress{Progress: wire.ProgressPB(ev, ss.progressValues, 0)}}
 }
 
 // receive owns stream.Recv: it routes tool results, handles cancel, and
@@ -373,10 +371,9 @@ func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
 		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval", id))
 		return
 	}
-	if len(d.GetReason()) > executor.MaxReasonBytes {
-		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q: the reason is longer than %d bytes", id, executor.MaxReasonBytes))
-		return
-	}
+	// A reason over the bound is cut, as the clients cut it: the call is
+	// decided either way.
+	d.Reason = executor.CutReason(d.GetReason())
 	ss.mu.Lock()
 	ch, ok := ss.approvals[id]
 	delete(ss.approvals, id)

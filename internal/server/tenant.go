@@ -178,7 +178,14 @@ func (s *Server) count(req core.Request, p *executor.Prepared, res *core.Result)
 		LogsTruncated:   res.LogsTruncated,
 		Calls:           make([]metrics.ToolCall, 0, len(res.Trace)),
 	}
+	// A resumed segment's trace and tool result bytes cover the whole
+	// execution; only the calls this segment made are counted, once.
+	var resultBytes int64
 	for _, c := range res.Trace {
+		if !p.MadeNow(c.Seq) {
+			continue
+		}
+		resultBytes += c.ResultBytes
 		// Label values stay bounded: scripts and callers choose other names.
 		tool := c.Tool
 		if client[tool] {
@@ -191,6 +198,9 @@ func (s *Server) count(req core.Request, p *executor.Prepared, res *core.Result)
 			o = callOutcome(c.ErrorCode)
 		}
 		e.Calls = append(e.Calls, metrics.ToolCall{Tool: tool, Outcome: o, Duration: c.Duration})
+	}
+	if p.Resumed() {
+		e.ToolResultBytes = resultBytes
 	}
 	s.metrics.ObserveExecution(e)
 }

@@ -378,14 +378,25 @@ func (x *exec) fromJSON(data []byte) (goja.Value, error) {
 	return v, err
 }
 
-// result serialises the script's return value.
+// result serialises the script's return value, into bytes that become
+// the result as they are (no string copies), and stops as soon as the
+// text passes max_output_bytes: a value whose JSON is far larger than its
+// heap (one array referenced a million times, a long string repeated)
+// never makes the engine build more than the limit.
 func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 	if v == nil || goja.IsUndefined(v) {
 		return json.RawMessage("null"), nil
 	}
+	max := x.job.Limits.MaxOutputBytes
 	x.startCPU()
-	s, err := x.stringify(v)
+	b, over, err := x.resultJSON(v, max)
 	x.stopCPU()
+	var mo *memoryOver
+	if errors.As(err, &mo) {
+		m := x.job.Limits.MemoryBytes
+		return nil, fault.Breach(fault.KindMemoryLimit, m, int64(mo.n),
+			"the result would need %d bytes of JSON, more than the memory limit of %d bytes; return less (aggregate, filter or summarise)", mo.n, m)
+	}
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) && !isUncatchable(err) {
@@ -395,15 +406,46 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 		}
 		return nil, x.classify(err)
 	}
-	if s == nil || goja.IsUndefined(s) {
+	if over > 0 {
+		return nil, fault.Breach(fault.KindOutputLimit, max, int64(over),
+			"the result is at least %d bytes of JSON, more than the %d allowed; return less (aggregate, filter or summarise)", over, max)
+	}
+	if b == nil {
 		return json.RawMessage("null"), nil
 	}
-	str := s.String()
-	if max := x.job.Limits.MaxOutputBytes; max > 0 && int64(len(str)) > max {
-		return nil, fault.Breach(fault.KindOutputLimit, max, int64(len(str)),
-			"the result is %d bytes of JSON, more than the %d allowed; return less (aggregate, filter or summarise)", len(str), max)
+	return json.RawMessage(b), nil
+}
+
+// resultJSON is JSON.stringify(v) into bytes (nil when v has no JSON
+// representation), stopped once it passes limit bytes (0: no limit):
+// over is then the size it had reached, more than limit; or once its
+// buffer would pass the memory limit (a *memoryOver error). A JS exception
+// is returned as an error, as are uncatchable errors (interrupts).
+func (x *exec) resultJSON(v goja.Value, limit int64) (b []byte, over int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if o, ok := r.(outputOver); ok {
+				b, over, err = nil, o.n, nil
+				return
+			}
+			if m, ok := r.(memoryOver); ok {
+				b, err = nil, &m
+				return
+			}
+			if e, ok := r.(error); ok && isUncatchable(e) {
+				b, err = nil, e
+				return
+			}
+			panic(r)
+		}
+	}()
+	if limit < 0 {
+		limit = 0
 	}
-	return json.RawMessage(str), nil
+	if ex := x.vm.Try(func() { b, _ = x.serialise(v, nil, nil, int(limit)) }); ex != nil {
+		return nil, 0, ex
+	}
+	return b, 0, nil
 }
 
 // queuedCall is a started call not yet handed to a goroutine.

@@ -22,16 +22,30 @@ type jsonState struct {
 	stack    []*goja.Object // the objects being serialised, outermost first
 	b        []byte
 	max      int           // the longest output allowed
+	limit    int           // a result's size limit in bytes (0: none), see room
 	arg      [1]goja.Value // Array.isArray's argument, reused
 }
 
 // stringifyJS is JSON.stringify(value, replacer, space): a string, or
 // undefined. Exceptions from getters, toJSON and the replacer propagate.
 func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
+	b, ok := x.serialise(value, replacer, space, 0)
+	if !ok {
+		return goja.Undefined()
+	}
+	return x.vm.ToValue(string(b))
+}
+
+// serialise is JSON.stringify(value, replacer, space) into bytes, and
+// whether value had a JSON representation. With a limit above 0 it stops
+// as soon as the text would pass limit bytes, by panicking with
+// outputOver (see room), so that no buffer much larger than the limit is
+// ever built.
+func (x *exec) serialise(value, replacer, space goja.Value, limit int) ([]byte, bool) {
 	if value == nil {
 		value = goja.Undefined()
 	}
-	st := &jsonState{x: x, max: int(x.maxStringChars())}
+	st := &jsonState{x: x, max: int(x.maxStringChars()), limit: limit}
 	if r, ok := replacer.(*goja.Object); ok {
 		if fn, ok := goja.AssertFunction(r); ok {
 			st.replacer = fn
@@ -47,9 +61,73 @@ func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
 		_ = holder.Set("", value)
 	}
 	if !st.value(holder, "", value) {
-		return goja.Undefined()
+		return nil, false
 	}
-	return x.vm.ToValue(string(st.b))
+	return st.b, true
+}
+
+// outputOver stops the serialisation of a result at its size limit: at
+// least n bytes of JSON, more than the limit. resultJSON recovers it.
+type outputOver struct{ n int }
+
+// memoryOver stops the serialisation of a result whose buffer would need
+// n bytes, more than the execution's memory limit (which the result's
+// size limit may exceed: the overflow policy truncate lets a result be
+// 64 MiB whatever memory_bytes says). resultJSON recovers it.
+type memoryOver struct{ n int }
+
+func (m *memoryOver) Error() string {
+	return fmt.Sprintf("the result would need %d bytes, more than the memory limit", m.n)
+}
+
+// room stops a result's serialisation (panics with outputOver) when n
+// more bytes would take it past its limit, and otherwise makes room for
+// them (see reserve). A string value is checked before it is appended,
+// with a lower bound of its size (escapes and multi-byte characters are
+// counted after); everything after, so the buffer never holds more than
+// the limit plus one number, keyword, string or property name (a name is
+// appended before its value is known to have a JSON representation, and
+// taken back when it has none).
+func (st *jsonState) room(n, reserve int) {
+	if st.limit <= 0 {
+		return
+	}
+	if len(st.b)+n > st.limit {
+		panic(outputOver{n: len(st.b) + n})
+	}
+	st.reserve(reserve)
+}
+
+// roomSlack is what room makes ready beyond what it is told: the numbers,
+// keywords and punctuation appended before the next check.
+const roomSlack = 64
+
+// reserve grows a result's buffer, when fewer than n+roomSlack bytes are
+// free, to twice its size but no further than the limit (plus what the
+// next append needs). append's own growth of a large slice is 1.25×,
+// which leaves four times the final buffer behind as garbage on the way
+// to it; doubling leaves one, and the cap at the limit keeps the last
+// step from overshooting: a result of limit bytes allocates about twice
+// the limit in all.
+func (st *jsonState) reserve(n int) {
+	n += roomSlack
+	if cap(st.b)-len(st.b) >= n {
+		return
+	}
+	c := max(2*cap(st.b), 512)
+	c = min(c, st.limit+roomSlack)
+	c = max(c, len(st.b)+n)
+	if m := st.x.job.Limits.MemoryBytes; m > 0 && int64(c) > m {
+		// The text alone would pass the memory limit: its buffer grows to
+		// the limit and no further.
+		if int64(len(st.b)+n) > m {
+			panic(memoryOver{n: len(st.b) + n})
+		}
+		c = int(m)
+	}
+	b := make([]byte, len(st.b), c)
+	copy(b, st.b)
+	st.b = b
 }
 
 // stringify serialises v as the engine does for tool arguments and
@@ -189,7 +267,13 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 	case nil:
 		return false
 	case goja.String:
+		// Each UTF-16 unit takes at least one byte, plus the quotes.
+		// Each UTF-16 unit takes at least one byte and, but for lone
+		// surrogates and control characters, at most three.
+		n := v.Length() + 2
+		st.room(n, 3*n)
 		st.quote(v)
+		st.room(0, 0)
 		return true
 	case *goja.Object:
 		if _, ok := goja.AssertFunction(v); ok {
@@ -202,6 +286,7 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 	case nil: // undefined, null
 		if goja.IsNull(value) {
 			st.str("null")
+			st.room(0, 0)
 			return true
 		}
 		return false
@@ -211,9 +296,11 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 		} else {
 			st.str("false")
 		}
+		st.room(0, 0)
 		return true
 	case typeInt:
 		st.b = strconv.AppendInt(st.b, value.ToInteger(), 10)
+		st.room(0, 0)
 		return true
 	case typeFloat:
 		if f := value.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -221,6 +308,7 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 		} else {
 			st.str(value.String())
 		}
+		st.room(0, 0)
 		return true
 	}
 	if isBigInt(value) {
@@ -275,6 +363,7 @@ func (st *jsonState) object(obj *goja.Object) {
 		n := lengthOf(obj)
 		if n == 0 {
 			st.str("[]")
+			st.room(0, 0)
 			return
 		}
 		st.byte('[')
@@ -286,8 +375,10 @@ func (st *jsonState) object(obj *goja.Object) {
 			if !st.property(obj, ftoa(i)) {
 				st.str("null")
 			}
+			st.room(0, 0)
 		}
 		st.close(']')
+		st.room(0, 0)
 		return
 	}
 	keys := st.props
@@ -302,6 +393,9 @@ func (st *jsonState) object(obj *goja.Object) {
 			st.byte(',')
 		}
 		st.newline()
+		if st.limit > 0 {
+			st.reserve(len(k) + 3)
+		}
 		st.quoteGo(k)
 		st.byte(':')
 		if st.gap != "" {
@@ -316,9 +410,11 @@ func (st *jsonState) object(obj *goja.Object) {
 	}
 	if empty {
 		st.byte('}')
+		st.room(0, 0)
 		return
 	}
 	st.close('}')
+	st.room(0, 0)
 }
 
 func (st *jsonState) str(s string) { st.b = append(st.b, s...) }
@@ -348,7 +444,8 @@ func (st *jsonState) indentTo(depth int) {
 // checkSize throws when the output grows past what the memory limit
 // allows (indentation makes it quadratic in the depth).
 func (st *jsonState) checkSize() {
-	if len(st.b) > st.max {
+	// A result's text is bytes, never a JS string: reserve guards it.
+	if len(st.b) > st.max && st.limit <= 0 {
 		st.x.checkChars("JSON.stringify", float64(len(st.b)))
 	}
 }

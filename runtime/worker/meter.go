@@ -148,23 +148,53 @@ func (w *watchdog) start() {
 // stop ends the checks (a check still running can only cancel a context
 // nobody uses any more), takes a last measure and returns the CPU time
 // used, the peak heap growth and the breach, if any.
+//
+// The peak is what the execution is charged with, so an execution that
+// ends without a breach never reports more than its limit: heap growth,
+// garbage included, as long as it stays within the limit; past it, only
+// the live heap a collection marked counts (the collector may let
+// garbage grow well past the limit before it runs: GOGC 400, the soft
+// memory limit 16 MiB above the execution's). When heap objects are past
+// the limit as the execution ends, a collection decides: live data past
+// the limit — the result the execution built, the script's data — is a
+// breach like any other.
 func (w *watchdog) stop() (time.Duration, int64, *fault.Error) {
 	close(w.stopCh)
 	cpu := clockNow(w.clock) - w.cpu0
 	_, obj := w.heap.read()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.stopped = true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	if g := obj - w.baseObj; g > w.peak {
-		w.peak = g
-	}
+	breached := w.breached
+	w.mu.Unlock()
 	if cpu < 0 {
 		cpu = 0
 	}
+	grown := obj - w.baseObj
+	if breached == nil && w.memLimit > 0 && grown > w.memLimit {
+		runtime.GC()
+		live, _ := w.heap.read()
+		grown = w.usage(live)
+		if grown > w.memLimit {
+			breached = w.memoryBreach(grown)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if breached != nil && w.breached == nil {
+		w.breached = breached
+	}
+	if grown > w.peak {
+		w.peak = grown
+	}
 	return cpu, w.peak, w.breached
+}
+
+// memoryBreach is the MEMORY_LIMIT of an execution that held used bytes.
+func (w *watchdog) memoryBreach(used int64) *fault.Error {
+	return fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))
 }
 
 // kick brings the next check forward (after a GC cycle).
@@ -223,7 +253,10 @@ func (w *watchdog) check() (busy, breached bool) {
 	// last check — it is running, not parked on a tool call.
 	hot := (cpu-w.lastCPU)*5 >= now.Sub(w.lastCheck)
 	w.lastCPU, w.lastCheck = cpu, now
-	if g := obj - w.baseObj; g > w.peak {
+	baseLive := w.baseLive
+	// Growth past the limit may be garbage: it counts only once a
+	// collection has shown it live (below, or in stop).
+	if g := obj - w.baseObj; g > w.peak && (w.memLimit <= 0 || g <= w.memLimit) {
 		w.peak = g
 	}
 	w.mu.Unlock()
@@ -236,7 +269,11 @@ func (w *watchdog) check() (busy, breached bool) {
 		return busy, false
 	}
 	used := w.usage(live)
-	if used <= w.memLimit && obj-w.baseLive > w.memLimit && (w.shared || obj < goal) && time.Since(w.lastGC) > forcedGCGap {
+	// fresh: the live figure was marked by a collection that began after
+	// the execution did (an earlier one may count the data of the
+	// execution before).
+	fresh := cycles >= w.cycles0+2
+	if used <= w.memLimit && obj-baseLive > w.memLimit && (w.shared || obj < goal) && time.Since(w.lastGC) > forcedGCGap {
 		// Heap objects (garbage included) passed the limit: collect to
 		// learn whether the live heap did. When the execution runs alone
 		// in its worker, not while a collection is under way (the heap
@@ -248,7 +285,7 @@ func (w *watchdog) check() (busy, breached bool) {
 		runtime.GC()
 		w.lastGC = time.Now()
 		live, _ = w.heap.read()
-		used = w.usage(live)
+		used, fresh = w.usage(live), true
 	}
 	if used > w.memLimit && cycles < w.cycles0+2 && time.Since(w.lastGC) > forcedGCGap {
 		// The live figure comes from a collection that began before the
@@ -258,16 +295,15 @@ func (w *watchdog) check() (busy, breached bool) {
 		runtime.GC()
 		w.lastGC = time.Now()
 		live, _ = w.heap.read()
-		used = w.usage(live)
+		used, fresh = w.usage(live), true
 	}
+	w.mu.Lock()
+	if fresh && used > w.peak {
+		w.peak = used
+	}
+	w.mu.Unlock()
 	if used > w.memLimit {
-		fe := fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))
-		w.mu.Lock()
-		if used > w.peak {
-			w.peak = used
-		}
-		w.mu.Unlock()
-		return busy, w.trip(fe, cpu)
+		return busy, w.trip(w.memoryBreach(used), cpu)
 	}
 	return busy, false
 }
@@ -277,8 +313,11 @@ func (w *watchdog) check() (busy, breached bool) {
 // before the execution marked may have included data that has died since
 // (an earlier execution's, in a shared heap), and charging against that
 // stale figure would let the script hold that much more than its limit.
-// Only check calls it (one at a time).
+// check and stop call it, possibly at once (a check still running when
+// the execution ends).
 func (w *watchdog) usage(live int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if live < w.baseLive {
 		w.baseLive = live
 	}

@@ -1640,7 +1640,12 @@ type ExecutionStats struct {
 	Duration *durationpb.Duration `protobuf:"bytes,1,opt,name=duration,proto3" json:"duration,omitempty"`
 	// cpu_time is the CPU time the sandbox used.
 	CpuTime *durationpb.Duration `protobuf:"bytes,2,opt,name=cpu_time,json=cpuTime,proto3" json:"cpu_time,omitempty"`
-	// peak_memory_bytes is the highest memory use observed for the sandbox.
+	// peak_memory_bytes is the highest memory the execution was charged
+	// with: for JavaScript and TypeScript, the heap's growth during the
+	// execution (garbage included while within memory_bytes; past it, only
+	// what a collection found live), the result's JSON text included; for
+	// WebAssembly, the linear memory. An execution that does not end
+	// MEMORY_LIMIT reports at most memory_bytes.
 	PeakMemoryBytes int64 `protobuf:"varint,3,opt,name=peak_memory_bytes,json=peakMemoryBytes,proto3" json:"peak_memory_bytes,omitempty"`
 	// tool_calls is the number of tool calls the program made, rejected calls
 	// included.

@@ -836,7 +836,12 @@ export type ExecutionStats = Message<"ptc.v1.ExecutionStats"> & {
   cpuTime?: Duration | undefined;
 
   /**
-   * peak_memory_bytes is the highest memory use observed for the sandbox.
+   * peak_memory_bytes is the highest memory the execution was charged
+   * with: for JavaScript and TypeScript, the heap's growth during the
+   * execution (garbage included while within memory_bytes; past it, only
+   * what a collection found live), the result's JSON text included; for
+   * WebAssembly, the linear memory. An execution that does not end
+   * MEMORY_LIMIT reports at most memory_bytes.
    *
    * @generated from field: int64 peak_memory_bytes = 3;
    */

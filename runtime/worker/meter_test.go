@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/fault"
+)
+
+// TestWatchdogPeakWithinLimit: the peak an execution reports is what it is
+// charged with. Garbage that takes the heap past the limit before the
+// collector runs is not charged (a collection at the end decides), and
+// live data past the limit at the end — a result held, the script's data —
+// is a MEMORY_LIMIT with the limit and what was observed. Collections are
+// off while the execution allocates, so the end's collection is the only
+// one.
+func TestWatchdogPeakWithinLimit(t *testing.T) {
+	const limit = 32 << 20
+	cases := []struct {
+		name   string
+		keep   int // MiB still referenced when the execution ends
+		churn  int // MiB allocated and dropped
+		breach bool
+	}{
+		{"garbage past the limit", 0, 48, false},
+		{"live data within, garbage past", 16, 32, false},
+		{"live data past the limit", 40, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GC()
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			w := newWatchdog(0, limit, liveHeap(), false, cancel)
+			var kept [][]byte
+			for i := 0; i < tc.keep; i++ {
+				kept = append(kept, make([]byte, 1<<20))
+			}
+			var sink []byte
+			for i := 0; i < tc.churn; i++ {
+				sink = make([]byte, 1<<20)
+			}
+			_ = sink
+			_, peak, fe := w.stop()
+			runtime.KeepAlive(kept)
+			if !tc.breach {
+				if fe != nil || peak > limit || peak < int64(tc.keep)<<20*7/8 {
+					t.Fatalf("breach %v, peak %d for a limit of %d", fe, peak, limit)
+				}
+				return
+			}
+			if fe == nil || fe.Kind != fault.KindMemoryLimit || fe.Limit != limit || fe.Observed <= limit || peak < fe.Observed {
+				t.Fatalf("breach %+v, peak %d", fe, peak)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("a breach found at the end cancelled the finished execution")
+			}
+		})
+	}
+}
