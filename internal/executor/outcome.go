@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -46,8 +48,14 @@ func answersDigest(answers []core.Answer) [sha256.Size]byte {
 			field(a.Error.Code)
 			field(a.Error.Message)
 		default:
+			// The same JSON sent with other whitespace is the same answer.
+			out := a.Output
+			var compact bytes.Buffer
+			if json.Compact(&compact, out) == nil {
+				out = compact.Bytes()
+			}
 			field("output")
-			field(string(a.Output))
+			field(string(out))
 		}
 	}
 	return sha256.Sum256(b)

@@ -19,6 +19,7 @@ func TestAnswersDigest(t *testing.T) {
 	}{
 		{"same", []core.Answer{{CallID: "c1", Output: json.RawMessage(`"a"`)}, {CallID: "c2", Approve: true}}, true},
 		{"reordered", []core.Answer{{CallID: "c2", Approve: true}, {CallID: "c1", Output: json.RawMessage(`"a"`)}}, true},
+		{"other whitespace", []core.Answer{{CallID: "c1", Output: json.RawMessage(" \"a\"\n")}, {CallID: "c2", Approve: true}}, true},
 		{"other output", []core.Answer{{CallID: "c1", Output: json.RawMessage(`"b"`)}, {CallID: "c2", Approve: true}}, false},
 		{"denied", []core.Answer{{CallID: "c1", Output: json.RawMessage(`"a"`)}, {CallID: "c2", Deny: true}}, false},
 		{"an error", []core.Answer{{CallID: "c1", Error: &tools.Error{Code: "a"}}, {CallID: "c2", Approve: true}}, false},
