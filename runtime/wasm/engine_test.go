@@ -331,7 +331,8 @@ func TestCancel(t *testing.T) {
 	mod := guest(t, "callflood")
 	j, _ := job(mod, `{"tool":"cancel"}`, limits.Limits{}, testTools(t, cancelling))
 	out := e.Run(ctx, j)
-	if out.Err == nil || out.Err.Kind != fault.KindCancelled {
+	// The words of every engine for the same end.
+	if out.Err == nil || out.Err.Kind != fault.KindCancelled || out.Err.Message != "the execution was cancelled by the caller" {
 		t.Fatalf("outcome = %+v, want CANCELLED", out.Err)
 	}
 

@@ -97,7 +97,7 @@ func contextFault(cause error, timeout, elapsed time.Duration) *fault.Error {
 		fe.Cause = cause
 		return fe
 	}
-	return fault.Wrap(fault.KindCancelled, cause, "the execution was cancelled")
+	return fault.Wrap(fault.KindCancelled, cause, "the execution was cancelled by the caller")
 }
 
 const pageSize = 65536

@@ -275,8 +275,6 @@ func (w *proc) failAll(execs map[uint64]*execState, readErr, waitErr error, pool
 		case es.killKind == fault.KindTimeout:
 			fe = fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
 				"the script did not finish within its %s time limit (it was stuck in a built-in that cannot be interrupted, so its worker was stopped); work on smaller data", es.job.Limits.Timeout)
-		case es.killKind == fault.KindCancelled && es.wasm:
-			fe = fault.New(fault.KindCancelled, "the execution was cancelled")
 		case es.killKind == fault.KindCancelled:
 			fe = fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
 		case poolKind != fault.KindUnspecified:

@@ -224,7 +224,7 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 			return &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
 				"the execution ran out of time while its module was compiled")}
 		}
-		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled")}
+		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
 	case err != nil:
 		w.kill()
 		return <-es.done

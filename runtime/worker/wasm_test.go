@@ -187,7 +187,7 @@ func TestWASMInWorkers(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		out := p.Run(ctx, newWASMJob(t, spinner, ``, nil))
-		if out.Err == nil || out.Err.Kind != fault.KindCancelled {
+		if out.Err == nil || out.Err.Kind != fault.KindCancelled || out.Err.Message != "the execution was cancelled by the caller" {
 			t.Fatalf("got %v, want CANCELLED", out.Err)
 		}
 	})
