@@ -149,9 +149,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.KillGrace <= 0 {
 		c.KillGrace = time.Second
 	}
-	if c.breachGrace <= 0 {
-		c.breachGrace = defaultBreachGrace
-	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 10 * time.Second
 	}
@@ -175,4 +172,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("worker: unknown mode %d; use ModeWorker or ModeInProcess", int(c.Mode))
 	}
 	return c, nil
+}
+
+// breachGraceOrDefault is how long an execution that broke a limit has to
+// stop before its worker is killed (see defaultBreachGrace).
+func (c *Config) breachGraceOrDefault() time.Duration {
+	if c.breachGrace > 0 {
+		return c.breachGrace
+	}
+	return defaultBreachGrace
 }

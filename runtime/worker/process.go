@@ -131,11 +131,18 @@ func (w *proc) queue(tag uint64, m *wp.SupervisorFrame) error {
 	return err
 }
 
-// kill ends the worker process (its whole process group).
+// kill ends the worker process (its whole process group). A proc whose
+// process was never started has nothing to kill: kill(-0) would signal
+// the supervisor's own process group.
 func (w *proc) kill() {
 	w.killOnce.Do(func() {
+		if w.pid <= 0 {
+			return
+		}
 		_ = unix.Kill(-w.pid, unix.SIGKILL)
-		_ = w.cmd.Process.Kill()
+		if w.cmd != nil && w.cmd.Process != nil {
+			_ = w.cmd.Process.Kill()
+		}
 	})
 }
 

@@ -110,7 +110,7 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 				h()
 			}
 			if w.pool.cfg.ExecutionsPerWorker == 1 || fe.Kind == fault.KindMemoryLimit {
-				es.breachTimer = time.AfterFunc(w.pool.cfg.breachGrace, func() { w.breachKill(es) })
+				es.breachTimer = time.AfterFunc(w.pool.cfg.breachGraceOrDefault(), func() { w.breachKill(es) })
 			}
 		}
 		w.mu.Unlock()
@@ -174,7 +174,7 @@ func (w *proc) breachKill(es *execState) {
 	w.mu.Unlock()
 	if running {
 		w.pool.stats.killed.Add(1)
-		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + w.pool.cfg.breachGrace.String())
+		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + w.pool.cfg.breachGraceOrDefault().String())
 	}
 }
 
