@@ -230,7 +230,10 @@ func TestTruncateLargeResultMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			res, err := r.Execute(context.Background(), ptc.Request{Source: src, Limits: ptc.Limits{MaxOutputBytes: 1024}, TruncateResult: true})
+			// Time enough for a race-instrumented worker (several times
+			// slower) to reach the output cap: time is not the subject.
+			lim := ptc.Limits{MaxOutputBytes: 1024, CPUTime: 2 * time.Minute, Timeout: 5 * time.Minute}
+			res, err := r.Execute(context.Background(), ptc.Request{Source: src, Limits: lim, TruncateResult: true})
 			if err != nil {
 				t.Fatal(err)
 			}
