@@ -2,13 +2,11 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/executor"
@@ -118,17 +116,7 @@ func TestGoClientCutsApprovalReason(t *testing.T) {
 		return h(srv, recordingStream{ServerStream: ss, reasons: reasons})
 	}))
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(newExecutor(t, sendTool(&runs))))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); gs.Stop(); <-done })
+	conn := serve(t, gs)
 	long := strings.Repeat("é", executor.MaxReasonBytes)
 	res, err := ptc.NewClient(conn).Run(context.Background(), ptc.Request{Source: approvalScript,
 		Approve: func(context.Context, ptc.Action) (bool, string) { return false, long }})

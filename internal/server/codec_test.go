@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -59,19 +57,9 @@ func scriptRequest(source []byte) []byte {
 // fields included, run.
 func TestMalformedRequestsAreInvalidArgument(t *testing.T) {
 	ex := newExecutor(t, demo.Tools()...)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	gs := grpc.NewServer(server.Interceptors(server.ChainConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})...)
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { conn.Close(); gs.Stop(); <-done }()
+	conn := serve(t, gs)
 	ctx := context.Background()
 
 	unknown := append(scriptRequest([]byte("return 1")), protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 7)...)

@@ -3,13 +3,11 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
@@ -35,25 +33,10 @@ func serveExecutor(tb testing.TB, cfg executor.Config) ptcv1.RunnerServiceClient
 	if err != nil {
 		tb.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	tb.Cleanup(func() { _ = ex.Close() }) // after the server stopped
 	gs := grpc.NewServer()
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		<-done
-		_ = ex.Close()
-	})
-	return ptcv1.NewRunnerServiceClient(conn)
+	return ptcv1.NewRunnerServiceClient(serve(tb, gs))
 }
 
 // streamSession runs req as a Session with stream_logs and returns the log

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
@@ -76,23 +74,13 @@ func TestSupervisorMemoryPerExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = ex.Close() }) // after the server stopped
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(25 << 20))
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex, server.WithMemoryRelease(server.DefaultReleaseAfter, func() {
 		server.ReleaseMemory()
 		released <- time.Now()
 	})))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(25<<20)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { conn.Close(); gs.Stop(); <-done; _ = ex.Close() }()
+	conn := serve(t, gs, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(25<<20)))
 	c := ptcv1.NewRunnerServiceClient(conn)
 
 	src := "return 1 //" + strings.Repeat("x", 1<<20-20)

@@ -9,7 +9,6 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -117,21 +115,7 @@ func startProd(t testing.TB, pc prodConfig) *prod {
 	gs := grpc.NewServer(server.Interceptors(server.ChainConfig{Log: log, Metrics: m, Auth: authFn, Limiter: auth.NewRateLimiter(authn)})...)
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(r, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(m)))
 	testgrpc.RegisterTestServiceServer(gs, panicService{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		<-done
-	})
+	conn := serve(t, gs)
 	return &prod{rpc: ptcv1.NewRunnerServiceClient(conn), client: ptc.NewClient(conn), test: testgrpc.NewTestServiceClient(conn), adm: adm, metrics: m, logs: logs}
 }
 

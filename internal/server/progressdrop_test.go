@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -32,22 +30,11 @@ func TestSessionProgressSlowReader(t *testing.T) {
 			once.Do(func() { close(ended) })
 			return json.RawMessage(`true`), nil
 		}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	gs := grpc.NewServer()
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(newExecutor(t, append(demo.Tools(), end)...)))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
 	// A fixed window: the transport buffers at most 64 KiB for a client
 	// that does not read.
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); gs.Stop(); <-done })
+	conn := serve(t, gs, grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16))
 	rpc := ptcv1.NewRunnerServiceClient(conn)
 
 	for _, logs := range []bool{false, true} {

@@ -3,12 +3,10 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
@@ -51,21 +49,11 @@ func TestResumeMetricsCountEachCallOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = ex.Close() }) // after the server stopped
 			m := metrics.New(metrics.Gauges{})
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
 			gs := grpc.NewServer()
 			ptcv1.RegisterRunnerServiceServer(gs, server.New(ex, server.WithMetrics(m)))
-			done := make(chan struct{})
-			go func() { _ = gs.Serve(lis); close(done) }()
-			conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close(); gs.Stop(); <-done; _ = ex.Close() })
-			rpc := ptcv1.NewRunnerServiceClient(conn)
+			rpc := ptcv1.NewRunnerServiceClient(serve(t, gs))
 
 			ctx := context.Background()
 			res, err := rpc.Execute(ctx, &ptcv1.ExecuteRequest{Script: js(src), Resumable: true,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -148,26 +146,13 @@ func replica(t *testing.T, url, prefix string, ts ...tools.Tool) ptcv1.RunnerSer
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		<-done
+	t.Cleanup(func() { // after the server stopped
 		_ = ex.Close()
 		_ = m.Close()
 	})
-	return ptcv1.NewRunnerServiceClient(conn)
+	gs := grpc.NewServer()
+	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
+	return ptcv1.NewRunnerServiceClient(serve(t, gs))
 }
 
 // TestResumeRetryAcrossReplicas: two servers share a Redis store. A

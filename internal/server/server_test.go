@@ -92,22 +92,22 @@ type fixture struct {
 	srv    *server.Server
 }
 
-// start serves a runner with the demo tools on a real loopback listener.
-func start(tb testing.TB) *fixture {
+// serve serves gs on a real loopback listener and returns a plaintext
+// connection to it (with opts). At the end of the test the connection is
+// closed and the server stopped; what the caller registered with
+// tb.Cleanup before calling serve is cleaned up after that.
+func serve(tb testing.TB, gs *grpc.Server, opts ...grpc.DialOption) *grpc.ClientConn {
 	tb.Helper()
-	r := newExecutor(tb, demo.Tools()...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gs := grpc.NewServer()
-	srv := server.New(r)
-	ptcv1.RegisterRunnerServiceServer(gs, srv)
-	testgrpc.RegisterTestServiceServer(gs, echoService{})
 	done := make(chan struct{})
 	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
+		gs.Stop()
+		<-done
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
@@ -115,7 +115,19 @@ func start(tb testing.TB) *fixture {
 		gs.Stop()
 		<-done
 	})
-	return &fixture{addr: lis.Addr().String(), conn: conn, rpc: ptcv1.NewRunnerServiceClient(conn), client: ptc.NewClient(conn), srv: srv}
+	return conn
+}
+
+// start serves a runner with the demo tools on a real loopback listener.
+func start(tb testing.TB) *fixture {
+	tb.Helper()
+	r := newExecutor(tb, demo.Tools()...)
+	gs := grpc.NewServer()
+	srv := server.New(r)
+	ptcv1.RegisterRunnerServiceServer(gs, srv)
+	testgrpc.RegisterTestServiceServer(gs, echoService{})
+	conn := serve(tb, gs)
+	return &fixture{addr: conn.Target(), conn: conn, rpc: ptcv1.NewRunnerServiceClient(conn), client: ptc.NewClient(conn), srv: srv}
 }
 
 func jsReq(src string) *ptcv1.ExecuteRequest {

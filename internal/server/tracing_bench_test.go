@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"slices"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/server"
@@ -35,10 +33,7 @@ func tracedServer(b *testing.B, tr telemetry.Tracing) ptcv1.RunnerServiceClient 
 	if err != nil {
 		b.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Cleanup(func() { _ = ex.Close() }) // after the server stopped
 	var opts []grpc.ServerOption
 	if tr.Enabled() {
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tr.Provider),
@@ -46,14 +41,7 @@ func tracedServer(b *testing.B, tr telemetry.Tracing) ptcv1.RunnerServiceClient 
 	}
 	gs := grpc.NewServer(opts...)
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex, server.WithTracing(tr)))
-	done := make(chan struct{})
-	go func() { _ = gs.Serve(lis); close(done) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close(); gs.Stop(); <-done; _ = ex.Close() })
-	return ptcv1.NewRunnerServiceClient(conn)
+	return ptcv1.NewRunnerServiceClient(serve(b, gs))
 }
 
 // BenchmarkTracingExpense measures what tracing costs on the expense
