@@ -38,10 +38,24 @@ if [ ! -x "$es" ]; then
 fi
 for tool in protoc grpc_python_plugin; do
 	if ! command -v "$tool" >/dev/null; then
-		echo "gen-client-proto: $tool is missing; run: apt-get install -y protobuf-compiler protobuf-compiler-grpc" >&2
+		echo "gen-client-proto: $tool is missing; run: apt-get install -y protobuf-compiler protobuf-compiler-grpc libprotobuf-dev" >&2
 		exit 1
 	fi
 done
+# The contract imports the well-known types (google/protobuf/duration.proto,
+# timestamp.proto); Debian ships their .proto files in libprotobuf-dev,
+# which protobuf-compiler only recommends.
+wkt_include=""
+for dir in /usr/include /usr/local/include; do
+	if [ -f "$dir/google/protobuf/duration.proto" ] && [ -f "$dir/google/protobuf/timestamp.proto" ]; then
+		wkt_include="$dir"
+		break
+	fi
+done
+if [ -z "$wkt_include" ]; then
+	echo "gen-client-proto: the well-known protobuf types (google/protobuf/duration.proto) are missing; run: apt-get install -y libprotobuf-dev" >&2
+	exit 1
+fi
 if [ "$(protoc --version)" != "$want_protoc" ]; then
 	echo "gen-client-proto: protoc is $(protoc --version), want $want_protoc (Debian's protobuf-compiler)" >&2
 	exit 1
@@ -71,7 +85,7 @@ go tool -modfile=internal/buildtools/go.mod buf generate \
 py="$out/clients/python/ptc_client/_proto"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ptc-gen-client.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-protoc -I proto \
+protoc -I proto -I "$wkt_include" \
 	--python_out="$tmp" --pyi_out="$tmp" \
 	--grpc_python_out="$tmp" --plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" \
 	ptc/v1/runner.proto
