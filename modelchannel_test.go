@@ -64,7 +64,12 @@ func TestTruncateResult(t *testing.T) {
 		defer r.Close()
 		for _, tc := range cases {
 			t.Run(is.name+"/"+tc.name, func(t *testing.T) {
-				res, err := r.Execute(context.Background(), ptc.Request{Source: tc.src, Limits: tc.limits, TruncateResult: tc.truncate})
+				// Time enough for a race-instrumented worker (several
+				// times slower) to build a 32 MB result: time is not what
+				// any case checks.
+				lim := tc.limits
+				lim.CPUTime, lim.Timeout = 2*time.Minute, 5*time.Minute
+				res, err := r.Execute(context.Background(), ptc.Request{Source: tc.src, Limits: lim, TruncateResult: tc.truncate})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc"
 )
@@ -20,7 +21,9 @@ func TestWorkerIsolation(t *testing.T) {
 	defer c.Close()
 	res, err := c.Execute(context.Background(), ptc.Request{
 		Source: `let s = "x"; for (;;) s += s;`,
-		Limits: ptc.Limits{MemoryBytes: 64 << 20},
+		// Time enough for a loaded machine or the race detector to reach
+		// the memory limit: time is not what it checks.
+		Limits: ptc.Limits{MemoryBytes: 64 << 20, CPUTime: time.Minute, Timeout: 2 * time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)

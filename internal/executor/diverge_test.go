@@ -146,7 +146,7 @@ type atomicCounter struct{ atomic.Int64 }
 func TestParkedTimeout(t *testing.T) {
 	e := durableExecutor(t, 0)
 	res := run(t, e, core.Request{Script: core.Script{Source: `await tools.ask({}); for (;;) {}`}, Resumable: true,
-		ClientTools: []tools.Tool{askTool}, Limits: limits.Limits{Timeout: 2 * time.Second}})
+		ClientTools: []tools.Tool{askTool}, Limits: limits.Limits{Timeout: 2 * time.Second, CPUTime: time.Minute}})
 	if len(res.Pending) != 1 || e.parked.len() != 1 {
 		t.Fatalf("not parked: %+v", res)
 	}

@@ -2,6 +2,7 @@ package js_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime/js"
@@ -51,7 +52,9 @@ func TestSizeGuards(t *testing.T) {
 		{"JSON.stringify output", `JSON.stringify(new Array(2 ** 20).fill("x".repeat(1000)))`},
 	}
 	e := js.New()
-	lim := limits.Limits{MemoryBytes: 64 << 20}
+	// Time enough for the race detector to build the strings some cases
+	// start from: time is not what the guards are checked for.
+	lim := limits.Limits{MemoryBytes: 64 << 20, CPUTime: time.Minute, Timeout: 2 * time.Minute}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := `try { ` + c.expr + `; return "allocated" } catch (e) { return [e.name, e instanceof RangeError, /memory limit/.test(e.message)] }`
