@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,29 @@ func TestClockStartPresence(t *testing.T) {
 				t.Fatalf("result %s, %v %v; want %s", res.Result, err, res.Error, tc.want)
 			}
 		})
+	}
+}
+
+// TestResumableClockStartsNow: a resumable execution without a clock start
+// reads a virtual clock that starts when the execution starts, not at the
+// Unix epoch; one given explicitly, the zero time included, is kept.
+func TestResumableClockStartsNow(t *testing.T) {
+	e := durableExecutor(t, 0)
+	src := core.Script{Source: "return Date.now()"}
+	before := time.Now().Truncate(time.Millisecond).UnixMilli()
+	res, err := e.Execute(context.Background(), core.Request{Script: src, Resumable: true}, limits.Limits{})
+	after := time.Now().UnixMilli()
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	var now int64
+	if jerr := json.Unmarshal(res.Result, &now); jerr != nil || now < before || now > after {
+		t.Fatalf("Date.now() %s, want between %d and %d", res.Result, before, after)
+	}
+	res, err = e.Execute(context.Background(), core.Request{Script: core.Script{Source: "return new Date().getUTCFullYear()"}, Resumable: true,
+		Determinism: core.Determinism{ClockStartSet: true}}, limits.Limits{})
+	if err != nil || res.Error != nil || string(res.Result) != "1" {
+		t.Fatalf("result %s, %v %v; want the zero time's year 1", res.Result, err, res.Error)
 	}
 }
 

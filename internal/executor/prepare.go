@@ -102,8 +102,8 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 		// A resumable execution is re-run to resume it: it is always
 		// deterministic, its virtual clock starting now unless set.
 		req.Deterministic = true
-		if req.ClockStart.IsZero() {
-			req.ClockStart = time.Now().UTC().Truncate(time.Millisecond)
+		if !req.ClockStartSet {
+			req.ClockStart, req.ClockStartSet = time.Now().UTC().Truncate(time.Millisecond), true
 		}
 	}
 	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id),
