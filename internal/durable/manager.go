@@ -213,8 +213,11 @@ func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault
 	if tok == "" {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution").Because(fault.ReasonContinuationMalformed)
 	}
-	if limit := 2 * max(m.cfg.MaxTokenBytes, 1<<20); len(tok) > limit {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %d bytes, longer than any this server issues", len(tok)).Because(fault.ReasonContinuationMalformed)
+	// Seal never issues a continuation longer than MaxTokenBytes, so a
+	// longer one is refused before a byte of it is decoded. Replicas that
+	// resume each other's continuations share this setting.
+	if len(tok) > m.cfg.MaxTokenBytes {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %d bytes, longer than any this server issues (durable.max_token_bytes is %d)", len(tok), m.cfg.MaxTokenBytes).Because(fault.ReasonContinuationMalformed)
 	}
 	h, body, signed, mac, err := parse(tok)
 	if err != nil {

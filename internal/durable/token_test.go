@@ -96,6 +96,7 @@ func TestOpenRefuses(t *testing.T) {
 	rotated := newManager(t, Config{Keys: []Key{key2, key1}, Now: clock})
 	foreign := newManager(t, Config{Keys: []Key{key2}, Now: clock})
 	later := newManager(t, Config{Keys: []Key{key1}, Now: func() time.Time { return now.Add(2 * time.Hour) }})
+	capped := newManager(t, Config{Keys: []Key{key1}, TTL: time.Hour, Now: clock, MaxTokenBytes: len(s.Token) + 100})
 	cases := []struct {
 		name   string
 		m      *Manager
@@ -122,6 +123,10 @@ func TestOpenRefuses(t *testing.T) {
 		{"MAC altered", m, flip(len(raw) - 1), "a", fault.CodeInvalidArgument, "signature", fault.ReasonContinuationTampered},
 		{"truncated", m, base64.RawURLEncoding.EncodeToString(raw[:len(raw)-10]), "a", fault.CodeInvalidArgument, "", ""},
 		{"too long", m, strings.Repeat("A", 3<<20), "a", fault.CodeInvalidArgument, "longer", fault.ReasonContinuationMalformed},
+		// A genuine header padded past the cap is refused for its length,
+		// not decoded and found altered.
+		{"genuine token padded past the cap", capped, s.Token + strings.Repeat("A", 4096), "a", fault.CodeInvalidArgument, "longer", fault.ReasonContinuationMalformed},
+		{"genuine token padded by 300 KiB", m, s.Token + strings.Repeat("A", 300<<10), "a", fault.CodeInvalidArgument, "longer", fault.ReasonContinuationMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
