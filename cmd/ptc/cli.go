@@ -210,7 +210,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitRejected
 	}
 	if res.RequiresAction() {
-		return reportPause(res, f.durable.out, stdout, stderr)
+		// In process, OnLog printed each line as it was written.
+		return reportPause(res, f.durable.out, f.server.addr == "", stdout, stderr)
 	}
 	return report(res, f.jsonOut, stdout, stderr)
 }

@@ -70,9 +70,10 @@ func (d *durableFlags) apply(req *ptc.Request, stdin io.Reader) error {
 
 // reportPause prints a paused execution's state — the ExecuteResponse,
 // with its pending actions and continuation, in protobuf's JSON mapping —
-// on stdout,
-// writes it to --continuation when given, and returns exitPaused.
-func reportPause(res *ptc.Result, out string, stdout, stderr io.Writer) int {
+// on stdout, writes it to --continuation when given, prints the logs on
+// stderr unless logsShown (they were printed as they came), and returns
+// exitPaused.
+func reportPause(res *ptc.Result, out string, logsShown bool, stdout, stderr io.Writer) int {
 	var b bytes.Buffer
 	if err := printJSON(&b, responsePB(res)); err != nil {
 		fmt.Fprintln(stderr, "ptc:", err)
@@ -86,7 +87,9 @@ func reportPause(res *ptc.Result, out string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, l := range res.Logs {
-		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+		if !logsShown {
+			fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+		}
 	}
 	fmt.Fprintf(stderr, "ptc: paused, waiting for %s; continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE\n", plural.Count(len(res.Pending), "call", "calls"))
 	return exitPaused
@@ -225,7 +228,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 	if res.RequiresAction() {
-		return reportPause(res, *out, stdout, stderr)
+		return reportPause(res, *out, false, stdout, stderr)
 	}
 	for _, l := range res.Logs {
 		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)

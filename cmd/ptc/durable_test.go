@@ -50,6 +50,31 @@ func TestRunResumableAndResume(t *testing.T) {
 	}
 }
 
+// TestPausePrintsLogsOnce: a paused run prints each console line once,
+// whether it streamed it (in process) or not, and a resume that pauses
+// again prints the lines of its own segment once.
+func TestPausePrintsLogsOnce(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	dir := t.TempDir()
+	p1 := filepath.Join(dir, "p1.json")
+	script := writeScript(t, "twice.js", `
+		console.log("first line");
+		const a = await tools.ask({n: 1});
+		console.log("second line");
+		const b = await tools.ask({n: 2});
+		return [a, b];`)
+	code, stdout, stderr := ptcMain(t, "run", script, "--resumable", "--client-tools", `[{"name":"ask"}]`, "--continuation", p1)
+	if code != exitPaused || strings.Count(stderr, "[log] first line") != 1 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = ptcMain(t, "resume", p1, "--answer", `c1=1`)
+	// The resumed segment's logs are its own: the first line was printed
+	// by the run that wrote it.
+	if code != exitPaused || strings.Contains(stderr, "[log] first line") || strings.Count(stderr, "[log] second line") != 1 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
 // TestPauseStateIsProtoJSON: the pause state is the ExecuteResponse in
 // protobuf's JSON mapping, as --json prints every response; ptc resume
 // reads it from stdin, and a denied call rejects in the script.
