@@ -19,12 +19,15 @@ type SearchHit struct {
 
 // Description is a tool's definition plus its TypeScript declaration: the
 // result of Caller.Describe (tools.$describe in a script).
+// RequiresApproval is the effective requirement, as ListTools reports it:
+// the definition's, or the server's configuration's (Config.Approvals).
 type Description struct {
-	Name         string `json:"name"`
-	Description  string `json:"description"`
-	InputSchema  any    `json:"input_schema,omitempty"`
-	OutputSchema any    `json:"output_schema,omitempty"`
-	TypeScript   string `json:"typescript"`
+	Name             string `json:"name"`
+	Description      string `json:"description"`
+	InputSchema      any    `json:"input_schema,omitempty"`
+	OutputSchema     any    `json:"output_schema,omitempty"`
+	RequiresApproval bool   `json:"requires_approval,omitempty"`
+	TypeScript       string `json:"typescript"`
 }
 
 type describer struct {
@@ -68,14 +71,18 @@ func (d *Dispatcher) Describe(name string) (Description, bool) {
 	if !ok {
 		return Description{}, false
 	}
-	desc := Description{Name: t.Name, Description: t.Description}
+	def := t.Definition
+	if _, ok := d.cfg.Approvals[name]; ok {
+		def.RequiresApproval = true
+	}
+	desc := Description{Name: t.Name, Description: t.Description, RequiresApproval: def.RequiresApproval}
 	if t.Input != nil {
 		desc.InputSchema = decodeSchema(t.Input.Raw())
 	}
 	if t.Output != nil {
 		desc.OutputSchema = decodeSchema(t.Output.Raw())
 	}
-	if ts, err := tsdecl.Generate([]tools.Definition{t.Definition}, tsdecl.Options{}); err == nil {
+	if ts, err := tsdecl.Generate([]tools.Definition{def}, tsdecl.Options{}); err == nil {
 		desc.TypeScript = ts
 	}
 	return desc, true

@@ -12,7 +12,8 @@ import (
 )
 
 // TestListToolsApprovalMatchesExecutions: for every tool, what ListTools
-// reports as RequiresApproval is what an execution enforces — the tool's
+// reports as RequiresApproval — and what tools.$describe says in a
+// script — is what an execution enforces — the tool's
 // definition, the server's rule, both, or neither — and the registry's own
 // definitions are left as they were.
 func TestListToolsApprovalMatchesExecutions(t *testing.T) {
@@ -50,6 +51,22 @@ func TestListToolsApprovalMatchesExecutions(t *testing.T) {
 		if ferr != nil {
 			t.Fatal(ferr)
 		}
+		// tools.$describe says what ListTools says, in its field and in
+		// the declaration's doc comment.
+		res, ferr := e.Execute(context.Background(), core.Request{Script: core.Script{Source: `
+			const out = {};
+			for (const n of ["plain", "declared", "crm.delete_contact", "crm.delete_all", "crm.find"]) {
+				const d = await tools.$describe(n);
+				out[n] = [d.requires_approval === true, d.typescript.includes("waits for approval")];
+			}
+			return out;`}}, limits.Limits{})
+		if ferr != nil || res.Error != nil {
+			t.Fatal(ferr, res.Error)
+		}
+		var described map[string][2]bool
+		if err := json.Unmarshal(res.Result, &described); err != nil {
+			t.Fatal(err, string(res.Result))
+		}
 		for _, c := range cases {
 			want, why := c.want, c.why
 			if approve == nil && why == whyConfig {
@@ -57,6 +74,9 @@ func TestListToolsApprovalMatchesExecutions(t *testing.T) {
 			}
 			if listed[c.name] != want {
 				t.Errorf("rule %v: ListTools says %s requires approval %v, want %v", approve != nil, c.name, listed[c.name], want)
+			}
+			if described[c.name] != [2]bool{want, want} {
+				t.Errorf("rule %v: tools.$describe says %s requires approval %v (field, declaration), want %v", approve != nil, c.name, described[c.name], want)
 			}
 			if gated[c.name] != why {
 				t.Errorf("rule %v: an execution gates %s with %q, want %q", approve != nil, c.name, gated[c.name], why)
