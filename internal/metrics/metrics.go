@@ -65,8 +65,13 @@ type ToolCall struct {
 type Execution struct {
 	// Language is "javascript", "typescript" or "wasm".
 	Language string
-	// Outcome is OutcomeOK or the error kind (e.g. "TIMEOUT").
-	Outcome         string
+	// Outcome is OutcomeOK, the error kind (e.g. "TIMEOUT"), or for a
+	// segment that paused, OutcomePaused.
+	Outcome string
+	// Paused reports a segment of a resumable execution that ended in a
+	// pause: the execution goes on, so it is counted as a segment only.
+	// Duration and CPUTime are the execution's so far (cumulative).
+	Paused          bool
 	Duration        time.Duration
 	CPUTime         time.Duration
 	ToolResultBytes int64
@@ -84,6 +89,7 @@ type Metrics struct {
 	GRPC *grpcprom.ServerMetrics
 
 	executions  *prometheus.CounterVec
+	segments    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	cpu         *prometheus.HistogramVec
 	toolCalls   *prometheus.CounterVec
@@ -118,6 +124,8 @@ func New(g Gauges) *Metrics {
 			grpcprom.WithHistogramBuckets(secs))),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "executions_total",
 			Help: "Executions that ran, by language and outcome (ok or the error kind)."}, []string{"language", "outcome"}),
+		segments: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "execution_segments_total",
+			Help: "Runs of a script between pauses, by language and outcome (REQUIRES_ACTION for one that paused); an execution that never pauses is one segment."}, []string{"language", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "execution_duration_seconds",
 			Help: "Wall time of executions, tool waits included.", Buckets: secs}, []string{"language"}),
 		cpu: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "execution_cpu_seconds",
@@ -152,7 +160,7 @@ func New(g Gauges) *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.GRPC, m.executions, m.duration, m.cpu, m.toolCalls, m.toolLatency, m.breaches,
+		m.GRPC, m.executions, m.segments, m.duration, m.cpu, m.toolCalls, m.toolLatency, m.breaches,
 		m.toolBytes, m.outputBytes, m.queueWait, m.rejected, m.rateLimited, m.panics,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "executions_running",
 			Help: "Executions holding an admission slot."}, read(g.Running)),
@@ -221,13 +229,19 @@ var breachOf = map[string]string{
 	"OUTPUT_LIMIT":    LimitOutput,
 }
 
-// ObserveExecution counts one finished execution and its tool calls.
+// ObserveExecution counts one segment of an execution (an execution that
+// never pauses is one) and the tool calls it made; at the execution's end
+// (a segment that did not pause) it counts the execution once, with its
+// total duration and CPU time.
 func (m *Metrics) ObserveExecution(e Execution) {
-	m.executions.WithLabelValues(e.Language, e.Outcome).Inc()
-	m.duration.WithLabelValues(e.Language).Observe(e.Duration.Seconds())
-	m.cpu.WithLabelValues(e.Language).Observe(e.CPUTime.Seconds())
-	if l, ok := breachOf[e.Outcome]; ok {
-		m.breaches.WithLabelValues(l).Inc()
+	m.segments.WithLabelValues(e.Language, e.Outcome).Inc()
+	if !e.Paused {
+		m.executions.WithLabelValues(e.Language, e.Outcome).Inc()
+		m.duration.WithLabelValues(e.Language).Observe(e.Duration.Seconds())
+		m.cpu.WithLabelValues(e.Language).Observe(e.CPUTime.Seconds())
+		if l, ok := breachOf[e.Outcome]; ok {
+			m.breaches.WithLabelValues(l).Inc()
+		}
 	}
 	if e.LogsTruncated {
 		m.breaches.WithLabelValues(LimitLogs).Inc()

@@ -19,8 +19,10 @@ import (
 )
 
 // TestResumeMetricsCountEachCallOnce: an execution paused twice and
-// resumed twice counts each of its tool calls once in ptc_tool_calls_total
-// and their results once in ptc_tool_result_bytes_total, although every
+// resumed twice counts once in ptc_executions_total (three segments in
+// ptc_execution_segments_total), each of its tool calls once in
+// ptc_tool_calls_total and their results once in
+// ptc_tool_result_bytes_total, although every
 // resumed segment's trace covers the whole execution — with the engine
 // parked in memory between segments, and re-run from the continuation.
 func TestResumeMetricsCountEachCallOnce(t *testing.T) {
@@ -83,9 +85,16 @@ func TestResumeMetricsCountEachCallOnce(t *testing.T) {
 				fmt.Sprintf(`ptc_tool_calls_total{outcome="ok",tool=%q} 2`, metrics.ClientTool),
 				fmt.Sprintf(`ptc_tool_call_duration_seconds_count{tool="get_budget_by_level"} 2`),
 				fmt.Sprintf(`ptc_tool_result_bytes_total %d`, resultBytes),
+				// Paused twice: three segments, one execution, whose
+				// duration and CPU are observed once, at its end.
+				`ptc_execution_segments_total{language="javascript",outcome="REQUIRES_ACTION"} 2`,
+				`ptc_execution_segments_total{language="javascript",outcome="ok"} 1`,
+				`ptc_executions_total{language="javascript",outcome="ok"} 1`,
+				`ptc_execution_duration_seconds_count{language="javascript"} 1`,
+				`ptc_execution_cpu_seconds_count{language="javascript"} 1`,
 			} {
 				if !strings.Contains(body, want+"\n") {
-					t.Errorf("metrics lack %q:\n%s", want, grepLines(body, "ptc_tool_"))
+					t.Errorf("metrics lack %q:\n%s", want, grepLines(body, "ptc_"))
 				}
 			}
 		})

@@ -111,7 +111,8 @@ func TestResumeRetryOverGRPC(t *testing.T) {
 	}
 	body := scrape(t, p.metrics)
 	for _, want := range []string{
-		`ptc_executions_total{language="javascript",outcome="REQUIRES_ACTION"} 1`,
+		`ptc_execution_segments_total{language="javascript",outcome="REQUIRES_ACTION"} 1`,
+		`ptc_execution_segments_total{language="javascript",outcome="ok"} 1`,
 		`ptc_executions_total{language="javascript",outcome="ok"} 1`,
 		`ptc_tool_calls_total{outcome="ok",tool="hold"} 1`,
 	} {

@@ -171,6 +171,7 @@ func (s *Server) count(req core.Request, p *executor.Prepared, res *core.Result)
 	e := metrics.Execution{
 		Language:        p.Language().String(),
 		Outcome:         outcome,
+		Paused:          outcome == OutcomePaused,
 		Duration:        res.Stats.Duration,
 		CPUTime:         res.Stats.CPUTime,
 		ToolResultBytes: res.Stats.ToolResultBytes,
