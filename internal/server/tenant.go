@@ -118,7 +118,7 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 
 // OutcomePaused is the outcome label of a resumable execution that paused
 // for its caller.
-const OutcomePaused = "REQUIRES_ACTION"
+const OutcomePaused = telemetry.OutcomeRequiresAction
 
 // RejectedStatus is the RESOURCE_EXHAUSTED status of a request refused by
 // admission control, with a google.rpc.RetryInfo detail.
@@ -133,16 +133,8 @@ func (s *Server) observe(ctx context.Context, req core.Request, p *executor.Prep
 	s.count(req, p, res)
 }
 
-// outcomeOf is the outcome label of a result.
-func outcomeOf(res *core.Result) string {
-	switch {
-	case res.Error != nil:
-		return res.Error.Kind.String()
-	case len(res.Pending) > 0:
-		return OutcomePaused
-	}
-	return metrics.OutcomeOK
-}
+// outcomeOf is the outcome label of a result: the execution span's.
+func outcomeOf(res *core.Result) string { return telemetry.Outcome(res) }
 
 // annotate adds an execution's id and outcome to the call's log line and
 // span.

@@ -92,10 +92,18 @@ func (t Tracing) EndExecution(span trace.Span, res *core.Result) {
 	span.SetAttributes(attrs...)
 }
 
-// Outcome is "ok" or the error kind of a result, as metrics label it.
+// OutcomeRequiresAction is the outcome of a segment of a resumable
+// execution that paused for its caller: the execution is not finished.
+const OutcomeRequiresAction = "REQUIRES_ACTION"
+
+// Outcome is "ok", the error kind of a result, or OutcomeRequiresAction for a
+// segment that paused, as metrics label it.
 func Outcome(res *core.Result) string {
-	if res.Error != nil {
+	switch {
+	case res.Error != nil:
 		return res.Error.Kind.String()
+	case len(res.Pending) > 0:
+		return OutcomeRequiresAction
 	}
 	return "ok"
 }

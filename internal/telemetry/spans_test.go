@@ -88,6 +88,15 @@ func TestSpansHoldValuesOnlyWhenAsked(t *testing.T) {
 			t.Fatalf("values=%v but secrets in spans: %v\n%s", values, has, all)
 		}
 	}
+	// A segment that paused is not a finished execution: its span says
+	// so, without an error status.
+	rec := tracetest.NewSpanRecorder()
+	tr := Tracing{Provider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))}
+	_, exec := tr.StartExecution(context.Background(), Execution{ID: "ex2", Language: core.LanguageJavaScript})
+	tr.EndExecution(exec, &core.Result{Pending: []core.Action{{CallID: "c1", Kind: core.ActionClientTool, Tool: "ask"}}})
+	if s := rec.Ended()[0]; attrsOf(s)["ptc.outcome"] != OutcomeRequiresAction || s.Status().Code == codes.Error {
+		t.Fatalf("paused segment: %v %v", attrsOf(s), s.Status())
+	}
 	// Off: no spans, no observer.
 	if (Tracing{}).CallSpans(nil, nil) != nil {
 		t.Fatal("observer with tracing off")
