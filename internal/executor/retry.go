@@ -154,12 +154,17 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 	e.resumeMu.Unlock()
 	used, ferr := e.durable.Consume(ctx, rs.opened, rs.digest, runningUntil(p))
 	if ferr != nil || used != nil {
+		// The continuation was used elsewhere (or the store failed): the
+		// run registered above never starts. Callers that joined it
+		// meanwhile get this call's answer.
 		e.forget(id, run)
-		e.resumeWG.Done()
-		if ferr != nil {
-			return nil, ferr
+		var r *Resuming
+		if ferr == nil {
+			r, ferr = e.retry(ctx, rs, used)
 		}
-		return e.retry(ctx, rs, used)
+		abandon(run, r, ferr)
+		e.resumeWG.Done()
+		return r, ferr
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	unlinks := []func() bool{context.AfterFunc(e.closing, func() { cancel(errClosing) })}
@@ -168,8 +173,9 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 	}
 	// This goroutine owns the resumed execution: it ends when the
 	// execution pauses again or ends (bounded by its limits, or stopped by
-	// stop or Close), closes run.done, hands the outcome to the store,
-	// then closes run.kept. Retries here wait for run.kept.
+	// stop or Close), hands the outcome to the store, and only then
+	// answers (closes run.done and run.kept): a replica that dies after
+	// answering has kept the outcome for every retry.
 	go func() {
 		defer e.resumeWG.Done()
 		res, ferr := e.continueRun(runCtx, p)
@@ -177,11 +183,6 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 			u()
 		}
 		cancel(nil)
-		if d.Ended != nil {
-			d.Ended(res, ferr)
-		}
-		run.res, run.ferr = res, ferr
-		close(run.done)
 		var out []byte
 		if ferr == nil && e.outcomes != nil {
 			out, _ = e.outcomes.MarshalOutcome(res)
@@ -191,6 +192,11 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		// are told so until runningUntil, then that the outcome is lost.
 		_ = e.durable.Keep(kctx, rs.opened, rs.digest, out)
 		kcancel()
+		if d.Ended != nil {
+			d.Ended(res, ferr)
+		}
+		run.res, run.ferr = res, ferr
+		close(run.done)
 		e.forget(id, run)
 		close(run.kept)
 	}()
@@ -205,6 +211,33 @@ func runningUntil(p *Prepared) time.Time {
 		return time.Now().Add(max(t-p.resume.usage.Wall, 0) + runMargin)
 	}
 	return p.resume.opened.Expires
+}
+
+// abandon answers the callers that joined run, a resume that never
+// started here because its continuation was used elsewhere, with what the
+// call that registered it got (r, ferr): the kept outcome, or an error
+// such as RESUME_IN_PROGRESS. A resume still running here (r joined
+// another run) is in progress for them.
+func abandon(run *resumeRun, r *Resuming, ferr *fault.Error) {
+	switch {
+	case ferr != nil:
+		run.ferr = ferr
+	case r != nil && isClosed(r.run.kept):
+		run.res, run.ferr = r.run.res, r.run.ferr
+	default:
+		run.ferr = resumeInProgress()
+	}
+	close(run.done)
+	close(run.kept)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (e *Executor) forget(id string, run *resumeRun) {
@@ -234,6 +267,14 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 	if run != nil {
 		return e.join(run, rs.digest)
 	}
+	// The use is read again before the outcome, never after: a resume
+	// that finished elsewhere since use was read has kept its outcome by
+	// the time its use reads finished, so the outcome read next is there.
+	if !use.Finished {
+		if now, ferr := e.durable.Used(ctx, rs.opened); ferr == nil && now != nil {
+			use = now
+		}
+	}
 	b, kept, ferr := e.durable.Outcome(ctx, rs.opened)
 	if ferr != nil {
 		return nil, ferr
@@ -248,12 +289,6 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 		close(done.kept)
 		return &Resuming{run: done, retry: true}, nil
 	}
-	if !use.Finished {
-		// It may have ended since use was read, its outcome not kept.
-		if now, ferr := e.durable.Used(ctx, rs.opened); ferr == nil && now != nil {
-			use = now
-		}
-	}
 	switch {
 	case use.Finished:
 		return nil, fault.Reject(fault.CodeFailedPrecondition,
@@ -262,7 +297,11 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 		return nil, fault.Reject(fault.CodeFailedPrecondition,
 			"continuation was used already, and the replica that resumed it stopped before keeping the outcome: the execution cannot be resumed again").Because(fault.ReasonContinuationUsed)
 	}
-	return nil, fault.Reject(fault.CodeUnavailable,
+	return nil, resumeInProgress()
+}
+
+func resumeInProgress() *fault.Error {
+	return fault.Reject(fault.CodeUnavailable,
 		"continuation is being resumed on another replica with the same answers: retry shortly with the same continuation and answers to get the outcome").Because(fault.ReasonResumeInProgress)
 }
 

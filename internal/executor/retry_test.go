@@ -278,3 +278,66 @@ func TestResumeOutcomeFileStore(t *testing.T) {
 		t.Fatalf("after the restart: %s, %d runs", again.Result, runs.Load())
 	}
 }
+
+// gatedStore is a state store whose Consume waits, once entered is
+// signalled, until release is closed: the moment a replica that loses the
+// race for a continuation has registered its run.
+type gatedStore struct {
+	durable.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gatedStore) Consume(ctx context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Store.Consume(ctx, id, mark, expires)
+}
+
+// TestResumeLostRaceAnswersJoiners: two replicas share a store; while one
+// replica's resume waits to use the continuation, a second call on that
+// replica joins it, and the other replica uses the continuation first and
+// keeps the outcome. Both calls on the losing replica get the kept
+// outcome; none waits for a run that never starts.
+func TestResumeLostRaceAnswersJoiners(t *testing.T) {
+	shared := durable.NewMemoryStore(0)
+	gate := gatedStore{Store: shared, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var runs atomic.Int64
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	close(release)
+	a, _ := retryExecutor(t, durable.Config{Store: shared}, -1, holdTool(&runs, entered, release))
+	b, _ := retryExecutor(t, durable.Config{Store: gate}, -1, holdTool(&runs, entered, release))
+	res, answers := pauseAt(t, a, "x")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type answer struct {
+		res  *core.Result
+		ferr *fault.Error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		r, ferr := b.Continue(ctx, prepare(t, b, res.Continuation, answers))
+		first <- answer{r, ferr}
+	}()
+	<-gate.entered // b registered its run and waits to use the continuation
+	joined, ferr := b.StartResume(ctx, prepare(t, b, res.Continuation, answers), Detach{})
+	if ferr != nil || !joined.Retry() {
+		t.Fatalf("the second call did not join the first: %v", ferr)
+	}
+	won, ferr := a.Continue(ctx, prepare(t, a, res.Continuation, answers))
+	if ferr != nil || won.Error != nil {
+		t.Fatal(ferr, won.Error)
+	}
+	close(gate.release)
+	got := <-first
+	second, ferr := joined.Wait(ctx)
+	for i, got := range []answer{got, {second, ferr}} {
+		if got.ferr != nil || string(got.res.Result) != string(won.Result) {
+			t.Fatalf("call %d on the losing replica: %v %v, want the kept outcome %s", i+1, got.ferr, got.res, won.Result)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the held tool ran %d times", runs.Load())
+	}
+}
