@@ -13,6 +13,7 @@ import (
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -143,6 +144,27 @@ type atomicCounter struct{ atomic.Int64 }
 // TestParkedTimeout: a parked execution's time budget stops while it is
 // parked and runs again when it resumes; a script that then never ends
 // breaches the whole timeout.
+// TestParkedWithInProcessPool: JavaScript run by a worker pool in
+// ModeInProcess (as ptcd's in-process mode builds it) runs in this
+// process, so a resumable execution parks while paused and a resume goes
+// on from memory, as without a pool.
+func TestParkedWithInProcessPool(t *testing.T) {
+	m, err := durable.New(durable.Config{Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newExecutor(t, Config{Durable: m, Workers: &worker.Config{Mode: worker.ModeInProcess}})
+	res := run(t, e, core.Request{Script: core.Script{Source: `const a = await tools.ask({}); return a + 1`}, Resumable: true,
+		ClientTools: []tools.Tool{askTool}})
+	if len(res.Pending) != 1 || e.parked.len() != 1 {
+		t.Fatalf("not parked: %+v, %d parked", res, e.parked.len())
+	}
+	out := resume(t, e, res, core.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`41`)})
+	if out.Error != nil || string(out.Result) != "42" || e.parked.len() != 0 {
+		t.Fatalf("resumed: %s %v, %d parked", out.Result, out.Error, e.parked.len())
+	}
+}
+
 func TestParkedTimeout(t *testing.T) {
 	e := durableExecutor(t, 0)
 	res := run(t, e, core.Request{Script: core.Script{Source: `await tools.ask({}); for (;;) {}`}, Resumable: true,

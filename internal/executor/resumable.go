@@ -14,6 +14,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // A resumable execution runs in segments: from its start, or from a
@@ -285,7 +286,9 @@ func (p *Prepared) serverNames() []string {
 }
 
 // parkable reports whether p's engine runs in this process, so that it
-// can stay parked in memory while paused.
+// can stay parked in memory while paused: WebAssembly of a resumable
+// execution always does, JavaScript and TypeScript unless they run in
+// worker processes (a pool in ModeInProcess runs them here too).
 func (e *Executor) parkable(p *Prepared) bool {
 	if e.parked == nil || e.parked.cfg.Max < 0 {
 		return false
@@ -293,7 +296,7 @@ func (e *Executor) parkable(p *Prepared) bool {
 	if p.req.Language == core.LanguageWASM {
 		return true
 	}
-	return e.pool == nil
+	return e.pool == nil || e.pool.Facts().Mode == worker.ModeInProcess
 }
 
 func ordinal(n int32) string {
