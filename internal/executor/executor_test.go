@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // panicEngine stands in for an engine with a bug.
@@ -192,6 +194,21 @@ func TestResumableClockStartsNow(t *testing.T) {
 	var now int64
 	if jerr := json.Unmarshal(res.Result, &now); jerr != nil || now < before || now > after {
 		t.Fatalf("Date.now() %s, want between %d and %d", res.Result, before, after)
+	}
+	// Re-run from its continuation (nothing parked), the clock reads
+	// what it read before the pause: the start travels with the state.
+	rerun := durableExecutor(t, -1)
+	paused, err := rerun.Execute(context.Background(), core.Request{Script: core.Script{Source: `
+		const t0 = Date.now(); console.log(String(t0)); await tools.ask({}); return [t0, Date.now() - t0]`}, Resumable: true,
+		ClientTools: []tools.Tool{askTool}}, limits.Limits{})
+	if err != nil || paused.Error != nil || len(paused.Pending) != 1 {
+		t.Fatal(err, paused)
+	}
+	out := resume(t, rerun, paused, core.Answer{CallID: paused.Pending[0].CallID, Output: json.RawMessage(`1`)})
+	var times [2]int64
+	if out.Error != nil || json.Unmarshal(out.Result, &times) != nil || len(paused.Logs) != 1 ||
+		fmt.Sprint(times[0]) != paused.Logs[0].Message || times[1] < 0 || times[1] > 60_000 {
+		t.Fatalf("re-run: %s %v", out.Result, out.Error)
 	}
 	res, err = e.Execute(context.Background(), core.Request{Script: core.Script{Source: "return new Date().getUTCFullYear()"}, Resumable: true,
 		Determinism: core.Determinism{ClockStartSet: true}}, limits.Limits{})

@@ -120,7 +120,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 		NoServerTools:      st.NoServerTools,
 		ResultSchema:       st.ResultSchema,
 		IncludeToolResults: st.IncludeToolResults,
-		Determinism:        core.Determinism{Deterministic: true, Seed: st.Seed, ClockStart: st.ClockStart},
+		Determinism:        core.Determinism{Deterministic: true, Seed: st.Seed, ClockStart: st.ClockStart, ClockStartSet: true},
 		Resumable:          true,
 		RequireApproval:    st.RequireApproval,
 		Tenant:             r.Tenant,
