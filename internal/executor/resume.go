@@ -131,6 +131,15 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	for _, d := range st.ClientTools {
 		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: d})
 	}
+	// A server tool this replica lacks (removed in a rolling deploy, say)
+	// does not refuse the resume: the journal answers the calls made
+	// before the pause, and a later call of it fails with unknown_tool, as
+	// in a fresh execution.
+	req.AllowedTools = e.registered(st.AllowedTools)
+	req.RequireApproval = e.registered(st.RequireApproval)
+	if len(st.AllowedTools) > 0 && len(req.AllowedTools) == 0 {
+		req.NoServerTools = true
+	}
 	p, ferr := e.Prepare(req, r.Ceilings)
 	if ferr != nil {
 		return nil, ferr
@@ -322,4 +331,15 @@ func callIDs(pending []core.Action) string {
 		return "(none)"
 	}
 	return s
+}
+
+// registered is names less the ones that are not server tools here.
+func (e *Executor) registered(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := e.reg.Lookup(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }

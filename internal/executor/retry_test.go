@@ -341,3 +341,60 @@ func TestResumeLostRaceAnswersJoiners(t *testing.T) {
 		t.Fatalf("the held tool ran %d times", runs.Load())
 	}
 }
+
+// TestResumeWithoutARemovedTool: a replica that lacks a server tool the
+// paused execution could call (removed in a rolling deploy) still resumes
+// it: calls made before the pause answer from the journal, and a call of
+// the missing tool after it fails with unknown_tool, as in a fresh
+// execution — also when the caller asked to approve that tool.
+func TestResumeWithoutARemovedTool(t *testing.T) {
+	var runs atomic.Int64
+	removed := tools.Tool{Definition: tools.Definition{Name: "legacy"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+		return json.RawMessage(`"legacy"`), nil
+	}}
+	store := durable.NewMemoryStore(0)
+	before, _ := retryExecutor(t, durable.Config{Store: store}, -1, counted(&runs), removed)
+	after, _ := retryExecutor(t, durable.Config{Store: store}, -1, counted(&runs))
+	for _, tc := range []struct {
+		name string
+		req  core.Request
+	}{
+		{"all tools", core.Request{}},
+		{"allowed by name", core.Request{AllowedTools: []string{"count", "legacy"}}},
+		{"only the removed one", core.Request{AllowedTools: []string{"legacy"}}},
+		{"approval asked for the removed one", core.Request{RequireApproval: []string{"legacy"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.req
+			req.Script = core.Script{Source: `
+				const early = await tools.legacy({});
+				const a = await tools.ask({});
+				let late;
+				try { await tools.legacy({}) } catch (e) { late = e.code }
+				return {early, a, late}`}
+			req.Resumable, req.ClientTools = true, []tools.Tool{askTool}
+			if len(tc.req.RequireApproval) > 0 {
+				// The approval of the first call is the first pause.
+				res := run(t, before, req)
+				if len(res.Pending) != 1 {
+					t.Fatalf("not paused for approval: %+v", res)
+				}
+				req = core.Request{}
+				res = resume(t, before, res, core.Answer{CallID: res.Pending[0].CallID, Approve: true})
+				out := resume(t, after, res, core.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`1`)})
+				if out.Error != nil || string(out.Result) != `{"early":"legacy","a":1,"late":"unknown_tool"}` {
+					t.Fatalf("%s %v", out.Result, out.Error)
+				}
+				return
+			}
+			res := run(t, before, req)
+			if len(res.Pending) != 1 {
+				t.Fatalf("not paused: %+v", res)
+			}
+			out := resume(t, after, res, core.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`1`)})
+			if out.Error != nil || string(out.Result) != `{"early":"legacy","a":1,"late":"unknown_tool"}` {
+				t.Fatalf("%s %v", out.Result, out.Error)
+			}
+		})
+	}
+}
