@@ -102,7 +102,9 @@ type Error struct {
 	Tool string
 	// Limit and Observed describe a limit breach in the limit's unit
 	// (bytes, calls, or nanoseconds for durations): the limit in force and
-	// the value measured; zero when not a breach.
+	// the value measured when the breach was detected — never below Limit,
+	// and a lower bound where measuring stopped at the limit (an
+	// OUTPUT_LIMIT message then says "at least"); zero when not a breach.
 	Limit, Observed int64
 	// RetryAfter, for a request refused for load, is how long to wait
 	// before trying again (from the server's RetryInfo); zero when not

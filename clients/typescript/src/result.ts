@@ -60,7 +60,7 @@ export class ExecutionError extends PtcError {
   readonly tool: string;
   /** limit is, for a limit breach, the limit in its unit (bytes, calls, nanoseconds); 0 otherwise. */
   readonly limit: number;
-  /** observed is, for a limit breach, the value that exceeded it, when known; 0 otherwise. */
+  /** observed is, for a limit breach, the value measured when it was detected: never below limit, and a lower bound where measuring stopped at the limit (an OUTPUT_LIMIT message then says "at least"); 0 for other failures. */
   readonly observed: number;
   /** modelMessage is the server's short, model-facing explanation of the failure. */
   readonly modelMessage: string;

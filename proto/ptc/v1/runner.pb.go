@@ -1539,8 +1539,11 @@ type ExecutionError struct {
 	// limit is, for a limit breach, the limit that was exceeded, in the limit's
 	// unit (bytes, calls, or nanoseconds for durations); 0 otherwise.
 	Limit int64 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
-	// observed is, for a limit breach, the value that exceeded the limit, in the
-	// same unit as limit, when it is known; 0 otherwise.
+	// observed is, for a limit breach, the value measured when the breach was
+	// detected, in the same unit as limit: never below limit. A limit checked
+	// while the value grows stops measuring there, so observed is a lower bound
+	// of what the script would have used (an OUTPUT_LIMIT result measured up
+	// to the cap says "at least N bytes" in its message); 0 for other failures.
 	Observed      int64 `protobuf:"varint,8,opt,name=observed,proto3" json:"observed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

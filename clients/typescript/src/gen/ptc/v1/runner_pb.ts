@@ -799,8 +799,11 @@ export type ExecutionError = Message<"ptc.v1.ExecutionError"> & {
   limit: bigint;
 
   /**
-   * observed is, for a limit breach, the value that exceeded the limit, in the
-   * same unit as limit, when it is known; 0 otherwise.
+   * observed is, for a limit breach, the value measured when the breach was
+   * detected, in the same unit as limit: never below limit. A limit checked
+   * while the value grows stops measuring there, so observed is a lower bound
+   * of what the script would have used (an OUTPUT_LIMIT result measured up
+   * to the cap says "at least N bytes" in its message); 0 for other failures.
    *
    * @generated from field: int64 observed = 8;
    */
