@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -19,7 +20,9 @@ import (
 // newest progress message always waits to be sent, and every message
 // dropped is counted by one that is delivered — the last ones too. When
 // the execution ends, the handler closes the stream and waits for the
-// queue to drain before it sends the result.
+// queue to drain before it sends the result. A message the execution waits
+// on (a tool call, an approval request) is delivered: queued behind what
+// came before it, and its sender told when it was sent.
 type liveStream struct {
 	mu     sync.Mutex
 	queue  []*ptcv1.SessionResponse
@@ -35,6 +38,65 @@ type liveStream struct {
 	// drained is closed when the sender has sent everything after close,
 	// or given up because the stream failed.
 	drained chan struct{}
+	// waiting holds the delivered messages not sent yet, each with the
+	// channel its sender waits on, or nil once that sender gave up: the
+	// message is then not sent.
+	waiting map[*ptcv1.SessionResponse]chan error
+}
+
+// errLiveEnded is deliver's error once the stream failed or was closed.
+var errLiveEnded = errors.New("the stream to the client ended")
+
+// deliver queues m behind every message queued before it and waits until
+// it was sent (the send's error), ctx ended (m is then not sent), or the
+// stream ended.
+func (l *liveStream) deliver(ctx context.Context, m *ptcv1.SessionResponse) error {
+	done := make(chan error, 1)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errLiveEnded
+	}
+	if l.waiting == nil {
+		l.waiting = map[*ptcv1.SessionResponse]chan error{}
+	}
+	l.waiting[m] = done
+	l.queue = append(l.queue, m)
+	l.mu.Unlock()
+	l.signal()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	case <-l.drained:
+	}
+	l.mu.Lock()
+	_, unsent := l.waiting[m]
+	if unsent {
+		l.waiting[m] = nil
+	}
+	l.mu.Unlock()
+	if !unsent {
+		return <-done // sent (or failed) meanwhile
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errLiveEnded
+}
+
+// sendable reports whether m is still to be sent — not a delivered
+// message whose sender gave up — and, for a delivered one, the channel to
+// tell its sender.
+func (l *liveStream) sendable(m *ptcv1.SessionResponse) (chan error, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	done, delivered := l.waiting[m]
+	if !delivered {
+		return nil, true
+	}
+	delete(l.waiting, m)
+	return done, done != nil
 }
 
 func newLiveStream() *liveStream {
@@ -131,7 +193,15 @@ func (l *liveStream) run(ctx context.Context, send func(*ptcv1.SessionResponse) 
 			if m == nil {
 				continue // a progress message that gave way
 			}
-			if send(m) != nil {
+			done, ok := l.sendable(m)
+			if !ok {
+				continue
+			}
+			err := send(m)
+			if done != nil {
+				done <- err
+			}
+			if err != nil {
 				return
 			}
 			batch[i] = nil // sent: let it go

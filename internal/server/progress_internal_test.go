@@ -106,3 +106,36 @@ func progressPB(ev *core.CallEvent) *ptcv1.ToolProgress {
 	ss := &session{}
 	return ss.progressMessage(ev).GetProgress()
 }
+
+// TestDeliverGivenUpIsNotSent: a delivered message whose sender stopped
+// waiting (its call ended) before the sender reached it is not sent; one
+// that was sent tells its sender so; the lines around both are sent in
+// order.
+func TestDeliverGivenUpIsNotSent(t *testing.T) {
+	l := newLiveStream()
+	msg := func(s string) *ptcv1.SessionResponse {
+		return &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Log{Log: &ptcv1.LogEntry{Message: s}}}
+	}
+	l.push(msg("a"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.deliver(ctx, msg("given up")); err != context.Canceled {
+		t.Fatalf("deliver with its context ended: %v", err)
+	}
+	l.push(msg("b"))
+	var sent []string
+	kept := make(chan error, 1)
+	go func() { kept <- l.deliver(context.Background(), msg("kept")) }()
+	go l.run(context.Background(), func(m *ptcv1.SessionResponse) error {
+		sent = append(sent, m.GetLog().GetMessage())
+		return nil
+	})
+	if err := <-kept; err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	<-l.drained
+	if got := fmt.Sprint(sent); got != "[a b kept]" {
+		t.Fatalf("sent %s", got)
+	}
+}

@@ -34,11 +34,13 @@ const (
 )
 
 // session is one Session stream. The handler goroutine runs the
-// execution; whoever has a message sends it under sendLock (tool calls go
-// out straight from the call's goroutine, one message in flight at a time,
-// so a client that never reads cannot make the server buffer without
-// bound); live log lines and progress queue on live for a sender
-// goroutine, in order, and all of them are sent before the result; one
+// execution; whoever has a message sends it under sendLock, one message
+// in flight at a time, so a client that never reads cannot make the server
+// buffer without bound. Live log lines and progress queue on live for a
+// sender goroutine, in order, and all of them are sent before the result;
+// when they are streamed, tool calls and approval requests go through
+// live too (their goroutine waits until the sender sent them), so the
+// client sees everything in the order the script produced it. One
 // receiver goroutine owns stream.Recv. The receiver and the sender end
 // when the handler returns.
 type session struct {
@@ -49,6 +51,10 @@ type session struct {
 	live *liveStream
 	// progressValues lets progress carry values.
 	progressValues bool
+	// ordered: live messages are streamed, so a tool call or approval
+	// request goes out through live, behind the lines and progress the
+	// script produced before it.
+	ordered bool
 
 	mu       sync.Mutex
 	pending  map[string]chan *ptcv1.ToolResult
@@ -135,6 +141,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	if streamLogs || streamProgress {
 		// The sender ends once the queue is closed and sent, or when the
 		// stream fails or ends.
+		ss.ordered = true
 		go ss.live.run(stream.Context(), func(m *ptcv1.SessionResponse) error { return ss.send(stream.Context(), m) })
 	} else {
 		close(ss.live.drained)
@@ -199,6 +206,16 @@ func (ss *session) send(ctx context.Context, m *ptcv1.SessionResponse) error {
 	}
 	defer func() { <-ss.sendLock }()
 	return ss.stream.Send(m)
+}
+
+// sendInOrder sends a message the execution waits on (a tool call, an
+// approval request) after every log line and progress message the script
+// produced before it.
+func (ss *session) sendInOrder(ctx context.Context, m *ptcv1.SessionResponse) error {
+	if ss.ordered {
+		return ss.live.deliver(ctx, m)
+	}
+	return ss.send(ctx, m)
 }
 
 // CallStarted queues the progress of a call that started (the session is
@@ -318,7 +335,7 @@ func (ss *session) forward(ctx context.Context, call tools.Call) (json.RawMessag
 	dl, _ := ctx.Deadline()
 	tp, ts := telemetry.CallTraceContext(ctx)
 	tc := wire.ToolCallPB(id, call, dl, tp, ts)
-	if err := ss.send(ctx, &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}); err != nil {
+	if err := ss.sendInOrder(ctx, &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ToolCall{ToolCall: tc}}); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -352,7 +369,7 @@ func (ss *session) approve(ctx context.Context, a core.Action) (bool, string) {
 	}()
 	dl, _ := ctx.Deadline()
 	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ApprovalRequest{ApprovalRequest: wire.ApprovalRequestPB(a, dl)}}
-	if err := ss.send(ctx, m); err != nil {
+	if err := ss.sendInOrder(ctx, m); err != nil {
 		return false, "the approval request could not be sent to the client"
 	}
 	select {

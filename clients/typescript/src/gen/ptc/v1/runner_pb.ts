@@ -2103,7 +2103,10 @@ export const RunnerService: GenService<{
    * The caller's first message must be a SessionStart. The server then sends a
    * ToolCall for every call the program makes to a client tool, LogEntry
    * messages when ExecuteRequest.stream_logs is set, and finally exactly one
-   * ExecuteResponse, after which it closes the stream. The caller answers each
+   * ExecuteResponse, after which it closes the stream. Log entries, progress,
+   * tool calls and approval requests arrive in the order the program produced
+   * them: a ToolCall comes after the log line written before the call and
+   * after the call's own STARTED progress. The caller answers each
    * ToolCall with a ToolResult carrying the same call_id, in any order, and may
    * send CancelExecution at any time. A first message that is not a
    * SessionStart, or a second SessionStart, ends the RPC with
