@@ -188,7 +188,7 @@ func TestRunCtx(t *testing.T) {
 	if _, ok := c.Deadline(); ok {
 		t.Fatal("a deadline while paused")
 	}
-	c.resume()
+	c.resume(context.Background())
 	if d, ok := c.Deadline(); !ok || time.Until(d) > time.Hour {
 		t.Fatal("the budget grew", d)
 	}

@@ -180,6 +180,20 @@ func (p *Prepared) MadeNow(seq int32) bool {
 // replica used up, until it pauses again or ends. An execution paused
 // longer than its max_paused_time ends with PAUSE_LIMIT without running.
 func (e *Executor) continueRun(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
+	ctx, span := e.startSpan(ctx, p)
+	res, ferr := e.continueSegment(ctx, p)
+	if ferr != nil {
+		res = &core.Result{ExecutionID: p.id, Error: ferr}
+	}
+	e.tracing.EndExecution(span, res)
+	if ferr != nil {
+		return nil, ferr
+	}
+	return res, nil
+}
+
+// continueSegment runs the segment of continueRun.
+func (e *Executor) continueSegment(ctx context.Context, p *Prepared) (*core.Result, *fault.Error) {
 	rs := p.resume
 	var lv *live
 	if rs.parked {
@@ -212,7 +226,7 @@ func (e *Executor) continueRun(ctx context.Context, p *Prepared) (*core.Result, 
 	lv.logs.SetLive(nil)
 	lv.unlink = context.AfterFunc(ctx, func() { lv.cancel(context.Cause(ctx)) })
 	lv.ranSince = time.Now()
-	lv.rc.resume()
+	lv.rc.resume(ctx)
 	lv.d.Resume(rs.answers)
 	return e.await(ctx, lv), nil
 }

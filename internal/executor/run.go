@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -31,11 +33,7 @@ func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.
 // resumable one may be paused (Result.Pending and Continuation set).
 func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	start := time.Now()
-	ctx, span := e.tracing.StartExecution(ctx, telemetry.Execution{
-		ID: p.id, Language: p.req.Language, Isolation: e.isolation[p.req.Language],
-		SourceBytes: len(p.req.Source) + len(p.req.Module), InputBytes: len(p.req.Input),
-		Tools: len(p.tools), Timeout: p.limits.Timeout.Milliseconds(),
-	})
+	ctx, span := e.startSpan(ctx, p)
 	var res *core.Result
 	if p.resumable {
 		res = e.runResumable(ctx, p)
@@ -49,6 +47,17 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 	}
 	e.tracing.EndExecution(span, res)
 	return res
+}
+
+// startSpan starts the execution span of p's execution, or of the segment
+// of it that a resume runs: every segment's tool calls, outcome and stats
+// are in a span of its own.
+func (e *Executor) startSpan(ctx context.Context, p *Prepared) (context.Context, trace.Span) {
+	return e.tracing.StartExecution(ctx, telemetry.Execution{
+		ID: p.id, Language: p.req.Language, Isolation: e.isolation[p.req.Language],
+		SourceBytes: len(p.req.Source) + len(p.req.Module), InputBytes: len(p.req.Input),
+		Tools: len(p.tools), Timeout: p.limits.Timeout.Milliseconds(), Resumed: p.resume != nil,
+	})
 }
 
 // bridgeConfig is the dispatcher configuration of p's execution.

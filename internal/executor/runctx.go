@@ -13,6 +13,9 @@ import (
 // running; Err is then the parent's error or context.DeadlineExceeded.
 type runCtx struct {
 	parent context.Context
+	// values, once resumed, is the resuming call's context: its values
+	// (the segment's trace span, above all) come first.
+	values context.Context
 
 	mu       sync.Mutex
 	done     chan struct{}
@@ -59,10 +62,12 @@ func (c *runCtx) pause() {
 	c.deadline = time.Time{}
 }
 
-// resume starts the budget again.
-func (c *runCtx) resume() {
+// resume starts the budget again; the values of ctx, the resuming call's,
+// come first from now on.
+func (c *runCtx) resume(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.values = ctx
 	c.runLocked()
 }
 
@@ -106,5 +111,15 @@ func (c *runCtx) Err() error {
 	return c.err
 }
 
-// Value returns the parent's values.
-func (c *runCtx) Value(key any) any { return c.parent.Value(key) }
+// Value returns the resuming call's value, else the parent's.
+func (c *runCtx) Value(key any) any {
+	c.mu.Lock()
+	values := c.values
+	c.mu.Unlock()
+	if values != nil {
+		if v := values.Value(key); v != nil {
+			return v
+		}
+	}
+	return c.parent.Value(key)
+}

@@ -122,3 +122,72 @@ func TestApprovalTraceContext(t *testing.T) {
 		})
 	}
 }
+
+// TestResumedSegmentSpan: every segment of a resumable execution has its
+// own ptc.execute span, the resumed ones marked ptc.resumed, with the
+// segment's outcome; a server tool called in a resumed segment is a child
+// of that segment's span (parked in memory or re-run alike), in the trace
+// of the call that resumed it.
+func TestResumedSegmentSpan(t *testing.T) {
+	for _, parked := range []int{-1, 0} {
+		t.Run(fmt.Sprintf("parked=%d", parked), func(t *testing.T) {
+			m, err := durable.New(durable.Config{Keys: testKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := tools.NewRegistry()
+			if err := reg.Register(tools.Tool{Definition: tools.Definition{Name: "lookup"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+				return json.RawMessage(`7`), nil
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			e := newExecutor(t, Config{Registry: reg, Durable: m, Parked: ParkedConfig{Max: parked}, Tracing: telemetry.Tracing{Provider: tp}})
+			res := run(t, e, core.Request{Script: core.Script{Source: `const a = await tools.ask({}); return a + await tools.lookup({})`},
+				Resumable: true, ClientTools: []tools.Tool{askTool}})
+			if len(res.Pending) != 1 {
+				t.Fatalf("not paused: %+v", res)
+			}
+			rctx, rpc := tp.Tracer("test").Start(context.Background(), "Resume")
+			p, ferr := e.PrepareResume(rctx, Resume{Continuation: res.Continuation, Answers: []core.Answer{{CallID: res.Pending[0].CallID, Output: json.RawMessage(`1`)}}})
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			out, ferr := e.Continue(rctx, p)
+			rpc.End()
+			if ferr != nil || out.Error != nil || string(out.Result) != "8" {
+				t.Fatal(ferr, out)
+			}
+			var segments []sdktrace.ReadOnlySpan
+			var lookup sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended() {
+				switch s.Name() {
+				case telemetry.SpanExecution:
+					segments = append(segments, s)
+				case "execute_tool lookup":
+					lookup = s
+				}
+			}
+			if len(segments) != 2 || lookup == nil {
+				t.Fatalf("%d execution spans, lookup span %v", len(segments), lookup != nil)
+			}
+			first, second := attrsOf(segments[0]), attrsOf(segments[1])
+			if first["ptc.outcome"] != telemetry.OutcomeRequiresAction || first["ptc.resumed"] != "" ||
+				second["ptc.outcome"] != "ok" || second["ptc.resumed"] != "true" {
+				t.Fatalf("segments %v / %v", first, second)
+			}
+			if segments[1].Parent().SpanID() != rpc.SpanContext().SpanID() || lookup.Parent().SpanID() != segments[1].SpanContext().SpanID() {
+				t.Fatal("the resumed segment is not under the Resume call, or its tool call not under it")
+			}
+		})
+	}
+}
+
+func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
+	out := map[string]string{}
+	for _, a := range s.Attributes() {
+		out[string(a.Key)] = a.Value.Emit()
+	}
+	return out
+}

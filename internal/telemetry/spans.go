@@ -20,6 +20,8 @@ type Execution struct {
 	InputBytes  int
 	Tools       int
 	Timeout     int64 // milliseconds
+	// Resumed: the span is a resumed segment of a resumable execution.
+	Resumed bool
 }
 
 // StartExecution starts the span of an execution; the returned context
@@ -40,6 +42,9 @@ func (t Tracing) StartExecution(ctx context.Context, e Execution) (context.Conte
 			KeyTools.Int(e.Tools),
 			KeyTimeoutMS.Int64(e.Timeout),
 		)
+		if e.Resumed {
+			span.SetAttributes(KeyResumed.Bool(true))
+		}
 	}
 	return ctx, span
 }

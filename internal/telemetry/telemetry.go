@@ -58,6 +58,7 @@ const (
 	KeyUntruncated     = attribute.Key("ptc.result.untruncated_bytes")
 	KeyResult          = attribute.Key("ptc.result")
 	KeyTimeoutMS       = attribute.Key("ptc.limit.timeout_ms")
+	KeyResumed         = attribute.Key("ptc.resumed")
 	KeyAdmissionWaitMS = attribute.Key("ptc.admission.wait_ms")
 
 	KeyGenAIOperation = attribute.Key("gen_ai.operation.name")
