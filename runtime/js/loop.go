@@ -53,8 +53,13 @@ type exec struct {
 	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
 	// (builtins.go).
 	rawOwnDescriptor, rawOwnSymbols func(goja.FunctionCall) goja.Value
-	// rawJSONParse is goja's own JSON.parse (json.go).
-	rawJSONParse func(goja.FunctionCall) goja.Value
+	// rawObjectKeys, rawReflectGet, rawDefine and rawDelete are goja's own
+	// Object.keys, Reflect.get, Reflect.defineProperty and
+	// Reflect.deleteProperty: the JSON conversions reach properties whose
+	// names have no exact Go form through them (jsonkeys.go).
+	rawObjectKeys, rawReflectGet, rawDefine, rawDelete func(goja.FunctionCall) goja.Value
+	// rawJSONSyntax makes JSON.parse's SyntaxError (json.go).
+	rawJSONSyntax func() goja.Value
 
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
 	rawRangeError, rawSyntaxError func() goja.Value
@@ -365,17 +370,12 @@ func (x *exec) deliver(c completion) error {
 	return c.resolve(v)
 }
 
-// fromJSON converts JSON text into a JS value: the fast decoder, or
-// JSON.parse for the rare text it leaves to it.
+// fromJSON converts JSON text into a JS value as JSON.parse does.
 func (x *exec) fromJSON(data []byte) (goja.Value, error) {
 	if x.keys == nil && len(data) > 256 {
 		x.keys = make(map[string]string, 32)
 	}
-	v, err := decodeJSON(x.vm, data, x.keys)
-	if errors.Is(err, errLoneSurrogate) {
-		return x.parseJSON(string(data))
-	}
-	return v, err
+	return decodeJSON(x.vm, x, data, false, x.keys)
 }
 
 // result serialises the script's return value, into bytes that become

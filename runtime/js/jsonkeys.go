@@ -1,0 +1,131 @@
+package js
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+)
+
+// Property names are UTF-16 in JavaScript and may hold unpaired
+// surrogates ({"\ud800": 1}); goja's Go API speaks UTF-8 strings, in which
+// an unpaired surrogate becomes U+FFFD: obj.Keys() would give a name that
+// obj.Get cannot find, and two names could become one. The JSON
+// conversions read names through jsonKey, which keeps the name as a
+// JavaScript string whenever its Go form may not be exact, and read and
+// write such properties through JavaScript's own Reflect.get and
+// Reflect.defineProperty (captured before any script runs).
+
+// jsonKey is one property name: s, or v when s may not be exact (v then
+// holds the name as JavaScript has it).
+type jsonKey struct {
+	s string
+	v goja.String
+}
+
+// value is the key as a JavaScript string (what a replacer, toJSON or a
+// reviver receives).
+func (k jsonKey) value(vm *goja.Runtime) goja.Value {
+	if k.v != nil {
+		return k.v
+	}
+	return vm.ToValue(k.s)
+}
+
+// inexact reports whether s, a name converted from JavaScript, may differ
+// from the name itself: it holds U+FFFD, which an unpaired surrogate turns
+// into.
+func inexact(s string) bool {
+	return strings.Contains(s, string(utf8.RuneError))
+}
+
+// exactKey is the jsonKey of v, a JavaScript string.
+func exactKey(v goja.String) jsonKey {
+	s := v.String()
+	if inexact(s) {
+		return jsonKey{s: s, v: v}
+	}
+	return jsonKey{s: s}
+}
+
+// id tells keys apart: s, or for a key held as v its UTF-16 units (which
+// no s can equal: s is valid UTF-8, the units' bytes follow a NUL that
+// starts no name s could hold twice over).
+func (k jsonKey) id() string {
+	if k.v == nil {
+		return k.s
+	}
+	n := k.v.Length()
+	b := make([]byte, 0, 2+2*n)
+	b = append(b, 0, 0xff)
+	for i := 0; i < n; i++ {
+		c := k.v.CharAt(i)
+		b = append(b, byte(c>>8), byte(c))
+	}
+	return string(b)
+}
+
+// ownKeys is obj's own enumerable string keys (EnumerableOwnProperties),
+// exact. The common case, names without U+FFFD, costs one obj.Keys();
+// otherwise the names are read again through Object.keys.
+func (x *exec) ownKeys(obj *goja.Object) []jsonKey {
+	names := obj.Keys()
+	keys := make([]jsonKey, len(names))
+	slow := false
+	for i, n := range names {
+		keys[i] = jsonKey{s: n}
+		slow = slow || inexact(n)
+	}
+	if !slow || x.rawObjectKeys == nil {
+		return keys
+	}
+	arr, ok := x.rawObjectKeys(goja.FunctionCall{Arguments: []goja.Value{obj}}).(*goja.Object)
+	if !ok {
+		return keys
+	}
+	n := lengthOf(arr)
+	keys = make([]jsonKey, 0, int(n))
+	for i := 0.0; i < n; i++ {
+		if s, ok := arr.Get(ftoa(i)).(goja.String); ok {
+			keys = append(keys, exactKey(s))
+		}
+	}
+	return keys
+}
+
+// getKey is obj[k].
+func (x *exec) getKey(obj *goja.Object, k jsonKey) goja.Value {
+	var v goja.Value
+	if k.v != nil && x.rawReflectGet != nil {
+		v = x.rawReflectGet(goja.FunctionCall{Arguments: []goja.Value{obj, k.v}})
+	} else {
+		v = obj.Get(k.s)
+	}
+	if v == nil {
+		return goja.Undefined()
+	}
+	return v
+}
+
+// defineKey is CreateDataProperty(obj, k, v).
+func (x *exec) defineKey(obj *goja.Object, k jsonKey, v goja.Value) {
+	if k.v == nil || x.rawDefine == nil {
+		_ = obj.DefineDataProperty(k.s, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+		return
+	}
+	desc := x.vm.NewObject()
+	_ = desc.Set("value", v)
+	_ = desc.Set("writable", true)
+	_ = desc.Set("enumerable", true)
+	_ = desc.Set("configurable", true)
+	x.rawDefine(goja.FunctionCall{Arguments: []goja.Value{obj, k.v, desc}})
+}
+
+// deleteKey is delete obj[k].
+func (x *exec) deleteKey(obj *goja.Object, k jsonKey) {
+	if k.v == nil || x.rawDelete == nil {
+		_ = obj.Delete(k.s)
+		return
+	}
+	x.rawDelete(goja.FunctionCall{Arguments: []goja.Value{obj, k.v}})
+}
