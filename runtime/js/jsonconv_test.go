@@ -78,7 +78,8 @@ func TestJSONConversions(t *testing.T) {
 		{"parse reviver deletes a lone key", `return JSON.stringify(JSON.parse('{"\\ud800": 1, "b": 2}', function (k, v) { return k === "\ud800" ? undefined : v }))`, `"{\"b\":2}"`},
 		// Tool arguments keep every key, and a schema sees it.
 		{"tool arguments keep a lone key", codes + `const r = await tools.echo({level: "senior", ["\ud800"]: 1}); return Object.keys(r).map(codes)`, `[[108,101,118,101,108],[55296]]`},
-		{"tool arguments keep two lone keys apart", codes + `const r = await tools.echo({["\ud800"]: 1, ["\ud801"]: 2}); return Object.keys(r).map(codes)`, `[[55296],[55297]]`},
+		{"tool arguments keep two lone keys apart", codes + `const r = await tools.echo({["\ud800a"]: 1, ["\ud800b"]: 2}); return Object.keys(r).map(codes)`, `[[55296,97],[55296,98]]`},
+		{"tool arguments a schema cannot tell apart", `try { await tools.echo({["\ud800"]: 1, ["\ud801"]: 2}); return "sent" } catch (e) { return [e.name, e.code] }`, `["ToolArgumentError","invalid_arguments"]`},
 		{"schema refuses a lone key", `try { await tools.strict({level: "senior", ["\ud800"]: 1}); return "sent" } catch (e) { return [e.name, e.code] }`, `["ToolArgumentError","invalid_arguments"]`},
 		// Tool results reach the script exactly.
 		{"tool result lone keys and values", codes + `const r = await tools.lone(); return [Object.keys(r).map(codes), codes(r.s), codes(r.p)]`,

@@ -39,7 +39,8 @@ func TestJSONConversionsEveryEngine(t *testing.T) {
 	codes := `const codes = (s) => Array.from({length: s.length}, (_, i) => s.charCodeAt(i));`
 	cases := []struct{ name, src, want string }{
 		{"result keys", `return {["\udc00x"]: 1, ["\ud800"]: "\udfff", b: 2}`, `{"\udc00x":1,"\ud800":"\udfff","b":2}`},
-		{"tool arguments", codes + `const r = await tools.echo({["\ud800"]: 1, ["\ud801"]: 2}); return Object.keys(r).map(codes)`, `[[55296],[55297]]`},
+		{"tool arguments", codes + `const r = await tools.echo({["\ud800a"]: 1, ["\ud801"]: 2}); return Object.keys(r).map(codes)`, `[[55296,97],[55297]]`},
+		{"tool arguments merged", `try { await tools.echo({["\ud800"]: 1, ["\ud801"]: 2}); return "sent" } catch (e) { return e.code }`, `"invalid_arguments"`},
 		{"schema refuses", `try { await tools.strict({level: "x", ["\ud800"]: 1}); return "sent" } catch (e) { return e.code }`, `"invalid_arguments"`},
 		{"tool result", codes + `const r = await tools.lone({}); return [Object.keys(r).map(codes), codes(r.s)]`, `[[[55296],[56319],[115]],[97,56320,98]]`},
 		{"tool result numbers", `const r = await tools.numbers({}); return [r.map(String), Object.is(r[2], -0)]`, `[["Infinity","-Infinity","0","1.2345678901234568e+29"],true]`},
