@@ -66,7 +66,6 @@ func (x *exec) checkChars(what string, n float64) {
 func (x *exec) guardBuiltins() {
 	x.guardStrings()
 	x.guardArrays()
-	x.guardBigIntAlloc()
 }
 
 // thisString converts a String.prototype method's receiver once (null and

@@ -26,7 +26,7 @@ func (x *exec) guardJSON() {
 	if !ok {
 		return
 	}
-	x.method(obj, "parse", func(call goja.FunctionCall, _ func(goja.FunctionCall) goja.Value) goja.Value {
+	x.rawJSONParse = x.method(obj, "parse", func(call goja.FunctionCall, _ func(goja.FunctionCall) goja.Value) goja.Value {
 		text, _ := call.Argument(0).ToString().(goja.String)
 		if text == nil {
 			text = goja.StringFromUTF16(nil)
@@ -109,9 +109,19 @@ func (x *exec) parseText(text goja.String) goja.Value {
 	x.checkJSONDepth(data)
 	v, err := decodeJSON(x.vm, x, data, wtf, nil)
 	if err != nil {
-		panic(x.intrinsicError(x.rawJSONSyntax, "JSON.parse: "+err.Error()))
+		panic(x.intrinsicError(x.jsonSyntaxError, "JSON.parse: "+err.Error()))
 	}
 	return v
+}
+
+// jsonSyntaxError returns an intrinsic SyntaxError, made by goja's own
+// JSON.parse on text that is not JSON; nil if JSON.parse is not guarded
+// (the engine's own conversions parse text that is JSON).
+func (x *exec) jsonSyntaxError() goja.Value {
+	if x.rawJSONParse == nil {
+		return nil
+	}
+	return x.rawJSONParse(goja.FunctionCall{Arguments: []goja.Value{x.vm.ToValue("{")}})
 }
 
 // parseJSON is JSON.parse(text) for the engine (no reviver), with the

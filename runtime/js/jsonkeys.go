@@ -12,9 +12,33 @@ import (
 // an unpaired surrogate becomes U+FFFD: obj.Keys() would give a name that
 // obj.Get cannot find, and two names could become one. The JSON
 // conversions read names through jsonKey, which keeps the name as a
-// JavaScript string whenever its Go form may not be exact, and read and
-// write such properties through JavaScript's own Reflect.get and
-// Reflect.defineProperty (captured before any script runs).
+// JavaScript string whenever its Go form may not be exact, and reach such
+// properties through Object.keys and Object.defineProperty (captured
+// before any script runs) and two functions of ptc's own that read and
+// delete a property with JavaScript's operators (keyProgram: they depend
+// on no global a script could replace, so they are made only when first
+// needed).
+
+// keyProgram makes keyGet and keyDelete.
+var keyProgram = goja.MustCompile("keys.js", `[function (o, k) { return o[k] }, function (o, k) { delete o[k] }]`, true)
+
+// keyHelpers makes keyGet and keyDelete if they are not made yet.
+func (x *exec) keyHelpers() bool {
+	if x.keyGet != nil {
+		return true
+	}
+	v, err := x.vm.RunProgram(keyProgram)
+	if err != nil {
+		rethrow(err)
+	}
+	arr, ok := v.(*goja.Object)
+	if !ok {
+		return false
+	}
+	x.keyGet, _ = goja.AssertFunction(arr.Get("0"))
+	x.keyDelete, _ = goja.AssertFunction(arr.Get("1"))
+	return x.keyGet != nil && x.keyDelete != nil
+}
 
 // jsonKey is one property name: s, or v when s may not be exact (v then
 // holds the name as JavaScript has it).
@@ -66,38 +90,57 @@ func (k jsonKey) id() string {
 }
 
 // ownKeys is obj's own enumerable string keys (EnumerableOwnProperties),
-// exact. The common case, names without U+FFFD, costs one obj.Keys();
-// otherwise the names are read again through Object.keys.
+// exact.
 func (x *exec) ownKeys(obj *goja.Object) []jsonKey {
-	names := obj.Keys()
-	keys := make([]jsonKey, len(names))
-	slow := false
+	names, keys := x.ownNames(obj)
+	if keys != nil {
+		return keys
+	}
+	keys = make([]jsonKey, len(names))
 	for i, n := range names {
 		keys[i] = jsonKey{s: n}
-		slow = slow || inexact(n)
+	}
+	return keys
+}
+
+// ownNames is obj's own enumerable string keys as names, when every Go
+// name is exact (the common case, one obj.Keys() and nothing more), or
+// else as keys, read again through Object.keys.
+func (x *exec) ownNames(obj *goja.Object) ([]string, []jsonKey) {
+	names := obj.Keys()
+	slow := false
+	for _, n := range names {
+		if inexact(n) {
+			slow = true
+			break
+		}
 	}
 	if !slow || x.rawObjectKeys == nil {
-		return keys
+		return names, nil
 	}
 	arr, ok := x.rawObjectKeys(goja.FunctionCall{Arguments: []goja.Value{obj}}).(*goja.Object)
 	if !ok {
-		return keys
+		return names, nil
 	}
 	n := lengthOf(arr)
-	keys = make([]jsonKey, 0, int(n))
+	keys := make([]jsonKey, 0, int(n))
 	for i := 0.0; i < n; i++ {
 		if s, ok := arr.Get(ftoa(i)).(goja.String); ok {
 			keys = append(keys, exactKey(s))
 		}
 	}
-	return keys
+	return nil, keys
 }
 
 // getKey is obj[k].
 func (x *exec) getKey(obj *goja.Object, k jsonKey) goja.Value {
 	var v goja.Value
-	if k.v != nil && x.rawReflectGet != nil {
-		v = x.rawReflectGet(goja.FunctionCall{Arguments: []goja.Value{obj, k.v}})
+	if k.v != nil && x.keyHelpers() {
+		res, err := x.keyGet(goja.Undefined(), obj, k.v)
+		if err != nil {
+			rethrow(err)
+		}
+		v = res
 	} else {
 		v = obj.Get(k.s)
 	}
@@ -123,9 +166,11 @@ func (x *exec) defineKey(obj *goja.Object, k jsonKey, v goja.Value) {
 
 // deleteKey is delete obj[k].
 func (x *exec) deleteKey(obj *goja.Object, k jsonKey) {
-	if k.v == nil || x.rawDelete == nil {
+	if k.v == nil || !x.keyHelpers() {
 		_ = obj.Delete(k.s)
 		return
 	}
-	x.rawDelete(goja.FunctionCall{Arguments: []goja.Value{obj, k.v}})
+	if _, err := x.keyDelete(goja.Undefined(), obj, k.v); err != nil {
+		rethrow(err)
+	}
 }

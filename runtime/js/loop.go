@@ -53,13 +53,16 @@ type exec struct {
 	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
 	// (builtins.go).
 	rawOwnDescriptor, rawOwnSymbols func(goja.FunctionCall) goja.Value
-	// rawObjectKeys, rawReflectGet, rawDefine and rawDelete are goja's own
-	// Object.keys, Reflect.get, Reflect.defineProperty and
-	// Reflect.deleteProperty: the JSON conversions reach properties whose
-	// names have no exact Go form through them (jsonkeys.go).
-	rawObjectKeys, rawReflectGet, rawDefine, rawDelete func(goja.FunctionCall) goja.Value
-	// rawJSONSyntax makes JSON.parse's SyntaxError (json.go).
-	rawJSONSyntax func() goja.Value
+	// rawObjectKeys and rawDefine are goja's own Object.keys and
+	// Object.defineProperty; keyGet and keyDelete read and delete a
+	// property by a JS string key, made when first needed. The JSON
+	// conversions reach properties whose names have no exact Go form
+	// through them (jsonkeys.go).
+	rawObjectKeys, rawDefine func(goja.FunctionCall) goja.Value
+	keyGet, keyDelete        goja.Callable
+	// rawJSONParse is goja's own JSON.parse, which ptc's calls only to
+	// make an intrinsic SyntaxError (json.go).
+	rawJSONParse func(goja.FunctionCall) goja.Value
 
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
 	rawRangeError, rawSyntaxError func() goja.Value

@@ -33,21 +33,7 @@ func (x *exec) newRuntime() {
 		x.rawOwnDescriptor = rawFunc(object.Get("getOwnPropertyDescriptor"))
 		x.rawOwnSymbols = rawFunc(object.Get("getOwnPropertySymbols"))
 		x.rawObjectKeys = rawFunc(object.Get("keys"))
-	}
-	if ctor, ok := goja.AssertConstructor(vm.Get("SyntaxError")); ok {
-		// An intrinsic SyntaxError for JSON.parse (json.go).
-		x.rawJSONSyntax = func() goja.Value {
-			obj, err := ctor(nil)
-			if err != nil {
-				return nil
-			}
-			return obj
-		}
-	}
-	if reflect, ok := vm.Get("Reflect").(*goja.Object); ok {
-		x.rawReflectGet = rawFunc(reflect.Get("get"))
-		x.rawDefine = rawFunc(reflect.Get("defineProperty"))
-		x.rawDelete = rawFunc(reflect.Get("deleteProperty"))
+		x.rawDefine = rawFunc(object.Get("defineProperty"))
 	}
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {

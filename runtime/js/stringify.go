@@ -377,13 +377,25 @@ func (st *jsonState) object(obj *goja.Object) {
 		st.room(0, 0)
 		return
 	}
-	keys := st.props
+	// The keys: the property list, or the own keys, as names when they
+	// are exact (see ownNames).
+	keys, names := st.props, []string(nil)
 	if keys == nil {
-		keys = x.ownKeys(obj)
+		names, keys = x.ownNames(obj)
+	}
+	n := len(names)
+	if keys != nil {
+		n = len(keys)
 	}
 	st.byte('{')
 	empty := true
-	for _, k := range keys {
+	for i := 0; i < n; i++ {
+		var k jsonKey
+		if keys != nil {
+			k = keys[i]
+		} else {
+			k.s = names[i]
+		}
 		mark := len(st.b)
 		if !empty {
 			st.byte(',')
