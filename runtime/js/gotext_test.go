@@ -47,6 +47,10 @@ func TestNoGoTextInErrors(t *testing.T) {
 			`["SyntaxError","JSON.parse: invalid JSON at offset 6: unexpected end in array",true]`},
 		{"JSON.parse of a bad literal", fmtJS(caught, `JSON.parse('{"a": tru}')`, "SyntaxError"),
 			`["SyntaxError","JSON.parse: invalid JSON at offset 6: invalid literal",true]`},
+		{"JSON.parse of an unpaired surrogate", fmtJS(caught, `JSON.parse("\ud800")`, "SyntaxError"),
+			`["SyntaxError","JSON.parse: invalid JSON at offset 0: unexpected character '\\ud800'",true]`},
+		{"JSON.parse of a letter outside ASCII", fmtJS(caught, `JSON.parse("é")`, "SyntaxError"),
+			`["SyntaxError","JSON.parse: invalid JSON at offset 0: unexpected character 'é'",true]`},
 		{"JSON.parse of a bad escape", fmtJS(caught, `JSON.parse('"\\x"')`, "SyntaxError"),
 			`["SyntaxError","JSON.parse: invalid JSON at offset 3: invalid escape",true]`},
 	}

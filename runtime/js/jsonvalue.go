@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -103,8 +104,20 @@ func (d *jsonDecoder) value() (goja.Value, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	default:
-		return nil, d.errorf("unexpected character %q", c)
+		return nil, d.errorf("unexpected character %s", d.charAt())
 	}
+}
+
+// charAt names the character at the decoder's position for an error: as
+// Go quotes it, or as a \u escape for an unpaired surrogate of WTF-8 text
+// (a byte of invalid UTF-8 is U+FFFD).
+func (d *jsonDecoder) charAt() string {
+	b := d.data[d.pos:]
+	if d.wtf && len(b) >= 3 && b[0] == 0xed && b[1]&0xe0 == 0xa0 {
+		return fmt.Sprintf("'\\u%04x'", 0xd000|rune(b[1]&0x3f)<<6|rune(b[2]&0x3f))
+	}
+	r, _ := utf8.DecodeRune(b)
+	return fmt.Sprintf("%q", r)
 }
 
 func (d *jsonDecoder) literal(word string, v goja.Value) (goja.Value, error) {
