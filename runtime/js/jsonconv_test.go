@@ -75,6 +75,8 @@ func TestJSONConversions(t *testing.T) {
 		{"parse syntax error", `try { JSON.parse("[1,]") } catch (e) { return [e.name, e instanceof SyntaxError] }`, `["SyntaxError",true]`},
 		{"parse reviver keeps lone keys", codes + `const ks = []; const v = JSON.parse('{"\\ud800": 1, "\\ud801": 2}', function (k, v) { ks.push(codes(k)); return typeof v === "number" ? v * 10 : v }); return [ks, JSON.stringify(v)]`,
 			`[[[55296],[55297],[]],"{\"\\ud800\":10,\"\\ud801\":20}"]`},
+		{"parse reviver on a frozen holder", `return JSON.stringify(JSON.parse('{"a": {"\\ud800": 1}}', function (k, v) { if (k === "\ud800") Object.freeze(this); return k === "\ud800" ? 2 : v }))`, `"{\"a\":{\"\\ud800\":1}}"`},
+		{"parse reviver ignores Object.prototype accessors", `Object.defineProperty(Object.prototype, "get", {get() { throw new Error("read") }, configurable: true}); return JSON.stringify(JSON.parse('{"\\ud800": 1}', function (k, v) { return typeof v === "number" ? v + 1 : v }))`, `"{\"\\ud800\":2}"`},
 		{"parse reviver deletes a lone key", `return JSON.stringify(JSON.parse('{"\\ud800": 1, "b": 2}', function (k, v) { return k === "\ud800" ? undefined : v }))`, `"{\"b\":2}"`},
 		// Tool arguments keep every key, and a schema sees it.
 		{"tool arguments keep a lone key", codes + `const r = await tools.echo({level: "senior", ["\ud800"]: 1}); return Object.keys(r).map(codes)`, `[[108,101,118,101,108],[55296]]`},

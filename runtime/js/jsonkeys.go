@@ -19,8 +19,9 @@ import (
 // on no global a script could replace, so they are made only when first
 // needed).
 
-// keyProgram makes keyGet and keyDelete.
-var keyProgram = goja.MustCompile("keys.js", `[function (o, k) { return o[k] }, function (o, k) { delete o[k] }]`, true)
+// keyProgram makes keyGet and keyDelete; sloppy mode, so that deleting a
+// property that cannot be deleted fails quietly, as [[Delete]] does.
+var keyProgram = goja.MustCompile("keys.js", `[function (o, k) { return o[k] }, function (o, k) { delete o[k] }]`, false)
 
 // keyHelpers makes keyGet and keyDelete if they are not made yet.
 func (x *exec) keyHelpers() bool {
@@ -72,9 +73,9 @@ func exactKey(v goja.String) jsonKey {
 	return jsonKey{s: s}
 }
 
-// id tells keys apart: s, or for a key held as v its UTF-16 units (which
-// no s can equal: s is valid UTF-8, the units' bytes follow a NUL that
-// starts no name s could hold twice over).
+// id tells keys apart in a property list: s, or for a key held as v its
+// UTF-16 units after the bytes 00 FF, which no s holds (s is valid UTF-8,
+// where FF never occurs).
 func (k jsonKey) id() string {
 	if k.v == nil {
 		return k.s
@@ -150,18 +151,22 @@ func (x *exec) getKey(obj *goja.Object, k jsonKey) goja.Value {
 	return v
 }
 
-// defineKey is CreateDataProperty(obj, k, v).
+// defineKey is CreateDataProperty(obj, k, v): a failure (a frozen
+// object) is ignored, as it is for a name with an exact Go form.
 func (x *exec) defineKey(obj *goja.Object, k jsonKey, v goja.Value) {
 	if k.v == nil || x.rawDefine == nil {
 		_ = obj.DefineDataProperty(k.s, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 		return
 	}
+	// The descriptor has no prototype: Object.defineProperty would read
+	// a get or set that a script put on Object.prototype.
 	desc := x.vm.NewObject()
-	_ = desc.Set("value", v)
-	_ = desc.Set("writable", true)
-	_ = desc.Set("enumerable", true)
-	_ = desc.Set("configurable", true)
-	x.rawDefine(goja.FunctionCall{Arguments: []goja.Value{obj, k.v, desc}})
+	_ = desc.SetPrototype(nil)
+	for _, f := range []string{"writable", "enumerable", "configurable"} {
+		_ = desc.DefineDataProperty(f, x.vm.ToValue(true), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	}
+	_ = desc.DefineDataProperty("value", v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	_ = x.vm.Try(func() { x.rawDefine(goja.FunctionCall{Arguments: []goja.Value{obj, k.v, desc}}) })
 }
 
 // deleteKey is delete obj[k].
