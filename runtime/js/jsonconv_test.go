@@ -115,3 +115,44 @@ func TestLogKeepsLoneKeys(t *testing.T) {
 		t.Fatalf("logs %+q", entries)
 	}
 }
+
+// TestJSONRoundTripMany: strings of awkward UTF-16 units (quotes,
+// controls, U+FFFD, unpaired and paired surrogates, U+2028), as values
+// and as names, come back from JSON.stringify and JSON.parse, and from a
+// tool that returns its arguments, exactly; the result is valid JSON.
+func TestJSONRoundTripMany(t *testing.T) {
+	src := `let seed = 7;
+const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+const units = [0x41, 0x22, 0x5c, 0x0a, 0x00, 0x1f, 0x7f, 0xe9, 0xfffd, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xd83d, 0xde00, 0x2028];
+const str = () => { let s = ""; const n = Math.floor(rnd() * 7); for (let j = 0; j < n; j++) s += String.fromCharCode(units[Math.floor(rnd() * units.length)]); return s };
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b) && Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k, i) => Object.keys(b)[i] === k && a[k] === b[k]);
+let bad = [];
+const all = [];
+for (let i = 0; i < 2000; i++) {
+  const s = str(), o = {[s]: s, [s + "x"]: str()};
+  if (JSON.parse(JSON.stringify(s)) !== s || !same(o, JSON.parse(JSON.stringify(o)))) bad.push(i);
+  if (i % 10 === 0) {
+    const back = await tools.echo(o);
+    if (!same(o, back)) bad.push("echo " + i);
+    all.push(o);
+  }
+}
+return {bad, all}`
+	out, _, _ := run(t, js.New(), src, runOpts{tools: surrogateTools(t)})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if !json.Valid(out.Result) {
+		t.Fatalf("the result is not valid JSON: %.200s", out.Result)
+	}
+	var res struct {
+		Bad []any `json:"bad"`
+		All []any `json:"all"`
+	}
+	if err := json.Unmarshal(out.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Bad) > 0 || len(res.All) != 200 {
+		t.Fatalf("%d round trips differ (%v), %d objects returned", len(res.Bad), res.Bad, len(res.All))
+	}
+}
