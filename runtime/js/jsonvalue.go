@@ -37,7 +37,7 @@ type jsonDecoder struct {
 	data  []byte
 	pos   int
 	depth int
-	// wtf: data is WTF-8 (see wtf8), not UTF-8: it came from a JS string
+	// wtf: data is WTF-8 (see jsonText), not UTF-8: it came from a JS string
 	// holding unpaired surrogates, encoded as UTF-8 encodes code points.
 	wtf bool
 	// keys interns property names: tool results repeat the same few.
