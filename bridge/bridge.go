@@ -17,6 +17,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -473,6 +474,11 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 			Message: "arguments are not valid UTF-8; JSON text must be UTF-8"}
 	}
 	vs, err := t.Input.Validate(args)
+	if errors.Is(err, jsonval.ErrMergedNames) {
+		// The schema would check one property where the tool gets two.
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
+			Message: "arguments have property names that differ only in unpaired surrogates (\\ud800-\\udfff), which a schema cannot tell apart; rename them"}
+	}
 	if err != nil {
 		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: "arguments are not valid JSON"}
@@ -534,6 +540,10 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, key 
 	}
 	if t.Output != nil {
 		vs, err := t.Output.Validate(out)
+		if errors.Is(err, jsonval.ErrMergedNames) {
+			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput,
+				Message: "tool returned property names that differ only in unpaired surrogates or invalid UTF-8, which its output schema cannot tell apart"}
+		}
 		if err != nil {
 			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "tool returned invalid JSON"}
 		}

@@ -323,6 +323,9 @@ func invalidOutput(err error) *fault.Error {
 	if errors.Is(err, jsonval.ErrTooDeep) {
 		return fault.Reject(fault.CodeInvalidArgument, "output is nested more than %d levels deep, deeper than ptc accepts; answer with a flatter value", jsonval.MaxDepth)
 	}
+	if errors.Is(err, jsonval.ErrMergedNames) {
+		return fault.Reject(fault.CodeInvalidArgument, "output has property names that differ only in unpaired surrogates or invalid UTF-8, which its output schema cannot tell apart; rename them")
+	}
 	return fault.Reject(fault.CodeInvalidArgument, "output is not valid JSON")
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
@@ -131,7 +132,10 @@ func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runti
 	if out.Err == nil && p.result != nil {
 		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
-			if err == nil {
+			switch {
+			case errors.Is(err, jsonval.ErrMergedNames):
+				msg = "the result has property names that differ only in unpaired surrogates (\\ud800-\\udfff), which the result schema cannot tell apart; rename them"
+			case err == nil:
 				msg = "the result does not match the result schema: " + tools.FormatViolations(vs)
 			}
 			out.Err = fault.New(fault.KindResultSchema, "%s", msg)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -23,6 +24,13 @@ var ErrSyntax = errors.New("invalid JSON")
 // ErrTooDeep is wrapped, with ErrSyntax, by Decode's error for a value
 // nested more than MaxDepth levels deep.
 var ErrTooDeep = fmt.Errorf("nesting deeper than %d", MaxDepth)
+
+// ErrMergedNames is wrapped by Decode's error for an object two of whose
+// property names become one once unpaired surrogate escapes and invalid
+// UTF-8 are replaced by U+FFFD ({"\ud800": 1, "\ud801": 2}): the value
+// would hold one property where the text has two, and whatever checks
+// the value (a schema) would not see what a reader of the text gets.
+var ErrMergedNames = errors.New("two property names differ only in unpaired surrogates or invalid UTF-8")
 
 type decoder struct {
 	data  []byte
@@ -130,6 +138,9 @@ func (d *decoder) object() (any, error) {
 		v, err := d.value()
 		if err != nil {
 			return nil, err
+		}
+		if _, dup := m[k]; dup && strings.ContainsRune(k, utf8.RuneError) {
+			return nil, fmt.Errorf("%w at offset %d: %w", ErrSyntax, d.pos, ErrMergedNames)
 		}
 		m[k] = v
 		d.space()

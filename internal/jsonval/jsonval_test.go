@@ -11,11 +11,16 @@ import (
 )
 
 // same checks Decode against the jsonschema library's own decoder
-// (encoding/json with UseNumber): both fail, or both give equal values.
+// (encoding/json with UseNumber): both fail, or both give equal values;
+// but where the library merges two property names into one, Decode
+// refuses (TestDecodeRefusesMergedNames).
 func same(t *testing.T, s string) {
 	t.Helper()
 	want, werr := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(s)))
 	got, gerr := Decode([]byte(s))
+	if errors.Is(gerr, ErrMergedNames) && werr == nil {
+		return
+	}
 	if (werr != nil) != (gerr != nil) {
 		t.Fatalf("%q: library err %v, Decode err %v", s, werr, gerr)
 	}
@@ -37,6 +42,36 @@ func TestDecode(t *testing.T) {
 	}
 	if _, err := Decode([]byte(strings.Repeat("[", MaxDepth+1))); err == nil {
 		t.Fatal("depth not bounded")
+	}
+}
+
+// TestDecodeRefusesMergedNames: property names that U+FFFD would make one
+// are refused, never merged; one such name, or names that stay apart,
+// decode as encoding/json decodes them.
+func TestDecodeRefusesMergedNames(t *testing.T) {
+	cases := []struct {
+		doc    string
+		merged bool
+	}{
+		{`{"\ud800": 1, "\ud801": 2}`, true},
+		{`{"a\udc00": 1, "a\udfff": 2}`, true},
+		{`[{"x": {"\ud800": 1, "\ufffd": 2}}]`, true},
+		{"{\"\xff\": 1, \"\xfe\": 2}", true},
+		{`{"\ud800": 1}`, false},
+		{`{"\ud800a": 1, "\ud800b": 2}`, false},
+		{`{"a": 1, "a": 2}`, false},
+	}
+	for _, c := range cases {
+		_, err := Decode([]byte(c.doc))
+		if got := errors.Is(err, ErrMergedNames); got != c.merged {
+			t.Errorf("%s: error %v, want merged %v", c.doc, err, c.merged)
+		}
+		if err != nil && !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: error %v does not wrap ErrSyntax", c.doc, err)
+		}
+		if !c.merged {
+			same(t, c.doc)
+		}
 	}
 }
 

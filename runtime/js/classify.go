@@ -74,12 +74,13 @@ func (x *exec) classify(err error) *fault.Error {
 // error raised inside goja (or a library it calls) while it ran the
 // script is the script's doing — the same script fails the same way, so
 // it is a SCRIPT_ERROR, not the INTERNAL that says "run it again"; a panic
-// in ptc's own code is INTERNAL.
+// in ptc's own code is INTERNAL. The message never holds Go's text (the
+// cause keeps it for the operator's logs).
 func panicFault(r any, stack []byte) *fault.Error {
 	cause := fmt.Errorf("panic: %v\n%s", r, stack)
 	if _, ok := r.(goruntime.Error); ok && !ptcOrigin(stack) {
 		return &fault.Error{Kind: fault.KindScript, Cause: cause,
-			Message: fmt.Sprintf("the JavaScript engine failed on what the script did (%v); change the operation that failed", r)}
+			Message: "the JavaScript engine failed on what the script did; change the operation that failed"}
 	}
 	return &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine", Cause: cause}
 }

@@ -1,7 +1,6 @@
 package js
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/dop251/goja"
@@ -15,9 +14,11 @@ import (
 // replacer function or property list, indentation, toJSON, wrapper
 // objects, cycles (TypeError), BigInt (TypeError) — and throw a catchable
 // RangeError past maxJSONDepth levels. JSON.parse checks the nesting of
-// the text before goja's parser sees it; the reviver walk and
-// JSON.stringify are ptc's own. The engine serialises tool arguments and
-// results the same way.
+// the text before it parses it. JSON.parse (jsonvalue.go), the reviver
+// walk and JSON.stringify are ptc's own: goja's JSON.parse goes through
+// encoding/json, which turns unpaired surrogate escapes into U+FFFD and
+// refuses 1e400 with Go's own error text. The engine converts tool
+// arguments, tool results, the input and the result the same way.
 
 // guardJSON replaces JSON.parse and JSON.stringify.
 func (x *exec) guardJSON() {
@@ -25,17 +26,19 @@ func (x *exec) guardJSON() {
 	if !ok {
 		return
 	}
-	x.rawJSONParse = x.method(obj, "parse", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		text := call.Argument(0).ToString()
-		x.checkJSONDepth(text.String())
-		v := orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{text}})
+	x.rawJSONParse = x.method(obj, "parse", func(call goja.FunctionCall, _ func(goja.FunctionCall) goja.Value) goja.Value {
+		text, _ := call.Argument(0).ToString().(goja.String)
+		if text == nil {
+			text = goja.StringFromUTF16(nil)
+		}
+		v := x.parseText(text)
 		reviver, ok := goja.AssertFunction(call.Argument(1))
 		if !ok {
 			return v
 		}
 		root := x.vm.NewObject()
 		_ = root.Set("", v)
-		return x.revive(reviver, root, "", 0)
+		return x.revive(reviver, root, jsonKey{}, 0)
 	})
 	x.method(obj, "stringify", func(call goja.FunctionCall, _ func(goja.FunctionCall) goja.Value) goja.Value {
 		return x.stringifyJS(call.Argument(0), call.Argument(1), call.Argument(2))
@@ -45,7 +48,7 @@ func (x *exec) guardJSON() {
 // checkJSONDepth throws a RangeError if text nests more than maxJSONDepth
 // levels. JSON has no lexical ambiguity: brackets outside strings are
 // nesting.
-func (x *exec) checkJSONDepth(text string) {
+func (x *exec) checkJSONDepth(text []byte) {
 	depth := 0
 	for i := 0; i < len(text); i++ {
 		switch text[i] {
@@ -68,58 +71,63 @@ func (x *exec) checkJSONDepth(text string) {
 // revive is InternalizeJSONProperty: it walks holder[name] depth first,
 // calling reviver on every property, bounded to maxJSONDepth levels (the
 // reviver may add deeper values as it goes).
-func (x *exec) revive(reviver goja.Callable, holder *goja.Object, name string, depth int) goja.Value {
-	val := holder.Get(name)
-	if val == nil {
-		val = goja.Undefined()
-	}
+func (x *exec) revive(reviver goja.Callable, holder *goja.Object, name jsonKey, depth int) goja.Value {
+	val := x.getKey(holder, name)
 	if obj, ok := val.(*goja.Object); ok {
 		if depth >= maxJSONDepth {
 			x.throwRange(fmt.Sprintf("JSON.parse: the reviver reached a value nested more than %d levels deep", maxJSONDepth))
 		}
-		var keys []string
+		var keys []jsonKey
 		if x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean() {
 			n := lengthOf(obj)
 			for i := 0.0; i < n; i++ {
-				keys = append(keys, ftoa(i))
+				keys = append(keys, jsonKey{s: ftoa(i)})
 			}
 		} else {
-			keys = obj.Keys()
+			keys = x.ownKeys(obj)
 		}
 		for _, k := range keys {
 			v := x.revive(reviver, obj, k, depth+1)
 			if goja.IsUndefined(v) {
-				_ = obj.Delete(k)
+				x.deleteKey(obj, k)
 			} else {
-				_ = obj.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+				x.defineKey(obj, k, v)
 			}
 		}
 	}
-	res, err := reviver(holder, x.vm.ToValue(name), val)
+	res, err := reviver(holder, name.value(x.vm), val)
 	if err != nil {
 		rethrow(err)
 	}
 	return res
 }
 
+// parseText is JSON.parse(text) without a reviver: a SyntaxError for
+// text that is not JSON, a RangeError for text nested too deep.
+func (x *exec) parseText(text goja.String) goja.Value {
+	data, wtf := jsonText(text)
+	x.checkJSONDepth(data)
+	v, err := decodeJSON(x.vm, x, data, wtf, nil)
+	if err != nil {
+		panic(x.intrinsicError(x.jsonSyntaxError, "JSON.parse: "+err.Error()))
+	}
+	return v
+}
+
+// jsonSyntaxError returns an intrinsic SyntaxError, made by goja's own
+// JSON.parse on text that is not JSON; nil if JSON.parse is not guarded
+// (the engine's own conversions parse text that is JSON).
+func (x *exec) jsonSyntaxError() goja.Value {
+	if x.rawJSONParse == nil {
+		return nil
+	}
+	return x.rawJSONParse(goja.FunctionCall{Arguments: []goja.Value{x.vm.ToValue("{")}})
+}
+
 // parseJSON is JSON.parse(text) for the engine (no reviver), with the
 // nesting checked first; a failure is returned as an error.
 func (x *exec) parseJSON(text string) (v goja.Value, err error) {
-	parse := x.rawJSONParse
-	if parse == nil {
-		if obj, ok := x.vm.Get("JSON").(*goja.Object); ok {
-			if f, ok := obj.Get("parse").(*goja.Object); ok {
-				parse, _ = f.Export().(func(goja.FunctionCall) goja.Value)
-			}
-		}
-	}
-	if parse == nil {
-		return nil, errors.New("JSON.parse is unavailable")
-	}
-	if ex := x.vm.Try(func() {
-		x.checkJSONDepth(text)
-		v = parse(goja.FunctionCall{Arguments: []goja.Value{x.vm.ToValue(text)}})
-	}); ex != nil {
+	if ex := x.vm.Try(func() { v = x.parseText(x.vm.ToValue(text).(goja.String)) }); ex != nil {
 		return nil, ex
 	}
 	return v, nil

@@ -12,7 +12,10 @@ import (
 
 // jsonCases are JSON.stringify and JSON.parse calls whose results ptc's
 // bounded versions must give exactly as goja's own (each is an expression
-// evaluated in a fresh runtime; exceptions compare by name).
+// evaluated in a fresh runtime; exceptions compare by name). Where goja
+// departs from the specification (out-of-range numbers, unpaired
+// surrogates: JSON.parse goes through encoding/json) TestJSONConversions
+// holds ptc to the specification instead.
 var jsonCases = []string{
 	`JSON.stringify({a: 1, b: [1, "x", null, true, false], c: {d: {}}})`,
 	`JSON.stringify([undefined, function () {}, Symbol("s")])`,
@@ -60,8 +63,7 @@ var jsonCases = []string{
 	`JSON.stringify(JSON.parse('{"__proto__": 1, "a": {"__proto__": {"x": 1}}}'))`,
 	`JSON.parse('{"a":')`,
 	`JSON.parse('[1, 2')`,
-	`JSON.stringify(JSON.parse(' [1e400, -1e400, -0, 1.5] '))`,
-	`JSON.stringify(JSON.parse('"\\ud800x"'))`,
+	`JSON.stringify(JSON.parse(' [-0, 1.5] '))`,
 }
 
 func TestJSONMatchesGoja(t *testing.T) {

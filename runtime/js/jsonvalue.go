@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -21,28 +22,34 @@ var errJSON = errors.New("invalid JSON")
 // errJSONDepth reports JSON nested more than maxJSONDepth levels deep.
 var errJSONDepth = fmt.Errorf("nesting deeper than %d", maxJSONDepth)
 
-// errLoneSurrogate asks the caller to use JSON.parse, which can represent
-// unpaired UTF-16 surrogates.
-var errLoneSurrogate = jsonval.ErrLoneSurrogate
-
 // jsonDecoder converts JSON text straight into goja values: real JS
 // objects, arrays, strings and numbers (never lazy Go wrappers), in one
-// pass and without an intermediate Go representation. It is the hot path
-// of tool results, several times faster than goja's JSON.parse, which goes
-// through encoding/json's token stream.
+// pass and without an intermediate Go representation. It is JSON.parse
+// and the hot path of tool results and input, several times faster than
+// goja's JSON.parse, which goes through encoding/json's token stream —
+// and, unlike it, it follows the specification where encoding/json
+// cannot: an out-of-range number is ±Infinity, and an unpaired surrogate
+// escape ("\ud800") stays an unpaired surrogate, in values and in
+// property names alike.
 type jsonDecoder struct {
 	vm    *goja.Runtime
+	x     *exec // for property names with no exact Go form (jsonkeys.go)
 	data  []byte
 	pos   int
 	depth int
+	// wtf: data is WTF-8 (see jsonText), not UTF-8: it came from a JS string
+	// holding unpaired surrogates, encoded as UTF-8 encodes code points.
+	wtf bool
 	// keys interns property names: tool results repeat the same few.
 	keys map[string]string
 }
 
 // decodeJSON converts data; keys, when not nil, is the intern table to use
-// (an execution keeps one across tool results).
-func decodeJSON(vm *goja.Runtime, data []byte, keys map[string]string) (v goja.Value, err error) {
-	d := &jsonDecoder{vm: vm, data: data, keys: keys}
+// (an execution keeps one across tool results); x, when not nil, writes
+// the property names that have no exact Go form (without it they become
+// U+FFFD).
+func decodeJSON(vm *goja.Runtime, x *exec, data []byte, wtf bool, keys map[string]string) (v goja.Value, err error) {
+	d := &jsonDecoder{vm: vm, x: x, data: data, wtf: wtf, keys: keys}
 	d.skipSpace()
 	v, err = d.value()
 	if err != nil {
@@ -84,7 +91,10 @@ func (d *jsonDecoder) value() (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.vm.ToValue(s), nil
+		if s.v != nil {
+			return s.v, nil
+		}
+		return d.vm.ToValue(s.s), nil
 	case c == 't':
 		return d.literal("true", goja.Value(d.vm.ToValue(true)))
 	case c == 'f':
@@ -94,8 +104,20 @@ func (d *jsonDecoder) value() (goja.Value, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	default:
-		return nil, d.errorf("unexpected character %q", c)
+		return nil, d.errorf("unexpected character %s", d.charAt())
 	}
+}
+
+// charAt names the character at the decoder's position for an error: as
+// Go quotes it, or as a \u escape for an unpaired surrogate of WTF-8 text
+// (a byte of invalid UTF-8 is U+FFFD).
+func (d *jsonDecoder) charAt() string {
+	b := d.data[d.pos:]
+	if d.wtf && len(b) >= 3 && b[0] == 0xed && b[1]&0xe0 == 0xa0 {
+		return fmt.Sprintf("'\\u%04x'", 0xd000|rune(b[1]&0x3f)<<6|rune(b[2]&0x3f))
+	}
+	r, _ := utf8.DecodeRune(b)
+	return fmt.Sprintf("%q", r)
 }
 
 func (d *jsonDecoder) literal(word string, v goja.Value) (goja.Value, error) {
@@ -135,11 +157,11 @@ func (d *jsonDecoder) object() (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d.keys != nil {
-			if ik, ok := d.keys[k]; ok {
-				k = ik
+		if d.keys != nil && k.v == nil {
+			if ik, ok := d.keys[k.s]; ok {
+				k.s = ik
 			} else if len(d.keys) < 4096 {
-				d.keys[k] = k
+				d.keys[k.s] = k.s
 			}
 		}
 		d.skipSpace()
@@ -152,13 +174,18 @@ func (d *jsonDecoder) object() (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if k == "__proto__" {
+		switch {
+		case k.v != nil && d.x != nil:
+			d.x.defineKey(obj, k, v)
+		case k.s == "__proto__":
 			// JSON.parse creates an own property, never a prototype.
-			if err := obj.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+			if err := obj.DefineDataProperty(k.s, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
 				return nil, err
 			}
-		} else if err := obj.Set(k, v); err != nil {
-			return nil, err
+		default:
+			if err := obj.Set(k.s, v); err != nil {
+				return nil, err
+			}
 		}
 		d.skipSpace()
 		if d.pos >= len(d.data) {
@@ -238,11 +265,21 @@ func (d *jsonDecoder) number() (goja.Value, error) {
 	return d.vm.ToValue(f), nil
 }
 
-// str reads a JSON string. Invalid UTF-8 becomes U+FFFD, as it does when
-// goja converts the text for JSON.parse; a lone surrogate escape returns
-// errLoneSurrogate.
-func (d *jsonDecoder) str() (string, error) {
-	s, end, err := jsonval.ReadString(d.data, d.pos, true)
+// str reads a JSON string: a Go string when it has one (the common
+// case), else the JS string itself (unpaired surrogates, from escapes or,
+// in WTF-8 text, from the text). Invalid UTF-8 becomes U+FFFD.
+func (d *jsonDecoder) str() (jsonKey, error) {
+	if !d.wtf {
+		s, end, err := jsonval.ReadString(d.data, d.pos, true)
+		if !errors.Is(err, jsonval.ErrLoneSurrogate) {
+			d.pos = end
+			return jsonKey{s: s}, err
+		}
+	}
+	u, end, err := readUTF16(d.data, d.pos, d.wtf)
 	d.pos = end
-	return s, err
+	if err != nil {
+		return jsonKey{}, err
+	}
+	return exactKey(goja.StringFromUTF16(u)), nil
 }

@@ -35,7 +35,10 @@ const (
 	// groupValues: the built-ins reachable from any value count their
 	// calls (builtins.go).
 	groupValues
-	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues
+	// groupBigInt: BigInt.asUintN and asIntN (bigint.go), reachable by
+	// the name BigInt and from any BigInt value's constructor.
+	groupBigInt
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -51,7 +54,7 @@ var watchedNames = []struct {
 	{"Int16Array", groupTyped}, {"Uint16Array", groupTyped}, {"Int32Array", groupTyped}, {"Uint32Array", groupTyped},
 	{"Float32Array", groupTyped}, {"Float64Array", groupTyped}, {"BigInt64Array", groupTyped}, {"BigUint64Array", groupTyped},
 	{"Date", groupCollections}, {"Map", groupCollections}, {"Set", groupCollections},
-	{"WeakMap", groupCollections}, {"WeakSet", groupCollections},
+	{"WeakMap", groupCollections}, {"WeakSet", groupCollections}, {"BigInt", groupBigInt},
 	// Object.prototype's properties, which the global object inherits:
 	// `o = {toString: toLocaleString}` needs no property access.
 	{"constructor", groupValues}, {"__defineGetter__", groupValues}, {"__defineSetter__", groupValues},
@@ -76,7 +79,7 @@ func groupsOf(info jsnest.Info) group {
 	}
 	var g group
 	if info.Access {
-		g |= groupValues
+		g |= groupValues | groupBigInt
 	}
 	if info.RegExps {
 		g |= groupRegExp
@@ -128,6 +131,9 @@ func (x *exec) install(g group) {
 	}
 	if g&groupBacktrack != 0 {
 		x.guardBacktracking()
+	}
+	if g&groupBigInt != 0 {
+		x.guardBigIntAlloc()
 	}
 	// After the guards, which replace some of the built-ins counted here.
 	if g&groupRegExp != 0 {

@@ -53,7 +53,15 @@ type exec struct {
 	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
 	// (builtins.go).
 	rawOwnDescriptor, rawOwnSymbols func(goja.FunctionCall) goja.Value
-	// rawJSONParse is goja's own JSON.parse (json.go).
+	// rawObjectKeys and rawDefine are goja's own Object.keys and
+	// Object.defineProperty; keyGet and keyDelete read and delete a
+	// property by a JS string key, made when first needed. The JSON
+	// conversions reach properties whose names have no exact Go form
+	// through them (jsonkeys.go).
+	rawObjectKeys, rawDefine func(goja.FunctionCall) goja.Value
+	keyGet, keyDelete        goja.Callable
+	// rawJSONParse is goja's own JSON.parse, which ptc's calls only to
+	// make an intrinsic SyntaxError (json.go).
 	rawJSONParse func(goja.FunctionCall) goja.Value
 
 	// rawRangeError and rawSyntaxError make intrinsic errors (natives.go).
@@ -365,17 +373,12 @@ func (x *exec) deliver(c completion) error {
 	return c.resolve(v)
 }
 
-// fromJSON converts JSON text into a JS value: the fast decoder, or
-// JSON.parse for the rare text it leaves to it.
+// fromJSON converts JSON text into a JS value as JSON.parse does.
 func (x *exec) fromJSON(data []byte) (goja.Value, error) {
 	if x.keys == nil && len(data) > 256 {
 		x.keys = make(map[string]string, 32)
 	}
-	v, err := decodeJSON(x.vm, data, x.keys)
-	if errors.Is(err, errLoneSurrogate) {
-		return x.parseJSON(string(data))
-	}
-	return v, err
+	return decodeJSON(x.vm, x, data, false, x.keys)
 }
 
 // result serialises the script's return value, into bytes that become

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 
 	"github.com/dop251/goja"
 )
@@ -60,7 +61,7 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 		v, thrown := callWrap(wrap, call, orig)
 		x.nativeDepth--
 		if thrown != nil {
-			x.rethrowBuiltin(thrown)
+			x.rethrowBuiltin(what, thrown)
 		}
 		return v
 	}).(*goja.Object)
@@ -120,14 +121,28 @@ func callWrap(wrap func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) g
 	return wrap(call, orig), nil
 }
 
-// rethrowBuiltin throws again what a guarded built-in threw, a Go runtime
-// error raised inside goja's built-in (a sort comparator that empties the
-// array it sorts, say) as a catchable TypeError.
-func (x *exec) rethrowBuiltin(thrown any) {
+// rethrowBuiltin throws again what the guarded built-in what threw, a Go
+// runtime error raised inside goja's built-in as a catchable error that
+// says what failed without Go's words: an allocation of a size no slice
+// can have (BigInt.asUintN(2**53 - 1, -1n)) as a RangeError, anything
+// else (a sort comparator that empties the array it sorts, say) as a
+// TypeError.
+func (x *exec) rethrowBuiltin(what string, thrown any) {
 	if e, ok := thrown.(goruntime.Error); ok {
-		panic(x.vm.NewTypeError(fmt.Sprintf("a built-in function failed on its arguments (%v)", e)))
+		if allocationSize(e) {
+			x.throwRange(fmt.Sprintf("%s: the value it would build is too large; work with smaller values", what))
+		}
+		panic(x.vm.NewTypeError(fmt.Sprintf("%s: the built-in function failed on its arguments", what)))
 	}
 	panic(thrown)
+}
+
+// allocationSize reports whether e is the runtime's refusal of a slice
+// size (makeslice or growslice: len or cap out of range). Go gives these
+// no type of their own; the text is the runtime's.
+func allocationSize(e goruntime.Error) bool {
+	m := e.Error()
+	return strings.Contains(m, "len out of range") || strings.Contains(m, "cap out of range")
 }
 
 // throwRange throws a RangeError with msg.

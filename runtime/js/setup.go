@@ -32,6 +32,8 @@ func (x *exec) newRuntime() {
 	if object, ok := vm.Get("Object").(*goja.Object); ok {
 		x.rawOwnDescriptor = rawFunc(object.Get("getOwnPropertyDescriptor"))
 		x.rawOwnSymbols = rawFunc(object.Get("getOwnPropertySymbols"))
+		x.rawObjectKeys = rawFunc(object.Get("keys"))
+		x.rawDefine = rawFunc(object.Get("defineProperty"))
 	}
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {

@@ -17,7 +17,7 @@ import (
 type jsonState struct {
 	x        *exec
 	replacer goja.Callable
-	props    []string // property list; nil means all enumerable keys
+	props    []jsonKey // property list; nil means all enumerable keys
 	gap      string
 	stack    []*goja.Object // the objects being serialised, outermost first
 	b        []byte
@@ -60,7 +60,7 @@ func (x *exec) serialise(value, replacer, space goja.Value, limit int) ([]byte, 
 		holder = x.vm.NewObject()
 		_ = holder.Set("", value)
 	}
-	if !st.value(holder, "", value) {
+	if !st.value(holder, jsonKey{}, value) {
 		return nil, false
 	}
 	return st.b, true
@@ -151,22 +151,22 @@ func (x *exec) stringify(v goja.Value) (res goja.Value, err error) {
 
 // propertyList is the property list of an array replacer: its string and
 // number elements (and String and Number objects), without repeats.
-func (x *exec) propertyList(r *goja.Object) []string {
+func (x *exec) propertyList(r *goja.Object) []jsonKey {
 	n := lengthOf(r)
 	seen := map[string]bool{}
-	list := []string{}
+	list := []jsonKey{}
 	for i := 0.0; i < n; i++ {
 		v := r.Get(ftoa(i))
-		var item string
+		var item jsonKey
 		switch t := v.(type) {
 		case goja.String:
-			item = t.String()
+			item = exactKey(t)
 		case *goja.Object:
 			c := t.ClassName()
 			if c != "String" && c != "Number" {
 				continue
 			}
-			item = t.ToString().String()
+			item = exactKey(t.ToString().(goja.String))
 		default:
 			if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
 				continue
@@ -177,10 +177,10 @@ func (x *exec) propertyList(r *goja.Object) []string {
 			if _, isNum := numberOf(v); !isNum {
 				continue
 			}
-			item = v.String()
+			item = jsonKey{s: v.String()}
 		}
-		if !seen[item] {
-			seen[item] = true
+		if id := item.id(); !seen[id] {
+			seen[id] = true
 			list = append(list, item)
 		}
 	}
@@ -229,17 +229,13 @@ func numberOf(v goja.Value) (float64, bool) {
 
 // property appends holder[key] (SerializeJSONProperty) and reports
 // whether it had a JSON representation.
-func (st *jsonState) property(holder *goja.Object, key string) bool {
-	v := holder.Get(key)
-	if v == nil {
-		v = goja.Undefined()
-	}
-	return st.value(holder, key, v)
+func (st *jsonState) property(holder *goja.Object, key jsonKey) bool {
+	return st.value(holder, key, st.x.getKey(holder, key))
 }
 
 // value serialises value, read from holder[key] (holder is nil for the
 // top-level value without a replacer).
-func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bool {
+func (st *jsonState) value(holder *goja.Object, key jsonKey, value goja.Value) bool {
 	x := st.x
 	if obj, ok := value.(*goja.Object); ok {
 		value = st.toJSON(obj, value, key)
@@ -247,7 +243,7 @@ func (st *jsonState) value(holder *goja.Object, key string, value goja.Value) bo
 		value = st.toJSON(value.ToObject(x.vm), value, key)
 	}
 	if st.replacer != nil {
-		v, err := st.replacer(holder, x.vm.ToValue(key), value)
+		v, err := st.replacer(holder, key.value(x.vm), value)
 		if err != nil {
 			rethrow(err)
 		}
@@ -333,9 +329,9 @@ func isBigInt(v goja.Value) bool {
 }
 
 // toJSON applies obj's toJSON method, if it has one, to value.
-func (st *jsonState) toJSON(obj *goja.Object, value goja.Value, key string) goja.Value {
+func (st *jsonState) toJSON(obj *goja.Object, value goja.Value, key jsonKey) goja.Value {
 	if fn, ok := goja.AssertFunction(obj.Get("toJSON")); ok {
-		v, err := fn(value, st.x.vm.ToValue(key))
+		v, err := fn(value, key.value(st.x.vm))
 		if err != nil {
 			rethrow(err)
 		}
@@ -372,7 +368,7 @@ func (st *jsonState) object(obj *goja.Object) {
 				st.byte(',')
 			}
 			st.newline()
-			if !st.property(obj, ftoa(i)) {
+			if !st.property(obj, jsonKey{s: ftoa(i)}) {
 				st.str("null")
 			}
 			st.room(0, 0)
@@ -381,22 +377,38 @@ func (st *jsonState) object(obj *goja.Object) {
 		st.room(0, 0)
 		return
 	}
-	keys := st.props
+	// The keys: the property list, or the own keys, as names when they
+	// are exact (see ownNames).
+	keys, names := st.props, []string(nil)
 	if keys == nil {
-		keys = obj.Keys()
+		names, keys = x.ownNames(obj)
+	}
+	n := len(names)
+	if keys != nil {
+		n = len(keys)
 	}
 	st.byte('{')
 	empty := true
-	for _, k := range keys {
+	for i := 0; i < n; i++ {
+		var k jsonKey
+		if keys != nil {
+			k = keys[i]
+		} else {
+			k.s = names[i]
+		}
 		mark := len(st.b)
 		if !empty {
 			st.byte(',')
 		}
 		st.newline()
 		if st.limit > 0 {
-			st.reserve(len(k) + 3)
+			st.reserve(len(k.s) + 3)
 		}
-		st.quoteGo(k)
+		if k.v != nil {
+			st.quote(k.v)
+		} else {
+			st.quoteGo(k.s)
+		}
 		st.byte(':')
 		if st.gap != "" {
 			st.byte(' ')

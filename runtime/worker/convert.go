@@ -3,7 +3,9 @@ package worker
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/core"
@@ -80,11 +82,11 @@ func errorPB(fe *fault.Error) *wp.ExecutionError {
 	}
 	return &wp.ExecutionError{
 		Kind:     wp.ErrorKind(fe.Kind),
-		Message:  fe.Message,
+		Message:  text(fe.Message),
 		Line:     clamp32(fe.Line),
 		Column:   clamp32(fe.Column),
-		Stack:    fe.Stack,
-		Tool:     fe.Tool,
+		Stack:    text(fe.Stack),
+		Tool:     text(fe.Tool),
 		Limit:    fe.Limit,
 		Observed: fe.Observed,
 	}
@@ -130,17 +132,30 @@ func clamp32(v int) int32 {
 	return int32(v)
 }
 
-// callErrorPB converts a failed tool call for a ToolReply frame.
+// callErrorPB converts a failed tool call for a ToolReply frame. A tool's
+// error text is the tool's (a remote server's, say) and need not be UTF-8,
+// which a frame's strings must be.
 func callErrorPB(err error) *wp.CallError {
 	var ce *bridge.CallError
 	if !errors.As(err, &ce) {
 		ce = &bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeToolFailed, Message: err.Error()}
 	}
-	out := &wp.CallError{Name: ce.Name, Tool: ce.Tool, Code: ce.Code, Message: ce.Message, Limit: ce.Limit, Observed: ce.Observed}
+	out := &wp.CallError{Name: text(ce.Name), Tool: text(ce.Tool), Code: text(ce.Code), Message: text(ce.Message),
+		Limit: ce.Limit, Observed: ce.Observed}
 	for _, v := range ce.Errors {
-		out.Violations = append(out.Violations, &wp.Violation{Path: v.Path, Keyword: v.Keyword, Message: v.Message})
+		out.Violations = append(out.Violations, &wp.Violation{Path: text(v.Path), Keyword: text(v.Keyword), Message: text(v.Message)})
 	}
 	return out
+}
+
+// text returns s with each run of bytes that is not valid UTF-8 replaced
+// by U+FFFD: every string field of a frame must be valid UTF-8, or the
+// frame cannot be marshalled and the worker is lost with the execution.
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // callErrorFromPB converts the failure of a ToolReply frame.

@@ -148,8 +148,7 @@ func (c *company) begin(ctx context.Context, tool string, raw json.RawMessage, a
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(args); err != nil {
-		return tools.Errorf(tools.CodeInvalidArguments, "arguments of %s are invalid: %v; pass a JSON object matching its input schema",
-			tool, err)
+		return argsError(tool, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return tools.Errorf(tools.CodeInvalidArguments, "arguments of %s have data after the JSON object; pass one JSON object", tool)

@@ -246,8 +246,10 @@ func TestHandlerErrors(t *testing.T) {
 		{"unknown quarter", "get_expenses", `{"member_id":"eng-01","quarter":"Q5"}`, "invalid_arguments", "use one of Q1"},
 		{"empty arguments", "get_budget_by_level", ``, "invalid_arguments", `unknown level ""`},
 		{"unknown field", "get_team_members", `{"department":"sales","x":1}`, "invalid_arguments", `unknown field "x"`},
-		{"wrong type", "get_expenses", `{"member_id":1,"quarter":"Q1"}`, "invalid_arguments", "arguments of get_expenses are invalid"},
-		{"not JSON", "get_expenses", `{"member_id":`, "invalid_arguments", "arguments of get_expenses are invalid"},
+		{"wrong type", "get_expenses", `{"member_id":1,"quarter":"Q1"}`, "invalid_arguments", `arguments of get_expenses are invalid: "member_id" must be a string, not a number`},
+		{"number out of range", "get_budget_by_level", `{"level":1e400}`, "invalid_arguments", `"level" must be a string, not a number`},
+		{"not an object", "get_team_members", `[1]`, "invalid_arguments", `the arguments must be an object, not an array`},
+		{"not JSON", "get_expenses", `{"member_id":`, "invalid_arguments", "arguments of get_expenses are invalid: they are not JSON"},
 		{"trailing data", "get_budget_by_level", `{"level":"mid"} {}`, "invalid_arguments", "data after the JSON object"},
 	}
 	for _, tt := range tests {
@@ -259,6 +261,12 @@ func TestHandlerErrors(t *testing.T) {
 			}
 			if te.Code != tt.wantCode || !strings.Contains(te.Message, tt.wantMsg) {
 				t.Fatalf("err = %q / %q, want code %q and a message containing %q", te.Code, te.Message, tt.wantCode, tt.wantMsg)
+			}
+			// encoding/json's words name Go types and struct fields.
+			for _, w := range []string{"json:", "Go ", "struct", "unmarshal"} {
+				if strings.Contains(te.Message, w) {
+					t.Fatalf("message %q shows Go's text %q", te.Message, w)
+				}
 			}
 		})
 	}
