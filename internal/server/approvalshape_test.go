@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -161,5 +163,41 @@ func answerOverStream(t *testing.T, c ptcv1.RunnerServiceClient, ans *ptcv1.Acti
 			}
 			return msg.Result.GetResultJson(), protoErrs
 		}
+	}
+}
+
+// TestGoClientApprovalShapes: the Go client is default-deny too. Resume
+// refuses an answer that is not exactly one outcome before sending it
+// (the wire holds one: approve with deny, or with an output, went out as
+// an approval), and Run denies the call of an approval callback that
+// panics, without the panic's text.
+func TestGoClientApprovalShapes(t *testing.T) {
+	var runs atomic.Int64
+	p := startProd(t, prodConfig{tools: []tools.Tool{sendTool(&runs)}})
+	ctx := context.Background()
+	res, err := p.client.Execute(ctx, ptc.Request{Source: approvalScript, Resumable: true})
+	if err != nil || !res.RequiresAction() {
+		t.Fatal(err, res)
+	}
+	id := res.Pending[0].CallID
+	for _, tc := range []struct {
+		name string
+		a    ptc.Answer
+	}{
+		{"empty", ptc.Answer{CallID: id}},
+		{"approve and deny", ptc.Answer{CallID: id, Approve: true, Deny: true}},
+		{"approve and an output", ptc.Answer{CallID: id, Approve: true, Output: json.RawMessage(`true`)}},
+		{"approve and an error", ptc.Answer{CallID: id, Approve: true, Error: &tools.Error{Code: "x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := p.client.Resume(ctx, res.Continuation, tc.a); ptc.CodeOf(err) != ptc.InvalidArgument || runs.Load() != 0 {
+				t.Fatalf("%v, ran %d times", err, runs.Load())
+			}
+		})
+	}
+	out, err := p.client.Run(ctx, ptc.Request{Source: approvalScript,
+		Approve: func(context.Context, ptc.Action) (bool, string) { panic("approve: secret detail") }})
+	if err != nil || string(out.Result) != `"denied: the approval callback failed unexpectedly; the call is denied"` || runs.Load() != 0 {
+		t.Fatalf("panicking callback: %v %s, ran %d times", err, out.Result, runs.Load())
 	}
 }
