@@ -49,7 +49,7 @@ func TestApprovalsRawAnswers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs atomic.Int64
-			got := rawApproval(t, mcpserve.New(mcpserve.Config{Backend: approvalBackend(t, &runs)}), json.RawMessage(tc.answer))
+			got := rawApproval(t, mcpserve.New(mcpserve.Config{Backend: approvalBackend(t, &runs)}), formElicitation, json.RawMessage(tc.answer))
 			if !strings.HasPrefix(got, tc.want) || (tc.want == "denied: " && strings.Contains(got, "json")) {
 				t.Fatalf("the program saw %q, want %s…", got, tc.want)
 			}
@@ -60,11 +60,27 @@ func TestApprovalsRawAnswers(t *testing.T) {
 	}
 }
 
+// TestApprovalsURLElicitationOnly: a client that declares elicitation in
+// URL mode only cannot be shown the approval form: the call is denied
+// without asking, as for a client without elicitation.
+func TestApprovalsURLElicitationOnly(t *testing.T) {
+	var runs atomic.Int64
+	got := rawApproval(t, mcpserve.New(mcpserve.Config{Backend: approvalBackend(t, &runs)}), `{"url":{}}`, nil)
+	if !strings.HasPrefix(got, "denied: tool delete_customer needs approval and this MCP client cannot ask for it") || runs.Load() != 0 {
+		t.Fatalf("the program saw %q; the tool ran %d times", got, runs.Load())
+	}
+}
+
+// formElicitation is the elicitation capability of a client that shows
+// forms (no mode declared means form).
+const formElicitation = `{}`
+
 // rawApproval runs catching("delete_customer") on s through a client
-// written by hand over an in-memory transport: it declares elicitation,
-// answers the one approval question with answer as the result, and
-// returns what the program returned (a JSON string, unquoted).
-func rawApproval(t *testing.T, s *mcpserve.Server, answer json.RawMessage) string {
+// written by hand over an in-memory transport: it declares the
+// elicitation capability elicitation (JSON), answers an approval question
+// with answer as the result, and returns what the program returned (a
+// JSON string, unquoted). answer nil: the client must not be asked.
+func rawApproval(t *testing.T, s *mcpserve.Server, elicitation string, answer json.RawMessage) string {
 	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,7 +112,7 @@ func rawApproval(t *testing.T, s *mcpserve.Server, answer json.RawMessage) strin
 		}
 	}
 	write(&jsonrpc.Request{ID: id(1), Method: "initialize", Params: json.RawMessage(
-		`{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}`)})
+		`{"protocolVersion":"2025-06-18","capabilities":{"elicitation":`+elicitation+`},"clientInfo":{"name":"raw","version":"1"}}`)})
 	write(&jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)})
 	params, err := json.Marshal(map[string]any{"name": "execute", "arguments": json.RawMessage(catching("delete_customer"))})
 	if err != nil {
@@ -127,8 +143,8 @@ func rawApproval(t *testing.T, s *mcpserve.Server, answer json.RawMessage) strin
 				Content []struct{ Text string }
 				IsError bool
 			}
-			if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Content) != 1 || res.IsError || asked != 1 {
-				t.Fatalf("execute answered %s (%v), asked %d times", m.Result, err, asked)
+			if wantAsked := map[bool]int{true: 1}[answer != nil]; json.Unmarshal(m.Result, &res) != nil || len(res.Content) != 1 || res.IsError || asked != wantAsked {
+				t.Fatalf("execute answered %s, asked %d times", m.Result, asked)
 			}
 			var out string
 			if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
