@@ -112,7 +112,7 @@ func rawApproval(t *testing.T, s *mcpserve.Server, elicitation string, answer js
 		}
 	}
 	write(&jsonrpc.Request{ID: id(1), Method: "initialize", Params: json.RawMessage(
-		`{"protocolVersion":"2025-06-18","capabilities":{"elicitation":`+elicitation+`},"clientInfo":{"name":"raw","version":"1"}}`)})
+		`{"protocolVersion":"2025-06-18","capabilities":{"elicitation":` + elicitation + `},"clientInfo":{"name":"raw","version":"1"}}`)})
 	write(&jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)})
 	params, err := json.Marshal(map[string]any{"name": "execute", "arguments": json.RawMessage(catching("delete_customer"))})
 	if err != nil {
