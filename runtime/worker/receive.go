@@ -119,7 +119,7 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		if es != nil && es.wasm {
 			// A guest runs without loop checks: nothing but the end of
 			// its worker stops it.
-			w.stop("a WebAssembly guest broke its " + fe.Kind.String() + " limit")
+			w.stop("a WebAssembly guest broke its " + fe.Kind.String())
 		}
 		return nil
 	case *wp.WorkerFrame_Discover:

@@ -354,7 +354,7 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 		w.mu.Unlock()
 		killed = true
 		w.pool.stats.killed.Add(1)
-		w.stop("a WebAssembly guest broke its CPU_LIMIT limit")
+		w.stop("a WebAssembly guest broke its " + fault.KindCPULimit.String())
 	}
 	mu.Lock()
 	t = time.AfterFunc(lim, check)
