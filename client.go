@@ -113,7 +113,15 @@ func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 // execution still runs there is Unavailable with reason RESUME_IN_PROGRESS:
 // retry it again shortly. docs/durable.md has the cases.
 func (c *Client) Resume(ctx context.Context, continuation string, answers ...Answer) (*Result, error) {
-	res, err := c.rpc.Resume(ctx, wire.ResumePB(continuation, answersCore(answers), nil))
+	as := answersCore(answers)
+	for i, a := range as {
+		// The wire holds one outcome per answer: an answer with more
+		// would reach the server as one of them (an approval, say).
+		if !executor.OneOutcome(a) {
+			return nil, &Error{Code: InvalidArgument, Message: fmt.Sprintf("answers[%d] (call_id %q): give exactly one of output, error and an approval decision (Approve or Deny)", i, a.CallID)}
+		}
+	}
+	res, err := c.rpc.Resume(ctx, wire.ResumePB(continuation, as, nil))
 	if err != nil {
 		return nil, remoteError(ctx, err)
 	}
@@ -202,7 +210,7 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 				a := wire.ActionFromPB(msg.ApprovalRequest.GetAction())
 				ok, why := false, "this client has no approval callback (Request.Approve)"
 				if req.Approve != nil {
-					ok, why = req.Approve(withTraceContext(ctx, a.Traceparent, a.Tracestate), actionOf(a))
+					ok, why = decide(withTraceContext(ctx, a.Traceparent, a.Tracestate), req.Approve, actionOf(a))
 				}
 				ans := wire.AnswerPB(core.Answer{CallID: a.CallID, Approve: ok, Deny: !ok, Reason: executor.CutReason(why)})
 				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ApprovalAnswer{ApprovalAnswer: ans}})

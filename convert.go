@@ -43,9 +43,26 @@ func requestCore(r Request) core.Request {
 	}
 	out.Resumable, out.RequireApproval = r.Resumable, r.RequireApproval
 	if ap := r.Approve; ap != nil {
-		out.Approve = func(ctx context.Context, a core.Action) (bool, string) { return ap(ctx, actionOf(a)) }
+		out.Approve = func(ctx context.Context, a core.Action) (bool, string) { return decide(ctx, ap, actionOf(a)) }
 	}
 	return out
+}
+
+// reasonPanicked is the reason of a call denied because the approval
+// callback panicked.
+const reasonPanicked = "the approval callback failed unexpectedly; the call is denied"
+
+// decide runs an approval callback. A callback that panics denies the
+// call (fail closed, as a callback that throws does in the other
+// clients); the panic's value stays out of the reason, which the script
+// sees.
+func decide(ctx context.Context, ap func(context.Context, Action) (bool, string), a Action) (ok bool, why string) {
+	defer func() {
+		if recover() != nil {
+			ok, why = false, reasonPanicked
+		}
+	}()
+	return ap(ctx, a)
 }
 
 // progressObserver turns the tool calls of an in-process execution into

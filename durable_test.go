@@ -193,7 +193,8 @@ func TestResumableWASM(t *testing.T) {
 }
 
 // TestApproveCallback decides approvals in the Go API while the script
-// runs (no pause).
+// runs (no pause). A callback that panics denies the call, and the
+// panic's text stays out of what the script sees.
 func TestApproveCallback(t *testing.T) {
 	var runs atomic.Int64
 	r := durableRunner(t, &runs)
@@ -207,6 +208,12 @@ func TestApproveCallback(t *testing.T) {
 		{"approved", func(_ context.Context, a ptc.Action) (bool, string) { return a.Approval && a.Tool == "mail.send", "" }, `{"sent":true}`, 1},
 		{"denied", func(context.Context, ptc.Action) (bool, string) { return false, "no mail today" }, `"denied: no mail today"`, 0},
 		{"no callback", nil, `"denied: mail.send needs approval`, 0},
+		{"panics", func(context.Context, ptc.Action) (bool, string) { panic("approve") }, `"denied: the approval callback failed unexpectedly; the call is denied"`, 0},
+		{"panics with a runtime error", func(context.Context, ptc.Action) (bool, string) {
+			var m map[string]bool
+			m["x"] = true
+			return true, ""
+		}, `"denied: the approval callback failed unexpectedly; the call is denied"`, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,6 +224,38 @@ func TestApproveCallback(t *testing.T) {
 			}
 			if !strings.HasPrefix(string(res.Result), tc.want) || runs.Load() != tc.runs {
 				t.Fatalf("%s, ran %d times", res.Result, runs.Load())
+			}
+		})
+	}
+}
+
+// TestResumeAnswerShapes: an answer to an approval in Runner.Resume must
+// be exactly one of approve and deny; an answer with none, or with more
+// than one outcome, is refused and nothing runs.
+func TestResumeAnswerShapes(t *testing.T) {
+	var runs atomic.Int64
+	r := durableRunner(t, &runs)
+	ctx := context.Background()
+	res, err := r.Execute(ctx, ptc.Request{Source: `return await tools.mail.send({to: "x"})`, Resumable: true})
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatal(err, res)
+	}
+	id := res.Pending[0].CallID
+	cases := []struct {
+		name string
+		a    ptc.Answer
+	}{
+		{"empty", ptc.Answer{CallID: id}},
+		{"a reason only", ptc.Answer{CallID: id, Reason: "yes"}},
+		{"approve and deny", ptc.Answer{CallID: id, Approve: true, Deny: true}},
+		{"approve and an output", ptc.Answer{CallID: id, Approve: true, Output: json.RawMessage(`true`)}},
+		{"approve and an error", ptc.Answer{CallID: id, Approve: true, Error: &tools.Error{Code: "x"}}},
+		{"an output", ptc.Answer{CallID: id, Output: json.RawMessage(`true`)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := r.Resume(ctx, res.Continuation, tc.a); !isReason(err, ptc.InvalidArgument, "ANSWERS_INVALID") || runs.Load() != 0 {
+				t.Fatalf("%v, ran %d times", err, runs.Load())
 			}
 		})
 	}

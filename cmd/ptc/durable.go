@@ -120,7 +120,11 @@ func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, err
 	var out []ptc.Answer
 	for _, e := range a.list {
 		kind, v, _ := strings.Cut(e, "\x00")
-		id, arg, _ := strings.Cut(v, "=")
+		id, arg, hasArg := strings.Cut(v, "=")
+		if kind == "approve" && hasArg {
+			// --approve c1=false must not approve c1: only a bare id is a yes.
+			return nil, fmt.Errorf("--approve %s: give the call id alone (or all), not ID=VALUE; to refuse a call use --deny ID=REASON", v)
+		}
 		ids := []string{id}
 		if id == "all" && (kind == "approve" || kind == "deny") {
 			ids = nil

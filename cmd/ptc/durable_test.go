@@ -108,3 +108,32 @@ func TestPauseStateIsProtoJSON(t *testing.T) {
 		t.Fatalf("resumed: %v\n%s", err, stdout)
 	}
 }
+
+// TestResumeApproveTakesABareID: --approve ID=VALUE (c1=false, c1=no,
+// all=false) is refused before anything is sent, instead of approving
+// the call while the value says otherwise; the pause stays usable.
+func TestResumeApproveTakesABareID(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	script := writeScript(t, "pay.js", `
+		try { await tools.get_budget_by_level({level: "senior"}); return "ran"; }
+		catch (e) { return e.code; }`)
+	code, pause, stderr := ptcMain(t, "run", script, "--resumable", "--require-approval", "get_budget_by_level")
+	if code != exitPaused {
+		t.Fatalf("exit %d\n%s%s", code, pause, stderr)
+	}
+	var st ptcv1.ExecuteResponse
+	if err := protojson.Unmarshal([]byte(pause), &st); err != nil || len(st.GetPendingActions()) != 1 {
+		t.Fatalf("pause state: %v\n%s", err, pause)
+	}
+	id := st.GetPendingActions()[0].GetCallId()
+	for _, arg := range []string{id + "=false", id + "=no", "all=false", id + "="} {
+		code, stdout, stderr := runCLI(t, pause, "resume", "-", "--approve", arg)
+		if code != exitUsage || !strings.Contains(stderr, "give the call id alone") || stdout != "" {
+			t.Fatalf("--approve %s: exit %d\n%s%s", arg, code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := runCLI(t, pause, "resume", "-", "--approve", id)
+	if code != exitOK || strings.TrimSpace(stdout) != `"ran"` {
+		t.Fatalf("--approve %s: exit %d\n%s%s", id, code, stdout, stderr)
+	}
+}

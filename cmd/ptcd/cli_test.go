@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -98,6 +99,41 @@ func TestConfigErrors(t *testing.T) {
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != 2 || errb.String() != tc.want || out.Len() != 0 {
 				t.Fatalf("%v\nstderr %q\nwant   %q\nstdout %q", err, errb.String(), tc.want, out.String())
+			}
+		})
+	}
+}
+
+// TestPortInUse: a listen address in use (gRPC, metrics or MCP) fails
+// ptcd with exit 1 and one line naming it, before anything starts: no
+// worker is started only to be killed (no worker log, no other record).
+func TestPortInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	cases := []struct {
+		name   string
+		args   []string
+		prefix string
+	}{
+		{"grpc", []string{"--listen", addr, "--metrics-listen", "127.0.0.1:0"}, "ptcd: "},
+		{"metrics", []string{"--listen", "127.0.0.1:0", "--metrics-listen", addr}, "ptcd: metrics: "},
+		{"mcp", []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--mcp.listen", addr}, "ptcd: mcp: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(ptcdBin, append(tc.args, "--demo-tools", "--workers.mode", "worker")...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			var exit *exec.ExitError
+			want := tc.prefix + "listen tcp " + addr + ": bind: address already in use\n"
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || errb.String() != want || out.Len() != 0 {
+				t.Fatalf("%v\nstderr %q\nwant   %q\nstdout %q", err, errb.String(), want, out.String())
 			}
 		})
 	}

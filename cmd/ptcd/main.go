@@ -127,6 +127,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	if tc != nil {
 		creds = credentials.NewTLS(tc)
 	}
+	// Every listener is bound before anything starts (tool sources, the
+	// worker pool): a port in use fails here, with one message, and no
+	// worker is started only to be killed. Serving begins below; until
+	// then the kernel queues connections. The listeners are closed on
+	// every return (Serve, GracefulStop and Shutdown close them too;
+	// closing twice is harmless).
+	lns, err := bind(c)
+	if err != nil {
+		fmt.Fprintln(stderr, "ptcd:", err)
+		return 1
+	}
+	defer lns.close()
 	// mcpEP is the MCP endpoint once started (tool sources refresh its
 	// descriptions when their tools change).
 	var mcpEP atomic.Pointer[mcpEndpoint]
@@ -219,11 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	})
 
 	grace := time.Duration(c.ShutdownGrace)
-	lis, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		fmt.Fprintln(stderr, "ptcd:", err)
-		return 1
-	}
+	lis := lns.grpc
 	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing))
 	ka := c.GRPC.Keepalive
 	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
@@ -261,27 +269,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	}
 	var hsrv *http.Server
 	httpDone := make(chan error, 1)
-	if c.Metrics.Listen != "" {
-		mlis, err := net.Listen("tcp", c.Metrics.Listen)
-		if err != nil {
-			_ = lis.Close()
-			fmt.Fprintln(stderr, "ptcd: metrics:", err)
-			return 1
-		}
+	if mlis := lns.metrics; mlis != nil {
 		hsrv = &http.Server{Handler: met.Handler(readyFn), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		// The HTTP goroutine ends when hsrv is shut down below.
 		go func() { httpDone <- hsrv.Serve(mlis) }()
 		log.Info("metrics listening", "addr", mlis.Addr().String())
 	}
-	mep, err := startMCP(c, srv, authn, limiter, tc, log)
-	if err != nil {
-		_ = lis.Close()
-		if hsrv != nil {
-			_ = hsrv.Close()
-		}
-		fmt.Fprintln(stderr, "ptcd: mcp:", err)
-		return 1
-	}
+	mep := startMCP(c, lns.mcp, srv, authn, limiter, tc, log)
 	if mep != nil {
 		mcpEP.Store(mep)
 		log.Info("mcp listening", "addr", mep.addr, "path", c.MCP.Path, "tls", tc != nil)
@@ -351,6 +345,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	}
 	log.Info("stopped")
 	return code
+}
+
+// listeners are ptcd's bound listeners: gRPC, and metrics and MCP when
+// their sections turn them on (nil otherwise).
+type listeners struct {
+	grpc, metrics, mcp net.Listener
+}
+
+// bind binds every listener the configuration asks for, or none: on an
+// error the ones already bound are closed. The error names the listener
+// ("metrics: listen tcp ...: bind: address already in use").
+func bind(c *config.Config) (*listeners, error) {
+	var l listeners
+	var err error
+	if l.grpc, err = net.Listen("tcp", c.Listen); err != nil {
+		return nil, err
+	}
+	if c.Metrics.Listen != "" {
+		if l.metrics, err = net.Listen("tcp", c.Metrics.Listen); err != nil {
+			l.close()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	if c.MCP.Enabled() {
+		if l.mcp, err = net.Listen("tcp", c.MCP.Listen); err != nil {
+			l.close()
+			return nil, fmt.Errorf("mcp: %w", err)
+		}
+	}
+	return &l, nil
+}
+
+// close closes every bound listener.
+func (l *listeners) close() {
+	for _, ln := range []net.Listener{l.grpc, l.metrics, l.mcp} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
 }
 
 // sourcesReady reports the first required tool source that is down.

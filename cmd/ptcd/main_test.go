@@ -110,9 +110,10 @@ return team.length`})
 
 // TestGracefulShutdown: an in-flight execution that outlives the grace
 // period is cancelled and its caller gets CANCELLED; one that finishes in
-// time gets its result.
+// time gets its result. Ending the workers at shutdown is not a worker
+// death: nothing is logged as one.
 func TestGracefulShutdown(t *testing.T) {
-	addr, stop, _ := startPtcd(t, "--shutdown-grace", "200ms")
+	addr, stop, logs := startPtcd(t, "--shutdown-grace", "200ms")
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +147,9 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(logs.String(), "worker process died") {
+		t.Fatalf("the shutdown was logged as a worker death:\n%s", logs.String())
 	}
 }
 

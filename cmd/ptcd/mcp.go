@@ -27,11 +27,11 @@ type mcpEndpoint struct {
 	done chan error
 }
 
-// startMCP listens on mcp.listen and serves the endpoint; nil when the
-// section leaves it off.
-func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config, log *slog.Logger) (*mcpEndpoint, error) {
-	if !c.MCP.Enabled() {
-		return nil, nil
+// startMCP serves the endpoint on lis (bound to mcp.listen); nil when the
+// section leaves it off (lis is nil then).
+func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config, log *slog.Logger) *mcpEndpoint {
+	if !c.MCP.Enabled() || lis == nil {
+		return nil
 	}
 	desc := int(c.MCP.DescriptionBytes)
 	if desc == 0 {
@@ -52,10 +52,6 @@ func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, l
 			return mcpserve.Caller{Key: t.Name, Bind: func(ctx context.Context) context.Context { return auth.WithTenant(ctx, t) }}, nil
 		},
 	}))
-	lis, err := net.Listen("tcp", c.MCP.Listen)
-	if err != nil {
-		return nil, err
-	}
 	e := &mcpEndpoint{mcp: m, addr: lis.Addr().String(), done: make(chan error, 1),
 		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -72,7 +68,7 @@ func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, l
 		}
 		e.done <- err
 	}()
-	return e, nil
+	return e
 }
 
 // drain refuses new executions and waits, at most until ctx ends, for the

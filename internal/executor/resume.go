@@ -250,13 +250,7 @@ func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (ma
 		if _, dup := out[act.Seq]; dup {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: the call is answered twice", where)
 		}
-		n := 0
-		for _, set := range []bool{len(a.Output) > 0, a.Error != nil, a.Approve, a.Deny} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
+		if !OneOutcome(a) {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: give exactly one of output, error and an approval decision", where)
 		}
 		if len(a.Reason) > MaxReasonBytes {
@@ -359,4 +353,18 @@ func (e *Executor) registered(names []string) []string {
 		}
 	}
 	return out
+}
+
+// OneOutcome reports whether a sets exactly one of its outcomes: output,
+// error, approve and deny. An answer with more is ambiguous (approve and
+// deny, or approve and an output) and is refused, never read as one of
+// them.
+func OneOutcome(a core.Answer) bool {
+	n := 0
+	for _, set := range []bool{len(a.Output) > 0, a.Error != nil, a.Approve, a.Deny} {
+		if set {
+			n++
+		}
+	}
+	return n == 1
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc/internal/core"
@@ -21,15 +24,32 @@ import (
 const MaxApprovalArgumentBytes = 1000
 
 // approvalSchema is the form an approval question asks for: one boolean,
-// false unless the user sets it (a form submitted untouched denies).
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":false}},"required":["approve"]}`)
+// false unless the user sets it. It is not required, so that a form
+// submitted untouched comes back as the default, a denial, and not as an
+// answer the SDK refuses.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":false}}}`)
+
+// The reasons of denials the user did not word (the program sees them as
+// the message of its rejected call).
+const (
+	reasonNotAllowed = "the user did not allow the call"
+	reasonDeclined   = "the user declined the call"
+	reasonDismissed  = "the user dismissed the approval request"
+	reasonEnded      = "the execution ended while waiting for approval"
+	reasonClientErr  = "the MCP client could not ask its user for approval (it answered the request with an error); the call is denied"
+	reasonNoAnswer   = "the MCP client went away before answering the approval request; the call is denied"
+	reasonUnclear    = "the answer to the approval request was not a clear yes (approve must be the boolean true, and nothing else may be set); the call is denied"
+)
 
 // newElicitor returns the approver of one execute call on session ss
 // (core.Request.Approve): a call that needs approval is put to the MCP
 // client's user through elicitation, one question at a time; a client
-// that did not declare elicitation cannot be asked, and the call is
+// that did not declare form elicitation cannot be asked, and the call is
 // denied with the reason. The decision's reason is what the program sees
 // in the rejected call's message.
+//
+// Only an unambiguous yes runs the call (decision): every other answer,
+// and every failure to get one, denies it.
 func newElicitor(ss *sdk.ServerSession) core.Approver {
 	var mu sync.Mutex
 	return func(ctx context.Context, a core.Action) (bool, string) {
@@ -39,24 +59,57 @@ func newElicitor(ss *sdk.ServerSession) core.Approver {
 		mu.Lock()
 		defer mu.Unlock()
 		if ctx.Err() != nil {
-			return false, "the execution ended while waiting for approval"
+			return false, reasonEnded
 		}
 		res, err := ss.Elicit(ctx, &sdk.ElicitParams{Message: approvalMessage(a), RequestedSchema: approvalSchema})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return false, "the execution ended while waiting for approval"
-		case err != nil:
-			return false, "asking for approval failed: " + err.Error()
-		case res.Action == "accept":
-			if v, ok := res.Content["approve"].(bool); ok && !v {
-				return false, "the user did not allow the call"
-			}
-			return true, ""
-		case res.Action == "decline":
-			return false, "the user declined the call"
-		default:
-			return false, "the user dismissed the approval request"
+		if err != nil {
+			return false, failedReason(ctx, err)
 		}
+		return decision(res)
+	}
+}
+
+// decision turns the user's answer into an approval: only the action
+// "accept" with content {"approve": true} (the boolean, and no other
+// field) approves. An untouched form (no content, or approve false)
+// denies in plain words; any other content is not a clear yes.
+func decision(res *sdk.ElicitResult) (bool, string) {
+	if res == nil {
+		return false, reasonUnclear
+	}
+	switch res.Action {
+	case "accept":
+	case "decline":
+		return false, reasonDeclined
+	default:
+		return false, reasonDismissed
+	}
+	v, set := res.Content["approve"]
+	switch {
+	case len(res.Content) == 0, len(res.Content) == 1 && v == false:
+		return false, reasonNotAllowed
+	case len(res.Content) == 1 && set && v == true:
+		return true, ""
+	default:
+		return false, reasonUnclear
+	}
+}
+
+// failedReason says why no answer came, without the transport's or the
+// SDK's own words: the execution ended, the client answered with an
+// error, the client went away, or its answer did not fit the form (the
+// SDK checks it against approvalSchema).
+func failedReason(ctx context.Context, err error) string {
+	var werr *jsonrpc.Error
+	switch {
+	case ctx.Err() != nil:
+		return reasonEnded
+	case errors.As(err, &werr):
+		return reasonClientErr
+	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF):
+		return reasonNoAnswer
+	default:
+		return reasonUnclear
 	}
 }
 
@@ -126,5 +179,10 @@ func supportsElicitation(ss *sdk.ServerSession) bool {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return false
+	}
+	// Neither mode declared means form (the capability before modes).
+	e := p.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
 }

@@ -59,10 +59,13 @@ func catching(tool string) string {
 // TestApprovals: a call made inside a program to a tool that needs
 // approval (by its definition, or by the server's configuration) is put
 // to the MCP client through elicitation, through the executor's approval
-// hook. Approved, the tool runs once; refused, declined, dismissed, failed
-// to ask, or from a client without elicitation, the tool never runs and
-// the program's call rejects with code denied and the reason. A tool that
-// needs no approval asks nothing.
+// hook. Approved — the action accept with exactly {"approve": true} — the
+// tool runs once; refused, untouched (accept with no content, or {}),
+// answered with anything but the boolean true or with fields besides it,
+// declined, dismissed, failed to ask, or from a client without
+// elicitation, the tool never runs and the program's call rejects with
+// code denied and a reason in plain words (no SDK or transport text). A
+// tool that needs no approval asks nothing.
 func TestApprovals(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -78,7 +81,13 @@ func TestApprovals(t *testing.T) {
 		{"not allowed", "delete_customer", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil, 0, `"denied: the user did not allow the call"`, "its definition requires approval"},
 		{"declined", "delete_customer", &sdk.ElicitResult{Action: "decline"}, nil, 0, `"denied: the user declined the call"`, "its definition requires approval"},
 		{"dismissed", "close_account", &sdk.ElicitResult{Action: "cancel"}, nil, 0, `"denied: the user dismissed the approval request"`, "the server's configuration requires approval for it"},
-		{"asking fails", "delete_customer", nil, errors.New("no screen"), 0, `"denied: asking for approval failed: `, "its definition requires approval"},
+		{"accept without content", "delete_customer", &sdk.ElicitResult{Action: "accept"}, nil, 0, `"denied: the user did not allow the call"`, "its definition requires approval"},
+		{"untouched form", "delete_customer", &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil, 0, `"denied: the user did not allow the call"`, "its definition requires approval"},
+		{"approve with an unknown field", "delete_customer", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "scope": "all"}}, nil, 0, `"denied: the answer to the approval request was not a clear yes`, "its definition requires approval"},
+		{"unknown field only", "delete_customer", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approved": true}}, nil, 0, `"denied: the answer to the approval request was not a clear yes`, "its definition requires approval"},
+		{"action in capitals", "delete_customer", &sdk.ElicitResult{Action: "ACCEPT", Content: map[string]any{"approve": true}}, nil, 0, `"denied: the user dismissed the approval request"`, "its definition requires approval"},
+		{"declined with approve true", "delete_customer", &sdk.ElicitResult{Action: "decline", Content: map[string]any{"approve": true}}, nil, 0, `"denied: the user declined the call"`, "its definition requires approval"},
+		{"asking fails", "delete_customer", nil, errors.New("no screen"), 0, `"denied: the MCP client could not ask its user for approval (it answered the request with an error); the call is denied"`, "its definition requires approval"},
 		{"no elicitation", "delete_customer", nil, nil, 0, `"denied: tool delete_customer needs approval and this MCP client cannot ask for it (it does not support elicitation)`, ""},
 		{"no approval needed", "read_customer", &sdk.ElicitResult{Action: "decline"}, nil, 1, `"done c-42"`, ""},
 	}

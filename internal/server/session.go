@@ -380,24 +380,31 @@ func (ss *session) approve(ctx context.Context, a core.Action) (bool, string) {
 	}
 }
 
-// decide routes the client's answer to an approval request.
+// decide routes the client's answer to an approval request. Only an
+// unambiguous yes (wire.Decision) approves; an answer to a waiting call
+// that holds no approval denies it (and the client is told why), so that
+// no answer leaves the call waiting or runs it.
 func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
 	id := a.GetCallId()
-	d := a.GetApproval()
-	if d == nil {
-		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval", id))
-		return
+	ok, why, isApproval := wire.Decision(a)
+	if !isApproval {
+		why = "the approval answer held no approval"
 	}
 	// A reason over the bound is cut, as the clients cut it: the call is
 	// decided either way.
-	d.Reason = executor.CutReason(d.GetReason())
+	d := &ptcv1.Approval{Approved: ok, Reason: executor.CutReason(why)}
 	ss.mu.Lock()
-	ch, ok := ss.approvals[id]
+	ch, waiting := ss.approvals[id]
 	delete(ss.approvals, id)
 	ss.mu.Unlock()
-	if !ok {
+	switch {
+	case !waiting:
 		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", id))
-		return
+	case !isApproval:
+		// Told before the call goes on, so the error comes before the result.
+		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval; the call is denied", id))
+		ch <- d
+	default:
+		ch <- d
 	}
-	ch <- d
 }

@@ -32,7 +32,8 @@ func AnswerPB(a core.Answer) *ptcv1.ActionAnswer {
 	out := &ptcv1.ActionAnswer{CallId: a.CallID}
 	switch {
 	case a.Approve || a.Deny:
-		out.Outcome = &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: a.Approve, Reason: a.Reason}}
+		// Both set is not a yes.
+		out.Outcome = &ptcv1.ActionAnswer_Approval{Approval: &ptcv1.Approval{Approved: a.Approve && !a.Deny, Reason: a.Reason}}
 	case a.Error != nil:
 		out.Outcome = &ptcv1.ActionAnswer_Error{Error: &ptcv1.ToolError{Code: text(a.Error.Code), Message: text(a.Error.Message)}}
 	case a.Output != nil:
@@ -53,9 +54,37 @@ func AnswerFromPB(a *ptcv1.ActionAnswer) core.Answer {
 	case *ptcv1.ActionAnswer_Error:
 		out.Error = &tools.Error{Code: o.Error.GetCode(), Message: o.Error.GetMessage()}
 	case *ptcv1.ActionAnswer_Approval:
-		out.Approve, out.Deny, out.Reason = o.Approval.GetApproved(), !o.Approval.GetApproved(), o.Approval.GetReason()
+		ok, why, _ := Decision(a)
+		out.Approve, out.Deny, out.Reason = ok, !ok, why
 	}
 	return out
+}
+
+// ReasonUnknownFields is the reason of a denial whose answer said
+// approved but held fields this server does not know.
+const ReasonUnknownFields = "the approval answer holds fields this server does not know, so it is not a clear yes; the call is denied"
+
+// Decision is the decision an answer carries (a Session's approval_answer,
+// a Resume's answer to an approval): approved only when its outcome is an
+// Approval with approved set and neither the answer nor the Approval holds
+// a field this server does not know (a newer client's condition on the
+// approval would be lost); otherwise denied, with the answer's reason, or
+// ReasonUnknownFields for an approval that said yes with unknown fields.
+// isApproval is false when the answer holds no Approval (nothing is
+// approved then either).
+func Decision(a *ptcv1.ActionAnswer) (approved bool, reason string, isApproval bool) {
+	o, ok := a.GetOutcome().(*ptcv1.ActionAnswer_Approval)
+	if !ok || o.Approval == nil {
+		return false, "", false
+	}
+	ap := o.Approval
+	if !ap.GetApproved() {
+		return false, ap.GetReason(), true
+	}
+	if len(a.ProtoReflect().GetUnknown()) > 0 || len(ap.ProtoReflect().GetUnknown()) > 0 {
+		return false, ReasonUnknownFields, true
+	}
+	return true, ap.GetReason(), true
 }
 
 // AnswersFromPB converts a Resume's answers.

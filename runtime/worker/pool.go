@@ -109,7 +109,7 @@ func (p *Pool) Close() error {
 	p.signalLocked()
 	p.mu.Unlock()
 	for _, w := range procs {
-		w.killAll(fault.KindCancelled, "the worker pool was shut down")
+		w.killAll(fault.KindCancelled, reasonPoolClosed)
 	}
 	p.wg.Wait()
 	return nil

@@ -146,8 +146,15 @@ func (w *proc) kill() {
 	})
 }
 
+// reasonPoolClosed is why the pool stops a worker that finished starting
+// after Close.
+const reasonPoolClosed = "the worker pool was shut down"
+
 // stop kills the worker for a reason of the supervisor's (the first one
-// given is kept, for the log).
+// given is kept, for the log). Every kill the supervisor decides goes
+// through stop, so that the worker's end is not logged as a death; kill
+// alone is for a worker already gone (its connection failed, a write to
+// it failed), whose end is its own.
 func (w *proc) stop(reason string) {
 	w.mu.Lock()
 	if w.stopped == "" {

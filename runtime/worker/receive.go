@@ -47,7 +47,9 @@ func (w *proc) readLoop() {
 	w.pool.mu.Lock()
 	w.dead = true
 	w.pool.mu.Unlock()
-	if len(execs) > 0 && poolKind == fault.KindUnspecified {
+	// A worker the supervisor stopped (a limit, a deadline, the pool
+	// closing) did not die: Stats.Killed and Recycled count those.
+	if len(execs) > 0 && poolKind == fault.KindUnspecified && stopped == "" {
 		w.pool.stats.died.Add(1)
 	}
 	if errors.Is(err, ipc.ErrPeerClosed) {
@@ -117,7 +119,7 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		if es != nil && es.wasm {
 			// A guest runs without loop checks: nothing but the end of
 			// its worker stops it.
-			w.kill()
+			w.stop("a WebAssembly guest broke its " + fe.Kind.String())
 		}
 		return nil
 	case *wp.WorkerFrame_Discover:

@@ -50,7 +50,7 @@ func (p *Pool) replenishLocked() {
 			p.spawning--
 			if err != nil || p.closed {
 				if w != nil {
-					w.kill()
+					w.stop(reasonPoolClosed)
 					p.wg.Add(1)
 					go w.readLoop()
 				}
@@ -94,7 +94,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 			}
 			if p.closed {
 				p.mu.Unlock()
-				w.kill()
+				w.stop(reasonPoolClosed)
 				p.wg.Add(1)
 				go w.readLoop()
 				return nil, errPoolClosed

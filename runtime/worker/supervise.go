@@ -125,7 +125,7 @@ func (w *proc) serveExec(es *execState) *ptcruntime.Outcome {
 			return <-es.done
 		}
 		if err := w.handle(es.slot, &f); err != nil {
-			w.kill()
+			w.stop("it broke the frame protocol: " + err.Error())
 			return <-es.done
 		}
 	}

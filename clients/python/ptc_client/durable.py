@@ -146,6 +146,11 @@ def answers_pb(answers: Sequence[Answer]) -> list[pb.ActionAnswer]:
         if a.call_id in seen:
             raise InvalidRequestError(f"{path}.call_id", f"call {a.call_id!r} is answered twice")
         seen.add(a.call_id)
+        # Default-deny: approve and deny are read only as booleans; any
+        # other value ("true", 1) is refused, not guessed at.
+        for k in ("approve", "deny"):
+            if not isinstance(getattr(a, k), bool):
+                raise InvalidRequestError(f"{path}.{k}", "must be a bool (True to give this outcome)")
         given = [k for k, set_ in (("output", a.output is not _UNSET), ("error", a.error is not None), ("approve", a.approve is True), ("deny", a.deny is True)) if set_]
         if len(given) != 1:
             raise InvalidRequestError(path, f"give exactly one of output, error, approve and deny (got {' and '.join(given) or 'none'})")
@@ -207,6 +212,10 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
 
 
 def _normalise(d: Any) -> tuple[bool, str]:
+    """_normalise reads a callback's decision: only True, or a pair
+    (True, str), approves; any other value (a truthy "yes" or 1, a list, a
+    pair whose first item is not a bool or whose reason is not a str)
+    denies."""
     if isinstance(d, bool):
         return d, ""
     if isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], bool) and isinstance(d[1], str):

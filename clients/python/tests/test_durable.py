@@ -237,6 +237,12 @@ def test_answers_refused_by_the_server(dc: Client, name: str, answers, needle: s
         ("answered twice", lambda c: c.resume("x", [Answer.approved("c1"), Answer.approved("c1")]), "answers[1].call_id"),
         ("two outcomes", lambda c: c.resume("x", [Answer("c1", output=1, approve=True)]), "answers[0]"),
         ("no outcome", lambda c: c.resume("x", [Answer("c1")]), "answers[0]"),
+        ("approve False alone", lambda c: c.resume("x", [Answer("c1", approve=False)]), "answers[0]"),
+        ("approve and deny", lambda c: c.resume("x", [Answer("c1", approve=True, deny=True)]), "answers[0]"),
+        ("approve the string true", lambda c: c.resume("x", [Answer("c1", approve="true")]), "answers[0].approve"),  # type: ignore[arg-type]
+        ("approve the number 1", lambda c: c.resume("x", [Answer("c1", approve=1)]), "answers[0].approve"),  # type: ignore[arg-type]
+        ("deny the string false", lambda c: c.resume("x", [Answer("c1", deny="false")]), "answers[0].deny"),  # type: ignore[arg-type]
+        ("approve None", lambda c: c.resume("x", [Answer("c1", approve=None)]), "answers[0].approve"),  # type: ignore[arg-type]
         ("output not JSON", lambda c: c.resume("x", [Answer.with_output("c1", {"s": {1, 2}})]), "answers[0].output"),
         ("error without code", lambda c: c.resume("x", [Answer.with_error("c1", "")]), "answers[0].error"),
         ("reason too long", lambda c: c.resume("x", [Answer.denied("c1", "x" * 5000)]), "answers[0].reason"),
@@ -304,6 +310,42 @@ def test_failing_and_odd_callbacks_deny(dc: Client) -> None:
         return (False, "async says no")
 
     assert dc.run(BUDGET_JS, on_approval=later).value["message"] == "async says no"
+
+
+ODD_DECISIONS = [
+    ("the string yes", "yes"),
+    ("the string True", "True"),
+    ("the number 1", 1),
+    ("None", None),
+    ("a list", [True, ""]),
+    ("an empty tuple", ()),
+    ("a one-item tuple", (True,)),
+    ("a three-item tuple", (True, "", "scope")),
+    ("approved the string true", ("true", "")),
+    ("approved 1", (1, "")),
+    ("a reason that is not a str", (True, 5)),
+    ("a dict", {"approved": True}),
+]
+ODD_DENIAL = {"ok": False, "code": "denied", "message": "the approval callback returned neither a bool nor an (approved, reason) pair"}
+
+
+@pytest.mark.parametrize("name,decision", ODD_DECISIONS)
+def test_only_true_approves(dc: Client, name: str, decision: object) -> None:
+    assert dc.run(BUDGET_JS, on_approval=lambda a: decision).value == ODD_DENIAL
+
+
+def test_only_true_approves_asyncio(durable_server: Ptcd) -> None:
+    async def main() -> None:
+        async with AsyncClient(durable_server.addr) as c:
+            for name, decision in ODD_DECISIONS:
+
+                async def decide(a: PendingAction, d: object = decision) -> object:
+                    return d
+
+                assert (await c.run(BUDGET_JS, on_approval=decide)).value == ODD_DENIAL, name
+            assert (await c.run(BUDGET_JS, on_approval=lambda a: (True, "fine"))).value == {"ok": True, "limit": 3000}
+
+    asyncio.run(main())
 
 
 def test_calls_started_together_are_each_decided_once(dc: Client) -> None:

@@ -120,6 +120,9 @@ export const Answer = {
 /** maxReasonBytes is the longest denial reason the server takes. */
 export const maxReasonBytes = 4096;
 
+/** answerKeys are the fields of an Answer. */
+const answerKeys = new Set(["callId", "output", "error", "approve", "deny", "reason"]);
+
 /** answersPB checks answers and converts them for the wire; nothing is sent if it throws. */
 export function answersPB(answers: readonly Answer[]): ActionAnswerPB[] {
   if (!Array.isArray(answers)) throw new InvalidRequestError("answers", "answers must be an array (one answer per pending action)");
@@ -130,6 +133,15 @@ export function answersPB(answers: readonly Answer[]): ActionAnswerPB[] {
     if (typeof a.callId !== "string" || a.callId === "") throw new InvalidRequestError(`${path}.callId`, "an answer needs the callId of a pending action");
     if (seen.has(a.callId)) throw new InvalidRequestError(`${path}.callId`, `call ${JSON.stringify(a.callId)} is answered twice`);
     seen.add(a.callId);
+    // Default-deny: an answer is read only when its shape is plain. A key
+    // the client does not know (a misspelt "approved") or an approve that
+    // is not a boolean ("true") is refused, not guessed at.
+    for (const k of Object.keys(a)) {
+      if (!answerKeys.has(k)) throw new InvalidRequestError(`${path}.${k}`, `is not a field of an answer (callId, output, error, approve, deny, reason)`);
+    }
+    for (const k of ["approve", "deny"] as const) {
+      if (a[k] !== undefined && typeof a[k] !== "boolean") throw new InvalidRequestError(`${path}.${k}`, "must be a boolean (true to give this outcome)");
+    }
     const given = (["output", "error", "approve", "deny"] as const).filter((k) => (k === "approve" || k === "deny" ? a[k] === true : k in a));
     if (given.length !== 1) {
       throw new InvalidRequestError(path, `give exactly one of output, error, approve and deny (got ${given.length === 0 ? "none" : given.join(" and ")})`);
@@ -185,7 +197,11 @@ export type ApprovalCallback = (action: PendingAction, ctx: ApprovalContext) => 
  * decide runs the callback and normalises its decision. It never throws:
  * no callback, a callback that throws, or a decision of the wrong shape
  * denies the call (fail closed), saying why; a reason is cut to what the
- * server takes.
+ * server takes. Only `true`, or an object whose `approved` is `true` and
+ * which holds nothing but `approved` and a string `reason`, approves: a
+ * truthy value that is not `true` ("yes", 1), an `approved` that is not a
+ * boolean, or an object with other fields (which might qualify the
+ * approval) denies.
  */
 export async function decide(cb: ApprovalCallback | undefined, action: PendingAction, ctx: ApprovalContext): Promise<{ approved: boolean; reason: string }> {
   if (cb === undefined) return { approved: false, reason: "this client has no approval callback (onApproval)" };
@@ -196,8 +212,12 @@ export async function decide(cb: ApprovalCallback | undefined, action: PendingAc
     return { approved: false, reason: cut(`the approval callback failed: ${e instanceof Error ? e.message || e.name : String(e)}`) };
   }
   if (typeof d === "boolean") return { approved: d, reason: "" };
-  if (typeof d === "object" && d !== null && typeof d.approved === "boolean") {
-    return { approved: d.approved, reason: cut(typeof d.reason === "string" ? d.reason : "") };
+  if (
+    typeof d === "object" && d !== null && !Array.isArray(d) && typeof d.approved === "boolean" &&
+    (d.reason === undefined || typeof d.reason === "string") &&
+    Object.keys(d).every((k) => k === "approved" || k === "reason")
+  ) {
+    return { approved: d.approved, reason: cut(d.reason ?? "") };
   }
   return { approved: false, reason: "the approval callback returned neither a boolean nor {approved, reason}" };
 }

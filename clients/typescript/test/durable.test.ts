@@ -238,6 +238,13 @@ describe("resumable execute and resume", () => {
       { name: "answered twice", call: () => client.resume("x", [Answer.approve("c1"), Answer.approve("c1")]), path: "answers[1].callId" },
       { name: "two outcomes", call: () => client.resume("x", [{ callId: "c1", output: 1, approve: true }]), path: "answers[0]" },
       { name: "no outcome", call: () => client.resume("x", [{ callId: "c1" }]), path: "answers[0]" },
+      { name: "approve false alone", call: () => client.resume("x", [{ callId: "c1", approve: false }]), path: "answers[0]" },
+      { name: "approve and deny", call: () => client.resume("x", [{ callId: "c1", approve: true, deny: true }]), path: "answers[0]" },
+      { name: "approve the string true", call: () => client.resume("x", [{ callId: "c1", approve: "true" } as unknown as Answer]), path: "answers[0].approve" },
+      { name: "approve the number 1", call: () => client.resume("x", [{ callId: "c1", approve: 1 } as unknown as Answer]), path: "answers[0].approve" },
+      { name: "deny the string false", call: () => client.resume("x", [{ callId: "c1", deny: "false" } as unknown as Answer]), path: "answers[0].deny" },
+      { name: "an unknown field", call: () => client.resume("x", [{ callId: "c1", approved: true } as unknown as Answer]), path: "answers[0].approved" },
+      { name: "approve with an unknown field", call: () => client.resume("x", [{ ...Answer.approve("c1"), scope: "all" } as unknown as Answer]), path: "answers[0].scope" },
       { name: "output not JSON", call: () => client.resume("x", [Answer.output("c1", { n: 1n })]), path: "answers[0].output/n" },
       { name: "error without code", call: () => client.resume("x", [Answer.error("c1", "")]), path: "answers[0].error.code" },
       { name: "reason too long", call: () => client.resume("x", [Answer.deny("c1", "x".repeat(5000))]), path: "answers[0].reason" },
@@ -311,6 +318,29 @@ describe("approvals in run (a Session)", () => {
     const long = await client.run({ source: budgetJS, onApproval: () => ({ approved: false, reason: "é".repeat(3000) }) });
     const msg = (long.value as { message: string }).message;
     assert.ok(Buffer.byteLength(msg) <= 4096 && msg.endsWith("…"), String(Buffer.byteLength(msg)));
+  });
+
+  test("only true or {approved: true} approves: every other decision denies", async () => {
+    const odd: Array<{ name: string; d: unknown }> = [
+      { name: "the string yes", d: "yes" },
+      { name: "the string true", d: "true" },
+      { name: "the number 1", d: 1 },
+      { name: "null", d: null },
+      { name: "undefined", d: undefined },
+      { name: "an empty object", d: {} },
+      { name: "an array", d: [true] },
+      { name: "approved the string true", d: { approved: "true" } },
+      { name: "approved 1", d: { approved: 1 } },
+      { name: "approved true with an unknown field", d: { approved: true, scope: "read-only" } },
+      { name: "approve (misspelt) true", d: { approve: true } },
+      { name: "approved true with a reason that is not a string", d: { approved: true, reason: 5 } },
+    ];
+    for (const o of odd) {
+      const res = await client.run({ source: budgetJS, onApproval: () => o.d as never });
+      assert.deepEqual(res.value, { ok: false, code: "denied", message: "the approval callback returned neither a boolean nor {approved, reason}" }, o.name);
+    }
+    const promised = await client.run({ source: budgetJS, onApproval: async () => ({ approved: true, reason: "fine" }) });
+    assert.deepEqual(promised.value, { ok: true, limit: 3000 });
   });
 
   test("calls started together are each decided once, beside client tools", async () => {
