@@ -208,7 +208,12 @@ func (e *Engine) compile(src Source) *compiled {
 			ne.Line, ne.Column, col1, src.MapPosition)
 	} else {
 		ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
-		if err == nil {
+		if err == nil && !src.Wrapped {
+			// The text parsed; it must also have stayed the body of
+			// the wrapper function (shape.go).
+			c.syntaxEr = checkWrapper(ast, code, src.Code, src.MapPosition)
+		}
+		if err == nil && c.syntaxEr == nil {
 			c.prg, err = goja.CompileAST(ast, false)
 		}
 		if err != nil {
