@@ -79,7 +79,7 @@ func panicFault(r any, stack []byte) *fault.Error {
 	cause := fmt.Errorf("panic: %v\n%s", r, stack)
 	if _, ok := r.(goruntime.Error); ok && !ptcOrigin(stack) {
 		return &fault.Error{Kind: fault.KindScript, Cause: cause,
-			Message: fmt.Sprintf("the JavaScript engine failed on what the script did (%v); change the operation that failed", r)}
+			Message: "the JavaScript engine failed on what the script did; change the operation that failed"}
 	}
 	return &fault.Error{Kind: fault.KindInternal, Message: "internal error in the JavaScript engine", Cause: cause}
 }

@@ -2,7 +2,6 @@ package js
 
 import (
 	"errors"
-	"fmt"
 	goruntime "runtime"
 
 	"github.com/dop251/goja"
@@ -122,10 +121,11 @@ func callWrap(wrap func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) g
 
 // rethrowBuiltin throws again what a guarded built-in threw, a Go runtime
 // error raised inside goja's built-in (a sort comparator that empties the
-// array it sorts, say) as a catchable TypeError.
+// array it sorts, say) as a catchable TypeError. The Go error's text is
+// not the script's to see.
 func (x *exec) rethrowBuiltin(thrown any) {
-	if e, ok := thrown.(goruntime.Error); ok {
-		panic(x.vm.NewTypeError(fmt.Sprintf("a built-in function failed on its arguments (%v)", e)))
+	if _, ok := thrown.(goruntime.Error); ok {
+		panic(x.vm.NewTypeError("a built-in function failed on its arguments (a callback that changes what the built-in works on, say); pass it values it can work on"))
 	}
 	panic(thrown)
 }
