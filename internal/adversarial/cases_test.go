@@ -15,5 +15,6 @@ func allCases() []tcase {
 	cs = append(cs, protocolCases()...)
 	cs = append(cs, concurrencyCases()...)
 	cs = append(cs, wrapperCases()...)
+	cs = append(cs, scanCases()...)
 	return cs
 }
