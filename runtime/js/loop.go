@@ -78,6 +78,9 @@ type exec struct {
 	// installed: the guard groups in place (lazy.go).
 	generatorsGuarded bool
 	installed         group
+	// iterSteps counts the steps of array and string iterators: every
+	// 256th checks the limits (scans.go).
+	iterSteps uint64
 
 	// done carries completed tool calls to the VM goroutine. Tool-call
 	// goroutines give up sending once finished is closed.

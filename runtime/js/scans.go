@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/dop251/goja"
 )
@@ -71,6 +72,56 @@ func (x *exec) guardScans(proto *goja.Object) {
 	}
 	x.method(proto, "concat", x.concat)
 	x.method(proto, "flatMap", x.flatMap)
+	x.guardIterator("Array Iterator", proto.Get("values"), x.vm.NewArray())
+	if sp := x.proto("String"); sp != nil {
+		x.guardIterator("String Iterator", sp.GetSymbol(goja.SymIterator), x.vm.ToValue(""))
+	}
+}
+
+// guardIterator makes the iterators that method (a built-in that makes
+// array or string iterators) makes for receiver stop at the execution's
+// limits: a spread, Array.from, new Set or Promise.all drains an iterator
+// in one native loop the VM cannot interrupt, and an array iterator over a
+// sparse array of length 2**32-1 yields four billion values without
+// holding any. Every 256 steps, next checks the wall clock, the CPU time
+// and the context, and throws once they have run out: the drain ends, and
+// the VM, back in control, ends the execution with the limit's error. (A
+// dense array's spread and for-of do not call next: goja reads the array
+// directly.)
+func (x *exec) guardIterator(name string, method goja.Value, receiver goja.Value) {
+	f := rawFunc(method)
+	if f == nil {
+		return
+	}
+	it := catchObject(func() *goja.Object {
+		o, _ := f(goja.FunctionCall{This: receiver}).(*goja.Object)
+		return o
+	})
+	if it == nil || it.Prototype() == nil {
+		return
+	}
+	what := name + ".prototype.next"
+	x.method(it.Prototype(), "next", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+		x.iterSteps++
+		if x.iterSteps%256 == 0 && x.outOfTime() {
+			x.throwRange(what + ": the execution ran out of time")
+		}
+		return orig(call)
+	})
+}
+
+// outOfTime reports whether the execution's wall clock or CPU time has
+// run out, or it was cancelled (the VM is interrupted then, but native
+// code does not see it).
+func (x *exec) outOfTime() bool {
+	if x.ctx == nil {
+		return false
+	}
+	if x.expired() {
+		return true
+	}
+	limit := x.job.Limits.CPUTime
+	return limit > 0 && !x.segStart.IsZero() && x.busy+time.Since(x.segStart) >= limit
 }
 
 // scanThis returns the receiver of a scanning method, its scan checked:

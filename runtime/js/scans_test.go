@@ -140,3 +140,47 @@ try { a.sort((x, y) => { a.length = 0; return x - y }); return "sorted" } catch 
 		t.Fatalf("result %s, error %v", out.Result, out.Err)
 	}
 }
+
+// TestIteratorDrainsEndAtTheLimits: a spread, Array.from, new Set or
+// Promise.all drains an array or string iterator in one native loop; over
+// a sparse array of length 2**32-1 it would run for hours. The iterators
+// check the limits as they go: the drain ends with the limit it ran out
+// of, caught or not.
+func TestIteratorDrainsEndAtTheLimits(t *testing.T) {
+	drains := []struct{ name, src string }{
+		{"spread", `return [...new Array(2 ** 32 - 1).keys()].length`},
+		{"Array.from", `return Array.from(new Array(2 ** 32 - 1).values()).length`},
+		{"new Set", `return new Set(new Array(2 ** 32 - 1).entries()).size`},
+		{"Promise.all", `return (await Promise.all(new Array(2 ** 32 - 1).keys())).length`},
+		{"array-like values", `return [...Array.prototype.values.call({length: 2 ** 53 - 1})].length`},
+		{"caught", `try { [...new Array(2 ** 32 - 1).keys()] } catch (e) { return e.name }`},
+	}
+	e := js.New()
+	for _, limit := range []struct {
+		kind fault.Kind
+		lim  limits.Limits
+	}{
+		{fault.KindTimeout, limits.Limits{Timeout: time.Second, CPUTime: time.Minute}},
+		{fault.KindCPULimit, limits.Limits{Timeout: time.Minute, CPUTime: time.Second}},
+	} {
+		for _, d := range drains {
+			t.Run(limit.kind.String()+"/"+d.name, func(t *testing.T) {
+				out, _, _ := run(t, e, d.src, runOpts{limits: limit.lim})
+				if out.Err == nil || out.Err.Kind != limit.kind {
+					t.Fatalf("result %s, error %v; want %v", out.Result, out.Err, limit.kind)
+				}
+			})
+		}
+	}
+}
+
+// TestIteratorsKeepWorking: the guarded iterators give what they gave.
+func TestIteratorsKeepWorking(t *testing.T) {
+	out, _, _ := run(t, js.New(), `const a = []; a[3] = "d";
+const s = new Set("abca"); const r = [];
+for (const [i, v] of ["x", "y"].entries()) r.push(i + v);
+return [[...a.keys()], [..."héllo"].length, [...s].join(""), r, Array.from({length: 2, 0: 1}.constructor === Object ? Array.prototype.values.call({length: 2, 0: 1}) : []), [...new Array(3000).keys()].length]`, runOpts{})
+	if out.Err != nil || string(out.Result) != `[[0,1,2,3],5,"abc",["0x","1y"],[1,null],3000]` {
+		t.Fatalf("result %s, error %v", out.Result, out.Err)
+	}
+}
