@@ -57,7 +57,8 @@ var scanningMethods = []string{
 }
 
 // guardScans installs the scan guards on the methods of Array.prototype
-// that only walk their receiver, and on concat.
+// that walk their receiver (concat and flatMap what they spread too), and
+// the limit checks of the array and string iterators.
 func (x *exec) guardScans(proto *goja.Object) {
 	for _, name := range scanningMethods {
 		what := "Array.prototype." + name
