@@ -66,7 +66,6 @@ func (x *exec) checkChars(what string, n float64) {
 func (x *exec) guardBuiltins() {
 	x.guardStrings()
 	x.guardArrays()
-	x.guardBigInt()
 }
 
 // thisString converts a String.prototype method's receiver once (null and
@@ -274,10 +273,10 @@ func (x *exec) guardArrays() {
 		})
 	}
 	x.method(proto, "fill", x.fill)
-	// The methods that walk their receiver (scans.go). A comparator that
-	// changes the array makes goja's sort fail in Go (rethrowBuiltin
-	// turns that into a TypeError).
-	x.guardScans(proto)
+	// The methods that walk their receiver are guarded with groupValues
+	// (scans.go, lazy.go); sort among them: a comparator that changes the
+	// array makes goja's sort fail in Go, and the stand-in's
+	// rethrowBuiltin turns that into a TypeError.
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		x.method(array, "from", x.arrayFrom)
 	}

@@ -1,6 +1,8 @@
 package js
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -104,25 +106,36 @@ func (x *exec) guardIterator(name string, method goja.Value, receiver goja.Value
 	what := name + ".prototype.next"
 	x.method(it.Prototype(), "next", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
 		x.iterSteps++
-		if x.iterSteps%256 == 0 && x.outOfTime() {
-			x.throwRange(what + ": the execution ran out of time")
+		if x.iterSteps%256 == 0 {
+			if reason := x.outOfTime(); reason != 0 {
+				// The watchdog's own interrupt may not have come yet:
+				// interrupt now, so that the VM ends the execution as
+				// soon as the drain has ended, whatever catches this.
+				x.vm.Interrupt(reason)
+				x.throwRange(what + ": the execution ran out of time")
+			}
 		}
 		return orig(call)
 	})
 }
 
-// outOfTime reports whether the execution's wall clock or CPU time has
-// run out, or it was cancelled (the VM is interrupted then, but native
-// code does not see it).
-func (x *exec) outOfTime() bool {
+// outOfTime returns why the execution must stop — its wall clock or CPU
+// time has run out, or it was cancelled (the VM is interrupted then, but
+// native code does not see it) — or 0.
+func (x *exec) outOfTime() interruptReason {
 	if x.ctx == nil {
-		return false
+		return 0
 	}
 	if x.expired() {
-		return true
+		if x.ctx.Err() != nil && !errors.Is(context.Cause(x.ctx), errTimeoutCause) {
+			return reasonCancelled
+		}
+		return reasonTimeout
 	}
-	limit := x.job.Limits.CPUTime
-	return limit > 0 && !x.segStart.IsZero() && x.busy+time.Since(x.segStart) >= limit
+	if limit := x.job.Limits.CPUTime; limit > 0 && !x.segStart.IsZero() && x.busy+time.Since(x.segStart) >= limit {
+		return reasonCPU
+	}
+	return 0
 }
 
 // scanThis returns the receiver of a scanning method, its scan checked:
