@@ -136,7 +136,10 @@ func (x *exec) install(g group) {
 	if g&groupBacktrack != 0 {
 		x.guardBacktracking()
 	}
-	if g&groupValues != 0 {
+	// The collections' and typed arrays' constructors drain the
+	// iterables they are given: their code needs the iterator guards too.
+	if g&(groupValues|groupCollections|groupTyped) != 0 && !x.scansGuarded {
+		x.scansGuarded = true
 		x.guardScans(x.proto("Array"))
 	}
 	if g&groupBigInt != 0 {

@@ -78,6 +78,8 @@ type exec struct {
 	// installed: the guard groups in place (lazy.go).
 	generatorsGuarded bool
 	installed         group
+	// scansGuarded: the scan guards are in place (scans.go, lazy.go).
+	scansGuarded bool
 	// iterSteps counts the steps of array and string iterators: every
 	// 256th checks the limits (scans.go).
 	iterSteps uint64

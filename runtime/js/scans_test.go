@@ -154,6 +154,8 @@ func TestIteratorDrainsEndAtTheLimits(t *testing.T) {
 		{"Promise.all", `return (await Promise.all(new Array(2 ** 32 - 1).keys())).length`},
 		{"array-like values", `return [...Array.prototype.values.call({length: 2 ** 53 - 1})].length`},
 		{"caught", `try { [...new Array(2 ** 32 - 1).keys()] } catch (e) { return e.name }`},
+		{"Set without a property read", `const s = new Set(new Array(2 ** 32 - 1)); return 1`},
+		{"typed array without a property read", `const t = new Uint8Array(new Array(2 ** 25)); return 1`},
 	}
 	e := js.New()
 	for _, limit := range []struct {
