@@ -2,6 +2,7 @@ package js_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime/js"
@@ -51,7 +52,10 @@ func TestSizeGuards(t *testing.T) {
 		{"JSON.stringify output", `JSON.stringify(new Array(2 ** 20).fill("x".repeat(1000)))`},
 	}
 	e := js.New()
-	lim := limits.Limits{MemoryBytes: 64 << 20}
+	// Time is not what this test checks: the slowest case
+	// (JSON.stringify of a million 1,000-character strings, until the
+	// output guard stops it) needs 18 s of CPU under the race detector.
+	lim := limits.Limits{MemoryBytes: 64 << 20, Timeout: 2 * time.Minute, CPUTime: 2 * time.Minute}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := `try { ` + c.expr + `; return "allocated" } catch (e) { return [e.name, e instanceof RangeError, /memory limit/.test(e.message)] }`
