@@ -45,7 +45,7 @@ const (
 	famAccounting  family = "accounting"  // stats and trace
 )
 
-var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting, famJSONConv, famApprovals}
+var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting, famJSONConv, famApprovals, famWrapper}
 
 // tcase is one adversarial case.
 type tcase struct {

@@ -60,7 +60,7 @@ func bombCases() []tcase {
 		b("array-from-length-caught", caught(`Array.from({length: 2 ** 31})`), neverAllocated, false),
 		b("array-join-sparse-caught", caught(`new Array(2 ** 31 - 1).join("abc")`), neverAllocated, false),
 		b("array-spread-huge", `return Math.max(...new Array(3e7).fill(1))`, memoryBomb, false),
-		residual(b("array-sparse-sort", `const a = []; a.length = 2 ** 32 - 1; a[5] = 1; a.sort(); return a[0]`, succeeds("1").or(CPULimit, Timeout, MemoryLimit), false), `sorting an array of length 2**32-1 with one element allocates every slot in one native call: in-process, ptcd itself runs out of memory`, inprocess),
+		b("array-sparse-sort", caught(`const a = []; a.length = 2 ** 32 - 1; a[5] = 1; a.sort()`), neverAllocated, false),
 		// Typed arrays and buffers.
 		b("arraybuffer-huge-caught", caught(`new ArrayBuffer(2 ** 31)`), neverAllocated, true),
 		b("typed-array-huge-caught", caught(`new Uint8Array(2 ** 31)`), neverAllocated, false),

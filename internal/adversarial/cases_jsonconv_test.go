@@ -71,7 +71,7 @@ func jsonconvCases() []tcase {
 		t("jsonconv-log-lone-key", `console.log({["\ud800"]: 1, b: 2}); return 1`, succeeds(`1`).and(logHas(`{"\ud800":1,"b":2}`)), false),
 		t("jsonconv-bigint-huge-width-caught", `try { BigInt.asUintN(2 ** 53 - 1, -1n); return "built" } catch (e) { return [e.name, e instanceof RangeError] }`,
 			succeeds(`["RangeError",true]`), true),
-		t("jsonconv-bigint-huge-width-uncaught", `return BigInt.asIntN(2 ** 53 - 1, -1n)`, fails(ScriptError), false),
+		t("jsonconv-bigint-huge-width-uncaught", `return BigInt.asUintN(2 ** 53 - 1, -1n)`, fails(ScriptError), false),
 		{name: "jsonconv-typescript-lone-key", family: famJSONConv, bound: 20 * time.Second,
 			req:  tsReq(`const k: string = "\ud800"; return JSON.stringify({[k]: 1})`, timeout(10*time.Second), cpu(10*time.Second)),
 			want: succeeds(`"{\"\\ud800\":1}"`).and(noGoText)},

@@ -16,5 +16,7 @@ func allCases() []tcase {
 	cs = append(cs, concurrencyCases()...)
 	cs = append(cs, jsonconvCases()...)
 	cs = append(cs, approvalsCases()...)
+	cs = append(cs, wrapperCases()...)
+	cs = append(cs, scanCases()...)
 	return cs
 }

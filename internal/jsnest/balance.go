@@ -85,6 +85,11 @@ func (u Imbalance) Message() string {
 // Balance finds nothing open: it names what may be open.
 const EndOfScript = "unexpected end of script: close every '{', '(', '[', string, template literal and comment"
 
+// ClosesWrapper is the message for a script that closes the function it
+// is the body of (and opens another, so that the text still parses): the
+// program would no longer be that one function.
+const ClosesWrapper = "unbalanced braces: a '}' closes the function the script runs in; remove it or add the missing '{'"
+
 // LastChar returns the 1-based line and byte column of the last
 // character of src that is not white space: where a script that ends too
 // early is reported (1, 1 for blank text).

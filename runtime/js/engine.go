@@ -17,7 +17,11 @@
 //     counted: every built-in a script can reach is a counting stand-in
 //     (builtins.go, recursion.go), proxies and bound functions included;
 //   - built-ins that allocate in one step are size-guarded against the
-//     memory limit (guards.go, typed.go);
+//     memory limit (guards.go, typed.go), those that walk an array's
+//     indices one by one scan-guarded (scans.go), those that build BigInts
+//     bit-guarded (bigint.go);
+//   - the program is the wrapper function and nothing else: a script
+//     cannot close it (shape.go);
 //   - a regular expression cut off by regexp2's match timeout throws instead
 //     of reporting no match (regexp.go);
 //   - Go panics of goja on a script's doing are script errors.
@@ -208,7 +212,12 @@ func (e *Engine) compile(src Source) *compiled {
 			ne.Line, ne.Column, col1, src.MapPosition)
 	} else {
 		ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
-		if err == nil {
+		if err == nil && !src.Wrapped {
+			// The text parsed; it must also have stayed the body of
+			// the wrapper function (shape.go).
+			c.syntaxEr = checkWrapper(ast, code, src.Code, src.MapPosition)
+		}
+		if err == nil && c.syntaxEr == nil {
 			c.prg, err = goja.CompileAST(ast, false)
 		}
 		if err != nil {

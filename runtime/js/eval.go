@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
 )
 
 // Every way a script can make goja compile text at run time gets a check
@@ -117,12 +118,15 @@ func (x *exec) guardFunctionCtor(ctor *goja.Object, kind string) *goja.Object {
 		if len(parts) > 1 {
 			src.WriteString(strings.Join(parts[:len(parts)-1], ","))
 		}
-		src.WriteString("\n) {\n")
+		src.WriteString("\n) ")
+		left := src.Len()
+		src.WriteString("{\n")
 		if len(parts) > 0 {
 			src.WriteString(parts[len(parts)-1])
 		}
 		src.WriteString("\n})")
 		x.checkCompiled(kind, src.String())
+		x.checkFunctionShape(kind, src.String(), left)
 		return strs
 	}
 	construct, _ := goja.AssertConstructor(ctor)
@@ -160,6 +164,21 @@ func (x *exec) guardFunctionCtor(ctor *goja.Object, kind string) *goja.Object {
 
 // isWrapperOf reports whether obj is the proxy standing for orig.
 func (x *exec) isWrapperOf(obj, orig *goja.Object) bool { return x.wrappers[obj] == orig }
+
+// checkFunctionShape throws a SyntaxError if src, the text a Function
+// constructor of kind builds from its arguments, parses into something
+// else than the one function whose body opens at byte offset left (a body
+// "}); sideEffect(); (function () {" would run code as the function is
+// made). Text that does not parse is left for the constructor to reject.
+func (x *exec) checkFunctionShape(kind, src string, left int) {
+	prg, err := parser.ParseFile(nil, "", src, 0, parserOptions...)
+	if err != nil {
+		return
+	}
+	if ok, _ := wrapperIntact(prg, left, len(src)-2); !ok {
+		x.throwSyntax(kind + ": the parameters or the body close the function they define; pass a parameter list and a body that each stand on their own")
+	}
+}
 
 // checkCompiled throws a SyntaxError if src, about to be compiled by what
 // (eval or a Function constructor), nests too deeply.

@@ -184,6 +184,7 @@ func (x *exec) snapshot(obj *goja.Object, what string, asArray bool) *goja.Objec
 	if n*elementBytes > x.maxBytes() {
 		x.tooBig(what+" on an object of length "+fmt.Sprintf("%.0f", n), n*elementBytes)
 	}
+	x.checkScan(what, n)
 	vals := make([]any, int(n))
 	for i := range vals {
 		if v := obj.Get(itoa(i)); v != nil {
@@ -212,7 +213,9 @@ func (x *exec) arrayThis(call goja.FunctionCall, what string) (this goja.Value, 
 		return call.This, 0, false
 	}
 	if arr, ok := x.realArray(call.This); ok {
-		return arr, lengthOf(arr), true
+		n := lengthOf(arr)
+		x.checkScan(what, n)
+		return arr, n, true
 	}
 	snap := x.snapshot(call.This.ToObject(x.vm), what, true)
 	return snap, lengthOf(snap), true
@@ -222,16 +225,18 @@ func (x *exec) guardArrays() {
 	vm := x.vm
 	proto := x.proto("Array")
 	x.method(proto, "join", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
-		this, n, ok := x.arrayThis(call, "Array.prototype.join")
-		if !ok {
+		if call.This == nil || goja.IsUndefined(call.This) || goja.IsNull(call.This) {
 			return orig(call)
 		}
+		// The separator first: converting it may run script code that
+		// changes the length the built-in then reads.
 		sep := call.Argument(0)
 		sepLen := 1
 		if !goja.IsUndefined(sep) {
 			sep = sep.ToString()
 			sepLen = stringLength(sep)
 		}
+		this, n, _ := x.arrayThis(call, "Array.prototype.join")
 		if b := n*elementBytes + n*float64(sepLen)*2; b > x.maxBytes() {
 			x.tooBig("Array.prototype.join", b)
 		}
@@ -268,9 +273,10 @@ func (x *exec) guardArrays() {
 		})
 	}
 	x.method(proto, "fill", x.fill)
-	// A comparator that changes the array makes goja's sort fail in Go
-	// (rethrowBuiltin turns that into a TypeError).
-	x.method(proto, "sort", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value { return orig(call) })
+	// The methods that walk their receiver are guarded with groupValues
+	// (scans.go, lazy.go); sort among them: a comparator that changes the
+	// array makes goja's sort fail in Go, and the stand-in's
+	// rethrowBuiltin turns that into a TypeError.
 	if array, ok := vm.Get("Array").(*goja.Object); ok {
 		x.method(array, "from", x.arrayFrom)
 	}
@@ -326,6 +332,7 @@ func (x *exec) fill(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Va
 	if span := end - start; span*elementBytes > x.maxBytes() {
 		x.tooBig("Array.prototype.fill", span*elementBytes)
 	}
+	x.checkScan("Array.prototype.fill", end-start)
 	value := call.Argument(0)
 	if real {
 		return orig(goja.FunctionCall{This: arr, Arguments: []goja.Value{value, x.vm.ToValue(start), x.vm.ToValue(end)}})

@@ -13,9 +13,11 @@ import (
 // or spells an identifier with escapes. Every piece of code a script runs
 // is scanned before it is compiled (the program, and whatever eval and the
 // Function constructors compile), so a guard is in place before the code
-// that could reach its built-in runs. Built-ins reachable from values
-// (Array.prototype, Function.prototype, String.prototype…) are guarded in
-// every execution.
+// that could reach its built-in runs. The size guards of built-ins
+// reachable from values (Array.prototype, Function.prototype,
+// String.prototype…) are installed in every execution; their counting
+// stand-ins and the scan guards, for code that may read a property (or
+// names what the global object inherits).
 
 // group is a set of guards installed together.
 type group uint16
@@ -33,10 +35,11 @@ const (
 	// built-ins count their calls (builtins.go).
 	groupCollections
 	// groupValues: the built-ins reachable from any value count their
-	// calls (builtins.go).
+	// calls (builtins.go), and those that walk an array's indices or
+	// drain its iterators are scan-guarded (scans.go).
 	groupValues
-	// groupBigInt: BigInt.asUintN and asIntN (bigint.go), reachable by
-	// the name BigInt and from any BigInt value's constructor.
+	// groupBigInt: the BigInt built-ins bound what they build
+	// (bigint.go); reachable through the name or a BigInt's constructor.
 	groupBigInt
 	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt
 )
@@ -52,7 +55,8 @@ var watchedNames = []struct {
 	{"ArrayBuffer", groupTyped}, {"SharedArrayBuffer", groupTyped}, {"DataView", groupTyped},
 	{"Int8Array", groupTyped}, {"Uint8Array", groupTyped}, {"Uint8ClampedArray", groupTyped},
 	{"Int16Array", groupTyped}, {"Uint16Array", groupTyped}, {"Int32Array", groupTyped}, {"Uint32Array", groupTyped},
-	{"Float32Array", groupTyped}, {"Float64Array", groupTyped}, {"BigInt64Array", groupTyped}, {"BigUint64Array", groupTyped},
+	{"Float32Array", groupTyped}, {"Float64Array", groupTyped},
+	{"BigInt64Array", groupTyped | groupBigInt}, {"BigUint64Array", groupTyped | groupBigInt}, {"BigInt", groupBigInt},
 	{"Date", groupCollections}, {"Map", groupCollections}, {"Set", groupCollections},
 	{"WeakMap", groupCollections}, {"WeakSet", groupCollections}, {"BigInt", groupBigInt},
 	// Object.prototype's properties, which the global object inherits:
@@ -132,8 +136,14 @@ func (x *exec) install(g group) {
 	if g&groupBacktrack != 0 {
 		x.guardBacktracking()
 	}
+	// The collections' and typed arrays' constructors drain the
+	// iterables they are given: their code needs the iterator guards too.
+	if g&(groupValues|groupCollections|groupTyped) != 0 && !x.scansGuarded {
+		x.scansGuarded = true
+		x.guardScans(x.proto("Array"))
+	}
 	if g&groupBigInt != 0 {
-		x.guardBigIntAlloc()
+		x.guardBigInt()
 	}
 	// After the guards, which replace some of the built-ins counted here.
 	if g&groupRegExp != 0 {

@@ -86,6 +86,11 @@ type exec struct {
 	// installed: the guard groups in place (lazy.go).
 	generatorsGuarded bool
 	installed         group
+	// scansGuarded: the scan guards are in place (scans.go, lazy.go).
+	scansGuarded bool
+	// iterSteps counts the steps of array and string iterators: every
+	// 256th checks the limits (scans.go).
+	iterSteps uint64
 
 	// done carries completed tool calls to the VM goroutine. Tool-call
 	// goroutines give up sending once finished is closed.

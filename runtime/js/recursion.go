@@ -2,6 +2,7 @@ package js
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/dop251/goja"
@@ -104,10 +105,21 @@ func (x *exec) flat(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Va
 			depth = 0
 		}
 	}
-	if depth <= maxNativeDepth {
-		return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{x.vm.ToValue(depth)}})
+	// The receiver and the arrays nested in it are walked through views
+	// that count their lengths (scans.go).
+	const what = "Array.prototype.flat"
+	if call.This == nil || goja.IsUndefined(call.This) || goja.IsNull(call.This) {
+		return orig(call)
 	}
-	res := orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{x.vm.ToValue(maxNativeDepth)}})
+	obj := call.This.ToObject(x.vm)
+	n := lengthOf(obj)
+	x.checkScan(what, n)
+	levels := math.Max(0, math.Min(toInteger(depth), maxNativeDepth)) // as the built-in counts them
+	view := x.flatView(obj, n, levels, &n, what)
+	if depth <= maxNativeDepth {
+		return orig(goja.FunctionCall{This: view, Arguments: []goja.Value{x.vm.ToValue(depth)}})
+	}
+	res := orig(goja.FunctionCall{This: view, Arguments: []goja.Value{x.vm.ToValue(maxNativeDepth)}})
 	// Arrays left in the result were nested deeper than that.
 	if arr, ok := res.(*goja.Object); ok && x.isArray != nil {
 		n := arr.Get("length").ToInteger()

@@ -153,6 +153,7 @@ func (x *exec) stringify(v goja.Value) (res goja.Value, err error) {
 // number elements (and String and Number objects), without repeats.
 func (x *exec) propertyList(r *goja.Object) []jsonKey {
 	n := lengthOf(r)
+	x.checkScan("JSON.stringify's property list", n)
 	seen := map[string]bool{}
 	list := []jsonKey{}
 	for i := 0.0; i < n; i++ {
@@ -357,6 +358,8 @@ func (st *jsonState) object(obj *goja.Object) {
 	st.arg[0] = obj
 	if x.isArray(goja.FunctionCall{Arguments: st.arg[:]}).ToBoolean() {
 		n := lengthOf(obj)
+		// Every index is visited, a sparse array's holes too.
+		x.checkScan("JSON.stringify", n)
 		if n == 0 {
 			st.str("[]")
 			st.room(0, 0)

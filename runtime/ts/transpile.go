@@ -18,6 +18,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/jsnest"
+	"github.com/ptcrun/ptc/runtime/js"
 )
 
 // sourceName is the file name that mapped positions and stack frames use for
@@ -225,8 +226,8 @@ func (p *program) checkShape(prg *ast.Program) error {
 		if !ok {
 			continue
 		}
-		fn := wrapperCandidate(es.Expression)
-		if fn == nil || !p.onWrapperLine(prg, fn.Idx0()) {
+		fn := js.LeftmostFunction(es.Expression)
+		if fn == nil || !fn.Async || fn.Body == nil || !p.onWrapperLine(prg, fn.Idx0()) {
 			continue
 		}
 		if i != len(prg.Body)-1 || es.Expression != ast.Expression(fn) {
@@ -243,30 +244,12 @@ func (p *program) checkShape(prg *ast.Program) error {
 		}
 		return nil
 	}
-	return bad
-}
-
-// wrapperCandidate returns the async function literal that starts x, if
-// any: x itself, or the left end of a binary or sequence expression.
-func wrapperCandidate(x ast.Expression) *ast.FunctionLiteral {
-	for {
-		switch e := x.(type) {
-		case *ast.FunctionLiteral:
-			if e.Async && e.Body != nil {
-				return e
-			}
-			return nil
-		case *ast.BinaryExpression:
-			x = e.Left
-		case *ast.SequenceExpression:
-			if len(e.Sequence) == 0 {
-				return nil
-			}
-			x = e.Sequence[0]
-		default:
-			return nil
-		}
+	// No statement starts with the wrapper: the brace that closed it is
+	// the first one that closes nothing in the script.
+	if u, unbalanced := jsnest.Balance(p.src); unbalanced && u.Extra && u.What == "'}'" {
+		bad.Line, bad.Column = u.Line, u.Column
 	}
+	return bad
 }
 
 // onWrapperLine reports whether the JS at idx maps to the wrapper's first
@@ -429,7 +412,7 @@ func esbuildError(src string, srcLine []int, m api.Message) error {
 }
 
 // unbalancedMessage explains a script that closes its wrapper function.
-const unbalancedMessage = "unbalanced braces: a '}' closes the function the script runs in; remove it or add the missing '{'"
+const unbalancedMessage = jsnest.ClosesWrapper
 
 // closesWrapper reports whether esbuild's "Expected ")"" error at loc is
 // about the wrapper's closing parenthesis: with a bracket in place of the
