@@ -91,10 +91,10 @@ func TestPausedSegmentCPUIsThreadCPU(t *testing.T) {
 		}}
 	p := newPool(t, Config{Workers: -1, MaxWorkers: 1})
 	l := testLimits()
-	l.Timeout, l.CPUTime = 60*time.Second, 60*time.Second
+	l.Timeout, l.CPUTime = 5*time.Minute, 5*time.Minute
 	job, _ := newJob(t, `await tools.mark({});
 let s = 0;
-for (let i = 0; i < 1e7; i++) { s = (s + i) % 1000003; }
+for (let i = 0; i < 2e6; i++) { s = (s + i) % 1000003; }
 await tools.wait({});
 return s;`, l, mark, wait)
 	job.Idle = func(_ int, cpu time.Duration) {
