@@ -31,12 +31,10 @@ func chaosMix() []burstItem {
 	}
 }
 
-// chaosSpin is what one more client runs throughout: a guest that
-// computes until its deadline, so that a worker computes when ptcd is
-// killed — a worker that cannot notice that its pipe closed, which only
-// its parent-death signal ends.
+// chaosSpin is what one more client runs while workers are killed: a
+// guest that computes until its deadline (its worker is killed then).
 func chaosSpin() []burstItem {
-	return []burstItem{{"spin", wasmReq(wasmSpin(), timeout(8*time.Second), cpu(60*time.Second)),
+	return []burstItem{{"spin", wasmReq(wasmSpin(), timeout(3*time.Second), cpu(60*time.Second)),
 		fails(Timeout).or(Internal).orRefused(codes.Unavailable)}}
 }
 
@@ -52,13 +50,14 @@ const (
 )
 
 // TestChaos kills ptcd's workers at random (kill -9) under a steady load
-// of short executions with tool calls and one guest that computes, then
-// kills ptcd itself while that guest computes. Every
-// request must return before its deadline with its answer or a classified
-// error (INTERNAL for an execution whose worker was killed, UNAVAILABLE
-// once ptcd is gone); ptcd must serve through the worker kills; no worker
-// may outlive ptcd by more than orphanGrace; a restarted ptcd serves.
-// Full suite only; about 30 s.
+// of short executions with tool calls and a guest that computes, then
+// kills ptcd itself under the load and while a guest computes — a worker
+// that cannot notice that its pipe closed, which only its parent-death
+// signal ends. Every request must return before its deadline with its
+// answer or a classified error (INTERNAL for an execution whose worker
+// was killed, UNAVAILABLE once ptcd is gone); ptcd must serve through the
+// worker kills; no worker may outlive ptcd by more than orphanGrace; a
+// restarted ptcd serves. Full suite only; about 40 s.
 func TestChaos(t *testing.T) {
 	if !fullSuite {
 		t.Skip("the chaos test runs with -tags adversarial")
@@ -83,25 +82,20 @@ func TestChaos(t *testing.T) {
 		return out
 	}
 
-	// The clients run until stop is closed (before ptcd is killed), each
-	// request with its own deadline; wg ends with them.
+	// Clients run requests one after another until their stop channel is
+	// closed, each request with its own deadline; wg ends with them.
 	var (
-		stop     = make(chan struct{})
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		problems []string
 		outcomes = map[string]int{}
 		killedAt atomic.Int64 // when ptcd was killed (unix ns); 0 before
 	)
-	for c := range chaosClients + 1 {
-		mix := chaosMix()
-		if c == chaosClients {
-			mix = chaosSpin()
-		}
+	client := func(stop <-chan struct{}, mix []burstItem, first int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := c; ; i++ {
+			for i := first; ; i++ {
 				select {
 				case <-stop:
 					return
@@ -131,9 +125,17 @@ func TestChaos(t *testing.T) {
 			}
 		}()
 	}
+	load := func(stop <-chan struct{}) {
+		for c := range chaosClients {
+			client(stop, chaosMix(), c)
+		}
+	}
 
-	// Kill workers at random while the load runs. The pauses between
-	// kills pace the chaos; nothing waits on them.
+	// Kill workers at random under the load and a computing guest. The
+	// pauses between kills pace the chaos; nothing waits on them.
+	chaos := make(chan struct{})
+	load(chaos)
+	client(chaos, chaosSpin(), 0)
 	kills := 0
 	for end := time.Now().Add(chaosKills); time.Now().Before(end); {
 		time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
@@ -145,23 +147,30 @@ func TestChaos(t *testing.T) {
 			kills++
 		}
 	}
+	close(chaos)
+	wg.Wait()
 	select {
 	case <-ptcd.done:
 		t.Fatalf("ptcd died while its workers were killed (%v): %s", ptcd.exit, crashSummary(srv.log.since(0)))
 	default:
 	}
 
-	// Then ptcd itself, with requests in flight: the clients send no new
-	// ones, and those in flight must return.
-	close(stop)
+	// Then ptcd itself, while a guest computes (started alone, so that
+	// its worker is the one that computes) and the load runs: the
+	// requests in flight must return.
+	final := make(chan struct{})
+	spin := wasmReq(wasmSpin(), timeout(2*time.Minute), cpu(2*time.Minute))
+	client(final, []burstItem{{"final-spin", spin, refused(codes.Unavailable)}}, 0)
 	if busyWorker(srv) == 0 {
-		t.Error("no worker computed when ptcd was to be killed")
+		t.Fatal("no worker computes the guest")
 	}
+	load(final)
 	workers()
 	killedAt.Store(time.Now().UnixNano())
 	if err := ptcd.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	close(final)
 	<-ptcd.done
 	gone := time.Now()
 	for {
@@ -171,7 +180,8 @@ func TestChaos(t *testing.T) {
 				alive = append(alive, fmt.Sprint(w))
 			}
 		}
-		for _, o := range orphans() {
+		strays := orphans()
+		for _, o := range strays {
 			if !seen[o] {
 				alive = append(alive, fmt.Sprint(o))
 			}
@@ -182,7 +192,12 @@ func TestChaos(t *testing.T) {
 		if time.Since(gone) > orphanGrace {
 			t.Errorf("workers still run %v after ptcd was killed: %s", orphanGrace, strings.Join(alive, ", "))
 			for w := range seen {
-				_ = syscall.Kill(w, syscall.SIGKILL)
+				if running(w) {
+					_ = syscall.Kill(w, syscall.SIGKILL)
+				}
+			}
+			for _, o := range strays {
+				_ = syscall.Kill(o, syscall.SIGKILL)
 			}
 			break
 		}
