@@ -239,7 +239,9 @@ func WithWASM(w WASM) Option {
 // RunWorker lets this binary host ptc worker processes: when the process
 // was started as a worker, RunWorker runs the worker and exits; otherwise
 // it returns at once. Call it first thing in main of a binary that uses
-// WithIsolation(Isolation{WorkerProcesses: true}):
+// WithIsolation(Isolation{WorkerProcesses: true}), and in TestMain of its
+// tests; a worker whose program does not, exits with a message when it
+// reaches NewRunner, instead of starting workers of its own:
 //
 //	func main() {
 //		ptc.RunWorker()

@@ -22,7 +22,8 @@
 //
 // `go test ./internal/adversarial` runs a fast subset (at least one case of
 // every family in both modes); `go test -tags adversarial` runs every case,
-// the concurrency bursts and the soak. Each run logs pass/skip/fail counts
+// the concurrency bursts, the soak and the chaos test (TestChaos: workers
+// and then ptcd killed under load; no orphan, no hang, a restart serves). Each run logs pass/skip/fail counts
 // per family and mode (`-v`); TestCaseTable logs the size of the table.
 //
 // ptcd runs under an RLIMIT_DATA of 8 GiB, so that a server that loses

@@ -37,13 +37,19 @@ const (
 // Main runs the worker side of the frame protocol when this process was
 // started as a ptc worker: it serves descriptors 3 and 4 until the
 // supervisor closes them and returns the process exit code and true. In
-// any other process it returns at once, with false. A binary that hosts a
+// any other process it returns at once, with false. A worker whose parent
+// is no longer the supervisor that started it returns at once, with exit
+// code 2: it dies with its supervisor (lineage.go). A binary that hosts a
 // Pool calls it first thing in main (ptc.RunWorker does):
 //
 //	if code, ok := worker.Main(); ok { os.Exit(code) }
 func Main() (code int, ok bool) {
 	if len(os.Args) != 2 || os.Args[1] != workerArg {
 		return 0, false
+	}
+	if err := checkSupervisor(); err != nil {
+		fmt.Fprintln(os.Stderr, "ptc worker:", err)
+		return 2, true
 	}
 	return serveWorker(), true
 }

@@ -48,6 +48,7 @@
 // exec.go and meter.go (the executor and its watchdog), wasm.go
 // (WebAssembly in workers), convert.go and transport.go (frames),
 // settle.go (between executions), lockdown*.go (the filesystem lockdown),
+// lineage.go (a worker dies with its supervisor and starts no workers),
 // exitlog.go (a worker's death in the log), facts.go (what `ptcd check`
 // reports).
 //

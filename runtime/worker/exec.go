@@ -78,6 +78,12 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 	// CPU time is enforced from the OS clock by the watchdog, not from the
 	// VM's running time.
 	inner.Limits.CPUTime = 0
+	if job.Idle != nil {
+		// A pause reports the CPU time used so far, read from the same
+		// clock: the VM's running time counts the time a loaded host does
+		// not schedule the thread.
+		inner.Idle = func(inflight int, _ time.Duration) { job.Idle(inflight, wd.used()) }
+	}
 	var out *ptcruntime.Outcome
 	if job.Language == core.LanguageTypeScript {
 		out = e.ts.Run(ctx, &inner)

@@ -192,6 +192,11 @@ func (w *watchdog) stop() (time.Duration, int64, *fault.Error) {
 	return cpu, w.peak, w.breached
 }
 
+// used returns the CPU time the execution's thread has used so far.
+func (w *watchdog) used() time.Duration {
+	return max(clockNow(w.clock)-w.cpu0, 0)
+}
+
 // memoryBreach is the MEMORY_LIMIT of an execution that held used bytes.
 func (w *watchdog) memoryBreach(used int64) *fault.Error {
 	return fault.Breach(fault.KindMemoryLimit, w.memLimit, used, "the script held more than its memory limit of %s; keep less data at once (process items in smaller batches, avoid building huge strings or arrays)", byteSize(w.memLimit))

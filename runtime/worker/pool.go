@@ -36,9 +36,12 @@ type Pool struct {
 	// arrives.
 	breachSeen func()
 
-	// wg tracks the reader goroutine of every worker and the background
-	// spawns; Close waits for it.
+	// wg tracks the reader goroutine of every worker and the spawns;
+	// Close waits for it.
 	wg sync.WaitGroup
+	// starter starts the worker processes (worker mode); Close stops it
+	// after wg.
+	starter *starter
 
 	stats struct {
 		started, died, recycled, killed, shrunk atomic.Int64
@@ -48,7 +51,13 @@ type Pool struct {
 // NewPool returns a Pool and, in worker mode, starts its warm workers. The
 // first worker is started synchronously so that a binary that cannot run
 // workers fails here, with the reason.
+//
+// In a process started as a worker whose program did not call Main first
+// (it ran the embedding program's main instead), NewPool does not return:
+// it writes what to fix on stderr and exits the process with status 3, as
+// a worker never starts workers.
 func NewPool(cfg Config) (*Pool, error) {
+	refuseInWorker()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -58,8 +67,10 @@ func NewPool(cfg Config) (*Pool, error) {
 		p.exec = newExecutor(cfg.ProgramCache)
 		return p, nil
 	}
+	p.starter = newStarter()
 	w, err := p.spawn()
 	if err != nil {
+		p.starter.stop()
 		return nil, err
 	}
 	p.mu.Lock()
@@ -112,6 +123,9 @@ func (p *Pool) Close() error {
 		w.killAll(fault.KindCancelled, reasonPoolClosed)
 	}
 	p.wg.Wait()
+	if p.starter != nil {
+		p.starter.stop()
+	}
 	return nil
 }
 

@@ -232,21 +232,23 @@ func (p *Pool) spawn() (*proc, error) {
 	return w, nil
 }
 
-// start starts the worker process with an empty environment, only its
+// start starts the worker process with only the supervisor's pid in its
+// environment (the worker checks it and removes it, lineage.go), only its
 // two pipe ends as extra descriptors (3 to read, 4 to write), its own
-// process group and, if netns, a private network namespace.
+// process group, SIGKILL as its parent-death signal and, if netns, a
+// private network namespace. The starter's thread starts it.
 func (p *Pool) start(r, wr *os.File, netns bool) (*exec.Cmd, *head, error) {
 	cmd := exec.Command(p.cfg.Executable, workerArg)
-	cmd.Env = []string{}
+	cmd.Env = []string{supervisorEnv + "=" + strconv.Itoa(os.Getpid())}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{r, wr}
 	stderr := &head{max: stderrHead}
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if netns {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
 	}
-	if err := cmd.Start(); err != nil {
+	if err := p.starter.start(cmd); err != nil {
 		return nil, nil, err
 	}
 	return cmd, stderr, nil

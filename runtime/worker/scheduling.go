@@ -83,6 +83,8 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 		}
 		if len(p.procs)+p.spawning < p.cfg.MaxWorkers {
 			p.spawning++
+			// Close waits for the spawn before it stops the starter.
+			p.wg.Add(1)
 			p.mu.Unlock()
 			w, err := p.spawn()
 			p.mu.Lock()
@@ -90,6 +92,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 			if err != nil {
 				p.signalLocked()
 				p.mu.Unlock()
+				p.wg.Done()
 				return nil, err
 			}
 			if p.closed {
@@ -97,12 +100,14 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 				w.stop(reasonPoolClosed)
 				p.wg.Add(1)
 				go w.readLoop()
+				p.wg.Done()
 				return nil, errPoolClosed
 			}
 			p.addLocked(w)
 			w.active++
 			w.runs++
 			p.mu.Unlock()
+			p.wg.Done()
 			return w, nil
 		}
 		ch := p.changed
