@@ -56,9 +56,11 @@ func startMCP(c *config.Config, srv *server.Server, authn *auth.Authenticator, l
 	if err != nil {
 		return nil, err
 	}
+	lis = server.LimitListener(lis, c.MCP.MaxConnectionsPerPeer, c.MCP.MaxConnections)
 	e := &mcpEndpoint{mcp: m, addr: lis.Addr().String(), done: make(chan error, 1),
-		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		http: &http.Server{Handler: mux, TLSConfig: tc, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ReadHeaderTimeout: time.Duration(c.MCP.ReadHeaderTimeout), IdleTimeout: time.Duration(c.MCP.IdleTimeout),
+			MaxHeaderBytes: int(c.MCP.MaxHeaderBytes)}}
 	// The serve goroutine ends when the server is closed (stop).
 	go func() {
 		var err error
