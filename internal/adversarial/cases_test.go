@@ -14,5 +14,7 @@ func allCases() []tcase {
 	cs = append(cs, sessionCases()...)
 	cs = append(cs, protocolCases()...)
 	cs = append(cs, concurrencyCases()...)
+	cs = append(cs, transportCases()...)
+	cs = append(cs, exhaustionCases()...)
 	return cs
 }
