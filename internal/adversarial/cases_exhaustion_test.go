@@ -241,4 +241,3 @@ func exhaustionCases() []tcase {
 			}},
 	}
 }
-

@@ -498,6 +498,6 @@ func transportCases() []tcase {
 		floodCase("unauthenticated-streams-left-open-1000", false,
 			floodSpec{conns: 10, streams: 100, method: execute, hold: 30 * time.Second}, 64<<20, unauthenticated),
 		floodCase("unauthenticated-streams-left-open-100", true,
-			floodSpec{conns: 1, streams: 100, method: "/ptc.v1.RunnerService/Session", hold: 30 * time.Second}, 64<<20, unauthenticated),
+			floodSpec{conns: 1, streams: 100, method: execute, hold: 30 * time.Second}, 64<<20, unauthenticated),
 	}
 }
