@@ -231,7 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	limiter := auth.NewRateLimiter(authn)
 	opts := server.Interceptors(server.ChainConfig{Log: log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
 		Auth: authn.Authenticate, Limiter: limiter})
-	opts = append(opts, grpcTransport(c, authn)...)
+	opts = append(opts, grpcTransport(c, authn, log)...)
 	opts = append(opts,
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(int(c.GRPC.MaxRecvBytes)),

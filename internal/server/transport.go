@@ -51,6 +51,10 @@ type TransportConfig struct {
 	// ConnectionTimeout bounds a new connection's handshake: TLS and the
 	// HTTP/2 preface.
 	ConnectionTimeout time.Duration
+	// Refused, when set, is told of every stream refused at its start
+	// (no interceptor sees those calls, so it is where they are logged).
+	// It runs in the connection's reader and must not block.
+	Refused func(ctx context.Context, method string, err error)
 }
 
 // ErrNoFirstMessage is the cause of a stream's context when the stream
@@ -89,6 +93,7 @@ type streamGuard struct {
 func (g *streamGuard) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if g.c.Admit != nil {
 		if err := g.c.Admit(ctx, info.FullMethodName, info.Header); err != nil {
+			g.refused(ctx, info.FullMethodName, err)
 			return nil, err
 		}
 	}
@@ -97,9 +102,11 @@ func (g *streamGuard) tap(ctx context.Context, info *tap.Info) (context.Context,
 	}
 	if n := g.pending.Add(1); g.c.MaxPendingStreams > 0 && n > int64(g.c.MaxPendingStreams) {
 		g.pending.Add(-1)
-		return nil, status.Errorf(codes.ResourceExhausted,
+		err := status.Errorf(codes.ResourceExhausted,
 			"too many calls are waiting for their request message (%d, grpc.max_pending_streams): send the request at once, and retry later",
 			g.c.MaxPendingStreams)
+		g.refused(ctx, info.FullMethodName, err)
+		return nil, err
 	}
 	inner, cancel := context.WithCancelCause(ctx)
 	p := &pendingCtx{Context: inner, cancel: cancel, guard: g}
@@ -112,6 +119,13 @@ func (g *streamGuard) tap(ctx context.Context, info *tap.Info) (context.Context,
 	// it answers without a handler), it stops being pending.
 	context.AfterFunc(inner, p.arrived)
 	return p, nil
+}
+
+// refused tells the Refused hook of a refusal.
+func (g *streamGuard) refused(ctx context.Context, method string, err error) {
+	if g.c.Refused != nil {
+		g.c.Refused(ctx, method, err)
+	}
 }
 
 // pendingKey finds a stream's pendingCtx.

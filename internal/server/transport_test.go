@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -184,7 +185,9 @@ func authenticator(t *testing.T) *auth.Authenticator {
 // (and buffers) its body; the client sent headers only, so a server that
 // waited for the body would never answer.
 func TestTransportRefusesAtStreamStart(t *testing.T) {
-	addr, _ := guarded(t, server.TransportConfig{Admit: authenticator(t).Admit})
+	refusals := make(chan string, 16)
+	addr, _ := guarded(t, server.TransportConfig{Admit: authenticator(t).Admit,
+		Refused: func(_ context.Context, method string, err error) { refusals <- method + " " + status.Code(err).String() }})
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -202,6 +205,10 @@ func TestTransportRefusesAtStreamStart(t *testing.T) {
 			a := c.answer(1)
 			if a.status != "16" || !strings.Contains(a.message, tc.want) {
 				t.Fatalf("answer = %+v, want UNAUTHENTICATED (16) saying %q", a, tc.want)
+			}
+			// The refusal is reported (ptcd logs it: no interceptor sees it).
+			if got := <-refusals; got != tc.method+" Unauthenticated" {
+				t.Errorf("refusal reported as %q", got)
 			}
 			// The connection goes on serving: the refused stream's body,
 			// sent late, is dropped, and a valid stream is admitted.
@@ -310,7 +317,13 @@ func TestTransportConcurrentStreamLimit(t *testing.T) {
 // first message are bounded across the server; one beyond is refused with
 // RESOURCE_EXHAUSTED, and a stream whose message arrived no longer counts.
 func TestTransportPendingStreamLimit(t *testing.T) {
-	addr, conn := guarded(t, server.TransportConfig{MaxPendingStreams: 2, FirstMessageTimeout: time.Hour})
+	var refused atomic.Int32
+	addr, conn := guarded(t, server.TransportConfig{MaxPendingStreams: 2, FirstMessageTimeout: time.Hour,
+		Refused: func(_ context.Context, _ string, err error) {
+			if status.Code(err) == codes.ResourceExhausted {
+				refused.Add(1)
+			}
+		}})
 	// Calls that send their message at once never hold a place for long:
 	// many in a row pass the bound of 2.
 	echo := testgrpc.NewTestServiceClient(conn)
@@ -326,6 +339,9 @@ func TestTransportPendingStreamLimit(t *testing.T) {
 	a := c.answer(5)
 	if a.status != "8" || !strings.Contains(a.message, "max_pending_streams") {
 		t.Fatalf("third waiting stream: %+v, want RESOURCE_EXHAUSTED (8) naming grpc.max_pending_streams", a)
+	}
+	if n := refused.Load(); n != 1 {
+		t.Errorf("%d refusals reported, want 1", n)
 	}
 	// The first stream's message frees its place.
 	if err := c.fr.WriteData(1, false, []byte{0, 0, 0, 0, 0}); err != nil {
