@@ -187,7 +187,9 @@ func authenticator(t *testing.T) *auth.Authenticator {
 func TestTransportRefusesAtStreamStart(t *testing.T) {
 	refusals := make(chan string, 16)
 	addr, _ := guarded(t, server.TransportConfig{Admit: authenticator(t).Admit,
-		Refused: func(_ context.Context, method string, err error) { refusals <- method + " " + status.Code(err).String() }})
+		Refused: func(_ context.Context, method string, err error) {
+			refusals <- method + " " + status.Code(err).String()
+		}})
 	for _, tc := range []struct {
 		name   string
 		method string
