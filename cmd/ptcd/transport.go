@@ -25,13 +25,14 @@ import (
 func grpcTransport(c *config.Config, authn *auth.Authenticator, log *slog.Logger) []grpc.ServerOption {
 	g := c.GRPC
 	return server.TransportOptions(server.TransportConfig{
-		Refused:              refusedLogger(log),
-		Admit:                authn.Admit,
-		MaxConcurrentStreams: uint32(g.MaxConcurrentStreams),
-		MaxHeaderListBytes:   uint32(g.MaxHeaderListBytes),
-		MaxPendingStreams:    g.MaxPendingStreams,
-		FirstMessageTimeout:  time.Duration(g.FirstMessageTimeout),
-		ConnectionTimeout:    time.Duration(g.ConnectionTimeout),
+		Refused:                    refusedLogger(log),
+		Admit:                      authn.Admit,
+		MaxConcurrentStreams:       uint32(g.MaxConcurrentStreams),
+		MaxHeaderListBytes:         uint32(g.MaxHeaderListBytes),
+		MaxPendingStreams:          g.MaxPendingStreams,
+		MaxPendingStreamsPerCaller: g.MaxPendingStreamsPerTenant,
+		FirstMessageTimeout:        time.Duration(g.FirstMessageTimeout),
+		ConnectionTimeout:          time.Duration(g.ConnectionTimeout),
 	})
 }
 

@@ -32,21 +32,25 @@ func TestAdmit(t *testing.T) {
 		md     metadata.MD
 		code   codes.Code
 		msg    string
+		tenant string
 	}{
-		{"no credentials", on, context.Background(), exec, nil, codes.Unauthenticated, "credentials are missing"},
-		{"good token", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer "+tokenA), codes.OK, ""},
-		{"bad token", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer nope"), codes.Unauthenticated, "not valid"},
-		{"two headers", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer a", "authorization", "Bearer b"), codes.Unauthenticated, "one authorization"},
-		{"cert", on, withCert(context.Background(), "harness-b"), exec, nil, codes.OK, ""},
-		{"unknown cert", on, withCert(context.Background(), "stranger"), exec, nil, codes.Unauthenticated, "belongs to no tenant"},
-		{"health", on, context.Background(), HealthService + "Check", nil, codes.OK, ""},
-		{"auth off", off, context.Background(), exec, nil, codes.OK, ""},
+		{"no credentials", on, context.Background(), exec, nil, codes.Unauthenticated, "credentials are missing", ""},
+		{"good token", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer "+tokenA), codes.OK, "", "a"},
+		{"bad token", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer nope"), codes.Unauthenticated, "not valid", ""},
+		{"two headers", on, context.Background(), exec, metadata.Pairs("authorization", "Bearer a", "authorization", "Bearer b"), codes.Unauthenticated, "one authorization", ""},
+		{"cert", on, withCert(context.Background(), "harness-b"), exec, nil, codes.OK, "", "b"},
+		{"unknown cert", on, withCert(context.Background(), "stranger"), exec, nil, codes.Unauthenticated, "belongs to no tenant", ""},
+		{"health", on, context.Background(), HealthService + "Check", nil, codes.OK, "", ""},
+		{"auth off", off, context.Background(), exec, nil, codes.OK, "", "anonymous"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.a.Admit(tc.ctx, tc.method, tc.md)
+			tenant, err := tc.a.Admit(tc.ctx, tc.method, tc.md)
 			if status.Code(err) != tc.code || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 				t.Fatalf("err = %v, want %v %q", err, tc.code, tc.msg)
+			}
+			if tenant != tc.tenant {
+				t.Fatalf("tenant = %q, want %q", tenant, tc.tenant)
 			}
 		})
 	}

@@ -225,11 +225,15 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 // a grpc.InTapHandle's check, see internal/server's transport): a caller
 // without valid credentials is refused with UNAUTHENTICATED, as
 // Authenticate would refuse it, without the server buffering its request.
-// Authenticate still runs for every admitted call and puts the tenant in
-// its context.
-func (a *Authenticator) Admit(ctx context.Context, method string, md metadata.MD) error {
-	_, err := a.authenticate(ctx, method, md)
-	return err
+// It returns the caller's tenant name ("" for a health check), by which
+// the transport bounds each tenant's streams. Authenticate still runs for
+// every admitted call and puts the tenant in its context.
+func (a *Authenticator) Admit(ctx context.Context, method string, md metadata.MD) (string, error) {
+	t, err := a.authenticate(ctx, method, md)
+	if err != nil || t == nil {
+		return "", err
+	}
+	return t.Name, nil
 }
 
 // authenticate finds the tenant of a call to method with header metadata

@@ -104,6 +104,7 @@ func TestErrorMessages(t *testing.T) {
 		{"grpc streams", "grpc: {max_concurrent_streams: 0}\n", nil, nil, `config: FILE:1:32: grpc.max_concurrent_streams: 0 is not positive: use a count (see docs/config.md for the default)`},
 		{"grpc header list", "grpc: {max_header_list_bytes: 2GiB}\n", nil, nil, `config: FILE:1:31: grpc.max_header_list_bytes: 2GiB is out of range: use a size above 0 and at most 1GiB, such as "16KiB"`},
 		{"grpc first message", "grpc: {first_message_timeout: 0s}\n", nil, nil, `config: FILE:1:31: grpc.first_message_timeout: 0s is not positive: use a duration such as "20s"`},
+		{"grpc pending per tenant", "grpc: {max_pending_streams_per_tenant: 0}\n", nil, nil, `config: FILE:1:40: grpc.max_pending_streams_per_tenant: 0 is not positive: use a count (see docs/config.md for the default)`},
 		{"grpc pending", "grpc: {max_pending_streams: -1}\n", nil, nil, `config: FILE:1:29: grpc.max_pending_streams: -1 is not positive: use a count (see docs/config.md for the default)`},
 		{"mcp sessions per tenant", "mcp: {max_sessions_per_tenant: 0}\n", nil, nil, `config: FILE:1:32: mcp.max_sessions_per_tenant: 0 is not positive: use a count such as 100`},
 		{"mcp sessions", "mcp: {max_sessions: -1}\n", nil, nil, `config: FILE:1:21: mcp.max_sessions: -1 is not positive: use a count such as 1000`},

@@ -121,6 +121,7 @@ func servingSettings() []setting {
 		{"grpc.max_concurrent_streams", "streams open at once on one connection", func(c *Config) flag.Value { return intValue{&c.GRPC.MaxConcurrentStreams} }},
 		{"grpc.max_header_list_bytes", "largest header list of one call", func(c *Config) flag.Value { return &c.GRPC.MaxHeaderListBytes }},
 		{"grpc.max_pending_streams", "calls of all connections still receiving their first message", func(c *Config) flag.Value { return intValue{&c.GRPC.MaxPendingStreams} }},
+		{"grpc.max_pending_streams_per_tenant", "calls of one tenant still receiving their first message", func(c *Config) flag.Value { return intValue{&c.GRPC.MaxPendingStreamsPerTenant} }},
 		{"grpc.first_message_timeout", "longest wait of a call for its first message", func(c *Config) flag.Value { return &c.GRPC.FirstMessageTimeout }},
 		{"grpc.connection_timeout", "longest TLS handshake and HTTP/2 preface of a new connection", func(c *Config) flag.Value { return &c.GRPC.ConnectionTimeout }},
 		{"grpc.max_connections", "open gRPC connections of all peers", func(c *Config) flag.Value { return intValue{&c.GRPC.MaxConnections} }},

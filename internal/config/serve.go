@@ -31,6 +31,9 @@ const (
 	// DefaultMaxPendingStreams bounds the gRPC streams of all connections
 	// still receiving their first message.
 	DefaultMaxPendingStreams = 128
+	// DefaultMaxPendingStreamsPerTenant bounds those of one tenant, so
+	// that one cannot take every place.
+	DefaultMaxPendingStreamsPerTenant = 32
 	// DefaultFirstMessageTimeout bounds a gRPC stream's wait for its first
 	// message: a 25 MiB request at about 1.3 MB/s.
 	DefaultFirstMessageTimeout = 20 * time.Second
@@ -131,6 +134,8 @@ type GRPC struct {
 	// MaxPendingStreams bounds the calls of all connections that are
 	// still receiving their first message.
 	MaxPendingStreams int `yaml:"max_pending_streams"`
+	// MaxPendingStreamsPerTenant bounds those calls of one tenant.
+	MaxPendingStreamsPerTenant int `yaml:"max_pending_streams_per_tenant"`
 	// FirstMessageTimeout bounds a call's wait for its first message.
 	FirstMessageTimeout Duration `yaml:"first_message_timeout"`
 	// ConnectionTimeout bounds a new connection's TLS handshake and HTTP/2
@@ -170,9 +175,10 @@ func defaultServing(c *Config) {
 	c.Metrics = Metrics{Listen: DefaultMetricsListen}
 	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes,
 		MaxConcurrentStreams: DefaultMaxConcurrentStreams, MaxHeaderListBytes: DefaultMaxHeaderListBytes,
-		MaxPendingStreams: DefaultMaxPendingStreams, FirstMessageTimeout: Duration(DefaultFirstMessageTimeout),
-		ConnectionTimeout: Duration(DefaultConnectionTimeout),
-		MaxConnections:    DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer,
+		MaxPendingStreams: DefaultMaxPendingStreams, MaxPendingStreamsPerTenant: DefaultMaxPendingStreamsPerTenant,
+		FirstMessageTimeout: Duration(DefaultFirstMessageTimeout),
+		ConnectionTimeout:   Duration(DefaultConnectionTimeout),
+		MaxConnections:      DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer,
 		Keepalive: Keepalive{
 			MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
 			Time: Duration(time.Minute), Timeout: Duration(20 * time.Second),
@@ -263,6 +269,7 @@ func (g GRPC) validateTransport() *Error {
 		v   int
 	}{
 		{"max_concurrent_streams", g.MaxConcurrentStreams}, {"max_pending_streams", g.MaxPendingStreams},
+		{"max_pending_streams_per_tenant", g.MaxPendingStreamsPerTenant},
 		{"max_connections", g.MaxConnections}, {"max_connections_per_peer", g.MaxConnectionsPerPeer},
 	} {
 		if n.v <= 0 {

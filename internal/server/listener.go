@@ -88,9 +88,9 @@ type limitedConn struct {
 	once sync.Once
 }
 
-// Close closes the connection and releases its place.
+// Close releases the connection's place and closes it: released first,
+// so that a peer that sees the connection end finds its place free.
 func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.peer) })
-	return err
+	return c.Conn.Close()
 }

@@ -30,8 +30,10 @@ import (
 type TransportConfig struct {
 	// Admit checks a stream's credentials from its method and header
 	// metadata when it starts, before its body is read; an error refuses
-	// the stream with the error's status. nil admits every stream.
-	Admit func(ctx context.Context, method string, md metadata.MD) error
+	// the stream with the error's status. It returns the caller's key
+	// (the tenant), by which MaxPendingStreamsPerCaller counts; "" counts
+	// under MaxPendingStreams only. nil admits every stream.
+	Admit func(ctx context.Context, method string, md metadata.MD) (string, error)
 	// MaxConcurrentStreams bounds the streams open at once on one
 	// connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond
 	// is reset with REFUSED_STREAM).
@@ -44,6 +46,10 @@ type TransportConfig struct {
 	// buffering a request of up to the largest message size); a stream
 	// beyond is refused with RESOURCE_EXHAUSTED.
 	MaxPendingStreams int
+	// MaxPendingStreamsPerCaller bounds those streams of one caller key,
+	// so that one tenant cannot take every place of MaxPendingStreams; a
+	// stream beyond is refused with RESOURCE_EXHAUSTED.
+	MaxPendingStreamsPerCaller int
 	// FirstMessageTimeout bounds how long an admitted stream may wait for
 	// its first whole message; past it the stream ends with
 	// DEADLINE_EXCEEDED.
@@ -75,7 +81,7 @@ func TransportOptions(c TransportConfig) []grpc.ServerOption {
 		opts = append(opts, grpc.ConnectionTimeout(c.ConnectionTimeout))
 	}
 	opts = append(opts, grpc.InTapHandle(g.tap))
-	if c.MaxPendingStreams > 0 || c.FirstMessageTimeout > 0 {
+	if c.MaxPendingStreams > 0 || c.MaxPendingStreamsPerCaller > 0 || c.FirstMessageTimeout > 0 {
 		opts = append(opts, grpc.StatsHandler(firstMessage{}))
 	}
 	return opts
@@ -86,30 +92,72 @@ type streamGuard struct {
 	c TransportConfig
 	// pending counts the admitted streams waiting for their first message.
 	pending atomic.Int64
+
+	mu sync.Mutex
+	// byCaller counts them by caller key (only with
+	// MaxPendingStreamsPerCaller).
+	byCaller map[string]int
+}
+
+// take counts a pending stream of key, or says which bound refuses it.
+func (g *streamGuard) take(key string) error {
+	if n := g.pending.Add(1); g.c.MaxPendingStreams > 0 && n > int64(g.c.MaxPendingStreams) {
+		g.pending.Add(-1)
+		return status.Errorf(codes.ResourceExhausted,
+			"too many calls are waiting for their request message (%d, grpc.max_pending_streams): send the request at once, and retry later",
+			g.c.MaxPendingStreams)
+	}
+	if key == "" || g.c.MaxPendingStreamsPerCaller <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byCaller[key] >= g.c.MaxPendingStreamsPerCaller {
+		g.pending.Add(-1)
+		return status.Errorf(codes.ResourceExhausted,
+			"too many of your calls are waiting for their request message (%d, grpc.max_pending_streams_per_tenant): send the request at once, and retry later",
+			g.c.MaxPendingStreamsPerCaller)
+	}
+	if g.byCaller == nil {
+		g.byCaller = map[string]int{}
+	}
+	g.byCaller[key]++
+	return nil
+}
+
+// release forgets a pending stream of key.
+func (g *streamGuard) release(key string) {
+	g.pending.Add(-1)
+	if key == "" || g.c.MaxPendingStreamsPerCaller <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byCaller[key]--; g.byCaller[key] <= 0 {
+		delete(g.byCaller, key)
+	}
 }
 
 // tap runs in the connection's reader, before the stream's body is read:
 // it must not block.
 func (g *streamGuard) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	key := ""
 	if g.c.Admit != nil {
-		if err := g.c.Admit(ctx, info.FullMethodName, info.Header); err != nil {
+		var err error
+		if key, err = g.c.Admit(ctx, info.FullMethodName, info.Header); err != nil {
 			g.refused(ctx, info.FullMethodName, err)
 			return nil, err
 		}
 	}
-	if g.c.MaxPendingStreams <= 0 && g.c.FirstMessageTimeout <= 0 {
+	if g.c.MaxPendingStreams <= 0 && g.c.MaxPendingStreamsPerCaller <= 0 && g.c.FirstMessageTimeout <= 0 {
 		return ctx, nil
 	}
-	if n := g.pending.Add(1); g.c.MaxPendingStreams > 0 && n > int64(g.c.MaxPendingStreams) {
-		g.pending.Add(-1)
-		err := status.Errorf(codes.ResourceExhausted,
-			"too many calls are waiting for their request message (%d, grpc.max_pending_streams): send the request at once, and retry later",
-			g.c.MaxPendingStreams)
+	if err := g.take(key); err != nil {
 		g.refused(ctx, info.FullMethodName, err)
 		return nil, err
 	}
 	inner, cancel := context.WithCancelCause(ctx)
-	p := &pendingCtx{Context: inner, cancel: cancel, guard: g}
+	p := &pendingCtx{Context: inner, cancel: cancel, guard: g, key: key}
 	if g.c.FirstMessageTimeout > 0 {
 		// The timer ends the stream's wait; it is stopped when the first
 		// message (or the stream's end) arrives first.
@@ -141,6 +189,7 @@ type pendingCtx struct {
 	context.Context
 	cancel context.CancelCauseFunc
 	guard  *streamGuard
+	key    string
 	timer  *time.Timer
 
 	once    sync.Once
@@ -171,7 +220,7 @@ func (p *pendingCtx) arrived() {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
-		p.guard.pending.Add(-1)
+		p.guard.release(p.key)
 	})
 }
 
@@ -179,7 +228,7 @@ func (p *pendingCtx) arrived() {
 func (p *pendingCtx) expire() {
 	p.once.Do(func() {
 		p.expired.Store(true)
-		p.guard.pending.Add(-1)
+		p.guard.release(p.key)
 		p.cancel(ErrNoFirstMessage)
 	})
 }

@@ -170,10 +170,12 @@ func guarded(t *testing.T, c server.TransportConfig) (string, *grpc.ClientConn) 
 	return conn.Target(), conn
 }
 
-// authenticator accepts the bearer token "secret".
+// authenticator accepts the bearer tokens "secret" (tenant acme) and
+// "other" (tenant other).
 func authenticator(t *testing.T) *auth.Authenticator {
 	t.Helper()
-	a, err := auth.New(true, []auth.Tenant{{Name: "acme", TokenHashes: []string{auth.HashToken("secret")}}})
+	a, err := auth.New(true, []auth.Tenant{{Name: "acme", TokenHashes: []string{auth.HashToken("secret")}},
+		{Name: "other", TokenHashes: []string{auth.HashToken("other")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +366,48 @@ func TestTransportPendingStreamLimit(t *testing.T) {
 	}
 	if a := c.answer(7); a.status != "0" {
 		t.Fatalf("stream after a place was freed: %+v, want OK", a)
+	}
+}
+
+// TestTransportPendingStreamsPerCaller: one tenant's streams waiting for
+// their first message are bounded below the server's bound, so another
+// tenant still gets a place.
+func TestTransportPendingStreamsPerCaller(t *testing.T) {
+	addr, _ := guarded(t, server.TransportConfig{Admit: authenticator(t).Admit, MaxPendingStreams: 10,
+		MaxPendingStreamsPerCaller: 2, FirstMessageTimeout: time.Hour})
+	c := dialH2(t, addr)
+	acme := []string{"authorization", "Bearer secret"}
+	c.open(1, "/grpc.testing.TestService/FullDuplexCall", acme...)
+	c.open(3, "/grpc.testing.TestService/FullDuplexCall", acme...)
+	c.open(5, "/grpc.testing.TestService/UnaryCall", acme...)
+	a := c.answer(5)
+	if a.status != "8" || !strings.Contains(a.message, "max_pending_streams_per_tenant") {
+		t.Fatalf("acme's third waiting stream: %+v, want RESOURCE_EXHAUSTED (8) naming grpc.max_pending_streams_per_tenant", a)
+	}
+	c.open(7, "/grpc.testing.TestService/UnaryCall", "authorization", "Bearer other")
+	if err := c.fr.WriteData(7, true, []byte{0, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if a := c.answer(7); a.status != "0" {
+		t.Fatalf("another tenant's call: %+v, want OK", a)
+	}
+	// acme's place frees when one of its streams ends.
+	if err := c.fr.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(9); ; id += 2 {
+		c.open(id, "/grpc.testing.TestService/UnaryCall", acme...)
+		if err := c.fr.WriteData(id, true, []byte{0, 0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		a := c.answer(id)
+		if a.status == "0" {
+			break
+		}
+		// The server may see the reset after this stream: retried.
+		if a.status != "8" || id > 2000 {
+			t.Fatalf("acme after a stream ended: %+v, want OK", a)
+		}
 	}
 }
 
