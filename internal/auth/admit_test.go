@@ -41,7 +41,7 @@ func TestAdmit(t *testing.T) {
 		{"cert", on, withCert(context.Background(), "harness-b"), exec, nil, codes.OK, "", "b"},
 		{"unknown cert", on, withCert(context.Background(), "stranger"), exec, nil, codes.Unauthenticated, "belongs to no tenant", ""},
 		{"health", on, context.Background(), HealthService + "Check", nil, codes.OK, "", ""},
-		{"auth off", off, context.Background(), exec, nil, codes.OK, "", "anonymous"},
+		{"auth off", off, context.Background(), exec, nil, codes.OK, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -225,12 +225,13 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 // a grpc.InTapHandle's check, see internal/server's transport): a caller
 // without valid credentials is refused with UNAUTHENTICATED, as
 // Authenticate would refuse it, without the server buffering its request.
-// It returns the caller's tenant name ("" for a health check), by which
-// the transport bounds each tenant's streams. Authenticate still runs for
+// It returns the caller's tenant name, by which the transport bounds each
+// tenant's streams: "" when there is none to tell apart (a health check,
+// or authentication off, where every caller is the anonymous tenant). Authenticate still runs for
 // every admitted call and puts the tenant in its context.
 func (a *Authenticator) Admit(ctx context.Context, method string, md metadata.MD) (string, error) {
 	t, err := a.authenticate(ctx, method, md)
-	if err != nil || t == nil {
+	if err != nil || t == nil || !a.enabled {
 		return "", err
 	}
 	return t.Name, nil

@@ -96,8 +96,8 @@ tool_sources:
 	//   max_send_bytes: 64MiB
 	//   max_concurrent_streams: 100
 	//   max_header_list_bytes: 16KiB
-	//   max_pending_streams: 128
-	//   max_pending_streams_per_tenant: 32
+	//   max_pending_streams: 1024
+	//   max_pending_streams_per_tenant: 200
 	//   first_message_timeout: 20s
 	//   connection_timeout: 10s
 	//   max_connections: 1024

@@ -30,10 +30,13 @@ const (
 	DefaultMaxHeaderListBytes = 16 << 10
 	// DefaultMaxPendingStreams bounds the gRPC streams of all connections
 	// still receiving their first message.
-	DefaultMaxPendingStreams = 128
+	DefaultMaxPendingStreams = 1024
 	// DefaultMaxPendingStreamsPerTenant bounds those of one tenant, so
-	// that one cannot take every place.
-	DefaultMaxPendingStreamsPerTenant = 32
+	// that one cannot take every place. A connection's streams all count
+	// from their headers until their first message is read, so a burst
+	// of DefaultMaxConcurrentStreams on one connection counts whole: the
+	// bound allows such bursts on two connections at once.
+	DefaultMaxPendingStreamsPerTenant = 2 * DefaultMaxConcurrentStreams
 	// DefaultFirstMessageTimeout bounds a gRPC stream's wait for its first
 	// message: a 25 MiB request at about 1.3 MB/s.
 	DefaultFirstMessageTimeout = 20 * time.Second
