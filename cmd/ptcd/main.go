@@ -231,13 +231,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	})
 
 	grace := time.Duration(c.ShutdownGrace)
-	lis := lns.grpc
+	lis := grpcListener(lns.grpc, c)
 	srv := server.New(ex, server.WithLogger(log), server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing))
 	ka := c.GRPC.Keepalive
 	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
 	limiter := auth.NewRateLimiter(authn)
 	opts := server.Interceptors(server.ChainConfig{Log: log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
 		Auth: authn.Authenticate, Limiter: limiter})
+	opts = append(opts, grpcTransport(c, authn, log)...)
 	opts = append(opts,
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(int(c.GRPC.MaxRecvBytes)),

@@ -52,9 +52,11 @@ func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *aut
 			return mcpserve.Caller{Key: t.Name, Bind: func(ctx context.Context) context.Context { return auth.WithTenant(ctx, t) }}, nil
 		},
 	}))
+	lis = server.LimitListener(lis, c.MCP.MaxConnectionsPerPeer, c.MCP.MaxConnections)
 	e := &mcpEndpoint{mcp: m, addr: lis.Addr().String(), done: make(chan error, 1),
-		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		http: &http.Server{Handler: mux, TLSConfig: tc, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ReadHeaderTimeout: time.Duration(c.MCP.ReadHeaderTimeout), IdleTimeout: time.Duration(c.MCP.IdleTimeout),
+			MaxHeaderBytes: int(c.MCP.MaxHeaderBytes)}}
 	// The serve goroutine ends when the server is closed (stop).
 	go func() {
 		var err error

@@ -45,7 +45,8 @@ const (
 	famAccounting  family = "accounting"  // stats and trace
 )
 
-var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting, famJSONConv, famApprovals, famWrapper}
+var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting,
+	famJSONConv, famApprovals, famWrapper, famTransport, famExhaustion}
 
 // tcase is one adversarial case.
 type tcase struct {

@@ -18,5 +18,7 @@ func allCases() []tcase {
 	cs = append(cs, approvalsCases()...)
 	cs = append(cs, wrapperCases()...)
 	cs = append(cs, scanCases()...)
+	cs = append(cs, transportCases()...)
+	cs = append(cs, exhaustionCases()...)
 	return cs
 }

@@ -208,13 +208,46 @@ func FromContext(ctx context.Context) (*Tenant, bool) {
 // returns ctx carrying it. A missing or unknown credential is
 // UNAUTHENTICATED. Health checks need no credentials.
 func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
-	if !a.enabled {
-		return WithTenant(ctx, a.anonymous), nil
+	method, _ := grpc.Method(ctx)
+	md, _ := metadata.FromIncomingContext(ctx)
+	t, err := a.authenticate(ctx, method, md)
+	if err != nil {
+		return nil, err
 	}
-	if m, ok := grpc.Method(ctx); ok && strings.HasPrefix(m, HealthService) {
+	if t == nil {
 		return ctx, nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
+	return WithTenant(ctx, t), nil
+}
+
+// Admit checks a gRPC stream's credentials when the stream starts, from
+// its method and header metadata, before any of its body is read (it is
+// a grpc.InTapHandle's check, see internal/server's transport): a caller
+// without valid credentials is refused with UNAUTHENTICATED, as
+// Authenticate would refuse it, without the server buffering its request.
+// It returns the caller's tenant name, by which the transport bounds each
+// tenant's streams: "" when there is none to tell apart (a health check,
+// or authentication off, where every caller is the anonymous tenant). Authenticate still runs for
+// every admitted call and puts the tenant in its context.
+func (a *Authenticator) Admit(ctx context.Context, method string, md metadata.MD) (string, error) {
+	t, err := a.authenticate(ctx, method, md)
+	if err != nil || t == nil || !a.enabled {
+		return "", err
+	}
+	return t.Name, nil
+}
+
+// authenticate finds the tenant of a call to method with header metadata
+// md (and the verified client certificate of ctx's peer): the anonymous
+// tenant when authentication is off, nil for a health check, an
+// UNAUTHENTICATED status when the credentials are missing or wrong.
+func (a *Authenticator) authenticate(ctx context.Context, method string, md metadata.MD) (*Tenant, error) {
+	if !a.enabled {
+		return a.anonymous, nil
+	}
+	if strings.HasPrefix(method, HealthService) {
+		return nil, nil
+	}
 	t, err := a.resolve(md.Get("authorization"), peerIdentities(ctx))
 	if errors.Is(err, errMissing) {
 		return nil, status.Error(codes.Unauthenticated, "credentials are missing: send metadata \"authorization: Bearer <token>\" or a client certificate")
@@ -222,7 +255,7 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 	if err != nil {
 		return nil, status.Error(codes.Unauthenticated, err.Error())
 	}
-	return WithTenant(ctx, t), nil
+	return t, nil
 }
 
 // AuthenticateHTTP finds the tenant of an HTTP request as Authenticate does

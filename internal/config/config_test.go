@@ -230,9 +230,9 @@ func TestSetUnknownKey(t *testing.T) {
 	if err := Default().Set("tool_sources", "x"); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("err = %v", err)
 	}
-	// 3 top-level keys, one key per limit on each side, 21 serving keys, 6
-	// tracing keys, 6 MCP keys, 7 worker keys and 6 durable keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+21+6+6+7+6 {
+	// 3 top-level keys, one key per limit on each side, 29 serving keys, 6
+	// tracing keys, 11 MCP keys, 7 worker keys and 6 durable keys.
+	if len(Keys()) != 3+2*len(limits.Fields())+29+6+11+7+6 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

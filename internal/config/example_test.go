@@ -94,12 +94,20 @@ tool_sources:
 	// grpc:
 	//   max_recv_bytes: 25MiB
 	//   max_send_bytes: 64MiB
+	//   max_concurrent_streams: 100
+	//   max_header_list_bytes: 16KiB
+	//   max_pending_streams: 1024
+	//   max_pending_streams_per_tenant: 200
+	//   first_message_timeout: 20s
+	//   connection_timeout: 10s
+	//   max_connections: 1024
+	//   max_connections_per_peer: 64
 	//   keepalive:
 	//     min_time: 10s
 	//     permit_without_stream: true
 	//     time: 1m0s
 	//     timeout: 20s
-	//     max_connection_idle: 0s
+	//     max_connection_idle: 5m0s
 	//     max_connection_age: 0s
 	//     max_connection_age_grace: 0s
 	// tracing:
@@ -116,6 +124,11 @@ tool_sources:
 	//   description_bytes: 16KiB
 	//   max_sessions_per_tenant: 100
 	//   max_sessions: 1000
+	//   idle_timeout: 1m0s
+	//   read_header_timeout: 10s
+	//   max_header_bytes: 64KiB
+	//   max_connections: 1024
+	//   max_connections_per_peer: 64
 	// workers:
 	//   mode: worker
 	//   insecure_inprocess: false

@@ -16,6 +16,14 @@ const (
 	// open MCP sessions of one tenant and of all tenants.
 	DefaultMCPMaxSessionsPerTenant = 100
 	DefaultMCPMaxSessions          = 1000
+	// DefaultMCPIdleTimeout closes a keep-alive connection without a
+	// request this long.
+	DefaultMCPIdleTimeout = time.Minute
+	// DefaultMCPReadHeaderTimeout bounds the reading of a request's
+	// headers.
+	DefaultMCPReadHeaderTimeout = 10 * time.Second
+	// DefaultMCPMaxHeaderBytes bounds a request's headers.
+	DefaultMCPMaxHeaderBytes = 64 << 10
 )
 
 // MCP is the mcp section: ptcd's Model Context Protocol endpoint
@@ -40,6 +48,17 @@ type MCP struct {
 	// MaxSessions bounds the open MCP sessions of all tenants; a new one
 	// beyond is refused (HTTP 503).
 	MaxSessions int `yaml:"max_sessions"`
+	// IdleTimeout closes a keep-alive connection that sends no request
+	// this long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ReadHeaderTimeout bounds the reading of a request's headers.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// MaxHeaderBytes bounds a request's headers (HTTP 431 beyond).
+	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// MaxConnections bounds the open connections of all peers.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerPeer bounds the open connections of one IP address.
+	MaxConnectionsPerPeer int `yaml:"max_connections_per_peer"`
 }
 
 // Enabled reports whether ptcd serves MCP.
@@ -47,7 +66,9 @@ func (m MCP) Enabled() bool { return m.Listen != "" }
 
 func defaultMCP() MCP {
 	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes,
-		MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant, MaxSessions: DefaultMCPMaxSessions}
+		MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant, MaxSessions: DefaultMCPMaxSessions,
+		IdleTimeout: Duration(DefaultMCPIdleTimeout), ReadHeaderTimeout: Duration(DefaultMCPReadHeaderTimeout),
+		MaxHeaderBytes: DefaultMCPMaxHeaderBytes, MaxConnections: DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer}
 }
 
 func (m MCP) validate() *Error {
@@ -65,6 +86,16 @@ func (m MCP) validate() *Error {
 		return keyError("mcp.max_sessions_per_tenant", "%d is not positive: use a count such as 100", m.MaxSessionsPerTenant)
 	case m.MaxSessions <= 0:
 		return keyError("mcp.max_sessions", "%d is not positive: use a count such as 1000", m.MaxSessions)
+	case m.IdleTimeout <= 0:
+		return keyError("mcp.idle_timeout", "%s is not positive: use a duration such as \"1m\"", m.IdleTimeout)
+	case m.ReadHeaderTimeout <= 0:
+		return keyError("mcp.read_header_timeout", "%s is not positive: use a duration such as \"10s\"", m.ReadHeaderTimeout)
+	case m.MaxHeaderBytes <= 0 || m.MaxHeaderBytes > 1<<30:
+		return keyError("mcp.max_header_bytes", "%s is out of range: use a size above 0 and at most 1GiB, such as \"64KiB\"", m.MaxHeaderBytes)
+	case m.MaxConnections <= 0:
+		return keyError("mcp.max_connections", "%d is not positive: use a count such as %d", m.MaxConnections, DefaultMaxConnections)
+	case m.MaxConnectionsPerPeer <= 0:
+		return keyError("mcp.max_connections_per_peer", "%d is not positive: use a count such as %d", m.MaxConnectionsPerPeer, DefaultMaxConnectionsPerPeer)
 	case m.DescriptionBytes < 0:
 		return keyError("mcp.description_bytes", "%s is negative: use a size such as \"16KiB\", or 0 to never declare the tools there", m.DescriptionBytes)
 	}

@@ -22,6 +22,34 @@ const (
 	// DefaultMaxSendBytes fits the largest result ceiling (16 MiB), the
 	// largest log ceiling (4 MiB) and a trace.
 	DefaultMaxSendBytes = 64 << 20
+	// DefaultMaxConcurrentStreams bounds the streams of one gRPC
+	// connection.
+	DefaultMaxConcurrentStreams = 100
+	// DefaultMaxHeaderListBytes bounds a gRPC call's headers: a 4 KiB
+	// token, trace context and metadata fit well within it.
+	DefaultMaxHeaderListBytes = 16 << 10
+	// DefaultMaxPendingStreams bounds the gRPC streams of all connections
+	// still receiving their first message.
+	DefaultMaxPendingStreams = 1024
+	// DefaultMaxPendingStreamsPerTenant bounds those of one tenant, so
+	// that one cannot take every place. A connection's streams all count
+	// from their headers until their first message is read, so a burst
+	// of DefaultMaxConcurrentStreams on one connection counts whole: the
+	// bound allows such bursts on two connections at once.
+	DefaultMaxPendingStreamsPerTenant = 2 * DefaultMaxConcurrentStreams
+	// DefaultFirstMessageTimeout bounds a gRPC stream's wait for its first
+	// message: a 25 MiB request at about 1.3 MB/s.
+	DefaultFirstMessageTimeout = 20 * time.Second
+	// DefaultConnectionTimeout bounds a connection's TLS handshake and
+	// HTTP/2 preface.
+	DefaultConnectionTimeout = 10 * time.Second
+	// DefaultMaxConnectionIdle closes a gRPC connection without calls this
+	// long (clients reconnect when they need to).
+	DefaultMaxConnectionIdle = 5 * time.Minute
+	// DefaultMaxConnections and DefaultMaxConnectionsPerPeer bound the
+	// open connections of a listener, of all peers and of one IP address.
+	DefaultMaxConnections        = 1024
+	DefaultMaxConnectionsPerPeer = 64
 )
 
 // Logging is the logging section.
@@ -100,8 +128,27 @@ type GRPC struct {
 	// MaxRecvBytes bounds a request message.
 	MaxRecvBytes ByteSize `yaml:"max_recv_bytes"`
 	// MaxSendBytes bounds a response message.
-	MaxSendBytes ByteSize  `yaml:"max_send_bytes"`
-	Keepalive    Keepalive `yaml:"keepalive"`
+	MaxSendBytes ByteSize `yaml:"max_send_bytes"`
+	// MaxConcurrentStreams bounds the streams open at once on one
+	// connection.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxHeaderListBytes bounds the headers of one call.
+	MaxHeaderListBytes ByteSize `yaml:"max_header_list_bytes"`
+	// MaxPendingStreams bounds the calls of all connections that are
+	// still receiving their first message.
+	MaxPendingStreams int `yaml:"max_pending_streams"`
+	// MaxPendingStreamsPerTenant bounds those calls of one tenant.
+	MaxPendingStreamsPerTenant int `yaml:"max_pending_streams_per_tenant"`
+	// FirstMessageTimeout bounds a call's wait for its first message.
+	FirstMessageTimeout Duration `yaml:"first_message_timeout"`
+	// ConnectionTimeout bounds a new connection's TLS handshake and HTTP/2
+	// preface.
+	ConnectionTimeout Duration `yaml:"connection_timeout"`
+	// MaxConnections bounds the open connections of all peers.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerPeer bounds the open connections of one IP address.
+	MaxConnectionsPerPeer int       `yaml:"max_connections_per_peer"`
+	Keepalive             Keepalive `yaml:"keepalive"`
 }
 
 // Keepalive holds keepalive enforcement and server parameters.
@@ -129,9 +176,16 @@ func defaultServing(c *Config) {
 	c.Admission = Admission{MaxConcurrent: admission.DefaultMaxConcurrent, MaxQueue: admission.DefaultMaxQueue,
 		MaxWait: Duration(admission.DefaultMaxWait)}
 	c.Metrics = Metrics{Listen: DefaultMetricsListen}
-	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes, Keepalive: Keepalive{
-		MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
-		Time: Duration(time.Minute), Timeout: Duration(20 * time.Second)}}
+	c.GRPC = GRPC{MaxRecvBytes: DefaultMaxRecvBytes, MaxSendBytes: DefaultMaxSendBytes,
+		MaxConcurrentStreams: DefaultMaxConcurrentStreams, MaxHeaderListBytes: DefaultMaxHeaderListBytes,
+		MaxPendingStreams: DefaultMaxPendingStreams, MaxPendingStreamsPerTenant: DefaultMaxPendingStreamsPerTenant,
+		FirstMessageTimeout: Duration(DefaultFirstMessageTimeout),
+		ConnectionTimeout:   Duration(DefaultConnectionTimeout),
+		MaxConnections:      DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer,
+		Keepalive: Keepalive{
+			MinTime: Duration(10 * time.Second), PermitWithoutStream: true,
+			Time: Duration(time.Minute), Timeout: Duration(20 * time.Second),
+			MaxConnectionIdle: Duration(DefaultMaxConnectionIdle)}}
 	c.MCP = defaultMCP()
 }
 
@@ -206,6 +260,32 @@ func (c *Config) CheckServe() error {
 		return fmt.Errorf("config: auth is on (%s not loopback, or auth.enabled is true) but no tenant has token_hashes or client_identities: add a tenant (see `ptcd hash-token`), listen on loopback, or pass --insecure-no-auth on a trusted network", c.listeners())
 	case !c.AuthEnabled() && !c.loopbackOnly() && !c.Auth.InsecureNoAuth:
 		return fmt.Errorf("config: %s: not loopback and auth.enabled is false: ptcd refuses to serve everyone; configure tenants, or pass --insecure-no-auth on a trusted network", c.listeners())
+	}
+	return nil
+}
+
+// validateTransport checks the grpc section's transport bounds: each is
+// positive (a bound that is off is no bound).
+func (g GRPC) validateTransport() *Error {
+	for _, n := range []struct {
+		key string
+		v   int
+	}{
+		{"max_concurrent_streams", g.MaxConcurrentStreams}, {"max_pending_streams", g.MaxPendingStreams},
+		{"max_pending_streams_per_tenant", g.MaxPendingStreamsPerTenant},
+		{"max_connections", g.MaxConnections}, {"max_connections_per_peer", g.MaxConnectionsPerPeer},
+	} {
+		if n.v <= 0 {
+			return keyError("grpc."+n.key, "%d is not positive: use a count (see docs/config.md for the default)", n.v)
+		}
+	}
+	switch {
+	case g.MaxHeaderListBytes <= 0 || g.MaxHeaderListBytes > 1<<30:
+		return keyError("grpc.max_header_list_bytes", "%s is out of range: use a size above 0 and at most 1GiB, such as \"16KiB\"", g.MaxHeaderListBytes)
+	case g.FirstMessageTimeout <= 0:
+		return keyError("grpc.first_message_timeout", "%s is not positive: use a duration such as \"20s\"", g.FirstMessageTimeout)
+	case g.ConnectionTimeout <= 0:
+		return keyError("grpc.connection_timeout", "%s is not positive: use a duration such as \"10s\"", g.ConnectionTimeout)
 	}
 	return nil
 }

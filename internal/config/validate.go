@@ -128,6 +128,9 @@ func (c *Config) validateServing() *Error {
 			return keyError(s.key, "%s is out of range: use a size above 0 and below 2GiB", s.v)
 		}
 	}
+	if err := c.GRPC.validateTransport(); err != nil {
+		return err
+	}
 	k := c.GRPC.Keepalive
 	for _, d := range []struct {
 		key string

@@ -103,6 +103,9 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp request refused: authentication failed",
 				slog.String("remote", r.RemoteAddr), slog.String("err", err.Error()))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ptc"`)
+			// The connection ends with the answer: a caller without
+			// credentials cannot keep it open.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "unauthenticated: "+err.Error(), http.StatusUnauthorized)
 			return
 		}

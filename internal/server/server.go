@@ -8,7 +8,9 @@
 // caller's tenant (tool set and limit ceilings, see internal/auth),
 // admission control (internal/admission), execution metrics
 // (internal/metrics); Interceptors builds the gRPC interceptor chain
-// (recovery, metrics, logging, auth, rate limiting).
+// (recovery, metrics, logging, auth, rate limiting); TransportOptions and
+// LimitListener bound what the transport holds before a call runs
+// (credentials checked at stream start, streams, headers, connections).
 //
 // Run and Tools are the same service for front ends other than gRPC (the
 // MCP server, internal/mcpserve): they read the caller's tenant from the

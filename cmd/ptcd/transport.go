@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/server"
+)
+
+// grpcTransport returns the server options that bound what a caller can
+// make ptcd hold before its calls run (the grpc section; docs/security.md):
+// credentials checked when a stream starts, before its body is read; the
+// streams of a connection, the headers of a call, the calls still
+// receiving their first message and their wait; the handshake of a
+// connection.
+func grpcTransport(c *config.Config, authn *auth.Authenticator, log *slog.Logger) []grpc.ServerOption {
+	g := c.GRPC
+	return server.TransportOptions(server.TransportConfig{
+		Refused:                    refusedLogger(log),
+		Admit:                      authn.Admit,
+		MaxConcurrentStreams:       uint32(g.MaxConcurrentStreams),
+		MaxHeaderListBytes:         uint32(g.MaxHeaderListBytes),
+		MaxPendingStreams:          g.MaxPendingStreams,
+		MaxPendingStreamsPerCaller: g.MaxPendingStreamsPerTenant,
+		FirstMessageTimeout:        time.Duration(g.FirstMessageTimeout),
+		ConnectionTimeout:          time.Duration(g.ConnectionTimeout),
+	})
+}
+
+// grpcListener bounds the gRPC listener's connections, of all peers and
+// of one IP address.
+func grpcListener(l net.Listener, c *config.Config) net.Listener {
+	return server.LimitListener(l, c.GRPC.MaxConnectionsPerPeer, c.GRPC.MaxConnections)
+}
+
+// refusedLogger logs a call refused at stream start, as the interceptor
+// chain logs the calls it finishes: at info for a caller's error
+// (UNAUTHENTICATED), at warn for an overloaded server
+// (RESOURCE_EXHAUSTED).
+func refusedLogger(log *slog.Logger) func(ctx context.Context, method string, err error) {
+	return func(ctx context.Context, method string, err error) {
+		st := status.Convert(err)
+		lvl := slog.LevelInfo
+		if st.Code() != codes.Unauthenticated {
+			lvl = slog.LevelWarn
+		}
+		addr := ""
+		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+			addr = p.Addr.String()
+		}
+		log.Log(ctx, lvl, "call refused at stream start", "grpc.method", method, "grpc.code", st.Code().String(),
+			"peer.address", addr, "err", st.Message())
+	}
+}
