@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ptcrun/ptc/internal/abi"
@@ -32,6 +33,11 @@ var (
 	// hold (never compiled, or evicted). A server maps it to
 	// FAILED_PRECONDITION so that the client resends the module bytes.
 	ErrUnknownModule = errors.New("unknown module hash")
+	// ErrCompileLimit means a module could not be compiled within the
+	// engine's compile timeout (Bounds.CompileTimeout), or its compilation
+	// was stopped because every request waiting for it gave up. A server
+	// maps it to RESOURCE_EXHAUSTED.
+	ErrCompileLimit = errors.New("WebAssembly compile limit")
 	// ErrClosed means the engine was closed.
 	ErrClosed = errors.New("wasm engine is closed")
 )
@@ -72,6 +78,9 @@ type Config struct {
 	// that runs inside a worker process the supervisor kills at the
 	// deadline.
 	NoLoopChecks bool
+	// Bounds bounds the structure of modules and their compilation; zero
+	// fields take their defaults (DefaultBounds).
+	Bounds Bounds
 }
 
 // Engine runs WebAssembly jobs. It is safe for concurrent use; Close
@@ -86,8 +95,11 @@ type Engine struct {
 	mu        sync.Mutex
 	closed    bool
 	compiling sync.WaitGroup // compilations in flight
-	entries   map[string]*entry
-	lru       *list.List // of *entry, most recently used first
+	// compileSlots holds a token per compilation running in wazero
+	// (Bounds.MaxConcurrentCompiles).
+	compileSlots chan struct{}
+	entries      map[string]*entry
+	lru          *list.List // of *entry, most recently used first
 
 	compiles  atomic.Int64
 	hits      atomic.Int64
@@ -108,6 +120,7 @@ func New(o Config) (*Engine, error) {
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = limits.Ceilings().MemoryBytes
 	}
+	o.Bounds = o.Bounds.withDefaults()
 	var cfg wazero.RuntimeConfig
 	if o.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
@@ -145,8 +158,9 @@ func New(o Config) (*Engine, error) {
 			abi.WASIModuleName: rt.Module(abi.WASIModuleName).ExportedFunctionDefinitions(),
 			abi.ModuleName:     host.ExportedFunctionDefinitions(),
 		},
-		entries: map[string]*entry{},
-		lru:     list.New(),
+		entries:      map[string]*entry{},
+		lru:          list.New(),
+		compileSlots: make(chan struct{}, o.Bounds.MaxConcurrentCompiles),
 	}
 	return e, nil
 }
@@ -228,28 +242,56 @@ func (e *Engine) Compile(ctx context.Context, module []byte) (string, error) {
 	return ent.hash, nil
 }
 
-// compileModule compiles bin and checks that the engine can run it.
-func (e *Engine) compileModule(bin []byte) (wazero.CompiledModule, moduleShape, error) {
-	ctx := context.Background()
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return nil, moduleShape{}, fmt.Errorf("%w: the bytes do not start with the WebAssembly magic \\0asm; send a binary .wasm module", ErrInvalidModule)
+// compileModule compiles bin and checks that the engine can run it. It
+// waits for a compile slot (MaxConcurrentCompiles) and ends when ctx does:
+// wazero looks at ctx between two functions of the module.
+func (e *Engine) compileModule(ctx context.Context, bin []byte) (wazero.CompiledModule, moduleShape, error) {
+	// wazero's decoding, validation and compilation cost what the module
+	// declares, and cannot be interrupted before it compiles functions:
+	// bound it first.
+	if err := checkStructure(bin, e.opts.Bounds); err != nil {
+		return nil, moduleShape{}, err
+	}
+	select {
+	case e.compileSlots <- struct{}{}:
+		defer func() { <-e.compileSlots }()
+	case <-ctx.Done():
+		return nil, moduleShape{}, e.compileStopped(ctx)
 	}
 	// The module runs with a maximum on each of its tables (see
 	// boundTables); the cache knows it by the hash of the bytes it was sent.
 	bin = boundTables(bin)
-	compiled, err := e.rt.CompileModule(ctx, bin)
+	// With more than one compilation worker, wazero checks ctx before
+	// each function it compiles.
+	compiled, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, 2), bin)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, moduleShape{}, e.compileStopped(ctx)
+		}
 		return nil, moduleShape{}, fmt.Errorf("%w: %s", ErrInvalidModule, firstLine(err.Error()))
+	}
+	if ctx.Err() != nil {
+		_ = compiled.Close(context.Background())
+		return nil, moduleShape{}, e.compileStopped(ctx)
 	}
 	shape, err := scanModule(bin)
 	if err == nil {
 		err = e.checkModule(compiled, shape)
 	}
 	if err != nil {
-		_ = compiled.Close(ctx)
+		_ = compiled.Close(context.Background())
 		return nil, moduleShape{}, err
 	}
 	return compiled, shape, nil
+}
+
+// compileStopped is the error of a compilation that ctx ended: its
+// deadline (the compile timeout) or every caller giving up.
+func (e *Engine) compileStopped(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the module took more than %s to compile; send a smaller module", ErrCompileLimit, e.opts.Bounds.CompileTimeout)
+	}
+	return fmt.Errorf("%w: its compilation was stopped: every request waiting for it gave up", ErrCompileLimit)
 }
 
 func (e *Engine) checkModule(c wazero.CompiledModule, shape moduleShape) error {
