@@ -131,7 +131,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	for _, d := range st.ClientTools {
 		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: d})
 	}
-	p, ferr := e.Prepare(req, r.Ceilings)
+	p, ferr := e.PrepareContext(ctx, req, r.Ceilings)
 	if ferr != nil {
 		return nil, ferr
 	}
