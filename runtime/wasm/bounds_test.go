@@ -183,3 +183,26 @@ func (e *Engine) compilingNow(hash string) bool {
 		return true
 	}
 }
+
+// TestCacheBytesBound checks that the cache keeps compiled modules within
+// MaxCacheBytes, evicting the least recently used, and keeps the module
+// just compiled even when it alone is over the bound.
+func TestCacheBytesBound(t *testing.T) {
+	a, b := writeModule("1"), writeModule("22")
+	e := newEngine(t, Config{MaxCacheBytes: compiledCost(len(a)) + compiledCost(len(b)) - 1})
+	for _, bin := range [][]byte{a, b} {
+		if _, err := e.Compile(context.Background(), bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.Has(hashOf(a)) || !e.Has(hashOf(b)) {
+		t.Fatalf("cached a %v, b %v; want only b", e.Has(hashOf(a)), e.Has(hashOf(b)))
+	}
+	if st := e.stats(); st.Evictions != 1 || st.Cached != 1 || st.CachedBytes != compiledCost(len(b)) {
+		t.Fatalf("stats = %+v, want one eviction and b's cost cached", st)
+	}
+	tiny := newEngine(t, Config{MaxCacheBytes: 1})
+	if _, err := tiny.Compile(context.Background(), a); err != nil || !tiny.Has(hashOf(a)) {
+		t.Fatalf("a module over the whole bound: Compile %v, cached %v; want it kept", err, tiny.Has(hashOf(a)))
+	}
+}

@@ -47,6 +47,11 @@ type Config struct {
 	// MaxModules bounds the compiled modules kept in the cache (default
 	// 64); the least recently used one is evicted first.
 	MaxModules int
+	// MaxCacheBytes bounds the memory of the compiled modules kept in the
+	// cache (default 512 MiB), each reckoned at 5 bytes per byte of its
+	// binary (its machine code and decoded form); the least recently used
+	// are evicted first, never the module just compiled.
+	MaxCacheBytes int64
 	// MaxModuleBytes bounds the size of a module (default 64 MiB).
 	MaxModuleBytes int
 	// MaxMemory is the most memory any execution may use (default the
@@ -100,6 +105,8 @@ type Engine struct {
 	compileSlots chan struct{}
 	entries      map[string]*entry
 	lru          *list.List // of *entry, most recently used first
+	// cachedBytes sums the cost of the modules in lru.
+	cachedBytes int64
 
 	compiles  atomic.Int64
 	hits      atomic.Int64
@@ -116,6 +123,9 @@ func New(o Config) (*Engine, error) {
 	}
 	if o.MaxModuleBytes <= 0 {
 		o.MaxModuleBytes = 64 << 20
+	}
+	if o.MaxCacheBytes <= 0 {
+		o.MaxCacheBytes = 512 << 20
 	}
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = limits.Ceilings().MemoryBytes
@@ -176,6 +186,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closed = true
 	e.entries = map[string]*entry{}
 	e.lru.Init()
+	e.cachedBytes = 0
 	e.mu.Unlock()
 	// No compilation may run on a closed runtime (wazero panics): wait for
 	// those in flight; none starts once closed is set.
@@ -202,14 +213,16 @@ type cacheStats struct {
 	Evictions int64
 	// Cached is the number of modules held now.
 	Cached int
+	// CachedBytes is what they are reckoned to take.
+	CachedBytes int64
 }
 
 // stats returns the cache counters.
 func (e *Engine) stats() cacheStats {
 	e.mu.Lock()
-	n := e.lru.Len()
+	n, b := e.lru.Len(), e.cachedBytes
 	e.mu.Unlock()
-	return cacheStats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n}
+	return cacheStats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n, CachedBytes: b}
 }
 
 // Has reports whether the module with the given hex SHA-256 (the hex SHA-256 of its bytes) is
