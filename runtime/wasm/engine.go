@@ -42,6 +42,9 @@ var (
 	ErrClosed = errors.New("wasm engine is closed")
 )
 
+// DefaultMaxCacheBytes is Config.MaxCacheBytes's default.
+const DefaultMaxCacheBytes = 512 << 20
+
 // Config configures an Engine. The zero value is a useful default.
 type Config struct {
 	// MaxModules bounds the compiled modules kept in the cache (default
@@ -125,7 +128,7 @@ func New(o Config) (*Engine, error) {
 		o.MaxModuleBytes = 64 << 20
 	}
 	if o.MaxCacheBytes <= 0 {
-		o.MaxCacheBytes = 512 << 20
+		o.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = limits.Ceilings().MemoryBytes
