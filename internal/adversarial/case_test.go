@@ -45,7 +45,7 @@ const (
 	famAccounting  family = "accounting"  // stats and trace
 )
 
-var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting}
+var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting, famModuleBomb}
 
 // tcase is one adversarial case.
 type tcase struct {

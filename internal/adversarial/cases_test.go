@@ -14,5 +14,6 @@ func allCases() []tcase {
 	cs = append(cs, sessionCases()...)
 	cs = append(cs, protocolCases()...)
 	cs = append(cs, concurrencyCases()...)
+	cs = append(cs, moduleBombCases()...)
 	return cs
 }
