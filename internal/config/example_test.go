@@ -125,7 +125,7 @@ tool_sources:
 	//   executions_per_worker: 1
 	//   recycle_after: 1000
 	// wasm:
-	//   compile_timeout: 30s
+	//   compile_timeout: 1m0s
 	//   max_concurrent_compiles: 2
 	//   cache_bytes: 512MiB
 	//   max_functions: 100000
