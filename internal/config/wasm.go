@@ -31,11 +31,12 @@ type WASM struct {
 
 // defaultWASM is the wasm section's defaults: the engine's.
 func defaultWASM() WASM {
-	b := wasm.DefaultBounds()
+	d := wasm.Config{}.WithDefaults()
+	b := d.Bounds
 	return WASM{
 		CompileTimeout:        Duration(b.CompileTimeout),
 		MaxConcurrentCompiles: b.MaxConcurrentCompiles,
-		CacheBytes:            ByteSize(wasm.DefaultMaxCacheBytes),
+		CacheBytes:            ByteSize(d.MaxCacheBytes),
 		MaxFunctions:          b.MaxFunctions,
 		MaxFunctionBytes:      ByteSize(b.MaxFunctionBytes),
 		MaxNesting:            b.MaxNesting,
@@ -86,7 +87,7 @@ func (w WASM) validate() *Error {
 // workers').
 func (c *Config) WASMConfig() wasm.Config {
 	w := c.WASM
-	b := wasm.DefaultBounds()
+	b := wasm.Config{}.WithDefaults().Bounds
 	b.CompileTimeout = time.Duration(w.CompileTimeout)
 	b.MaxConcurrentCompiles = w.MaxConcurrentCompiles
 	b.MaxFunctions = w.MaxFunctions

@@ -15,7 +15,7 @@ import (
 // module's bytes, allocating nothing in proportion to what the module
 // declares) and refuses a module over any bound before wazero sees it.
 //
-// A zero field means its default (DefaultBounds); the defaults are well
+// A zero field means its default (defaultBounds); the defaults are well
 // above what toolchains emit (a Go guest of 2 MiB has about 2,000
 // functions, 40 types, 9 globals, at most 8 locals a function, a nesting
 // depth of 63 and br_tables of at most 1,000 targets).
@@ -68,9 +68,9 @@ type Bounds struct {
 	MaxConcurrentCompiles int
 }
 
-// DefaultBounds returns the bounds an Engine applies when its Config sets
-// none.
-func DefaultBounds() Bounds {
+// defaultBounds returns the bounds an Engine applies when its Config sets
+// none (Config.WithDefaults gives them too).
+func defaultBounds() Bounds {
 	return Bounds{
 		MaxTypes:              10_000,
 		MaxParams:             1_000,
@@ -94,9 +94,9 @@ func DefaultBounds() Bounds {
 	}
 }
 
-// withDefaults fills the zero fields of b from DefaultBounds.
+// withDefaults fills the zero fields of b from defaultBounds.
 func (b Bounds) withDefaults() Bounds {
-	d := DefaultBounds()
+	d := defaultBounds()
 	fill := func(v *int, def int) {
 		if *v <= 0 {
 			*v = def

@@ -110,7 +110,7 @@ func TestModuleBoundsMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := checkStructure(tt.bin, DefaultBounds()); !errors.Is(err, ErrInvalidModule) {
+			if err := checkStructure(tt.bin, defaultBounds()); !errors.Is(err, ErrInvalidModule) {
 				t.Fatalf("checkStructure = %v, want ErrInvalidModule", err)
 			}
 		})

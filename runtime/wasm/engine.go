@@ -42,9 +42,6 @@ var (
 	ErrClosed = errors.New("wasm engine is closed")
 )
 
-// DefaultMaxCacheBytes is Config.MaxCacheBytes's default.
-const DefaultMaxCacheBytes = 512 << 20
-
 // Config configures an Engine. The zero value is a useful default.
 type Config struct {
 	// MaxModules bounds the compiled modules kept in the cache (default
@@ -87,8 +84,27 @@ type Config struct {
 	// deadline.
 	NoLoopChecks bool
 	// Bounds bounds the structure of modules and their compilation; zero
-	// fields take their defaults (DefaultBounds).
+	// fields take their defaults (see WithDefaults).
 	Bounds Bounds
+}
+
+// WithDefaults returns c with every zero field (bounds included) set to
+// the default an Engine applies.
+func (c Config) WithDefaults() Config {
+	if c.MaxModules < 1 {
+		c.MaxModules = 64
+	}
+	if c.MaxModuleBytes <= 0 {
+		c.MaxModuleBytes = 64 << 20
+	}
+	if c.MaxCacheBytes <= 0 {
+		c.MaxCacheBytes = 512 << 20
+	}
+	if c.MaxMemory <= 0 {
+		c.MaxMemory = limits.Ceilings().MemoryBytes
+	}
+	c.Bounds = c.Bounds.withDefaults()
+	return c
 }
 
 // Engine runs WebAssembly jobs. It is safe for concurrent use; Close
@@ -121,19 +137,7 @@ var _ runtime.Engine = (*Engine)(nil)
 // New returns an Engine with a wazero runtime, the WASI preview1 and ptc_v1
 // host modules, and an empty module cache.
 func New(o Config) (*Engine, error) {
-	if o.MaxModules < 1 {
-		o.MaxModules = 64
-	}
-	if o.MaxModuleBytes <= 0 {
-		o.MaxModuleBytes = 64 << 20
-	}
-	if o.MaxCacheBytes <= 0 {
-		o.MaxCacheBytes = DefaultMaxCacheBytes
-	}
-	if o.MaxMemory <= 0 {
-		o.MaxMemory = limits.Ceilings().MemoryBytes
-	}
-	o.Bounds = o.Bounds.withDefaults()
+	o = o.WithDefaults()
 	var cfg wazero.RuntimeConfig
 	if o.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()

@@ -90,7 +90,7 @@ func FuzzCheckStructure(f *testing.F) {
 		MaxFunctionLocals: 8, MaxLocals: 16, MaxFunctionBytes: 256, MaxNesting: 8, MaxBranchTargets: 8,
 		MaxBranchTableTargets: 16, MaxDataSegments: 8, MaxDataBytes: 64, MaxElementSegments: 8, MaxElements: 8, MaxNames: 8}
 	f.Fuzz(func(t *testing.T, bin []byte) {
-		for _, b := range []Bounds{DefaultBounds(), small} {
+		for _, b := range []Bounds{defaultBounds(), small} {
 			if err := checkStructure(bin, b); err != nil && !errors.Is(err, ErrInvalidModule) {
 				t.Fatalf("checkStructure error %v does not wrap ErrInvalidModule", err)
 			}

@@ -43,7 +43,7 @@ func TestWASMBoundsReachWorkers(t *testing.T) {
 			}
 		})
 	}
-	b := wasm.DefaultBounds()
+	b := wasm.Config{}.WithDefaults().Bounds
 	if got := boundsOf(boundsPB(b)); got != b {
 		t.Fatalf("bounds after the Init frame %+v, want %+v", got, b)
 	}
