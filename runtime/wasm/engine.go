@@ -251,8 +251,11 @@ func (e *Engine) Has(hash string) bool {
 
 // Compile validates and compiles module into the cache (if it is not there
 // yet) and returns its hash. Errors wrap ErrInvalidModule for modules the
-// engine cannot run; a server calls Compile while validating a request so
-// that such a module is refused with INVALID_ARGUMENT.
+// engine cannot run (a server calls Compile while validating a request so
+// that such a module is refused with INVALID_ARGUMENT), ErrCompileLimit
+// for one that did not compile within the compile timeout, or are ctx's
+// error when the caller gave up first (the compile stops if no one else
+// waits for it).
 func (e *Engine) Compile(ctx context.Context, module []byte) (string, error) {
 	ent, err := e.acquire(ctx, module)
 	if err != nil {
