@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/limits"
 )
 
 // TestModuleBoundsRefuseBombs compiles the module structure bombs at the
@@ -131,6 +134,12 @@ func TestCompileTimeout(t *testing.T) {
 	}
 	if st := e.stats(); st.Compiles != 2 || st.Cached != 0 {
 		t.Fatalf("stats = %+v, want 2 compiles and nothing cached", st)
+	}
+	// Run through runtime.Engine, the module is not runnable here.
+	j, _ := job(bin, "", limits.Limits{Timeout: time.Minute}, testTools(t))
+	out := e.Run(context.Background(), j)
+	if out.Err == nil || out.Err.Kind != fault.KindSyntax || !errors.Is(out.Err, ErrCompileLimit) {
+		t.Fatalf("Run = %v, want SYNTAX_ERROR wrapping ErrCompileLimit", out.Err)
 	}
 }
 
