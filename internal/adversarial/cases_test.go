@@ -20,5 +20,6 @@ func allCases() []tcase {
 	cs = append(cs, scanCases()...)
 	cs = append(cs, transportCases()...)
 	cs = append(cs, exhaustionCases()...)
+	cs = append(cs, moduleBombCases()...)
 	return cs
 }

@@ -91,6 +91,10 @@ type Config struct {
 	// TypeScript executions.
 	Workers Workers `yaml:"workers"`
 
+	// WASM configures the WebAssembly engine's compile limits and module
+	// bounds.
+	WASM WASM `yaml:"wasm"`
+
 	// Durable configures resumable executions and their continuations.
 	Durable Durable `yaml:"durable"`
 	// Approvals lists the server tools whose calls need approval.
@@ -219,6 +223,7 @@ func Default() *Config {
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000,
 		IdleTimeout: Duration(DefaultIdleTimeout)}
 	c.Durable = defaultDurable()
+	c.WASM = defaultWASM()
 	return c
 }
 

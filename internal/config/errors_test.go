@@ -32,7 +32,7 @@ func TestErrorMessages(t *testing.T) {
 		{"limit set twice", "limits:\n  defaults:\n    timeout: 1s\n    timeout: 2s\n", nil, nil, `config: FILE:4:5: limits.defaults.timeout is set twice (first at line 3): keep one`},
 
 		// Unknown keys, at every level, with the keys allowed there.
-		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, tracing, mcp, workers, durable, approvals`},
+		{"unknown top-level key", "listn: \":1\"\n", nil, nil, `config: FILE:1:1: listn: unknown key "listn" (did you mean listen?): the keys here are listen, limits, tool_sources, demo_tools, shutdown_grace, logging, auth, tenants, admission, metrics, tls, grpc, tracing, mcp, workers, wasm, durable, approvals`},
 		{"unknown limit", "limits:\n  defaults:\n    timeot: 1s\n", nil, nil, `config: FILE:3:5: limits.defaults.timeot: unknown key "timeot" (did you mean timeout?): the keys here are timeout, cpu_time, memory_bytes, max_tool_calls, max_concurrent_tool_calls, max_output_bytes, max_log_bytes, max_log_entries, max_result_tokens, max_pauses, max_paused_time`},
 		{"unknown section key", "logging:\n  levl: x\n", nil, nil, `config: FILE:2:3: logging.levl: unknown key "levl" (did you mean level?): the keys here are level, format`},
 		{"unknown source key", "tool_sources:\n  - name: a\n    type: mcp_stdio\n    comand: x\n", nil, nil, `config: FILE:4:5: tool_sources[0].comand: unknown key "comand" (did you mean command?): the keys here are name, type, required, command, args, dir, env, env_from_env, url, headers_from_env, allow, deny, connect_timeout, policy, approval, tools`},

@@ -137,6 +137,15 @@ tool_sources:
 	//   max: 64
 	//   executions_per_worker: 1
 	//   recycle_after: 1000
+	// wasm:
+	//   compile_timeout: 1m0s
+	//   max_concurrent_compiles: 2
+	//   cache_bytes: 512MiB
+	//   max_functions: 100000
+	//   max_function_bytes: 4MiB
+	//   max_nesting: 2000
+	//   max_branch_targets: 10000
+	//   max_data_segments: 500000
 	// durable:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB

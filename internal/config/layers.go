@@ -181,6 +181,7 @@ func settings() []setting {
 		setting{"durable.store.redis_url_env", "environment variable holding the Redis URL of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.RedisURLEnv} }},
 		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
 	)
+	s = append(s, wasmSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Ceilings) })...)
 	return s

@@ -63,6 +63,13 @@ func (p *Prepared) SetQueueTime(d time.Duration) { p.queued = d }
 // under the policy narrowed by tenant (the caller's ceilings; zero adds
 // none). A request that cannot run is a *fault.Error with a Code.
 func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *fault.Error) {
+	return e.PrepareContext(context.Background(), req, tenant)
+}
+
+// PrepareContext is Prepare for a caller that may give up: the compilation
+// of a WebAssembly module is waited for only while ctx lasts, and stops
+// when no caller waits for it any more.
+func (e *Executor) PrepareContext(ctx context.Context, req core.Request, tenant limits.Limits) (*Prepared, *fault.Error) {
 	req.Language = req.Language.Or(core.LanguageJavaScript)
 	if !req.Language.Valid() {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "unknown language %d; use JAVASCRIPT, TYPESCRIPT or WASM", int32(req.Language))
@@ -109,7 +116,7 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 	p := &Prepared{req: req, id: id, engine: eng, limits: e.policy.Resolve(req.Limits, tenant), det: determinism(req.Determinism, id),
 		resumable: req.Resumable}
 	if req.Language == core.LanguageWASM {
-		if err := e.prepareModule(p); err != nil {
+		if err := e.prepareModule(ctx, p); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +208,7 @@ func determinism(d core.Determinism, id string) core.Determinism {
 // prepareModule compiles (or finds in the cache) the request's module, so
 // that an invalid module is a request error and an unknown hash asks the
 // caller to send the bytes.
-func (e *Executor) prepareModule(p *Prepared) *fault.Error {
+func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error {
 	l, ok := p.engine.(lazyWASM)
 	if !ok {
 		return nil // an engine plugged in by a test: it gets the bytes
@@ -219,12 +226,9 @@ func (e *Executor) prepareModule(p *Prepared) *fault.Error {
 		p.modHash = h
 		return nil
 	}
-	h, err := me.Compile(context.Background(), p.req.Module)
+	h, err := me.Compile(ctx, p.req.Module)
 	if err != nil {
-		if errors.Is(err, wasm.ErrInvalidModule) {
-			return fault.Reject(fault.CodeInvalidArgument, "wasm_module: %v", err)
-		}
-		return fault.Reject(fault.CodeUnavailable, "wasm_module: %v", err)
+		return compileFault("wasm_module: ", err)
 	}
 	if p.req.ModuleSHA256 != "" && !strings.EqualFold(p.req.ModuleSHA256, h) {
 		return fault.Reject(fault.CodeInvalidArgument, "module_sha256 %q does not match the module's SHA-256 %s", p.req.ModuleSHA256, h)
@@ -374,10 +378,25 @@ func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *faul
 	}
 	h, err := me.Compile(ctx, module)
 	if err != nil {
-		if errors.Is(err, wasm.ErrInvalidModule) {
-			return "", fault.Reject(fault.CodeInvalidArgument, "%v", err)
-		}
-		return "", fault.Reject(fault.CodeUnavailable, "%v", err)
+		return "", compileFault("", err)
 	}
 	return h, nil
+}
+
+// compileFault classifies a module the engine did not compile: invalid
+// (INVALID_ARGUMENT), over the compile limits (RESOURCE_EXHAUSTED), its
+// caller gone (CANCELLED or DEADLINE_EXCEEDED), or the engine unable
+// (UNAVAILABLE).
+func compileFault(prefix string, err error) *fault.Error {
+	switch {
+	case errors.Is(err, wasm.ErrInvalidModule):
+		return fault.Reject(fault.CodeInvalidArgument, "%s%v", prefix, err)
+	case errors.Is(err, wasm.ErrCompileLimit):
+		return fault.Reject(fault.CodeResourceExhausted, "%s%v", prefix, err)
+	case errors.Is(err, context.Canceled):
+		return fault.Reject(fault.CodeCanceled, "%sthe request was cancelled while its module was compiled", prefix)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fault.Reject(fault.CodeDeadlineExceeded, "%sthe request's deadline passed while its module was compiled", prefix)
+	}
+	return fault.Reject(fault.CodeUnavailable, "%s%v", prefix, err)
 }

@@ -140,7 +140,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if len(st.AllowedTools) > 0 && len(req.AllowedTools) == 0 {
 		req.NoServerTools = true
 	}
-	p, ferr := e.Prepare(req, r.Ceilings)
+	p, ferr := e.PrepareContext(ctx, req, r.Ceilings)
 	if ferr != nil {
 		return nil, ferr
 	}

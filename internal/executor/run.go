@@ -23,7 +23,7 @@ import (
 
 // Execute prepares and runs a request under the tenant's ceilings.
 func (e *Executor) Execute(ctx context.Context, req core.Request, tenant limits.Limits) (*core.Result, *fault.Error) {
-	p, err := e.Prepare(req, tenant)
+	p, err := e.PrepareContext(ctx, req, tenant)
 	if err != nil {
 		return nil, err
 	}

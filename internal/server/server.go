@@ -166,7 +166,7 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	if err != nil {
 		return nil, wire.ErrorFromStatus(err)
 	}
-	p, ferr := s.exec.Prepare(req, tenant.ceilings())
+	p, ferr := s.exec.PrepareContext(ctx, req, tenant.ceilings())
 	if ferr != nil {
 		return nil, ferr
 	}

@@ -123,7 +123,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		ss.progressValues = req.ProgressValues
 		req.Observer = ss
 	}
-	p, ferr := s.exec.Prepare(req, tenant.ceilings())
+	p, ferr := s.exec.PrepareContext(stream.Context(), req, tenant.ceilings())
 	if ferr != nil {
 		return wire.Status(ferr)
 	}

@@ -621,8 +621,12 @@ type WASM struct {
 	MaxModuleBytes int64 `protobuf:"varint,4,opt,name=max_module_bytes,json=maxModuleBytes,proto3" json:"max_module_bytes,omitempty"`
 	// max_memory_bytes bounds any execution's linear memory.
 	MaxMemoryBytes int64 `protobuf:"varint,5,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// bounds are the module structure bounds and compile limits of the
+	// supervisor's engine, so that a worker compiles what the supervisor
+	// accepted; absent, the worker uses the engine's defaults.
+	Bounds        *ModuleBounds `protobuf:"bytes,6,opt,name=bounds,proto3" json:"bounds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WASM) Reset() {
@@ -690,6 +694,202 @@ func (x *WASM) GetMaxMemoryBytes() int64 {
 	return 0
 }
 
+func (x *WASM) GetBounds() *ModuleBounds {
+	if x != nil {
+		return x.Bounds
+	}
+	return nil
+}
+
+// ModuleBounds mirrors the fields of wasm.Bounds; zero means the default.
+type ModuleBounds struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	MaxTypes              int64                  `protobuf:"varint,1,opt,name=max_types,json=maxTypes,proto3" json:"max_types,omitempty"`
+	MaxParams             int64                  `protobuf:"varint,2,opt,name=max_params,json=maxParams,proto3" json:"max_params,omitempty"`
+	MaxFunctions          int64                  `protobuf:"varint,3,opt,name=max_functions,json=maxFunctions,proto3" json:"max_functions,omitempty"`
+	MaxImports            int64                  `protobuf:"varint,4,opt,name=max_imports,json=maxImports,proto3" json:"max_imports,omitempty"`
+	MaxExports            int64                  `protobuf:"varint,5,opt,name=max_exports,json=maxExports,proto3" json:"max_exports,omitempty"`
+	MaxGlobals            int64                  `protobuf:"varint,6,opt,name=max_globals,json=maxGlobals,proto3" json:"max_globals,omitempty"`
+	MaxFunctionLocals     int64                  `protobuf:"varint,7,opt,name=max_function_locals,json=maxFunctionLocals,proto3" json:"max_function_locals,omitempty"`
+	MaxLocals             int64                  `protobuf:"varint,8,opt,name=max_locals,json=maxLocals,proto3" json:"max_locals,omitempty"`
+	MaxFunctionBytes      int64                  `protobuf:"varint,9,opt,name=max_function_bytes,json=maxFunctionBytes,proto3" json:"max_function_bytes,omitempty"`
+	MaxNesting            int64                  `protobuf:"varint,10,opt,name=max_nesting,json=maxNesting,proto3" json:"max_nesting,omitempty"`
+	MaxBranchTargets      int64                  `protobuf:"varint,11,opt,name=max_branch_targets,json=maxBranchTargets,proto3" json:"max_branch_targets,omitempty"`
+	MaxBranchTableTargets int64                  `protobuf:"varint,12,opt,name=max_branch_table_targets,json=maxBranchTableTargets,proto3" json:"max_branch_table_targets,omitempty"`
+	MaxDataSegments       int64                  `protobuf:"varint,13,opt,name=max_data_segments,json=maxDataSegments,proto3" json:"max_data_segments,omitempty"`
+	MaxDataBytes          int64                  `protobuf:"varint,14,opt,name=max_data_bytes,json=maxDataBytes,proto3" json:"max_data_bytes,omitempty"`
+	MaxElementSegments    int64                  `protobuf:"varint,15,opt,name=max_element_segments,json=maxElementSegments,proto3" json:"max_element_segments,omitempty"`
+	MaxElements           int64                  `protobuf:"varint,16,opt,name=max_elements,json=maxElements,proto3" json:"max_elements,omitempty"`
+	MaxNames              int64                  `protobuf:"varint,17,opt,name=max_names,json=maxNames,proto3" json:"max_names,omitempty"`
+	CompileTimeoutNs      int64                  `protobuf:"varint,18,opt,name=compile_timeout_ns,json=compileTimeoutNs,proto3" json:"compile_timeout_ns,omitempty"`
+	MaxConcurrentCompiles int64                  `protobuf:"varint,19,opt,name=max_concurrent_compiles,json=maxConcurrentCompiles,proto3" json:"max_concurrent_compiles,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ModuleBounds) Reset() {
+	*x = ModuleBounds{}
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModuleBounds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModuleBounds) ProtoMessage() {}
+
+func (x *ModuleBounds) ProtoReflect() protoreflect.Message {
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModuleBounds.ProtoReflect.Descriptor instead.
+func (*ModuleBounds) Descriptor() ([]byte, []int) {
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ModuleBounds) GetMaxTypes() int64 {
+	if x != nil {
+		return x.MaxTypes
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxParams() int64 {
+	if x != nil {
+		return x.MaxParams
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxFunctions() int64 {
+	if x != nil {
+		return x.MaxFunctions
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxImports() int64 {
+	if x != nil {
+		return x.MaxImports
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxExports() int64 {
+	if x != nil {
+		return x.MaxExports
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxGlobals() int64 {
+	if x != nil {
+		return x.MaxGlobals
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxFunctionLocals() int64 {
+	if x != nil {
+		return x.MaxFunctionLocals
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxLocals() int64 {
+	if x != nil {
+		return x.MaxLocals
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxFunctionBytes() int64 {
+	if x != nil {
+		return x.MaxFunctionBytes
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxNesting() int64 {
+	if x != nil {
+		return x.MaxNesting
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxBranchTargets() int64 {
+	if x != nil {
+		return x.MaxBranchTargets
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxBranchTableTargets() int64 {
+	if x != nil {
+		return x.MaxBranchTableTargets
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxDataSegments() int64 {
+	if x != nil {
+		return x.MaxDataSegments
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxDataBytes() int64 {
+	if x != nil {
+		return x.MaxDataBytes
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxElementSegments() int64 {
+	if x != nil {
+		return x.MaxElementSegments
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxElements() int64 {
+	if x != nil {
+		return x.MaxElements
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxNames() int64 {
+	if x != nil {
+		return x.MaxNames
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetCompileTimeoutNs() int64 {
+	if x != nil {
+		return x.CompileTimeoutNs
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetMaxConcurrentCompiles() int64 {
+	if x != nil {
+		return x.MaxConcurrentCompiles
+	}
+	return 0
+}
+
 // Ready reports what a worker put in force.
 type Ready struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -729,7 +929,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +941,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +954,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ready) GetPid() int32 {
@@ -865,7 +1065,7 @@ type Lockdown struct {
 
 func (x *Lockdown) Reset() {
 	*x = Lockdown{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1077,7 @@ func (x *Lockdown) String() string {
 func (*Lockdown) ProtoMessage() {}
 
 func (x *Lockdown) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1090,7 @@ func (x *Lockdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lockdown.ProtoReflect.Descriptor instead.
 func (*Lockdown) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Lockdown) GetLandlockAbi() int32 {
@@ -949,7 +1149,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1161,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1174,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Tool) GetName() string {
@@ -1007,7 +1207,7 @@ type Determinism struct {
 
 func (x *Determinism) Reset() {
 	*x = Determinism{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1219,7 @@ func (x *Determinism) String() string {
 func (*Determinism) ProtoMessage() {}
 
 func (x *Determinism) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1232,7 @@ func (x *Determinism) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
 func (*Determinism) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Determinism) GetSeed() uint64 {
@@ -1094,7 +1294,7 @@ type Execute struct {
 
 func (x *Execute) Reset() {
 	*x = Execute{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1306,7 @@ func (x *Execute) String() string {
 func (*Execute) ProtoMessage() {}
 
 func (x *Execute) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1319,7 @@ func (x *Execute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execute.ProtoReflect.Descriptor instead.
 func (*Execute) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Execute) GetSlot() uint64 {
@@ -1212,7 +1412,7 @@ type Compile struct {
 
 func (x *Compile) Reset() {
 	*x = Compile{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1424,7 @@ func (x *Compile) String() string {
 func (*Compile) ProtoMessage() {}
 
 func (x *Compile) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1437,7 @@ func (x *Compile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compile.ProtoReflect.Descriptor instead.
 func (*Compile) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Compile) GetSlot() uint64 {
@@ -1272,7 +1472,7 @@ type Compiled struct {
 
 func (x *Compiled) Reset() {
 	*x = Compiled{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1484,7 @@ func (x *Compiled) String() string {
 func (*Compiled) ProtoMessage() {}
 
 func (x *Compiled) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1497,7 @@ func (x *Compiled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compiled.ProtoReflect.Descriptor instead.
 func (*Compiled) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Compiled) GetSlot() uint64 {
@@ -1345,7 +1545,7 @@ type ToolReply struct {
 
 func (x *ToolReply) Reset() {
 	*x = ToolReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1557,7 @@ func (x *ToolReply) String() string {
 func (*ToolReply) ProtoMessage() {}
 
 func (x *ToolReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1570,7 @@ func (x *ToolReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolReply.ProtoReflect.Descriptor instead.
 func (*ToolReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolReply) GetSlot() uint64 {
@@ -1424,7 +1624,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1636,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1649,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CallError) GetName() string {
@@ -1516,7 +1716,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1728,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1741,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Violation) GetPath() string {
@@ -1579,7 +1779,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1791,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1804,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Cancel) GetSlot() uint64 {
@@ -1637,7 +1837,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1849,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1862,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Idle) GetSlot() uint64 {
@@ -1710,7 +1910,7 @@ type ToolStart struct {
 
 func (x *ToolStart) Reset() {
 	*x = ToolStart{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1922,7 @@ func (x *ToolStart) String() string {
 func (*ToolStart) ProtoMessage() {}
 
 func (x *ToolStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1935,7 @@ func (x *ToolStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStart.ProtoReflect.Descriptor instead.
 func (*ToolStart) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolStart) GetSlot() uint64 {
@@ -1794,7 +1994,7 @@ type Discover struct {
 
 func (x *Discover) Reset() {
 	*x = Discover{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2006,7 @@ func (x *Discover) String() string {
 func (*Discover) ProtoMessage() {}
 
 func (x *Discover) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2019,7 @@ func (x *Discover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discover.ProtoReflect.Descriptor instead.
 func (*Discover) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Discover) GetSlot() uint64 {
@@ -1892,7 +2092,7 @@ type Search struct {
 
 func (x *Search) Reset() {
 	*x = Search{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +2104,7 @@ func (x *Search) String() string {
 func (*Search) ProtoMessage() {}
 
 func (x *Search) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2117,7 @@ func (x *Search) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Search.ProtoReflect.Descriptor instead.
 func (*Search) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Search) GetQuery() string {
@@ -1953,7 +2153,7 @@ type DiscoverReply struct {
 
 func (x *DiscoverReply) Reset() {
 	*x = DiscoverReply{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2165,7 @@ func (x *DiscoverReply) String() string {
 func (*DiscoverReply) ProtoMessage() {}
 
 func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2178,7 @@ func (x *DiscoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverReply.ProtoReflect.Descriptor instead.
 func (*DiscoverReply) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DiscoverReply) GetSlot() uint64 {
@@ -2026,7 +2226,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2238,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2251,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Log) GetSlot() uint64 {
@@ -2107,7 +2307,7 @@ type ExecutionError struct {
 
 func (x *ExecutionError) Reset() {
 	*x = ExecutionError{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2319,7 @@ func (x *ExecutionError) String() string {
 func (*ExecutionError) ProtoMessage() {}
 
 func (x *ExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2332,7 @@ func (x *ExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionError.ProtoReflect.Descriptor instead.
 func (*ExecutionError) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecutionError) GetKind() ErrorKind {
@@ -2208,7 +2408,7 @@ type Breach struct {
 
 func (x *Breach) Reset() {
 	*x = Breach{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2420,7 @@ func (x *Breach) String() string {
 func (*Breach) ProtoMessage() {}
 
 func (x *Breach) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2433,7 @@ func (x *Breach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breach.ProtoReflect.Descriptor instead.
 func (*Breach) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Breach) GetSlot() uint64 {
@@ -2291,7 +2491,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2503,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_ptc_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_ptc_worker_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2516,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_ptc_worker_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Done) GetSlot() uint64 {
@@ -2404,7 +2604,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x12memory_limit_bytes\x18\x01 \x01(\x03R\x10memoryLimitBytes\x122\n" +
 	"\x15executions_per_worker\x18\x02 \x01(\x05R\x13executionsPerWorker\x12#\n" +
 	"\rprogram_cache\x18\x03 \x01(\x05R\fprogramCache\x12'\n" +
-	"\x04wasm\x18\x04 \x01(\v2\x13.ptc.worker.v1.WASMR\x04wasm\"\xbb\x01\n" +
+	"\x04wasm\x18\x04 \x01(\v2\x13.ptc.worker.v1.WASMR\x04wasm\"\xf0\x01\n" +
 	"\x04WASM\x12\x1d\n" +
 	"\n" +
 	"real_clock\x18\x01 \x01(\bR\trealClock\x12\x1f\n" +
@@ -2413,7 +2613,35 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\vmax_modules\x18\x03 \x01(\x05R\n" +
 	"maxModules\x12(\n" +
 	"\x10max_module_bytes\x18\x04 \x01(\x03R\x0emaxModuleBytes\x12(\n" +
-	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\"\xc7\x03\n" +
+	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\x123\n" +
+	"\x06bounds\x18\x06 \x01(\v2\x1b.ptc.worker.v1.ModuleBoundsR\x06bounds\"\x81\x06\n" +
+	"\fModuleBounds\x12\x1b\n" +
+	"\tmax_types\x18\x01 \x01(\x03R\bmaxTypes\x12\x1d\n" +
+	"\n" +
+	"max_params\x18\x02 \x01(\x03R\tmaxParams\x12#\n" +
+	"\rmax_functions\x18\x03 \x01(\x03R\fmaxFunctions\x12\x1f\n" +
+	"\vmax_imports\x18\x04 \x01(\x03R\n" +
+	"maxImports\x12\x1f\n" +
+	"\vmax_exports\x18\x05 \x01(\x03R\n" +
+	"maxExports\x12\x1f\n" +
+	"\vmax_globals\x18\x06 \x01(\x03R\n" +
+	"maxGlobals\x12.\n" +
+	"\x13max_function_locals\x18\a \x01(\x03R\x11maxFunctionLocals\x12\x1d\n" +
+	"\n" +
+	"max_locals\x18\b \x01(\x03R\tmaxLocals\x12,\n" +
+	"\x12max_function_bytes\x18\t \x01(\x03R\x10maxFunctionBytes\x12\x1f\n" +
+	"\vmax_nesting\x18\n" +
+	" \x01(\x03R\n" +
+	"maxNesting\x12,\n" +
+	"\x12max_branch_targets\x18\v \x01(\x03R\x10maxBranchTargets\x127\n" +
+	"\x18max_branch_table_targets\x18\f \x01(\x03R\x15maxBranchTableTargets\x12*\n" +
+	"\x11max_data_segments\x18\r \x01(\x03R\x0fmaxDataSegments\x12$\n" +
+	"\x0emax_data_bytes\x18\x0e \x01(\x03R\fmaxDataBytes\x120\n" +
+	"\x14max_element_segments\x18\x0f \x01(\x03R\x12maxElementSegments\x12!\n" +
+	"\fmax_elements\x18\x10 \x01(\x03R\vmaxElements\x12\x1b\n" +
+	"\tmax_names\x18\x11 \x01(\x03R\bmaxNames\x12,\n" +
+	"\x12compile_timeout_ns\x18\x12 \x01(\x03R\x10compileTimeoutNs\x126\n" +
+	"\x17max_concurrent_compiles\x18\x13 \x01(\x03R\x15maxConcurrentCompiles\"\xc7\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +
@@ -2574,7 +2802,7 @@ func file_ptc_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_ptc_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_ptc_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(Language)(0),           // 0: ptc.worker.v1.Language
 	(ErrorKind)(0),          // 1: ptc.worker.v1.ErrorKind
@@ -2582,58 +2810,60 @@ var file_ptc_worker_v1_worker_proto_goTypes = []any{
 	(*WorkerFrame)(nil),     // 3: ptc.worker.v1.WorkerFrame
 	(*Init)(nil),            // 4: ptc.worker.v1.Init
 	(*WASM)(nil),            // 5: ptc.worker.v1.WASM
-	(*Ready)(nil),           // 6: ptc.worker.v1.Ready
-	(*Lockdown)(nil),        // 7: ptc.worker.v1.Lockdown
-	(*Tool)(nil),            // 8: ptc.worker.v1.Tool
-	(*Determinism)(nil),     // 9: ptc.worker.v1.Determinism
-	(*Execute)(nil),         // 10: ptc.worker.v1.Execute
-	(*Compile)(nil),         // 11: ptc.worker.v1.Compile
-	(*Compiled)(nil),        // 12: ptc.worker.v1.Compiled
-	(*ToolReply)(nil),       // 13: ptc.worker.v1.ToolReply
-	(*CallError)(nil),       // 14: ptc.worker.v1.CallError
-	(*Violation)(nil),       // 15: ptc.worker.v1.Violation
-	(*Cancel)(nil),          // 16: ptc.worker.v1.Cancel
-	(*Idle)(nil),            // 17: ptc.worker.v1.Idle
-	(*ToolStart)(nil),       // 18: ptc.worker.v1.ToolStart
-	(*Discover)(nil),        // 19: ptc.worker.v1.Discover
-	(*Search)(nil),          // 20: ptc.worker.v1.Search
-	(*DiscoverReply)(nil),   // 21: ptc.worker.v1.DiscoverReply
-	(*Log)(nil),             // 22: ptc.worker.v1.Log
-	(*ExecutionError)(nil),  // 23: ptc.worker.v1.ExecutionError
-	(*Breach)(nil),          // 24: ptc.worker.v1.Breach
-	(*Done)(nil),            // 25: ptc.worker.v1.Done
+	(*ModuleBounds)(nil),    // 6: ptc.worker.v1.ModuleBounds
+	(*Ready)(nil),           // 7: ptc.worker.v1.Ready
+	(*Lockdown)(nil),        // 8: ptc.worker.v1.Lockdown
+	(*Tool)(nil),            // 9: ptc.worker.v1.Tool
+	(*Determinism)(nil),     // 10: ptc.worker.v1.Determinism
+	(*Execute)(nil),         // 11: ptc.worker.v1.Execute
+	(*Compile)(nil),         // 12: ptc.worker.v1.Compile
+	(*Compiled)(nil),        // 13: ptc.worker.v1.Compiled
+	(*ToolReply)(nil),       // 14: ptc.worker.v1.ToolReply
+	(*CallError)(nil),       // 15: ptc.worker.v1.CallError
+	(*Violation)(nil),       // 16: ptc.worker.v1.Violation
+	(*Cancel)(nil),          // 17: ptc.worker.v1.Cancel
+	(*Idle)(nil),            // 18: ptc.worker.v1.Idle
+	(*ToolStart)(nil),       // 19: ptc.worker.v1.ToolStart
+	(*Discover)(nil),        // 20: ptc.worker.v1.Discover
+	(*Search)(nil),          // 21: ptc.worker.v1.Search
+	(*DiscoverReply)(nil),   // 22: ptc.worker.v1.DiscoverReply
+	(*Log)(nil),             // 23: ptc.worker.v1.Log
+	(*ExecutionError)(nil),  // 24: ptc.worker.v1.ExecutionError
+	(*Breach)(nil),          // 25: ptc.worker.v1.Breach
+	(*Done)(nil),            // 26: ptc.worker.v1.Done
 }
 var file_ptc_worker_v1_worker_proto_depIdxs = []int32{
 	4,  // 0: ptc.worker.v1.SupervisorFrame.init:type_name -> ptc.worker.v1.Init
-	10, // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
-	13, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
-	16, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
-	21, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
-	11, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
-	6,  // 6: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
-	18, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
-	22, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
-	25, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
-	24, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
-	19, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
-	17, // 12: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
-	12, // 13: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
+	11, // 1: ptc.worker.v1.SupervisorFrame.execute:type_name -> ptc.worker.v1.Execute
+	14, // 2: ptc.worker.v1.SupervisorFrame.tool_reply:type_name -> ptc.worker.v1.ToolReply
+	17, // 3: ptc.worker.v1.SupervisorFrame.cancel:type_name -> ptc.worker.v1.Cancel
+	22, // 4: ptc.worker.v1.SupervisorFrame.discover_reply:type_name -> ptc.worker.v1.DiscoverReply
+	12, // 5: ptc.worker.v1.SupervisorFrame.compile:type_name -> ptc.worker.v1.Compile
+	7,  // 6: ptc.worker.v1.WorkerFrame.ready:type_name -> ptc.worker.v1.Ready
+	19, // 7: ptc.worker.v1.WorkerFrame.tool_start:type_name -> ptc.worker.v1.ToolStart
+	23, // 8: ptc.worker.v1.WorkerFrame.log:type_name -> ptc.worker.v1.Log
+	26, // 9: ptc.worker.v1.WorkerFrame.done:type_name -> ptc.worker.v1.Done
+	25, // 10: ptc.worker.v1.WorkerFrame.breach:type_name -> ptc.worker.v1.Breach
+	20, // 11: ptc.worker.v1.WorkerFrame.discover:type_name -> ptc.worker.v1.Discover
+	18, // 12: ptc.worker.v1.WorkerFrame.idle:type_name -> ptc.worker.v1.Idle
+	13, // 13: ptc.worker.v1.WorkerFrame.compiled:type_name -> ptc.worker.v1.Compiled
 	5,  // 14: ptc.worker.v1.Init.wasm:type_name -> ptc.worker.v1.WASM
-	7,  // 15: ptc.worker.v1.Ready.lockdown:type_name -> ptc.worker.v1.Lockdown
-	0,  // 16: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
-	8,  // 17: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
-	9,  // 18: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
-	14, // 19: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
-	15, // 20: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
-	20, // 21: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
-	1,  // 22: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
-	23, // 23: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
-	23, // 24: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	6,  // 15: ptc.worker.v1.WASM.bounds:type_name -> ptc.worker.v1.ModuleBounds
+	8,  // 16: ptc.worker.v1.Ready.lockdown:type_name -> ptc.worker.v1.Lockdown
+	0,  // 17: ptc.worker.v1.Execute.language:type_name -> ptc.worker.v1.Language
+	9,  // 18: ptc.worker.v1.Execute.tools:type_name -> ptc.worker.v1.Tool
+	10, // 19: ptc.worker.v1.Execute.determinism:type_name -> ptc.worker.v1.Determinism
+	15, // 20: ptc.worker.v1.ToolReply.error:type_name -> ptc.worker.v1.CallError
+	16, // 21: ptc.worker.v1.CallError.violations:type_name -> ptc.worker.v1.Violation
+	21, // 22: ptc.worker.v1.Discover.search:type_name -> ptc.worker.v1.Search
+	1,  // 23: ptc.worker.v1.ExecutionError.kind:type_name -> ptc.worker.v1.ErrorKind
+	24, // 24: ptc.worker.v1.Breach.error:type_name -> ptc.worker.v1.ExecutionError
+	24, // 25: ptc.worker.v1.Done.error:type_name -> ptc.worker.v1.ExecutionError
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_ptc_worker_v1_worker_proto_init() }
@@ -2659,7 +2889,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 		(*WorkerFrame_Idle)(nil),
 		(*WorkerFrame_Compiled)(nil),
 	}
-	file_ptc_worker_v1_worker_proto_msgTypes[17].OneofWrappers = []any{
+	file_ptc_worker_v1_worker_proto_msgTypes[18].OneofWrappers = []any{
 		(*Discover_Search)(nil),
 		(*Discover_Describe)(nil),
 	}
@@ -2669,7 +2899,7 @@ func file_ptc_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ptc_worker_v1_worker_proto_rawDesc), len(file_ptc_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

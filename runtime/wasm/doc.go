@@ -19,6 +19,13 @@
 // execution. RunHash runs a cached module by hash and fails with
 // ErrUnknownModule when the engine does not hold it.
 //
+// Modules are untrusted: before wazero decodes one, checkStructure reads
+// every section and instruction and refuses a module over its Bounds
+// (counts of types, functions, globals, locals, br_table targets, nesting
+// depth, segments, …) with ErrInvalidModule; compiling has a timeout, a
+// bound on concurrent compiles and stops when no caller waits for it
+// (ErrCompileLimit); the cache is bounded in modules and in bytes.
+//
 // Limits: memory is bounded per execution by a wazero memory allocator that
 // refuses to grow linear memory past the job's MemoryBytes (MEMORY_LIMIT);
 // the wall timeout, CPU time and output limits close the module through its

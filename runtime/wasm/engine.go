@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ptcrun/ptc/internal/abi"
@@ -32,6 +33,11 @@ var (
 	// hold (never compiled, or evicted). A server maps it to
 	// FAILED_PRECONDITION so that the client resends the module bytes.
 	ErrUnknownModule = errors.New("unknown module hash")
+	// ErrCompileLimit means a module could not be compiled within the
+	// engine's compile timeout (Bounds.CompileTimeout), or its compilation
+	// was stopped because every request waiting for it gave up. A server
+	// maps it to RESOURCE_EXHAUSTED.
+	ErrCompileLimit = errors.New("WebAssembly compile limit")
 	// ErrClosed means the engine was closed.
 	ErrClosed = errors.New("wasm engine is closed")
 )
@@ -41,6 +47,11 @@ type Config struct {
 	// MaxModules bounds the compiled modules kept in the cache (default
 	// 64); the least recently used one is evicted first.
 	MaxModules int
+	// MaxCacheBytes bounds the memory of the compiled modules kept in the
+	// cache (default 512 MiB), each reckoned at 5 bytes per byte of its
+	// binary (its machine code and decoded form); the least recently used
+	// are evicted first, never the module just compiled.
+	MaxCacheBytes int64
 	// MaxModuleBytes bounds the size of a module (default 64 MiB).
 	MaxModuleBytes int
 	// MaxMemory is the most memory any execution may use (default the
@@ -72,6 +83,28 @@ type Config struct {
 	// that runs inside a worker process the supervisor kills at the
 	// deadline.
 	NoLoopChecks bool
+	// Bounds bounds the structure of modules and their compilation; zero
+	// fields take their defaults (see WithDefaults).
+	Bounds Bounds
+}
+
+// WithDefaults returns c with every zero field (bounds included) set to
+// the default an Engine applies.
+func (c Config) WithDefaults() Config {
+	if c.MaxModules < 1 {
+		c.MaxModules = 64
+	}
+	if c.MaxModuleBytes <= 0 {
+		c.MaxModuleBytes = 64 << 20
+	}
+	if c.MaxCacheBytes <= 0 {
+		c.MaxCacheBytes = 512 << 20
+	}
+	if c.MaxMemory <= 0 {
+		c.MaxMemory = limits.Ceilings().MemoryBytes
+	}
+	c.Bounds = c.Bounds.withDefaults()
+	return c
 }
 
 // Engine runs WebAssembly jobs. It is safe for concurrent use; Close
@@ -86,8 +119,13 @@ type Engine struct {
 	mu        sync.Mutex
 	closed    bool
 	compiling sync.WaitGroup // compilations in flight
-	entries   map[string]*entry
-	lru       *list.List // of *entry, most recently used first
+	// compileSlots holds a token per compilation running in wazero
+	// (Bounds.MaxConcurrentCompiles).
+	compileSlots chan struct{}
+	entries      map[string]*entry
+	lru          *list.List // of *entry, most recently used first
+	// cachedBytes sums the cost of the modules in lru.
+	cachedBytes int64
 
 	compiles  atomic.Int64
 	hits      atomic.Int64
@@ -99,15 +137,7 @@ var _ runtime.Engine = (*Engine)(nil)
 // New returns an Engine with a wazero runtime, the WASI preview1 and ptc_v1
 // host modules, and an empty module cache.
 func New(o Config) (*Engine, error) {
-	if o.MaxModules < 1 {
-		o.MaxModules = 64
-	}
-	if o.MaxModuleBytes <= 0 {
-		o.MaxModuleBytes = 64 << 20
-	}
-	if o.MaxMemory <= 0 {
-		o.MaxMemory = limits.Ceilings().MemoryBytes
-	}
+	o = o.WithDefaults()
 	var cfg wazero.RuntimeConfig
 	if o.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
@@ -145,8 +175,9 @@ func New(o Config) (*Engine, error) {
 			abi.WASIModuleName: rt.Module(abi.WASIModuleName).ExportedFunctionDefinitions(),
 			abi.ModuleName:     host.ExportedFunctionDefinitions(),
 		},
-		entries: map[string]*entry{},
-		lru:     list.New(),
+		entries:      map[string]*entry{},
+		lru:          list.New(),
+		compileSlots: make(chan struct{}, o.Bounds.MaxConcurrentCompiles),
 	}
 	return e, nil
 }
@@ -162,6 +193,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closed = true
 	e.entries = map[string]*entry{}
 	e.lru.Init()
+	e.cachedBytes = 0
 	e.mu.Unlock()
 	// No compilation may run on a closed runtime (wazero panics): wait for
 	// those in flight; none starts once closed is set.
@@ -188,14 +220,16 @@ type cacheStats struct {
 	Evictions int64
 	// Cached is the number of modules held now.
 	Cached int
+	// CachedBytes is what they are reckoned to take.
+	CachedBytes int64
 }
 
 // stats returns the cache counters.
 func (e *Engine) stats() cacheStats {
 	e.mu.Lock()
-	n := e.lru.Len()
+	n, b := e.lru.Len(), e.cachedBytes
 	e.mu.Unlock()
-	return cacheStats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n}
+	return cacheStats{Compiles: e.compiles.Load(), Hits: e.hits.Load(), Evictions: e.evictions.Load(), Cached: n, CachedBytes: b}
 }
 
 // Has reports whether the module with the given hex SHA-256 (the hex SHA-256 of its bytes) is
@@ -217,8 +251,11 @@ func (e *Engine) Has(hash string) bool {
 
 // Compile validates and compiles module into the cache (if it is not there
 // yet) and returns its hash. Errors wrap ErrInvalidModule for modules the
-// engine cannot run; a server calls Compile while validating a request so
-// that such a module is refused with INVALID_ARGUMENT.
+// engine cannot run (a server calls Compile while validating a request so
+// that such a module is refused with INVALID_ARGUMENT), ErrCompileLimit
+// for one that did not compile within the compile timeout, or are ctx's
+// error when the caller gave up first (the compile stops if no one else
+// waits for it).
 func (e *Engine) Compile(ctx context.Context, module []byte) (string, error) {
 	ent, err := e.acquire(ctx, module)
 	if err != nil {
@@ -228,28 +265,56 @@ func (e *Engine) Compile(ctx context.Context, module []byte) (string, error) {
 	return ent.hash, nil
 }
 
-// compileModule compiles bin and checks that the engine can run it.
-func (e *Engine) compileModule(bin []byte) (wazero.CompiledModule, moduleShape, error) {
-	ctx := context.Background()
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return nil, moduleShape{}, fmt.Errorf("%w: the bytes do not start with the WebAssembly magic \\0asm; send a binary .wasm module", ErrInvalidModule)
+// compileModule compiles bin and checks that the engine can run it. It
+// waits for a compile slot (MaxConcurrentCompiles) and ends when ctx does:
+// wazero looks at ctx between two functions of the module.
+func (e *Engine) compileModule(ctx context.Context, bin []byte) (wazero.CompiledModule, moduleShape, error) {
+	// wazero's decoding, validation and compilation cost what the module
+	// declares, and cannot be interrupted before it compiles functions:
+	// bound it first.
+	if err := checkStructure(bin, e.opts.Bounds); err != nil {
+		return nil, moduleShape{}, err
+	}
+	select {
+	case e.compileSlots <- struct{}{}:
+		defer func() { <-e.compileSlots }()
+	case <-ctx.Done():
+		return nil, moduleShape{}, e.compileStopped(ctx)
 	}
 	// The module runs with a maximum on each of its tables (see
 	// boundTables); the cache knows it by the hash of the bytes it was sent.
 	bin = boundTables(bin)
-	compiled, err := e.rt.CompileModule(ctx, bin)
+	// With more than one compilation worker, wazero checks ctx before
+	// each function it compiles.
+	compiled, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, 2), bin)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, moduleShape{}, e.compileStopped(ctx)
+		}
 		return nil, moduleShape{}, fmt.Errorf("%w: %s", ErrInvalidModule, firstLine(err.Error()))
+	}
+	if ctx.Err() != nil {
+		_ = compiled.Close(context.Background())
+		return nil, moduleShape{}, e.compileStopped(ctx)
 	}
 	shape, err := scanModule(bin)
 	if err == nil {
 		err = e.checkModule(compiled, shape)
 	}
 	if err != nil {
-		_ = compiled.Close(ctx)
+		_ = compiled.Close(context.Background())
 		return nil, moduleShape{}, err
 	}
 	return compiled, shape, nil
+}
+
+// compileStopped is the error of a compilation that ctx ended: its
+// deadline (the compile timeout) or every caller giving up.
+func (e *Engine) compileStopped(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the module took more than %s to compile; send a smaller module", ErrCompileLimit, e.opts.Bounds.CompileTimeout)
+	}
+	return fmt.Errorf("%w: its compilation was stopped: every request waiting for it gave up", ErrCompileLimit)
 }
 
 func (e *Engine) checkModule(c wazero.CompiledModule, shape moduleShape) error {

@@ -75,3 +75,25 @@ func FuzzHostABI(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckStructure checks that the structure check never panics, reads
+// nothing outside its input, and refuses only with ErrInvalidModule.
+func FuzzCheckStructure(f *testing.F) {
+	f.Add(writeModule("1"))
+	f.Add(localsBomb(1<<32 - 1))
+	f.Add(brTableBomb(20))
+	f.Add(nestingBomb(20))
+	f.Add(elementsBomb(3))
+	f.Add(namesBomb(3))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x0a\x05\x01\x03\x00\xfd\x0c"))
+	small := Bounds{MaxTypes: 8, MaxParams: 4, MaxFunctions: 8, MaxImports: 8, MaxExports: 8, MaxGlobals: 8,
+		MaxFunctionLocals: 8, MaxLocals: 16, MaxFunctionBytes: 256, MaxNesting: 8, MaxBranchTargets: 8,
+		MaxBranchTableTargets: 16, MaxDataSegments: 8, MaxDataBytes: 64, MaxElementSegments: 8, MaxElements: 8, MaxNames: 8}
+	f.Fuzz(func(t *testing.T, bin []byte) {
+		for _, b := range []Bounds{defaultBounds(), small} {
+			if err := checkStructure(bin, b); err != nil && !errors.Is(err, ErrInvalidModule) {
+				t.Fatalf("checkStructure error %v does not wrap ErrInvalidModule", err)
+			}
+		}
+	})
+}

@@ -92,6 +92,12 @@ func newEngine(tb testing.TB, cfgs ...Config) *Engine {
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = filepath.Join(guestTmp, "cache")
 	}
+	// Compiling a Go guest takes tens of seconds under the race detector
+	// on a loaded host: the compile timeout is not what these tests check
+	// (TestCompileTimeout does).
+	if cfg.Bounds.CompileTimeout == 0 {
+		cfg.Bounds.CompileTimeout = 10 * time.Minute
+	}
 	e, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -84,6 +84,9 @@ func acquireFault(ctx context.Context, err error, job *runtime.Job, elapsed time
 		return &fault.Error{Kind: fault.KindSyntax, Message: strings.TrimPrefix(err.Error(), ErrInvalidModule.Error()+": "), Cause: err}
 	case ctx.Err() != nil:
 		return contextFault(ctx.Err(), job.Limits.Timeout, elapsed)
+	case errors.Is(err, ErrCompileLimit):
+		// The module cannot be made ready to run here, as an invalid one.
+		return &fault.Error{Kind: fault.KindSyntax, Message: strings.TrimPrefix(err.Error(), ErrCompileLimit.Error()+": "), Cause: err}
 	default:
 		return fault.Wrap(fault.KindInternal, err, "the module could not be prepared")
 	}

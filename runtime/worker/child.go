@@ -127,7 +127,7 @@ func (c *child) serve() error {
 	reserveThreads(runtime.GOMAXPROCS(0) + int(init.GetExecutionsPerWorker()) + 2)
 	if w := init.GetWasm(); w != nil {
 		c.wasmCfg = wasm.Config{RealClock: w.GetRealClock(), RealRandom: w.GetRealRandom(), MaxModules: int(w.GetMaxModules()),
-			MaxModuleBytes: int(w.GetMaxModuleBytes()), MaxMemory: w.GetMaxMemoryBytes()}
+			MaxModuleBytes: int(w.GetMaxModuleBytes()), MaxMemory: w.GetMaxMemoryBytes(), Bounds: boundsOf(w.GetBounds())}
 	}
 	ready := c.setup(init)
 	// The lanes' mailboxes exist before the supervisor can send anything

@@ -262,7 +262,7 @@ func (w *proc) handshake(cfg Config) error {
 		ExecutionsPerWorker: int32(cfg.ExecutionsPerWorker),
 		ProgramCache:        int32(cfg.ProgramCache),
 		Wasm: &wp.WASM{RealClock: cfg.WASM.RealClock, RealRandom: cfg.WASM.RealRandom, MaxModules: maxWorkerModules,
-			MaxModuleBytes: int64(cfg.WASM.MaxModuleBytes), MaxMemoryBytes: cfg.WASM.MaxMemory},
+			MaxModuleBytes: int64(cfg.WASM.MaxModuleBytes), MaxMemoryBytes: cfg.WASM.MaxMemory, Bounds: boundsPB(cfg.WASM.Bounds)},
 	}
 	mb, err := w.conn.Mailbox(controlTag)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -383,4 +384,32 @@ func threadCPU(path string) (time.Duration, error) {
 		return 0, fmt.Errorf("worker: unreadable schedstat %q", b)
 	}
 	return time.Duration(ns), nil
+}
+
+// boundsPB is the Init frame's form of the supervisor's module bounds.
+func boundsPB(b wasm.Bounds) *wp.ModuleBounds {
+	return &wp.ModuleBounds{
+		MaxTypes: int64(b.MaxTypes), MaxParams: int64(b.MaxParams), MaxFunctions: int64(b.MaxFunctions),
+		MaxImports: int64(b.MaxImports), MaxExports: int64(b.MaxExports), MaxGlobals: int64(b.MaxGlobals),
+		MaxFunctionLocals: int64(b.MaxFunctionLocals), MaxLocals: int64(b.MaxLocals), MaxFunctionBytes: int64(b.MaxFunctionBytes),
+		MaxNesting: int64(b.MaxNesting), MaxBranchTargets: int64(b.MaxBranchTargets), MaxBranchTableTargets: int64(b.MaxBranchTableTargets),
+		MaxDataSegments: int64(b.MaxDataSegments), MaxDataBytes: int64(b.MaxDataBytes), MaxElementSegments: int64(b.MaxElementSegments),
+		MaxElements: int64(b.MaxElements), MaxNames: int64(b.MaxNames), CompileTimeoutNs: int64(b.CompileTimeout),
+		MaxConcurrentCompiles: int64(b.MaxConcurrentCompiles),
+	}
+}
+
+// boundsOf reads the module bounds of an Init frame; values that do not
+// fit an int are clamped (the engine treats zero and less as its default).
+func boundsOf(m *wp.ModuleBounds) wasm.Bounds {
+	n := func(v int64) int { return int(min(v, int64(math.MaxInt32))) }
+	return wasm.Bounds{
+		MaxTypes: n(m.GetMaxTypes()), MaxParams: n(m.GetMaxParams()), MaxFunctions: n(m.GetMaxFunctions()),
+		MaxImports: n(m.GetMaxImports()), MaxExports: n(m.GetMaxExports()), MaxGlobals: n(m.GetMaxGlobals()),
+		MaxFunctionLocals: n(m.GetMaxFunctionLocals()), MaxLocals: n(m.GetMaxLocals()), MaxFunctionBytes: n(m.GetMaxFunctionBytes()),
+		MaxNesting: n(m.GetMaxNesting()), MaxBranchTargets: n(m.GetMaxBranchTargets()), MaxBranchTableTargets: n(m.GetMaxBranchTableTargets()),
+		MaxDataSegments: n(m.GetMaxDataSegments()), MaxDataBytes: n(m.GetMaxDataBytes()), MaxElementSegments: n(m.GetMaxElementSegments()),
+		MaxElements: n(m.GetMaxElements()), MaxNames: n(m.GetMaxNames()), CompileTimeout: time.Duration(m.GetCompileTimeoutNs()),
+		MaxConcurrentCompiles: n(m.GetMaxConcurrentCompiles()),
+	}
 }
