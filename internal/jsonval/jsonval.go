@@ -321,7 +321,7 @@ func ReadString(data []byte, pos int, strict bool) (string, int, error) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
-			r, ok := hex4(data, i)
+			r, ok := Hex4(data, i)
 			if !ok {
 				return "", i, syntaxAt(i, "invalid \\u escape")
 			}
@@ -329,7 +329,7 @@ func ReadString(data []byte, pos int, strict bool) (string, int, error) {
 			if utf16.IsSurrogate(r) {
 				paired := false
 				if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
-					if r2, ok := hex4(data, i+2); ok {
+					if r2, ok := Hex4(data, i+2); ok {
 						if dr := utf16.DecodeRune(r, r2); dr != utf8.RuneError {
 							r, paired = dr, true
 							i += 6
@@ -351,7 +351,9 @@ func ReadString(data []byte, pos int, strict bool) (string, int, error) {
 	return "", i, syntaxAt(i, "unterminated string")
 }
 
-func hex4(data []byte, i int) (rune, bool) {
+// Hex4 reads the four hexadecimal digits of a \u escape at data[i:]: the
+// code unit, and false when there are not four hex digits.
+func Hex4(data []byte, i int) (rune, bool) {
 	if i+4 > len(data) {
 		return 0, false
 	}

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/internal/jsonval"
 )
 
 // JavaScript strings are UTF-16 and may hold unpaired surrogates; Go
@@ -90,27 +92,14 @@ func readUTF16(data []byte, pos int, wtf bool) ([]uint16, int, error) {
 		case 't':
 			u = append(u, '\t')
 		case 'u':
-			var r uint16
-			if i+4 > len(data) {
+			r, ok := jsonval.Hex4(data, i)
+			if !ok {
 				return nil, i, syntax(i, "invalid \\u escape")
-			}
-			for _, h := range data[i : i+4] {
-				r <<= 4
-				switch {
-				case h >= '0' && h <= '9':
-					r |= uint16(h - '0')
-				case h >= 'a' && h <= 'f':
-					r |= uint16(h - 'a' + 10)
-				case h >= 'A' && h <= 'F':
-					r |= uint16(h - 'A' + 10)
-				default:
-					return nil, i, syntax(i, "invalid \\u escape")
-				}
 			}
 			i += 4
 			// UTF-16 needs no pairing: a surrogate pair of escapes is two
 			// units either way, and an unpaired one stays what it is.
-			u = append(u, r)
+			u = append(u, uint16(r))
 		default:
 			return nil, i, syntax(i, "invalid escape")
 		}
