@@ -38,7 +38,7 @@ func wrapperIntact(prg *ast.Program, left, right int) (ok bool, closed int) {
 	if !isExpr {
 		return false, -1
 	}
-	fn := LeftmostFunction(es.Expression)
+	fn := jsnest.LeftmostFunction(es.Expression)
 	if fn == nil || fn.Body == nil || int(fn.Body.LeftBrace)-base != left {
 		return false, -1
 	}
@@ -46,45 +46,6 @@ func wrapperIntact(prg *ast.Program, left, right int) (ok bool, closed int) {
 		return true, -1
 	}
 	return false, int(fn.Body.RightBrace) - base
-}
-
-// LeftmostFunction returns the function literal that starts x, if any:
-// x itself, or the leftmost operand of the expression x is. A wrapper
-// function closed early is the leftmost operand of what the text after it
-// made of it (a call, a sequence, a binary expression...).
-func LeftmostFunction(x ast.Expression) *ast.FunctionLiteral {
-	for i := 0; i < 1000 && x != nil; i++ {
-		switch e := x.(type) {
-		case *ast.FunctionLiteral:
-			return e
-		case *ast.BinaryExpression:
-			x = e.Left
-		case *ast.SequenceExpression:
-			if len(e.Sequence) == 0 {
-				return nil
-			}
-			x = e.Sequence[0]
-		case *ast.CallExpression:
-			x = e.Callee
-		case *ast.DotExpression:
-			x = e.Left
-		case *ast.BracketExpression:
-			x = e.Left
-		case *ast.ConditionalExpression:
-			x = e.Test
-		case *ast.AssignExpression:
-			x = e.Left
-		case *ast.TemplateLiteral:
-			x = e.Tag
-		case *ast.OptionalChain:
-			x = e.Expression
-		case *ast.Optional:
-			x = e.Expression
-		default:
-			return nil
-		}
-	}
-	return nil
 }
 
 // checkWrapper returns the syntax error of a script (src, placed in code

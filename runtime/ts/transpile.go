@@ -18,7 +18,6 @@ import (
 
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/jsnest"
-	"github.com/ptcrun/ptc/runtime/js"
 )
 
 // sourceName is the file name that mapped positions and stack frames use for
@@ -226,7 +225,7 @@ func (p *program) checkShape(prg *ast.Program) error {
 		if !ok {
 			continue
 		}
-		fn := js.LeftmostFunction(es.Expression)
+		fn := jsnest.LeftmostFunction(es.Expression)
 		if fn == nil || !fn.Async || fn.Body == nil || !p.onWrapperLine(prg, fn.Idx0()) {
 			continue
 		}
