@@ -46,6 +46,7 @@ import (
 	"github.com/dop251/goja/parser"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsnest"
 	"github.com/ptcrun/ptc/internal/lru"
 	"github.com/ptcrun/ptc/runtime"
 )
@@ -218,7 +219,10 @@ func (e *Engine) compile(src Source) *compiled {
 			c.syntaxEr = checkWrapper(ast, code, src.Code, src.MapPosition)
 		}
 		if err == nil && c.syntaxEr == nil {
-			c.prg, err = goja.CompileAST(ast, false)
+			c.prg, err = jsnest.Compile(ast)
+			if errors.Is(err, jsnest.ErrConstantTooLarge) {
+				c.syntaxEr, err = &fault.Error{Kind: fault.KindScript, Message: "uncaught " + err.Error(), Cause: err}, nil
+			}
 		}
 		if err != nil {
 			c.syntaxEr = syntaxError(err, col1, src.MapPosition)

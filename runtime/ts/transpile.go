@@ -203,7 +203,10 @@ func (p *program) compile() error {
 	if err := p.checkShape(prg); err != nil {
 		return err
 	}
-	compiled, err := goja.CompileAST(prg, false)
+	compiled, err := jsnest.Compile(prg)
+	if errors.Is(err, jsnest.ErrConstantTooLarge) {
+		return &fault.Error{Kind: fault.KindScript, Message: "uncaught " + err.Error(), Cause: err}
+	}
 	if err != nil {
 		return p.gojaError(err)
 	}

@@ -1,0 +1,30 @@
+package jsnest
+
+import (
+	"errors"
+	goruntime "runtime"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+)
+
+// ErrConstantTooLarge is Compile's error for a program whose constant
+// expressions goja's compiler cannot evaluate: it folds them while it
+// compiles, and a BigInt shift by 2**62 (1n << (1n << 62n)) asks Go for a
+// value no slice can hold.
+var ErrConstantTooLarge = errors.New("RangeError: the script computes a constant too large to build (a BigInt shifted or raised by a huge amount, say); compute with smaller values")
+
+// Compile compiles a parsed program with goja. A Go runtime error raised
+// inside goja's compiler (its constant folding) is ErrConstantTooLarge
+// instead of a panic that would take the process down.
+func Compile(prg *ast.Program) (p *goja.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(goruntime.Error); !ok {
+				panic(r)
+			}
+			p, err = nil, ErrConstantTooLarge
+		}
+	}()
+	return goja.CompileAST(prg, false)
+}
