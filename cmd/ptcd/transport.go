@@ -13,6 +13,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/logsample"
 	"github.com/ptcrun/ptc/internal/server"
 )
 
@@ -36,6 +37,13 @@ func grpcTransport(c *config.Config, authn *auth.Authenticator, log *slog.Logger
 	})
 }
 
+// The rate of the records of refused calls (refusedLogger) and of
+// refused MCP requests.
+const (
+	refusedPerSecond = 10
+	refusedBurst     = 50
+)
+
 // grpcListener bounds the gRPC listener's connections, of all peers and
 // of one IP address.
 func grpcListener(l net.Listener, c *config.Config) net.Listener {
@@ -45,9 +53,16 @@ func grpcListener(l net.Listener, c *config.Config) net.Listener {
 // refusedLogger logs a call refused at stream start, as the interceptor
 // chain logs the calls it finishes: at info for a caller's error
 // (UNAUTHENTICATED), at warn for an overloaded server
-// (RESOURCE_EXHAUSTED).
+// (RESOURCE_EXHAUSTED). A caller decides how many calls are refused, so
+// at most refusedPerSecond records a second are written (bursts of
+// refusedBurst); the next one written says how many were left out.
 func refusedLogger(log *slog.Logger) func(ctx context.Context, method string, err error) {
+	sample := logsample.New(refusedPerSecond, refusedBurst)
 	return func(ctx context.Context, method string, err error) {
+		write, suppressed := sample.Allow()
+		if !write {
+			return
+		}
 		st := status.Convert(err)
 		lvl := slog.LevelInfo
 		if st.Code() != codes.Unauthenticated {
@@ -58,6 +73,6 @@ func refusedLogger(log *slog.Logger) func(ctx context.Context, method string, er
 			addr = p.Addr.String()
 		}
 		log.Log(ctx, lvl, "call refused at stream start", "grpc.method", method, "grpc.code", st.Code().String(),
-			"peer.address", addr, "err", st.Message())
+			"peer.address", addr, "err", st.Message(), "suppressed", suppressed)
 	}
 }

@@ -13,6 +13,15 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ptcrun/ptc/internal/logsample"
+)
+
+// The rate of the records of refused requests: at most refusedPerSecond
+// a second on average, refusedBurst at once.
+const (
+	refusedPerSecond = 10
+	refusedBurst     = 50
 )
 
 // Defaults of an HTTPConfig.
@@ -97,11 +106,16 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 		}
 		return s.serverFor(c).mcp
 	}, &sdk.StreamableHTTPOptions{SessionTimeout: hc.SessionTimeout, MaxRequestBodyBytes: hc.MaxBodyBytes, Logger: s.log})
+	// A caller decides how many requests are refused: their records are
+	// sampled, the next one written counting those left out.
+	refused := logsample.New(refusedPerSecond, refusedBurst)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := hc.Authenticate(r)
 		if err != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp request refused: authentication failed",
-				slog.String("remote", r.RemoteAddr), slog.String("err", err.Error()))
+			if write, suppressed := refused.Allow(); write {
+				s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp request refused: authentication failed",
+					slog.String("remote", r.RemoteAddr), slog.String("err", err.Error()), slog.Int64("suppressed", suppressed))
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ptc"`)
 			// The connection ends with the answer: a caller without
 			// credentials cannot keep it open.
