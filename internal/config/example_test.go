@@ -94,10 +94,10 @@ tool_sources:
 	// grpc:
 	//   max_recv_bytes: 25MiB
 	//   max_send_bytes: 64MiB
-	//   max_concurrent_streams: 100
+	//   max_concurrent_streams: 1000
 	//   max_header_list_bytes: 16KiB
 	//   max_pending_streams: 1024
-	//   max_pending_streams_per_tenant: 200
+	//   max_pending_streams_per_tenant: 512
 	//   first_message_timeout: 20s
 	//   connection_timeout: 10s
 	//   max_connections: 1024

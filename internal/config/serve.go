@@ -23,8 +23,11 @@ const (
 	// largest log ceiling (4 MiB) and a trace.
 	DefaultMaxSendBytes = 64 << 20
 	// DefaultMaxConcurrentStreams bounds the streams of one gRPC
-	// connection.
-	DefaultMaxConcurrentStreams = 100
+	// connection. Above the default admission (64 running and 256
+	// queued), so that one client channel reaches ptcd's admission queue
+	// and is told RESOURCE_EXHAUSTED when it is full, instead of waiting
+	// unseen on its own side of the connection.
+	DefaultMaxConcurrentStreams = 1000
 	// DefaultMaxHeaderListBytes bounds a gRPC call's headers: a 4 KiB
 	// token, trace context and metadata fit well within it.
 	DefaultMaxHeaderListBytes = 16 << 10
@@ -34,9 +37,9 @@ const (
 	// DefaultMaxPendingStreamsPerTenant bounds those of one tenant, so
 	// that one cannot take every place. A connection's streams all count
 	// from their headers until their first message is read, so a burst
-	// of DefaultMaxConcurrentStreams on one connection counts whole: the
-	// bound allows such bursts on two connections at once.
-	DefaultMaxPendingStreamsPerTenant = 2 * DefaultMaxConcurrentStreams
+	// on one connection counts whole: half of the places, well above the
+	// admission's 64 running and 256 queued.
+	DefaultMaxPendingStreamsPerTenant = DefaultMaxPendingStreams / 2
 	// DefaultFirstMessageTimeout bounds a gRPC stream's wait for its first
 	// message: a 25 MiB request at about 1.3 MB/s.
 	DefaultFirstMessageTimeout = 20 * time.Second
