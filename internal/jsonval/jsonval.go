@@ -307,19 +307,11 @@ func ReadString(data []byte, pos int, strict bool) (string, int, error) {
 		}
 		e := data[i]
 		i++
+		if b, ok := Unescape(e); ok {
+			buf = append(buf, b)
+			continue
+		}
 		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
 		case 'u':
 			r, ok := Hex4(data, i)
 			if !ok {
@@ -349,6 +341,26 @@ func ReadString(data []byte, pos int, strict bool) (string, int, error) {
 		}
 	}
 	return "", i, syntaxAt(i, "unterminated string")
+}
+
+// Unescape returns the character a one-letter JSON escape (\n, \", …)
+// stands for; false for 'u' and for letters that are no escape.
+func Unescape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
 
 // Hex4 reads the four hexadecimal digits of a \u escape at data[i:]: the

@@ -78,19 +78,11 @@ func readUTF16(data []byte, pos int, wtf bool) ([]uint16, int, error) {
 		}
 		e := data[i]
 		i++
+		if b, ok := jsonval.Unescape(e); ok {
+			u = append(u, uint16(b))
+			continue
+		}
 		switch e {
-		case '"', '\\', '/':
-			u = append(u, uint16(e))
-		case 'b':
-			u = append(u, '\b')
-		case 'f':
-			u = append(u, '\f')
-		case 'n':
-			u = append(u, '\n')
-		case 'r':
-			u = append(u, '\r')
-		case 't':
-			u = append(u, '\t')
 		case 'u':
 			r, ok := jsonval.Hex4(data, i)
 			if !ok {
