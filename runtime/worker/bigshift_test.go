@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/ptcrun/ptc/internal/fault"
-	ptcruntime "github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/js"
 )
 
 // TestHugeBigIntShiftIsAScriptError: a BigInt shift by an amount no value
@@ -20,14 +18,7 @@ func TestHugeBigIntShiftIsAScriptError(t *testing.T) {
 		{"constant right shift", `return 1n >> -(1n << 62n)`, "constant too large"},
 		{"computed", `let n = 1n << 62n; return 1n << n`, "failed on what the script did"},
 	}
-	engines := []struct {
-		name string
-		eng  ptcruntime.Engine
-	}{
-		{"js", js.New()},
-		{"worker", newPool(t, Config{})},
-		{"inprocess", newPool(t, Config{Mode: ModeInProcess})},
-	}
+	engines := everyEngine(t)
 	for _, c := range cases {
 		for _, e := range engines {
 			t.Run(c.name+"/"+e.name, func(t *testing.T) {

@@ -49,14 +49,7 @@ func TestJSONConversionsEveryEngine(t *testing.T) {
 		{"log", `console.log({["\ud800"]: 1}, "\ud800"); return 1`, `1`},
 		{"BigInt", `try { BigInt.asUintN(2**53 - 1, -1n) } catch (e) { return [e.name, e instanceof RangeError] }`, `["RangeError",true]`},
 	}
-	engines := []struct {
-		name string
-		eng  ptcruntime.Engine
-	}{
-		{"js", js.New()},
-		{"worker", newPool(t, Config{})},
-		{"inprocess", newPool(t, Config{Mode: ModeInProcess})},
-	}
+	engines := everyEngine(t)
 	for _, c := range cases {
 		for _, e := range engines {
 			t.Run(c.name+"/"+e.name, func(t *testing.T) {
@@ -76,5 +69,21 @@ func TestJSONConversionsEveryEngine(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// namedEngine is an engine a test runs the same script on.
+type namedEngine struct {
+	name string
+	eng  ptcruntime.Engine
+}
+
+// everyEngine is plain JavaScript in this process, worker processes and
+// the in-process pool, in that order.
+func everyEngine(t *testing.T) []namedEngine {
+	return []namedEngine{
+		{"js", js.New()},
+		{"worker", newPool(t, Config{})},
+		{"inprocess", newPool(t, Config{Mode: ModeInProcess})},
 	}
 }
