@@ -32,182 +32,83 @@ var ErrTooDeep = fmt.Errorf("nesting deeper than %d", MaxDepth)
 // the value (a schema) would not see what a reader of the text gets.
 var ErrMergedNames = errors.New("two property names differ only in unpaired surrogates or invalid UTF-8")
 
-type decoder struct {
-	data  []byte
-	pos   int
-	depth int
-}
-
 // Decode decodes one JSON value; trailing whitespace is allowed, trailing
 // data is an error.
 func Decode(data []byte) (any, error) {
-	d := &decoder{data: data}
-	d.space()
-	v, err := d.value()
+	s := Scanner{data: data, maxDepth: MaxDepth}
+	t, err := s.Next()
 	if err != nil {
 		return nil, err
 	}
-	d.space()
-	if d.pos != len(d.data) {
-		return nil, d.errorf("unexpected data after the value")
+	v, err := decodeValue(&s, t)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Next(); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
-func (d *decoder) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, d.pos, fmt.Sprintf(format, args...))
-}
-
-func (d *decoder) space() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
+// decodeValue builds the value that starts with token t.
+func decodeValue(s *Scanner, t Token) (any, error) {
+	switch t.Kind {
+	case BeginObject:
+		m := map[string]any{}
+		for {
+			k, err := s.Next()
+			if err != nil {
+				return nil, err
+			}
+			if k.Kind == EndObject {
+				return m, nil
+			}
+			name, _, err := ReadString(s.Data(), k.Start, false)
+			if err != nil {
+				return nil, err
+			}
+			vt, err := s.Next()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeValue(s, vt)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := m[name]; dup && strings.ContainsRune(name, utf8.RuneError) {
+				return nil, fmt.Errorf("%w at offset %d: %w", ErrSyntax, s.Offset(), ErrMergedNames)
+			}
+			m[name] = v
 		}
-	}
-}
-
-func (d *decoder) value() (any, error) {
-	if d.pos >= len(d.data) {
-		return nil, d.errorf("unexpected end")
-	}
-	switch c := d.data[d.pos]; {
-	case c == '{':
-		return d.object()
-	case c == '[':
-		return d.array()
-	case c == '"':
-		return d.str()
-	case c == 't':
-		return d.literal("true", true)
-	case c == 'f':
-		return d.literal("false", false)
-	case c == 'n':
-		return d.literal("null", nil)
-	case c == '-' || (c >= '0' && c <= '9'):
-		return d.number()
-	default:
-		return nil, d.errorf("unexpected character %q", c)
-	}
-}
-
-func (d *decoder) literal(word string, v any) (any, error) {
-	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
-		return nil, d.errorf("invalid literal")
-	}
-	d.pos += len(word)
-	return v, nil
-}
-
-func (d *decoder) enter() error {
-	if d.depth++; d.depth > MaxDepth {
-		return fmt.Errorf("%w at offset %d: %w", ErrSyntax, d.pos, ErrTooDeep)
-	}
-	return nil
-}
-
-func (d *decoder) object() (any, error) {
-	if err := d.enter(); err != nil {
-		return nil, err
-	}
-	defer func() { d.depth-- }()
-	d.pos++
-	m := map[string]any{}
-	d.space()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		return m, nil
-	}
-	for {
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.errorf("expected a property name")
+	case BeginArray:
+		a := []any{}
+		for {
+			it, err := s.Next()
+			if err != nil {
+				return nil, err
+			}
+			if it.Kind == EndArray {
+				return a, nil
+			}
+			v, err := decodeValue(s, it)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
 		}
-		k, err := d.str()
-		if err != nil {
-			return nil, err
-		}
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.errorf("expected ':'")
-		}
-		d.pos++
-		d.space()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := m[k]; dup && strings.ContainsRune(k, utf8.RuneError) {
-			return nil, fmt.Errorf("%w at offset %d: %w", ErrSyntax, d.pos, ErrMergedNames)
-		}
-		m[k] = v
-		d.space()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("unexpected end in object")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return m, nil
-		default:
-			return nil, d.errorf("expected ',' or '}'")
-		}
+	case String:
+		v, _, err := ReadString(s.Data(), t.Start, false)
+		return v, err
+	case Number:
+		return json.Number(s.Data()[t.Start:t.End]), nil
+	case True:
+		return true, nil
+	case False:
+		return false, nil
+	case Null:
+		return nil, nil
 	}
-}
-
-func (d *decoder) array() (any, error) {
-	if err := d.enter(); err != nil {
-		return nil, err
-	}
-	defer func() { d.depth-- }()
-	d.pos++
-	a := []any{}
-	d.space()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		return a, nil
-	}
-	for {
-		d.space()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		a = append(a, v)
-		d.space()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("unexpected end in array")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			return a, nil
-		default:
-			return nil, d.errorf("expected ',' or ']'")
-		}
-	}
-}
-
-func (d *decoder) number() (any, error) {
-	end, _, err := ScanNumber(d.data, d.pos)
-	if err != nil {
-		return nil, err
-	}
-	n := json.Number(d.data[d.pos:end])
-	d.pos = end
-	return n, nil
-}
-
-func (d *decoder) str() (string, error) {
-	s, end, err := ReadString(d.data, d.pos, false)
-	d.pos = end
-	return s, err
+	return nil, s.Errorf("unexpected token")
 }
 
 // ErrLoneSurrogate is returned by ReadString in strict mode for an

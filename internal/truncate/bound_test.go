@@ -32,6 +32,10 @@ func TestCountValues(t *testing.T) {
 	if got := countValues([]byte(`[1,2,3,4,5,6]`), 3); got != 4 {
 		t.Errorf("countValues stops once over the limit: got %d, want 4", got)
 	}
+	big := repeatedArray(100, 100)
+	if a := testing.AllocsPerRun(10, func() { countValues(big, MaxValues) }); a != 0 {
+		t.Errorf("countValues allocates %v times a run, want none", a)
+	}
 }
 
 // allocatedBy returns the bytes f allocates.

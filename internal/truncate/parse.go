@@ -1,162 +1,97 @@
 package truncate
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
 
-// parse builds the node tree of compact JSON text (json.Compact's output:
-// valid, no white space outside strings). It refuses text of more than
-// MaxValues values before building anything: the tree costs 100 to 170
-// bytes a value, so the cap bounds the memory truncation takes.
+	"github.com/ptcrun/ptc/internal/jsonval"
+)
+
+// parse builds the node tree of JSON text (json.Compact's output in
+// practice). It refuses text of more than MaxValues values before
+// building anything: the tree costs 100 to 170 bytes a value, so the cap
+// bounds the memory truncation takes.
 func parse(data []byte) (*node, error) {
 	if n := countValues(data, MaxValues); n > MaxValues {
 		return nil, &TooManyValuesError{Max: MaxValues}
 	}
-	p := &parser{data: data}
-	n, err := p.value(0)
+	s := jsonval.NewScanner(data, MaxDepth)
+	t, err := s.Next()
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
-	if p.pos != len(data) {
-		return nil, fmt.Errorf("%w: data after the value", ErrInvalid)
+	n, err := build(s, t)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if _, err := s.Next(); err != nil {
+		return nil, invalid(err)
 	}
 	return n, nil
 }
 
-type parser struct {
-	data []byte
-	pos  int
+// invalid wraps a scanner's error in ErrInvalid.
+func invalid(err error) error {
+	if errors.Is(err, jsonval.ErrTooDeep) {
+		return fmt.Errorf("%w: nested deeper than %d", ErrInvalid, MaxDepth)
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-func (p *parser) value(depth int) (*node, error) {
-	if depth > MaxDepth {
-		return nil, fmt.Errorf("%w: nested deeper than %d", ErrInvalid, MaxDepth)
-	}
-	if p.pos >= len(p.data) {
-		return nil, ErrInvalid
-	}
-	start := p.pos
-	switch p.data[p.pos] {
-	case '"':
-		if err := p.skipString(); err != nil {
-			return nil, err
-		}
-		return &node{kind: kindString, raw: p.data[start:p.pos]}, nil
-	case '[':
+// build makes the node of the value that starts with token t; a node's raw
+// text is its span of data, as written.
+func build(s *jsonval.Scanner, t jsonval.Token) (*node, error) {
+	data := s.Data()
+	switch t.Kind {
+	case jsonval.BeginArray, jsonval.BeginObject:
 		n := &node{kind: kindArray}
-		p.pos++
-		if p.peek() == ']' {
-			p.pos++
-		} else {
-			for {
-				k, err := p.value(depth + 1)
-				if err != nil {
+		if t.Kind == jsonval.BeginObject {
+			n.kind = kindObject
+		}
+		for {
+			k, err := s.Next()
+			if err != nil {
+				return nil, err
+			}
+			if k.Kind == jsonval.EndArray || k.Kind == jsonval.EndObject {
+				n.raw = data[t.Start:k.End]
+				return n, nil
+			}
+			if k.Kind == jsonval.Key {
+				n.keys = append(n.keys, data[k.Start:k.End])
+				if k, err = s.Next(); err != nil {
 					return nil, err
-				}
-				n.kids = append(n.kids, k)
-				if c := p.next(); c == ']' {
-					break
-				} else if c != ',' {
-					return nil, ErrInvalid
 				}
 			}
-		}
-		n.raw = p.data[start:p.pos]
-		return n, nil
-	case '{':
-		n := &node{kind: kindObject}
-		p.pos++
-		if p.peek() == '}' {
-			p.pos++
-		} else {
-			for {
-				ks := p.pos
-				if p.peek() != '"' {
-					return nil, ErrInvalid
-				}
-				if err := p.skipString(); err != nil {
-					return nil, err
-				}
-				n.keys = append(n.keys, p.data[ks:p.pos])
-				if p.next() != ':' {
-					return nil, ErrInvalid
-				}
-				k, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				n.kids = append(n.kids, k)
-				if c := p.next(); c == '}' {
-					break
-				} else if c != ',' {
-					return nil, ErrInvalid
-				}
+			kid, err := build(s, k)
+			if err != nil {
+				return nil, err
 			}
+			n.kids = append(n.kids, kid)
 		}
-		n.raw = p.data[start:p.pos]
-		return n, nil
+	case jsonval.String:
+		return &node{kind: kindString, raw: data[t.Start:t.End]}, nil
 	}
-	// A number or a literal runs to the next delimiter.
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ',', ']', '}':
-			return &node{kind: kindAtom, raw: p.data[start:p.pos]}, nil
-		}
-		p.pos++
-	}
-	return &node{kind: kindAtom, raw: p.data[start:p.pos]}, nil
+	return &node{kind: kindAtom, raw: data[t.Start:t.End]}, nil
 }
 
-func (p *parser) peek() byte {
-	if p.pos < len(p.data) {
-		return p.data[p.pos]
-	}
-	return 0
-}
-
-func (p *parser) next() byte {
-	c := p.peek()
-	p.pos++
-	return c
-}
-
-// skipString moves past the string literal at p.pos.
-func (p *parser) skipString() error {
-	i := p.pos + 1
-	for i < len(p.data) {
-		switch p.data[i] {
-		case '\\':
-			i += 2
-			continue
-		case '"':
-			p.pos = i + 1
-			return nil
-		}
-		i++
-	}
-	return ErrInvalid
-}
-
-// countValues counts the values of compact JSON text, stopping once the
-// count is over limit. Every value but the first follows a comma or opens a
-// non-empty container's first item or entry (an object's commas and first
-// entries each stand for one value, its keys are not counted), so the count
-// is 1 + commas + non-empty containers, all outside strings.
+// countValues counts the values of JSON text (numbers, strings, literals,
+// arrays and objects; property names are not values), stopping once the
+// count is over limit, without allocating (for text nested up to 64
+// levels). Text that is not JSON counts
+// the values before the fault (parse then refuses it).
 func countValues(data []byte, limit int) int {
-	n := 1
-	for i := 0; i < len(data) && n <= limit; i++ {
-		switch data[i] {
-		case '"':
-			// Skip the string; a backslash skips the byte after it.
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
-				}
-			}
-		case ',':
+	s := jsonval.NewScanner(data, MaxDepth)
+	n := 0
+	for n <= limit {
+		t, err := s.Next()
+		if err != nil || t.Kind == jsonval.End {
+			break
+		}
+		switch t.Kind {
+		case jsonval.EndArray, jsonval.EndObject, jsonval.Key:
+		default:
 			n++
-		case '[', '{':
-			if i+1 < len(data) && data[i+1] != ']' && data[i+1] != '}' {
-				n++
-			}
 		}
 	}
 	return n

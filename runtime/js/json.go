@@ -1,9 +1,12 @@
 package js
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dop251/goja"
+
+	"github.com/ptcrun/ptc/internal/jsonval"
 )
 
 // JSON.parse and JSON.stringify recurse once per level of nesting, in Go:
@@ -14,7 +17,7 @@ import (
 // replacer function or property list, indentation, toJSON, wrapper
 // objects, cycles (TypeError), BigInt (TypeError) — and throw a catchable
 // RangeError past maxJSONDepth levels. JSON.parse checks the nesting of
-// the text before it parses it. JSON.parse (jsonvalue.go), the reviver
+// the text as it parses it. JSON.parse (jsonvalue.go), the reviver
 // walk and JSON.stringify are ptc's own: goja's JSON.parse goes through
 // encoding/json, which turns unpaired surrogate escapes into U+FFFD and
 // refuses 1e400 with Go's own error text. The engine converts tool
@@ -43,29 +46,6 @@ func (x *exec) guardJSON() {
 	x.method(obj, "stringify", func(call goja.FunctionCall, _ func(goja.FunctionCall) goja.Value) goja.Value {
 		return x.stringifyJS(call.Argument(0), call.Argument(1), call.Argument(2))
 	})
-}
-
-// checkJSONDepth throws a RangeError if text nests more than maxJSONDepth
-// levels. JSON has no lexical ambiguity: brackets outside strings are
-// nesting.
-func (x *exec) checkJSONDepth(text []byte) {
-	depth := 0
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '"':
-			for i++; i < len(text) && text[i] != '"'; i++ {
-				if text[i] == '\\' {
-					i++
-				}
-			}
-		case '[', '{':
-			if depth++; depth > maxJSONDepth {
-				x.throwRange(fmt.Sprintf("JSON.parse: the text nests more than %d levels deep", maxJSONDepth))
-			}
-		case ']', '}':
-			depth--
-		}
-	}
 }
 
 // revive is InternalizeJSONProperty: it walks holder[name] depth first,
@@ -106,8 +86,10 @@ func (x *exec) revive(reviver goja.Callable, holder *goja.Object, name jsonKey, 
 // text that is not JSON, a RangeError for text nested too deep.
 func (x *exec) parseText(text goja.String) goja.Value {
 	data, wtf := jsonText(text)
-	x.checkJSONDepth(data)
 	v, err := decodeJSON(x.vm, x, data, wtf, nil)
+	if errors.Is(err, jsonval.ErrTooDeep) {
+		x.throwRange(fmt.Sprintf("JSON.parse: the text nests more than %d levels deep", maxJSONDepth))
+	}
 	if err != nil {
 		panic(x.intrinsicError(x.jsonSyntaxError, "JSON.parse: "+err.Error()))
 	}

@@ -47,7 +47,7 @@ func jsonText(s goja.String) ([]byte, bool) {
 // encoded), and returns the offset just after the closing quote. Other
 // invalid UTF-8 becomes U+FFFD.
 func readUTF16(data []byte, pos int, wtf bool) ([]uint16, int, error) {
-	syntax := func(i int, msg string) error { return fmt.Errorf("%w at offset %d: %s", errJSON, i, msg) }
+	syntax := func(i int, msg string) error { return fmt.Errorf("%w at offset %d: %s", jsonval.ErrSyntax, i, msg) }
 	var u []uint16
 	i := pos + 1
 	for i < len(data) {

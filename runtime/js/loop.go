@@ -13,6 +13,7 @@ import (
 
 	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -370,7 +371,7 @@ func (x *exec) deliver(c completion) error {
 	v, err := x.fromJSON(c.out)
 	if err != nil {
 		msg := "tool returned invalid JSON"
-		if errors.Is(err, errJSONDepth) {
+		if errors.Is(err, jsonval.ErrTooDeep) {
 			msg = fmt.Sprintf("tool returned JSON nested more than %d levels deep", maxJSONDepth)
 		}
 		return c.reject(x.callError(&bridge.CallError{Name: bridge.NameToolError, Code: tools.CodeInvalidOutput, Message: msg}, c.site))
