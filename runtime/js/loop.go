@@ -210,11 +210,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 			return out
 		}
 		if c, ok := x.flush(); ok {
-			if err := x.deliver(c); err != nil {
-				out.Err = x.classify(err)
-				if x.expired() && out.Err.Kind == fault.KindScript {
-					out.Err = x.ctxError()
-				}
+			if out.Err = x.settle(c); out.Err != nil {
 				return out
 			}
 			continue
@@ -228,11 +224,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 				out.Err = x.ctxError()
 				return out
 			}
-			if err := x.deliver(c); err != nil {
-				out.Err = x.classify(err)
-				if x.expired() && out.Err.Kind == fault.KindScript {
-					out.Err = x.ctxError()
-				}
+			if out.Err = x.settle(c); out.Err != nil {
 				return out
 			}
 			continue
@@ -248,11 +240,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 		select {
 		case c := <-x.done:
 			x.pending--
-			if err := x.deliver(c); err != nil {
-				out.Err = x.classify(err)
-				if x.expired() && out.Err.Kind == fault.KindScript {
-					out.Err = x.ctxError()
-				}
+			if out.Err = x.settle(c); out.Err != nil {
 				return out
 			}
 		case <-x.ctx.Done():
@@ -358,6 +346,21 @@ func (x *exec) ctxError() *fault.Error {
 func (x *exec) timeoutError() *fault.Error {
 	return fault.Breach(fault.KindTimeout, x.job.Limits.Timeout.Nanoseconds(), time.Since(x.began).Nanoseconds(),
 		"the script did not finish within its %s time limit", x.job.Limits.Timeout)
+}
+
+// settle delivers a finished tool call and returns the error that ends
+// the execution if delivering it did: what the script threw, or the limit
+// that ran out while it ran (a script error raised by an expired context
+// is the timeout, not the script's).
+func (x *exec) settle(c completion) *fault.Error {
+	err := x.deliver(c)
+	if err == nil {
+		return nil
+	}
+	if fe := x.classify(err); !x.expired() || fe.Kind != fault.KindScript {
+		return fe
+	}
+	return x.ctxError()
 }
 
 // deliver settles the promise of a finished tool call; the promise job
