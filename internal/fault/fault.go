@@ -13,6 +13,8 @@
 package fault
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -177,6 +179,21 @@ func Breach(k Kind, limit, observed int64, format string, args ...any) *Error {
 // Reject returns a request error with code c and a formatted message.
 func Reject(c Code, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// FromContext returns the request error of a call that ended with its
+// context: CANCELLED for context.Canceled, DEADLINE_EXCEEDED for
+// context.DeadlineExceeded (and UNKNOWN otherwise), with err as the cause
+// so that errors.Is(e, context.Canceled) holds.
+func FromContext(err error) *Error {
+	c := CodeUnknown
+	switch {
+	case errors.Is(err, context.Canceled):
+		c = CodeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		c = CodeDeadlineExceeded
+	}
+	return &Error{Code: c, Message: err.Error(), Cause: err}
 }
 
 // Because sets the error's Reason and returns it.

@@ -1,7 +1,9 @@
 package fault
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -57,6 +59,23 @@ func TestCodeNames(t *testing.T) {
 	for c, want := range map[Code]string{CodeOK: "OK", CodeCanceled: "CANCELLED", CodeUnauthenticated: "UNAUTHENTICATED", 99: "CODE_99"} {
 		if c.String() != want {
 			t.Errorf("%d: %q, want %q", uint32(c), c.String(), want)
+		}
+	}
+}
+
+func TestFromContext(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Code
+	}{
+		{context.Canceled, CodeCanceled},
+		{context.DeadlineExceeded, CodeDeadlineExceeded},
+		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), CodeDeadlineExceeded},
+		{errors.New("something else"), CodeUnknown},
+	} {
+		e := FromContext(tc.err)
+		if e.Code != tc.want || e.Kind != KindUnspecified || !errors.Is(e, tc.err) || e.Message != tc.err.Error() {
+			t.Errorf("FromContext(%v) = %+v, want code %v with the error as its cause", tc.err, e, tc.want)
 		}
 	}
 }

@@ -162,9 +162,9 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 // metrics. It is the entry point of front ends other than gRPC (the MCP
 // server). A request that cannot run is a *fault.Error with a Code.
 func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *fault.Error) {
-	tenant, err := s.applyTenant(ctx, &req)
-	if err != nil {
-		return nil, wire.ErrorFromStatus(err)
+	tenant, ferr := s.applyTenant(ctx, &req)
+	if ferr != nil {
+		return nil, ferr
 	}
 	p, ferr := s.exec.PrepareContext(ctx, req, tenant.ceilings())
 	if ferr != nil {
@@ -172,9 +172,9 @@ func (s *Server) Run(ctx context.Context, req core.Request) (*core.Result, *faul
 	}
 	ectx, done := s.execContext(ctx)
 	defer done()
-	release, err := s.admit(ectx, p, tenant)
-	if err != nil {
-		return nil, wire.ErrorFromStatus(err)
+	release, ferr := s.admit(ectx, p, tenant)
+	if ferr != nil {
+		return nil, ferr
 	}
 	defer release()
 	res := s.exec.Run(ectx, p)
@@ -206,10 +206,10 @@ func (s *Server) Resume(ctx context.Context, in *ptcv1.ResumeRequest) (*ptcv1.Re
 	release, done := func() {}, func() {}
 	if !p.Retry() {
 		ectx, end := s.execContext(ctx)
-		rel, err := s.admit(ectx, p, tenant)
-		if err != nil {
+		rel, ferr := s.admit(ectx, p, tenant)
+		if ferr != nil {
 			end()
-			return nil, err
+			return nil, wire.Status(ferr)
 		}
 		s.detached.Add(1)
 		release, done = rel, func() { end(); s.detached.Done() }

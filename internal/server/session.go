@@ -90,9 +90,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	if len(req.ClientTools) > 0 {
 		return status.Error(codes.InvalidArgument, "a Session takes its client tools in SessionStart.client_tools, not in execute.client_tools")
 	}
-	tenant, err := s.applyTenant(stream.Context(), &req)
-	if err != nil {
-		return err
+	tenant, ferr := s.applyTenant(stream.Context(), &req)
+	if ferr != nil {
+		return wire.Status(ferr)
 	}
 	ss := &session{
 		stream:    stream,
@@ -130,9 +130,9 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 
 	ectx, done := s.execContext(stream.Context())
 	defer done()
-	release, err := s.admit(ectx, p, tenant)
-	if err != nil {
-		return err
+	release, ferr := s.admit(ectx, p, tenant)
+	if ferr != nil {
+		return wire.Status(ferr)
 	}
 	defer release()
 	ctx, cancel := context.WithCancelCause(ectx)

@@ -7,7 +7,6 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
@@ -17,7 +16,6 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/telemetry"
-	"github.com/ptcrun/ptc/internal/wire"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -46,7 +44,7 @@ func (t tenantOf) name() string {
 // carries one): every allowed tool must be in the tenant's set, and an
 // empty allowed_tools becomes the tenant's set. The tenant's limit
 // ceilings are applied by Prepare.
-func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, error) {
+func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, *fault.Error) {
 	t, ok := auth.FromContext(ctx)
 	if !ok {
 		return tenantOf{}, nil
@@ -58,8 +56,8 @@ func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, 
 	if len(req.AllowedTools) > 0 {
 		for _, n := range req.AllowedTools {
 			if !t.AllowsTool(n) {
-				return tenantOf{}, wire.Status(fault.Reject(fault.CodePermissionDenied,
-					"allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", n, t.Name))
+				return tenantOf{}, fault.Reject(fault.CodePermissionDenied,
+					"allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", n, t.Name)
 			}
 		}
 		return tenantOf{t}, nil
@@ -78,8 +76,9 @@ func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, 
 }
 
 // admit waits for an admission slot for p. The release func must be
-// called when the execution ends.
-func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (func(), error) {
+// called when the execution ends. A request not admitted is
+// RESOURCE_EXHAUSTED with a retry delay, or the error of ctx ending first.
+func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (func(), *fault.Error) {
 	if s.adm == nil {
 		return func() {}, nil
 	}
@@ -105,9 +104,9 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 			if s.metrics != nil {
 				s.metrics.ObserveRejected(r.Reason)
 			}
-			return nil, RejectedStatus(r)
+			return nil, &fault.Error{Code: fault.CodeResourceExhausted, Message: r.Error(), RetryAfter: r.RetryAfter}
 		}
-		return nil, status.FromContextError(err).Err()
+		return nil, fault.FromContext(err)
 	}
 	p.SetQueueTime(waited)
 	if s.metrics != nil {
@@ -119,12 +118,6 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 // OutcomePaused is the outcome label of a resumable execution that paused
 // for its caller.
 const OutcomePaused = telemetry.OutcomeRequiresAction
-
-// RejectedStatus is the RESOURCE_EXHAUSTED status of a request refused by
-// admission control, with a google.rpc.RetryInfo detail.
-func RejectedStatus(r *admission.Rejected) error {
-	return wire.Status(&fault.Error{Code: fault.CodeResourceExhausted, Message: r.Error(), RetryAfter: r.RetryAfter})
-}
 
 // observe records a finished execution in the metrics and its id and
 // outcome in the call's log record.
