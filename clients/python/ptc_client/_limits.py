@@ -33,7 +33,7 @@ class Limits:
     max_tool_calls: int = 0
     """Tool calls (TOOL_CALL_LIMIT when the rejected call is uncaught)."""
     max_concurrent_tool_calls: int = 0
-    """Calls in flight at once; more wait."""
+    """Calls in flight at once (16 by default, at most 256); more wait for a slot."""
     max_output_bytes: int = 0
     """Size of the result JSON (OUTPUT_LIMIT, or truncation with overflow="truncate")."""
     max_log_bytes: int = 0

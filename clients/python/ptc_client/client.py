@@ -188,7 +188,9 @@ class Client:
         this process: each call of the script to one of them runs its
         handler on a thread of a pool (concurrently with the others; async
         handlers on an event loop of their own) and the answer goes back
-        into the script as soon as it is ready. A handler's ToolError fails
+        into the script as soon as it is ready (at most
+        limits max_concurrent_tool_calls, 16 by default, of the script's
+        calls are in flight at once; further calls wait). A handler's ToolError fails
         the call with its code, any other exception with "tool_failed", a
         result that is not JSON with "invalid_output". Console lines go to
         on_log as they happen (if it raises, the execution is cancelled and

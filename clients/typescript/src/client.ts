@@ -48,7 +48,12 @@ export interface ClientOptions {
 
 /** RunOptions describe one execution whose client tools this process serves. */
 export interface RunOptions extends ExecuteOptions {
-  /** tools are the client tools the script may call besides the server's. */
+  /**
+   * tools are the client tools the script may call besides the server's.
+   * Their handlers run concurrently, but at most limits.maxConcurrentToolCalls
+   * (16 by default) of the script's calls are in flight at once: further
+   * calls wait for a slot.
+   */
   tools?: readonly ClientTool[];
   /** onLog receives each console line live. If it throws, the execution is cancelled and run rejects with its error. */
   onLog?: (entry: LogEntry) => void;
