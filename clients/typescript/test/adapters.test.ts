@@ -7,9 +7,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Agent, RunContext, Runner, ToolCallError, Usage, setTracingDisabled, type Model, type ModelResponse } from "@openai/agents";
-import { generateText } from "ai";
+import { generateText, stepCountIs, type StopCondition, type ToolSet } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
-import { CancelledError, Client, RequestError } from "@ptcrun/client";
+import { CancelledError, Client, PtcError, RequestError } from "@ptcrun/client";
 import { ptcTool, ptcTools } from "@ptcrun/client/ai";
 import { ptcAgentTool } from "@ptcrun/client/openai-agents";
 import { repoRoot, startPtcd, type Ptcd } from "./ptcd.js";
@@ -123,6 +123,25 @@ describe("Vercel AI SDK", () => {
     assert.equal((out as { ok: boolean }).ok, false);
     assert.equal((out as { kind: string }).kind, "SCRIPT_ERROR");
     assert.match((out as { error: string }).error, /nope/);
+  });
+
+  test("a transport error is the step's tool-error, and stopWhen can end the loop on it", async () => {
+    const own = await startPtcd({ demoTools: true });
+    const c = new Client(own.addr);
+    try {
+      const tools = await ptcTools({ client: c });
+      await own.stop("SIGKILL"); // the server is gone before the model's call
+      const harnessError: StopCondition<ToolSet> = ({ steps }) =>
+        steps.at(-1)?.content.some((p) => p.type === "tool-error" && p.error instanceof PtcError) ?? false;
+      const out = await generateText({ model: scriptedModel("run_script", "return 1"), tools, prompt: "go", stopWhen: [stepCountIs(5), harnessError] });
+      assert.equal(out.steps.length, 1);
+      const part = out.steps[0].content.find((p) => p.type === "tool-error");
+      assert.ok(part?.type === "tool-error" && part.error instanceof RequestError, `want a RequestError, got ${String(part)}`);
+      assert.equal(part.error.codeName, "UNAVAILABLE");
+    } finally {
+      c.close();
+      await own.stop();
+    }
   });
 
   test("the SDK's abort signal cancels the execution", async () => {
