@@ -7,7 +7,8 @@ programmatic tool calling. See docs/clients.md in the ptc repository.
 - Cancellation: stops an execution from any thread.
 - Errors: InvalidRequestError (nothing sent), RequestError (a gRPC status),
   ContinuationError (resume refused a continuation, with its kind),
-  ConnectionLostError (the server went away mid-execution), CancelledError;
+  ConnectionLostError (the server went away mid-execution), CancelledError,
+  ClientClosedError (a call after close());
   a failed script is a Result whose error is an ExecutionError of a kind.
 - Durable executions: execute(..., resumable=True) may pause (Result
   .requires_action, pending_actions, continuation); resume(continuation,
@@ -23,6 +24,7 @@ from .client import Client
 from .durable import Answer, ApprovalContext, PendingAction
 from .errors import (
     CancelledError,
+    ClientClosedError,
     ConnectionLostError,
     ContinuationError,
     ExecutionError,
@@ -41,6 +43,7 @@ __all__ = [
     "Cancellation",
     "CancelledError",
     "Client",
+    "ClientClosedError",
     "ClientTool",
     "ConnectionLostError",
     "ContinuationError",

@@ -4,13 +4,15 @@ channel and belongs to the event loop it was created on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 import grpc
 import grpc.aio
 
+from ._calls import Calls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
@@ -53,10 +55,25 @@ class AsyncClient:
             self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
         self._stub = pb_grpc.RunnerServiceStub(self._channel)
         self._metadata = call_metadata(token, metadata)
+        self._calls = Calls()
 
     async def close(self) -> None:
-        """close closes the channel; calls in flight fail."""
-        await self._channel.close()
+        """close refuses further calls: they raise ClientClosedError,
+        sending nothing. Calls in flight (other tasks) run to completion;
+        the channel closes when the last of them ends, at once when none is
+        in flight. Closing twice does nothing."""
+        if self._calls.close():
+            await self._channel.close()
+
+    @contextlib.asynccontextmanager
+    async def _call(self) -> AsyncIterator[None]:
+        """_call brackets one call on the channel (see close)."""
+        self._calls.begin()
+        try:
+            yield
+        finally:
+            if self._calls.end():
+                await self._channel.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -75,10 +92,11 @@ class AsyncClient:
     ) -> ToolList:
         """list_tools describes the server's tools (see Client.list_tools)."""
         req = pb.ListToolsRequest(query=query, limit=limit, names=list(names or []), include_typescript=include_typescript)
-        try:
-            return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
-        except grpc.aio.AioRpcError as e:
-            raise request_error(e) from e
+        async with self._call():
+            try:
+                return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
+            except grpc.aio.AioRpcError as e:
+                raise request_error(e) from e
 
     async def execute(
         self,
@@ -110,6 +128,10 @@ class AsyncClient:
         return await self._unary(self._stub.Resume, req, cancel, _execution_of)
 
     async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+        async with self._call():
+            return await self._unary_call(method, req, cancel, convert)
+
+    async def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
         loop = asyncio.get_running_loop()
         call = method(req, metadata=self._metadata)
         unsubscribe = cancel._subscribe(lambda _: loop.call_soon_threadsafe(call.cancel)) if cancel is not None else None
@@ -166,7 +188,8 @@ class AsyncClient:
         # Threads start only for plain-function handlers that are called.
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
-            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool).run(start)
+            async with self._call():
+                return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 

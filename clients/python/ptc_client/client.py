@@ -3,6 +3,7 @@ ptcd server and is safe to share between threads."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import grpc
 
+from ._calls import Calls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
@@ -70,10 +72,25 @@ class Client:
             self._channel = grpc.secure_channel(target, credentials, options=opts)
         self._stub = pb_grpc.RunnerServiceStub(self._channel)
         self._metadata = call_metadata(token, metadata)
+        self._calls = Calls()
 
     def close(self) -> None:
-        """close closes the channel; calls in flight fail."""
-        self._channel.close()
+        """close refuses further calls: they raise ClientClosedError,
+        sending nothing. Calls in flight (on other threads) run to
+        completion; the channel closes when the last of them ends, at once
+        when none is in flight. Closing twice does nothing."""
+        if self._calls.close():
+            self._channel.close()
+
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        """_call brackets one call on the channel (see close)."""
+        self._calls.begin()
+        try:
+            yield
+        finally:
+            if self._calls.end():
+                self._channel.close()
 
     def __enter__(self) -> Client:
         return self
@@ -93,10 +110,11 @@ class Client:
         """list_tools describes the server's tools, ranked by query when
         given, with TypeScript declarations when include_typescript."""
         req = pb.ListToolsRequest(query=query, limit=limit, names=list(names or []), include_typescript=include_typescript)
-        try:
-            return tool_list_from_pb(self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
-        except grpc.RpcError as e:
-            raise request_error(e) from e
+        with self._call():
+            try:
+                return tool_list_from_pb(self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
+            except grpc.RpcError as e:
+                raise request_error(e) from e
 
     def execute(
         self,
@@ -156,6 +174,10 @@ class Client:
         return self._unary(self._stub.Resume, req, cancel, _execution_of)
 
     def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+        with self._call():
+            return self._unary_call(method, req, cancel, convert)
+
+    def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
         future = method.future(req, metadata=self._metadata)
         unsubscribe = cancel._subscribe(lambda _: future.cancel()) if cancel is not None else None
         try:
@@ -227,7 +249,8 @@ class Client:
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
+        with self._call():
+            return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
 
 
 def _unary_request(source: str | None, tools: Iterable[ClientTool] | None, options: dict[str, Any]) -> pb.ExecuteRequest:

@@ -9,6 +9,7 @@ callers branch with ``except``, never on message text:
   expired, used already, ...): a RequestError with a kind.
 - ConnectionLostError: the connection ended before the execution's result arrived.
 - CancelledError: the caller cancelled the execution.
+- ClientClosedError: the call was made after close(); nothing was sent.
 - ExecutionError: the script failed (kind SCRIPT_ERROR, TIMEOUT, ...). It is
   Result.error, and raised only by Result.unwrap().
 - ToolError: raised by a client tool handler to fail the call with a code.
@@ -125,6 +126,17 @@ class CancelledError(PtcError):
         super().__init__("ptc: the execution was cancelled by the caller" + (f": {reason}" if reason else ""))
         self.reason = reason
         self.result = result
+
+
+class ClientClosedError(PtcError):
+    """ClientClosedError means a call was made after the client's close():
+    nothing was sent. Calls started before close() run to completion."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "ptc: the client is closed: calls made after close() are refused "
+            "(calls started before it run to completion); create a new client"
+        )
 
 
 class ExecutionError(PtcError):

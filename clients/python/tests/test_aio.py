@@ -16,6 +16,7 @@ from demo import demo_tools
 from ptc_client import (
     AsyncClient,
     CancelledError,
+    ClientClosedError,
     Cancellation,
     ClientTool,
     ConnectionLostError,
@@ -235,3 +236,26 @@ def test_server_killed_while_a_client_tool_call_is_pending():
         assert err.pending_tool_calls == 1
     finally:
         srv.stop(signal.SIGKILL)
+
+
+def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server):
+    async def main():
+        c = AsyncClient(plain_server.addr)
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def wait(args):
+            entered.set()
+            await release.wait()
+            return "finished"
+
+        running = asyncio.ensure_future(c.run("return await tools.wait({})", tools=[ClientTool("wait", wait)]))
+        await entered.wait()
+        await c.close()
+        await c.close()  # twice is harmless
+        for call in (c.execute("return 1"), c.run("return 1"), c.list_tools(), c.resume("abc", [])):
+            with pytest.raises(ClientClosedError, match="client is closed"):
+                await call
+        release.set()
+        return (await running).value
+
+    assert run(main()) == "finished"

@@ -16,6 +16,7 @@ from ptc_client import (
     CancelledError,
     Cancellation,
     Client,
+    ClientClosedError,
     ClientTool,
     ConnectionLostError,
     ErrorKind,
@@ -428,3 +429,36 @@ def test_channel_options_override_the_receive_limit(demo_server):
     with Client(demo_server.addr, options=[("grpc.max_receive_message_length", 1 << 20)]) as c, pytest.raises(RequestError) as exc:
         c.execute("return 'x'.repeat(2 * 1024 * 1024)", limits={"max_output_bytes": 4 << 20})
     assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server):
+    c = Client(plain_server.addr)
+    entered, release = threading.Event(), threading.Event()
+    out: dict[str, object] = {}
+
+    def wait(args):
+        entered.set()
+        assert release.wait(WAIT)
+        return "finished"
+
+    def running():
+        out["run"] = c.run("return await tools.wait({})", tools=[ClientTool("wait", wait)]).value
+
+    th = threading.Thread(target=running)
+    th.start()
+    assert entered.wait(WAIT)
+    c.close()
+    c.close()  # twice is harmless
+    for name, call in [
+        ("execute", lambda: c.execute("return 1")),
+        ("run", lambda: c.run("return 1")),
+        ("list_tools", lambda: c.list_tools()),
+        ("resume", lambda: c.resume("abc", [])),
+    ]:
+        with pytest.raises(ClientClosedError, match="client is closed"):
+            call()
+    release.set()
+    th.join(WAIT)
+    assert out["run"] == "finished"
+    with pytest.raises(ClientClosedError):
+        c.execute("return 1")

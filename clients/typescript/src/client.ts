@@ -4,7 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { answersPB, type Answer, type ApprovalCallback } from "./durable.js";
-import { CancelledError, InvalidRequestError, requestError } from "./errors.js";
+import { CancelledError, ClientClosedError, InvalidRequestError, requestError } from "./errors.js";
 import {
   ListToolsRequestSchema,
   ResumeRequestSchema,
@@ -149,6 +149,9 @@ const defaultCancelGraceMs = 5000;
 export class Client {
   private readonly transport: Transport;
   private readonly metadata: grpc.Metadata;
+  /** closed is set by close(); active counts the calls started and not yet settled. */
+  private closed = false;
+  private active = 0;
 
   /** Create a client of the server at target, e.g. "127.0.0.1:7878". */
   constructor(target: string, options: ClientOptions = {}) {
@@ -162,9 +165,32 @@ export class Client {
     if (options.token !== undefined) this.metadata.set("authorization", `Bearer ${options.token}`);
   }
 
-  /** close closes the channel; calls in flight fail. */
+  /**
+   * close refuses further calls: they reject with ClientClosedError,
+   * sending nothing. Calls in flight run to completion; the channel closes
+   * when the last of them settles (at once when none is in flight).
+   * Closing twice does nothing.
+   */
   close(): void {
-    this.transport.close();
+    if (this.closed) return;
+    this.closed = true;
+    if (this.active === 0) this.transport.close();
+  }
+
+  /** track runs one call on the channel, or refuses it once the client is closed. */
+  private track<T>(call: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new ClientClosedError());
+    this.active++;
+    let p: Promise<T>;
+    try {
+      p = call();
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    return p.finally(() => {
+      this.active--;
+      if (this.closed && this.active === 0) this.transport.close();
+    });
   }
 
   /** listTools describes the server's tools. */
@@ -287,7 +313,7 @@ export class Client {
     }
     const grace = options.cancelGraceMs ?? defaultCancelGraceMs;
     if (!Number.isFinite(grace) || grace < 0) return Promise.reject(new InvalidRequestError("cancelGraceMs", "must be a non-negative number"));
-    return runSession(this.transport, start, {
+    return this.track(() => runSession(this.transport, start, {
       tools,
       onLog: options.onLog,
       onProgress: options.onProgress,
@@ -295,14 +321,14 @@ export class Client {
       signal: options.signal,
       cancelGraceMs: grace,
       metadata: this.metadata.clone(),
-    });
+    }));
   }
 
   /** unary makes one unary call that the signal cancels, converting its answer. */
   private unary<R, T>(signal: AbortSignal | undefined,
     start: (md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: R) => void) => grpc.ClientUnaryCall,
     convert: (res: R) => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return this.track(() => new Promise<T>((resolve, reject) => {
       if (signal?.aborted) {
         reject(new CancelledError(signal.reason));
         return;
@@ -322,6 +348,6 @@ export class Client {
         }
       });
       signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    }));
   }
 }

@@ -7,6 +7,7 @@
 //                        expired, used already, ...): a RequestError with a kind
 //   ConnectionLostError  the connection ended before the execution's result arrived
 //   CancelledError       the caller's AbortSignal ended the execution
+//   ClientClosedError    the call was made after Client.close(); nothing was sent
 //   ExecutionError       the script failed (kind SCRIPT_ERROR, TIMEOUT, ...): it
 //                        is Result.error, and thrown only by unwrap()
 //   ToolError            thrown by a client tool handler to fail the call with a code
@@ -184,6 +185,18 @@ function describeReason(reason: unknown): string {
   if (reason instanceof Error && reason.message) return `: ${reason.message}`;
   if (typeof reason === "string" && reason) return `: ${reason}`;
   return "";
+}
+
+/**
+ * ClientClosedError means a call was made after Client.close(): nothing
+ * was sent. Calls started before close() run to completion.
+ */
+export class ClientClosedError extends PtcError {
+  override name = "ClientClosedError";
+
+  constructor() {
+    super("ptc: the client is closed: calls made after close() are refused (calls started before it run to completion); create a new Client");
+  }
 }
 
 /**

@@ -25,6 +25,7 @@ export {
 } from "./durable.js";
 export {
   CancelledError,
+  ClientClosedError,
   ConnectionLostError,
   ContinuationError,
   InvalidRequestError,

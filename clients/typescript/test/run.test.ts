@@ -10,6 +10,7 @@ import { z } from "zod";
 import {
   CancelledError,
   Client,
+  ClientClosedError,
   ConnectionLostError,
   RequestError,
   ToolError,
@@ -445,5 +446,38 @@ describe("the server goes away", () => {
       c.close();
       await srv.stop("SIGKILL");
     }
+  });
+});
+
+describe("close", () => {
+  test("calls after close reject with ClientClosedError, calls in flight complete", async () => {
+    const c = new Client(plainSrv.addr);
+    const entered = deferred();
+    const release = deferred();
+    const running = c.run({
+      source: "return await tools.wait({})",
+      tools: [{ name: "wait", handler: async () => { entered.resolve(); await release.promise; return "finished"; } }],
+    });
+    const executing = c.execute({ source: "let x = 0; for (let i = 0; i < 2e5; i++) x += i; return x" });
+    await entered.promise;
+    c.close();
+    c.close(); // twice is harmless
+    const refused: Array<[string, Promise<unknown>]> = [
+      ["execute", c.execute({ source: "return 1" })],
+      ["run", c.run({ source: "return 1" })],
+      ["listTools", c.listTools()],
+      ["resume", c.resume("abc", [])],
+    ];
+    for (const [name, p] of refused) {
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof ClientClosedError, `${name}: ${String(e)}`);
+        assert.match(e.message, /client is closed/);
+        return true;
+      });
+    }
+    release.resolve();
+    assert.equal((await running).value, "finished");
+    assert.equal((await executing).ok, true);
+    await assert.rejects(c.execute({ source: "return 1" }), ClientClosedError);
   });
 });
