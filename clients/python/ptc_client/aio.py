@@ -7,7 +7,8 @@ import asyncio
 import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+import datetime
+from typing import Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 import grpc
 import grpc.aio
@@ -16,10 +17,11 @@ from ._calls import Calls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
-from ._request import execute_request
+from ._limits import Limits, LimitsDict
+from ._request import Language, Overflow, execute_request
 from ._serve import serve_async
 from .cancel import Cancellation
-from .client import _execution_of, _resume_request, _unary_request, check_progress, check_run
+from .client import _execution_of, _resume_request, add_client_tools, check_progress, check_run
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
 from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
@@ -104,14 +106,49 @@ class AsyncClient:
         *,
         tools: Iterable[ClientTool] | None = None,
         cancel: Cancellation | None = None,
-        **options: Any,
+        timeout: float | None = None,
+        resumable: bool = False,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """execute runs a script against the server's tools in one unary
         call; with resumable=True it may pause (see Client.execute)."""
-        req = _unary_request(source, tools, options)
+        req = execute_request(
+            source,
+            resumable=resumable,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
+        add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Execute, req, cancel, result_from_pb)
+        return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
 
     async def resume(
         self,
@@ -120,20 +157,21 @@ class AsyncClient:
         *,
         wasm_module: bytes | None = None,
         cancel: Cancellation | None = None,
+        timeout: float | None = None,
     ) -> Result:
         """resume goes on with a paused execution (see Client.resume)."""
         req = _resume_request(continuation, answers, wasm_module)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Resume, req, cancel, _execution_of)
+        return await self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
 
-    async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+    async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         async with self._call():
-            return await self._unary_call(method, req, cancel, convert)
+            return await self._unary_call(method, req, cancel, timeout, convert)
 
-    async def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+    async def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         loop = asyncio.get_running_loop()
-        call = method(req, metadata=self._metadata)
+        call = method(req, metadata=self._metadata, timeout=timeout)
         unsubscribe = cancel._subscribe(lambda _: loop.call_soon_threadsafe(call.cancel)) if cancel is not None else None
         try:
             return convert(await call)
@@ -162,7 +200,22 @@ class AsyncClient:
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
-        **options: Any,
+        timeout: float | None = None,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """run runs a script over a Session stream, serving ``tools`` from
         this process (see Client.run). Coroutine handlers run as tasks;
@@ -174,11 +227,28 @@ class AsyncClient:
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
         check_progress(on_progress, progress_values)
-        check_run(options, on_approval)
+        check_run(on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(source, **options)
+        execute = execute_request(
+            source,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
         execute.stream_logs = on_log is not None
         execute.stream_progress = on_progress is not None
         execute.progress_values = on_progress is not None and progress_values
@@ -189,7 +259,7 @@ class AsyncClient:
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
             async with self._call():
-                return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool).run(start)
+                return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool, timeout).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -212,10 +282,11 @@ class _AsyncSession:
         cancel: Cancellation | None,
         grace: float,
         executor: ThreadPoolExecutor,
+        timeout: float | None,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.on_progress = on_progress
-        self.cancel, self.grace, self.executor = cancel, grace, executor
+        self.cancel, self.grace, self.executor, self.timeout = cancel, grace, executor, timeout
         self.ended = threading.Event()
         self.write_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
@@ -243,7 +314,7 @@ class _AsyncSession:
     async def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
         loop = asyncio.get_running_loop()
-        call = self.stub.Session(metadata=self.metadata)
+        call = self.stub.Session(metadata=self.metadata, timeout=self.timeout)
         grace_handle: asyncio.TimerHandle | None = None
 
         def give_up() -> None:

@@ -7,7 +7,8 @@ import contextlib
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Sequence
+import datetime
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import grpc
 
@@ -15,7 +16,8 @@ from ._calls import Calls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
-from ._request import execute_request
+from ._limits import Limits, LimitsDict
+from ._request import Language, Overflow, execute_request
 from ._serve import serve_sync
 from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
@@ -34,7 +36,13 @@ class Client:
     before sending); a script that fails returns a Result with ok False and
     a classified error.
 
-    Execution options (keyword arguments of execute and run):
+    Every method takes timeout= (seconds, None for none): the call's gRPC
+    deadline. When it passes the call raises RequestError
+    DEADLINE_EXCEEDED and the server ends the execution; the script's own
+    time limit, which ends it with a TIMEOUT result the model can read, is
+    limits={"timeout": ...}.
+
+    Execution options (typed keyword arguments of execute and run):
     language ("javascript", "typescript", "wasm"), wasm_module,
     module_sha256, input (a JSON value), limits (Limits or dict),
     allowed_tools, no_server_tools (True gives the script no server tool,
@@ -122,7 +130,23 @@ class Client:
         *,
         tools: Iterable[ClientTool] | None = None,
         cancel: Cancellation | None = None,
-        **options: Any,
+        timeout: float | None = None,
+        resumable: bool = False,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """execute runs a script against the server's tools in one unary
         call. cancel cancels the call (raising CancelledError).
@@ -131,10 +155,29 @@ class Client:
         ``tools`` (their handlers are not used), or one that needs
         approval, pauses the execution — the Result has requires_action
         True, its pending_actions and a continuation — and resume goes on."""
-        req = _unary_request(source, tools, options)
+        req = execute_request(
+            source,
+            resumable=resumable,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
+        add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Execute, req, cancel, result_from_pb)
+        return self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
 
     def resume(
         self,
@@ -143,6 +186,7 @@ class Client:
         *,
         wasm_module: bytes | None = None,
         cancel: Cancellation | None = None,
+        timeout: float | None = None,
     ) -> Result:
         """resume goes on with a paused execution (a Result whose
         requires_action is True), on this server or any that shares its
@@ -171,14 +215,14 @@ class Client:
         req = _resume_request(continuation, answers, wasm_module)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Resume, req, cancel, _execution_of)
+        return self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
 
-    def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+    def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         with self._call():
-            return self._unary_call(method, req, cancel, convert)
+            return self._unary_call(method, req, cancel, timeout, convert)
 
-    def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
-        future = method.future(req, metadata=self._metadata)
+    def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
+        future = method.future(req, metadata=self._metadata, timeout=timeout)
         unsubscribe = cancel._subscribe(lambda _: future.cancel()) if cancel is not None else None
         try:
             return convert(future.result())
@@ -204,7 +248,22 @@ class Client:
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
-        **options: Any,
+        timeout: float | None = None,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """run runs a script over a Session stream, serving ``tools`` from
         this process: each call of the script to one of them runs its
@@ -238,11 +297,28 @@ class Client:
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
         check_progress(on_progress, progress_values)
-        check_run(options, on_approval)
+        check_run(on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(source, **options)
+        execute = execute_request(
+            source,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
         execute.stream_logs = on_log is not None
         execute.stream_progress = on_progress is not None
         execute.progress_values = on_progress is not None and progress_values
@@ -250,19 +326,15 @@ class Client:
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
         with self._call():
-            return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
+            return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads, timeout).run(start)
 
 
-def _unary_request(source: str | None, tools: Iterable[ClientTool] | None, options: dict[str, Any]) -> pb.ExecuteRequest:
-    """_unary_request checks and converts the request of execute."""
-    for k in ("on_log", "on_progress", "progress_values", "on_approval"):
-        if k in options:
-            raise InvalidRequestError(k, f"{k} needs run (a Session stream); a resumable execute pauses for approvals instead")
-    if tools is not None and options.get("resumable") is not True:
+def add_client_tools(req: pb.ExecuteRequest, tools: Iterable[ClientTool] | None, resumable: bool) -> None:
+    """add_client_tools declares the client tools of a resumable execute
+    (calls to them pause the execution), refusing them otherwise."""
+    if tools is not None and resumable is not True:
         raise InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable=True (calls to them pause the execution)")
-    req = execute_request(source, **options)
     req.client_tools.extend(t.definition for t in prepare_tools(tools, need_handlers=False).values())
-    return req
 
 
 def _resume_request(continuation: Any, answers: Sequence[Answer], wasm_module: bytes | None) -> pb.ResumeRequest:
@@ -286,10 +358,8 @@ def check_progress(on_progress: Any, progress_values: Any) -> None:
         raise InvalidRequestError("progress_values", "must be a bool")
 
 
-def check_run(options: dict[str, Any], on_approval: Any) -> None:
-    """check_run refuses what run cannot do."""
-    if options.get("resumable"):
-        raise InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks on_approval instead of pausing)")
+def check_run(on_approval: Any) -> None:
+    """check_run refuses an approval callback that cannot be called."""
     if on_approval is not None and not callable(on_approval):
         raise InvalidRequestError("on_approval", "must be callable")
 
@@ -313,10 +383,11 @@ class _Session:
         cancel: Cancellation | None,
         grace: float,
         threads: int,
+        timeout: float | None,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.on_progress = on_progress
-        self.cancel, self.grace, self.threads = cancel, grace, threads
+        self.cancel, self.grace, self.threads, self.timeout = cancel, grace, threads, timeout
         self.outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.ended = threading.Event()
         self.lock = threading.Lock()
@@ -349,7 +420,7 @@ class _Session:
     def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
         self.outbox.put(start)
-        call = self.stub.Session(self.requests(), metadata=self.metadata)
+        call = self.stub.Session(self.requests(), metadata=self.metadata, timeout=self.timeout)
         pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="ptc-tool")
         timer: threading.Timer | None = None
 

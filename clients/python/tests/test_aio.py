@@ -259,3 +259,14 @@ def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server
         return (await running).value
 
     assert run(main()) == "finished"
+
+
+@pytest.mark.parametrize("method", ["execute", "run"])
+def test_timeout_is_the_calls_deadline(demo_server, method):
+    async def main():
+        async with AsyncClient(demo_server.addr) as c:
+            with pytest.raises(RequestError) as exc:
+                await getattr(c, method)("while (true) {}", timeout=0.5, limits={"timeout": 10})
+            return exc.value.code
+
+    assert run(main()) == grpc.StatusCode.DEADLINE_EXCEEDED

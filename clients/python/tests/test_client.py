@@ -462,3 +462,19 @@ def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server
     assert out["run"] == "finished"
     with pytest.raises(ClientClosedError):
         c.execute("return 1")
+
+
+@pytest.mark.parametrize("method", ["execute", "run"])
+def test_timeout_is_the_calls_deadline(demo, method):
+    # timeout= bounds the call as in grpc (and list_tools): the server sees
+    # the deadline pass and ends the execution; the script's own limit is
+    # limits={"timeout": ...}.
+    with pytest.raises(RequestError) as exc:
+        getattr(demo, method)("while (true) {}", timeout=0.5, limits={"timeout": 10})
+    assert exc.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_resume_takes_a_timeout(demo):
+    with pytest.raises(RequestError) as exc:
+        demo.resume("not-a-continuation", [], timeout=30)
+    assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT or exc.value.code == grpc.StatusCode.FAILED_PRECONDITION
