@@ -4,21 +4,22 @@
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { answersPB, type Answer, type ApprovalCallback } from "./durable.js";
-import { CancelledError, ClientClosedError, InvalidRequestError, requestError } from "./errors.js";
+import { CancelledError, ClientClosedError, ConnectionLostError, InvalidRequestError, requestError } from "./errors.js";
 import {
   ListToolsRequestSchema,
   ResumeRequestSchema,
   SessionStartSchema,
   ToolDefinitionSchema,
+  type ExecuteResponse,
   type ListToolsResponse,
   type ResumeResponse,
 } from "./gen/ptc/v1/runner_pb.js";
 import type { ProgressEvent } from "./progress.js";
 import { executeRequestPB, type ExecuteOptions } from "./request.js";
-import { resultFromPB, type LogEntry, type Result } from "./result.js";
-import { Transport } from "./rpc.js";
+import { completed, resultFromPB, type CompletedResult, type LogEntry, type Result } from "./result.js";
+import { Transport, type Connected } from "./rpc.js";
 import type { JSONSchema } from "./schema.js";
-import { runSession } from "./session.js";
+import { lostCodes, runSession } from "./session.js";
 import { prepareTools, type ClientTool, type ClientToolDefinition } from "./tools.js";
 
 /**
@@ -47,7 +48,9 @@ export interface ClientOptions {
 }
 
 /** RunOptions describe one execution whose client tools this process serves. */
-export interface RunOptions extends ExecuteOptions {
+export interface RunOptions extends Omit<ExecuteOptions, "resumable"> {
+  /** resumable is refused by run: a Session asks onApproval instead of pausing (use execute). */
+  resumable?: never;
   /**
    * tools are the client tools the script may call besides the server's.
    * Their handlers run concurrently, but at most limits.maxConcurrentToolCalls
@@ -225,6 +228,9 @@ export class Client {
    * state "REQUIRES_ACTION", its pendingActions and a continuation — and
    * `resume` goes on.
    */
+  execute(options: ExecuteRequestOptions & { resumable: true }): Promise<Result>;
+  execute(options: ExecuteRequestOptions & { resumable?: false }): Promise<CompletedResult>;
+  execute(options: ExecuteRequestOptions): Promise<Result>;
   execute(options: ExecuteRequestOptions): Promise<Result> {
     let req;
     try {
@@ -240,7 +246,21 @@ export class Client {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.unary(options.signal, (md, cb) => this.transport.execute(req, md, {}, cb), resultFromPB);
+    const resumable = options.resumable === true;
+    const executionId = req.executionId;
+    let connected: Connected | undefined;
+    return this.unary<ExecuteResponse, Result>(options.signal, (md, cb) => {
+      connected = this.transport.connected();
+      return this.transport.execute(req, md, {}, cb);
+    }, (res) => {
+      const r = resultFromPB(res);
+      return resumable ? r : completed(r);
+    }, (e) => {
+      // A unary call streams nothing back: once the request could have
+      // reached the server, a dropped connection leaves the outcome unknown.
+      if (connected?.reached() && lostCodes.has(e.code)) return new ConnectionLostError(e.code, e.details, executionId, 0, { cause: e });
+      return requestError(e);
+    });
   }
 
   /**
@@ -293,11 +313,11 @@ export class Client {
    * to onProgress; calls that need approval are decided by onApproval.
    * `signal` cancels.
    */
-  run(options: RunOptions): Promise<Result> {
+  run(options: RunOptions): Promise<CompletedResult> {
     let start;
     let tools;
     try {
-      if (options?.resumable) throw new InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks onApproval instead of pausing)");
+      if ((options as ExecuteOptions)?.resumable) throw new InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks onApproval instead of pausing)");
       if (options?.onApproval !== undefined && typeof options.onApproval !== "function") throw new InvalidRequestError("onApproval", "must be a function");
       tools = prepareTools(options.tools, (d) => create(ToolDefinitionSchema, d));
       const execute = executeRequestPB(options);
@@ -305,7 +325,9 @@ export class Client {
       if (options.onLog !== undefined && typeof options.onLog !== "function") throw new InvalidRequestError("onLog", "must be a function");
       if (options.onProgress !== undefined && typeof options.onProgress !== "function") throw new InvalidRequestError("onProgress", "must be a function");
       if (options.progressValues !== undefined && typeof options.progressValues !== "boolean") throw new InvalidRequestError("progressValues", "must be a boolean");
-      execute.streamProgress = options.onProgress !== undefined;
+      // Progress always streams: it tells a lost connection which tool
+      // calls had started. onProgress, when set, sees it too.
+      execute.streamProgress = true;
       execute.progressValues = options.onProgress !== undefined && options.progressValues === true;
       start = create(SessionStartSchema, { execute, clientTools: [...tools.values()].map((t) => t.definition) });
     } catch (e) {
@@ -327,7 +349,8 @@ export class Client {
   /** unary makes one unary call that the signal cancels, converting its answer. */
   private unary<R, T>(signal: AbortSignal | undefined,
     start: (md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: R) => void) => grpc.ClientUnaryCall,
-    convert: (res: R) => T): Promise<T> {
+    convert: (res: R) => T,
+    failed: (e: grpc.ServiceError) => Error = requestError): Promise<T> {
     return this.track(() => new Promise<T>((resolve, reject) => {
       if (signal?.aborted) {
         reject(new CancelledError(signal.reason));
@@ -338,7 +361,7 @@ export class Client {
       call = start(this.metadata.clone(), (err, res) => {
         signal?.removeEventListener("abort", onAbort);
         if (signal?.aborted) reject(new CancelledError(signal.reason));
-        else if (err) reject(requestError(err));
+        else if (err) reject(failed(err));
         else {
           try {
             resolve(convert(res as R));
