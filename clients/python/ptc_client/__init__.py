@@ -31,6 +31,7 @@ from .errors import (
     InvalidRequestError,
     PtcError,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 from .tools import ClientTool, ToolCallContext, tool
@@ -58,6 +59,7 @@ __all__ = [
     "PtcError",
     "RequestError",
     "Result",
+    "StartedToolCall",
     "Stats",
     "ToolCallContext",
     "ToolCallRecord",

@@ -14,6 +14,7 @@ import grpc
 import grpc.aio
 
 from ._calls import Calls
+from ._lost import StartedCalls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
@@ -23,7 +24,7 @@ from ._serve import serve_async
 from .cancel import Cancellation
 from .client import _execution_of, _resume_request, add_client_tools, check_progress, check_run
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -148,7 +149,20 @@ class AsyncClient:
         add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
+        # The watcher notes whether the channel is or becomes READY while
+        # the call runs; it ends with the call.
+        reached = asyncio.Event()
+        watcher = asyncio.ensure_future(_watch_ready(self._channel, reached))
+        try:
+            return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
+        except RequestError as e:
+            # A unary call streams nothing back: once the request could have
+            # reached the server, a dropped connection leaves the outcome unknown.
+            if type(e) is RequestError and e.code in LOST_CODES and reached.is_set():
+                raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+            raise
+        finally:
+            watcher.cancel()
 
     async def resume(
         self,
@@ -250,7 +264,9 @@ class AsyncClient:
             overflow=overflow,
         )
         execute.stream_logs = on_log is not None
-        execute.stream_progress = on_progress is not None
+        # Progress always streams: it tells a lost connection which tool
+        # calls had started. on_progress, when set, sees it too.
+        execute.stream_progress = True
         execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
@@ -262,6 +278,15 @@ class AsyncClient:
                 return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool, timeout).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _watch_ready(channel: grpc.aio.Channel, reached: asyncio.Event) -> None:
+    """_watch_ready sets reached once the channel is READY (now or later)."""
+    state = channel.get_state(try_to_connect=False)
+    while state != grpc.ChannelConnectivity.READY:
+        await channel.wait_for_state_change(state)
+        state = channel.get_state(try_to_connect=False)
+    reached.set()
 
 
 class _AsyncSession:
@@ -291,6 +316,7 @@ class _AsyncSession:
         self.write_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
         self.cancel_reason: str | None = None
+        self.started = StartedCalls()
         self.gave_up = False  # this session cancelled the call itself
 
     async def send(self, call: Any, m: pb.SessionRequest) -> None:
@@ -341,7 +367,7 @@ class _AsyncSession:
                 if m is grpc.aio.EOF:
                     if self.cancel_reason is not None:
                         raise CancelledError(self.cancel_reason)
-                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight())
+                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight(), self.started.calls())
                 heard = True
                 kind = m.WhichOneof("msg")
                 if kind == "tool_call":
@@ -352,10 +378,12 @@ class _AsyncSession:
                     out = self.on_log(log_from_pb(m.log))
                     if asyncio.iscoroutine(out):
                         await out
-                elif kind == "progress" and self.on_progress is not None:
-                    out = self.on_progress(progress_from_pb(m.progress))
-                    if asyncio.iscoroutine(out):
-                        await out
+                elif kind == "progress":
+                    self.started.saw(m.progress)
+                    if self.on_progress is not None:
+                        out = self.on_progress(progress_from_pb(m.progress))
+                        if asyncio.iscoroutine(out):
+                            await out
                 elif kind == "result":
                     res = result_from_pb(m.result)
                     if self.cancel_reason is not None:
@@ -370,7 +398,7 @@ class _AsyncSession:
                 raise CancelledError(self.cancel_reason) from None
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self._inflight()) from None
+                raise ConnectionLostError(code, details, execution_id, self._inflight(), self.started.calls()) from None
             raise request_error(e) from None
         finally:
             self.ended.set()

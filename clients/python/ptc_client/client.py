@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import grpc
 
 from ._calls import Calls
+from ._lost import Readiness, StartedCalls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
@@ -21,7 +22,7 @@ from ._request import Language, Overflow, execute_request
 from ._serve import serve_sync
 from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -81,6 +82,7 @@ class Client:
         self._stub = pb_grpc.RunnerServiceStub(self._channel)
         self._metadata = call_metadata(token, metadata)
         self._calls = Calls()
+        self._readiness = Readiness(self._channel)
 
     def close(self) -> None:
         """close refuses further calls: they raise ClientClosedError,
@@ -88,7 +90,11 @@ class Client:
         completion; the channel closes when the last of them ends, at once
         when none is in flight. Closing twice does nothing."""
         if self._calls.close():
-            self._channel.close()
+            self._close_channel()
+
+    def _close_channel(self) -> None:
+        self._readiness.stop()
+        self._channel.close()
 
     @contextlib.contextmanager
     def _call(self) -> Iterator[None]:
@@ -98,7 +104,7 @@ class Client:
             yield
         finally:
             if self._calls.end():
-                self._channel.close()
+                self._close_channel()
 
     def __enter__(self) -> Client:
         return self
@@ -177,7 +183,16 @@ class Client:
         add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
+        with self._call():
+            mark = self._readiness.mark()
+            try:
+                return self._unary_call(self._stub.Execute, req, cancel, timeout, result_from_pb)
+            except RequestError as e:
+                # A unary call streams nothing back: once the request could have
+                # reached the server, a dropped connection leaves the outcome unknown.
+                if type(e) is RequestError and e.code in LOST_CODES and self._readiness.reached(mark):
+                    raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+                raise
 
     def resume(
         self,
@@ -320,7 +335,9 @@ class Client:
             overflow=overflow,
         )
         execute.stream_logs = on_log is not None
-        execute.stream_progress = on_progress is not None
+        # Progress always streams: it tells a lost connection which tool
+        # calls had started. on_progress, when set, sees it too.
+        execute.stream_progress = True
         execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
@@ -393,6 +410,7 @@ class _Session:
         self.lock = threading.Lock()
         self.inflight = 0
         self.cancel_reason: str | None = None
+        self.started = StartedCalls()
 
     def requests(self) -> Iterator[pb.SessionRequest]:
         while True:
@@ -449,8 +467,10 @@ class _Session:
                     pool.submit(self.approve, m.approval_request)
                 elif kind == "log" and self.on_log is not None:
                     self.on_log(log_from_pb(m.log))
-                elif kind == "progress" and self.on_progress is not None:
-                    self.on_progress(progress_from_pb(m.progress))
+                elif kind == "progress":
+                    self.started.saw(m.progress)
+                    if self.on_progress is not None:
+                        self.on_progress(progress_from_pb(m.progress))
                 elif kind == "result":
                     res = result_from_pb(m.result)
                     if self.cancel_reason is not None:
@@ -460,13 +480,13 @@ class _Session:
                 # this client never sends; the session goes on.
             if self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason)
-            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight)
+            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight, self.started.calls())
         except grpc.RpcError as e:
             if self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason) from None
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self.inflight) from None
+                raise ConnectionLostError(code, details, execution_id, self.inflight, self.started.calls()) from None
             raise request_error(e) from None
         finally:
             self.ended.set()

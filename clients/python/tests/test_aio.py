@@ -11,7 +11,7 @@ from collections import Counter
 import grpc
 import pytest
 
-from conftest import Ptcd
+from conftest import ChargeServer, Ptcd
 from demo import demo_tools
 from ptc_client import (
     AsyncClient,
@@ -22,6 +22,7 @@ from ptc_client import (
     ConnectionLostError,
     ErrorKind,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 
@@ -270,3 +271,39 @@ def test_timeout_is_the_calls_deadline(demo_server, method):
             return exc.value.code
 
     assert run(main()) == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+CHARGE = "await tools.pay.charge({amount: 5}); return 'charged'"
+
+
+def test_execute_and_run_when_the_server_dies_after_a_tool_call_started(tmp_path):
+    srv: list[Ptcd] = []
+    seen = threading.Event()
+
+    def on_charge():
+        if seen.wait(WAIT):
+            srv[-1].stop(signal.SIGKILL)
+
+    charge = ChargeServer(tmp_path, on_charge)
+
+    async def one(method, execution_id):
+        srv.append(Ptcd(args=("--config", str(charge.config))))
+        seen.clear()
+        if method == "execute":
+            seen.set()  # nothing to hear: a unary call streams nothing back
+        async with AsyncClient(srv[-1].addr) as c:
+            kw = {"on_progress": lambda ev: seen.set() if ev.phase == "STARTED" else None} if method == "run" else {}
+            with pytest.raises(ConnectionLostError) as exc:
+                await getattr(c, method)(CHARGE, execution_id=execution_id, limits={"timeout": 60}, **kw)
+            return exc.value
+
+    try:
+        lost = run(one("execute", "charge-a1"))
+        assert lost.execution_id == "charge-a1" and lost.started_tool_calls == []
+        lost = run(one("run", "charge-a2"))
+        assert lost.execution_id == "charge-a2"
+        assert lost.started_tool_calls == [StartedToolCall(1, "pay.charge")]
+    finally:
+        charge.close()
+        for s in srv:
+            s.stop(signal.SIGKILL)

@@ -11,7 +11,7 @@ import time
 import grpc
 import pytest
 
-from conftest import TRACEPARENT, Ptcd
+from conftest import TRACEPARENT, ChargeServer, Ptcd
 from ptc_client import (
     CancelledError,
     Cancellation,
@@ -23,6 +23,7 @@ from ptc_client import (
     ExecutionError,
     Limits,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 
@@ -478,3 +479,67 @@ def test_resume_takes_a_timeout(demo):
     with pytest.raises(RequestError) as exc:
         demo.resume("not-a-continuation", [], timeout=30)
     assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT or exc.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+CHARGE = "await tools.pay.charge({amount: 5}); return 'charged'"
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first call", "connected channel"])
+def test_execute_when_the_server_dies_after_a_tool_call_started(tmp_path, warm):
+    srv: list[Ptcd] = []
+    charge = ChargeServer(tmp_path, lambda: srv[0].stop(signal.SIGKILL))
+    srv.append(Ptcd(args=("--config", str(charge.config))))
+    try:
+        with Client(srv[0].addr) as c:
+            if warm:
+                c.list_tools()
+            with pytest.raises(ConnectionLostError) as exc:
+                c.execute(CHARGE, execution_id="charge-1", limits={"timeout": 60})
+        assert exc.value.execution_id == "charge-1"
+        assert exc.value.code == grpc.StatusCode.UNAVAILABLE
+        assert exc.value.started_tool_calls == []  # a unary call streams nothing back
+        assert "outcome is unknown" in str(exc.value)
+    finally:
+        charge.close()
+        srv[0].stop(signal.SIGKILL)
+
+
+def test_run_when_the_server_dies_after_a_tool_call_started(tmp_path):
+    srv: list[Ptcd] = []
+    charged, seen = threading.Event(), threading.Event()
+
+    # Kill the server once the charge reached the endpoint and the client
+    # heard that the call started.
+    def on_charge():
+        charged.set()
+        if seen.wait(WAIT):
+            srv[0].stop(signal.SIGKILL)
+
+    def on_progress(ev):
+        if ev.phase == "STARTED":
+            seen.set()
+
+    charge = ChargeServer(tmp_path, on_charge)
+    srv.append(Ptcd(args=("--config", str(charge.config))))
+    try:
+        with Client(srv[0].addr) as c, pytest.raises(ConnectionLostError) as exc:
+            c.run(CHARGE, execution_id="charge-2", limits={"timeout": 60}, on_progress=on_progress)
+        assert exc.value.execution_id == "charge-2"
+        assert exc.value.started_tool_calls == [StartedToolCall(1, "pay.charge")]
+        assert exc.value.pending_tool_calls == 0
+        assert "tool calls known to have started: #1 pay.charge" in str(exc.value)
+    finally:
+        charge.close()
+        srv[0].stop(signal.SIGKILL)
+
+
+def test_an_unreachable_server_is_a_plain_unavailable():
+    srv = Ptcd()
+    addr = srv.addr
+    srv.stop(signal.SIGKILL)
+    with Client(addr) as c:
+        for call in (lambda: c.execute("return 1"), lambda: c.run("return 1")):
+            with pytest.raises(RequestError) as exc:
+                call()
+            assert type(exc.value) is RequestError
+            assert exc.value.code == grpc.StatusCode.UNAVAILABLE
