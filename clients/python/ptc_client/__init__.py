@@ -17,6 +17,7 @@ programmatic tool calling. See docs/clients.md in the ptc repository.
 """
 
 from ._json import NotJSONError, dumps_strict
+from ._limits import LimitsDict
 from ._request import new_execution_id
 from .aio import AsyncClient
 from .cancel import Cancellation
@@ -52,6 +53,7 @@ __all__ = [
     "ExecutionError",
     "InvalidRequestError",
     "Limits",
+    "LimitsDict",
     "LogEntry",
     "NotJSONError",
     "PendingAction",
