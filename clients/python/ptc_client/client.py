@@ -160,7 +160,12 @@ class Client:
         Client tools need run, or resumable=True: then a call to one of
         ``tools`` (their handlers are not used), or one that needs
         approval, pauses the execution — the Result has requires_action
-        True, its pending_actions and a continuation — and resume goes on."""
+        True, its pending_actions and a continuation — and resume goes on.
+
+        If the connection drops once the request could have reached the
+        server, execute raises ConnectionLostError (the outcome is unknown:
+        the script may have run, side effects included), not a RequestError
+        UNAVAILABLE, which means the server was never reached."""
         req = execute_request(
             source,
             resumable=resumable,

@@ -227,6 +227,11 @@ export class Client {
    * or one that needs approval, pauses the execution — the Result has
    * state "REQUIRES_ACTION", its pendingActions and a continuation — and
    * `resume` goes on.
+   *
+   * If the connection drops once the request could have reached the
+   * server, the call rejects with ConnectionLostError (the outcome is
+   * unknown: the script may have run, side effects included), not with a
+   * RequestError UNAVAILABLE, which means the server was never reached.
    */
   execute(options: ExecuteRequestOptions & { resumable: true }): Promise<Result>;
   execute(options: ExecuteRequestOptions & { resumable?: false }): Promise<CompletedResult>;
