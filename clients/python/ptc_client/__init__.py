@@ -7,7 +7,8 @@ programmatic tool calling. See docs/clients.md in the ptc repository.
 - Cancellation: stops an execution from any thread.
 - Errors: InvalidRequestError (nothing sent), RequestError (a gRPC status),
   ContinuationError (resume refused a continuation, with its kind),
-  ConnectionLostError (the server went away mid-execution), CancelledError;
+  ConnectionLostError (the server went away mid-execution), CancelledError,
+  ClientClosedError (a call after close());
   a failed script is a Result whose error is an ExecutionError of a kind.
 - Durable executions: execute(..., resumable=True) may pause (Result
   .requires_action, pending_actions, continuation); resume(continuation,
@@ -16,6 +17,7 @@ programmatic tool calling. See docs/clients.md in the ptc repository.
 """
 
 from ._json import NotJSONError, dumps_strict
+from ._limits import LimitsDict
 from ._request import new_execution_id
 from .aio import AsyncClient
 from .cancel import Cancellation
@@ -23,12 +25,14 @@ from .client import Client
 from .durable import Answer, ApprovalContext, PendingAction
 from .errors import (
     CancelledError,
+    ClientClosedError,
     ConnectionLostError,
     ContinuationError,
     ExecutionError,
     InvalidRequestError,
     PtcError,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 from .tools import ClientTool, ToolCallContext, tool
@@ -41,6 +45,7 @@ __all__ = [
     "Cancellation",
     "CancelledError",
     "Client",
+    "ClientClosedError",
     "ClientTool",
     "ConnectionLostError",
     "ContinuationError",
@@ -48,6 +53,7 @@ __all__ = [
     "ExecutionError",
     "InvalidRequestError",
     "Limits",
+    "LimitsDict",
     "LogEntry",
     "NotJSONError",
     "PendingAction",
@@ -55,6 +61,7 @@ __all__ = [
     "PtcError",
     "RequestError",
     "Result",
+    "StartedToolCall",
     "Stats",
     "ToolCallContext",
     "ToolCallRecord",

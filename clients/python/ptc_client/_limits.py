@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from google.protobuf import duration_pb2
 from google.protobuf.descriptor import FieldDescriptor
@@ -33,7 +33,7 @@ class Limits:
     max_tool_calls: int = 0
     """Tool calls (TOOL_CALL_LIMIT when the rejected call is uncaught)."""
     max_concurrent_tool_calls: int = 0
-    """Calls in flight at once; more wait."""
+    """Calls in flight at once (16 by default, at most 256); more wait for a slot."""
     max_output_bytes: int = 0
     """Size of the result JSON (OUTPUT_LIMIT, or truncation with overflow="truncate")."""
     max_log_bytes: int = 0
@@ -50,6 +50,23 @@ class Limits:
     """Total time a resumable execution may wait paused (PAUSE_LIMIT)."""
 
 
+class LimitsDict(TypedDict, total=False):
+    """LimitsDict is Limits written as a dict, for type checkers: the same
+    names, durations in seconds (a number, never a string like "30s")."""
+
+    timeout: float
+    cpu_time: float
+    memory_bytes: int
+    max_tool_calls: int
+    max_concurrent_tool_calls: int
+    max_output_bytes: int
+    max_log_bytes: int
+    max_log_entries: int
+    max_result_tokens: int
+    max_pauses: int
+    max_paused_time: float
+
+
 def _is_duration(f: FieldDescriptor) -> bool:
     return f.message_type is not None and f.message_type.full_name == "google.protobuf.Duration"
 
@@ -60,7 +77,7 @@ def _duration(seconds: float) -> duration_pb2.Duration:
     return d
 
 
-def check_limits(limits: Limits | dict[str, Any]) -> Limits:
+def check_limits(limits: Limits | LimitsDict | dict[str, Any]) -> Limits:
     """check_limits returns limits as a Limits, refusing unknown names and
     negative, fractional (for counts and sizes) or oversized values."""
     names = [f.name for f in dataclasses.fields(Limits)]

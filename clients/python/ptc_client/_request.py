@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import re
 import secrets
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal, Mapping
 
 from google.protobuf import timestamp_pb2
 
@@ -15,7 +15,13 @@ from ._proto import runner_pb2 as pb
 from ._schema import schema_json
 from .errors import InvalidRequestError
 from .tools import check_tool_name
-from ._limits import Limits, check_limits, limits_pb
+from ._limits import Limits, LimitsDict, check_limits, limits_pb
+
+Language = Literal["javascript", "typescript", "wasm"]
+"""Language is the language of a script."""
+
+Overflow = Literal["fail", "truncate"]
+"""Overflow is what happens to a result over the output limits."""
 
 _LANGUAGES = {
     "javascript": pb.LANGUAGE_JAVASCRIPT,
@@ -34,14 +40,14 @@ def new_execution_id() -> str:
 def execute_request(
     source: str | None = None,
     *,
-    language: str | None = None,
+    language: Language | None = None,
     wasm_module: bytes | None = None,
     module_sha256: str | None = None,
     input: Any = None,
-    limits: Limits | dict[str, Any] | None = None,
+    limits: Limits | LimitsDict | None = None,
     allowed_tools: Iterable[str] | None = None,
     no_server_tools: bool = False,
-    result_schema: Any = None,
+    result_schema: Mapping[str, Any] | None = None,
     execution_id: str | None = None,
     deterministic: bool = False,
     seed: int | None = None,
@@ -49,7 +55,7 @@ def execute_request(
     include_tool_results: bool = False,
     resumable: bool = False,
     require_approval: Iterable[str] | None = None,
-    overflow: str | None = None,
+    overflow: Overflow | None = None,
 ) -> pb.ExecuteRequest:
     """execute_request checks the options and converts them to the wire
     request (see Client.execute for their meaning)."""

@@ -4,22 +4,27 @@ channel and belongs to the event loop it was created on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+import datetime
+from typing import Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 import grpc
 import grpc.aio
 
+from ._calls import Calls
+from ._lost import StartedCalls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
-from ._request import execute_request
+from ._limits import Limits, LimitsDict
+from ._request import Language, Overflow, execute_request
 from ._serve import serve_async
 from .cancel import Cancellation
-from .client import _execution_of, _resume_request, _unary_request, check_progress, check_run
+from .client import _execution_of, _resume_request, add_client_tools, check_progress, check_run
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -53,10 +58,25 @@ class AsyncClient:
             self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
         self._stub = pb_grpc.RunnerServiceStub(self._channel)
         self._metadata = call_metadata(token, metadata)
+        self._calls = Calls()
 
     async def close(self) -> None:
-        """close closes the channel; calls in flight fail."""
-        await self._channel.close()
+        """close refuses further calls: they raise ClientClosedError,
+        sending nothing. Calls in flight (other tasks) run to completion;
+        the channel closes when the last of them ends, at once when none is
+        in flight. Closing twice does nothing."""
+        if self._calls.close():
+            await self._channel.close()
+
+    @contextlib.asynccontextmanager
+    async def _call(self) -> AsyncIterator[None]:
+        """_call brackets one call on the channel (see close)."""
+        self._calls.begin()
+        try:
+            yield
+        finally:
+            if self._calls.end():
+                await self._channel.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -75,10 +95,11 @@ class AsyncClient:
     ) -> ToolList:
         """list_tools describes the server's tools (see Client.list_tools)."""
         req = pb.ListToolsRequest(query=query, limit=limit, names=list(names or []), include_typescript=include_typescript)
-        try:
-            return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
-        except grpc.aio.AioRpcError as e:
-            raise request_error(e) from e
+        async with self._call():
+            try:
+                return tool_list_from_pb(await self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
+            except grpc.aio.AioRpcError as e:
+                raise request_error(e) from e
 
     async def execute(
         self,
@@ -86,14 +107,62 @@ class AsyncClient:
         *,
         tools: Iterable[ClientTool] | None = None,
         cancel: Cancellation | None = None,
-        **options: Any,
+        timeout: float | None = None,
+        resumable: bool = False,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """execute runs a script against the server's tools in one unary
         call; with resumable=True it may pause (see Client.execute)."""
-        req = _unary_request(source, tools, options)
+        req = execute_request(
+            source,
+            resumable=resumable,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
+        add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Execute, req, cancel, result_from_pb)
+        # The watcher notes whether the channel is or becomes READY while
+        # the call runs; it ends with the call.
+        reached = asyncio.Event()
+        watcher = asyncio.ensure_future(_watch_ready(self._channel, reached))
+        try:
+            return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
+        except RequestError as e:
+            # A unary call streams nothing back: once the request could have
+            # reached the server, a dropped connection leaves the outcome unknown.
+            if type(e) is RequestError and e.code in LOST_CODES and reached.is_set():
+                raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+            raise
+        finally:
+            watcher.cancel()
 
     async def resume(
         self,
@@ -102,16 +171,21 @@ class AsyncClient:
         *,
         wasm_module: bytes | None = None,
         cancel: Cancellation | None = None,
+        timeout: float | None = None,
     ) -> Result:
         """resume goes on with a paused execution (see Client.resume)."""
         req = _resume_request(continuation, answers, wasm_module)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Resume, req, cancel, _execution_of)
+        return await self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
 
-    async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
+    async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
+        async with self._call():
+            return await self._unary_call(method, req, cancel, timeout, convert)
+
+    async def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         loop = asyncio.get_running_loop()
-        call = method(req, metadata=self._metadata)
+        call = method(req, metadata=self._metadata, timeout=timeout)
         unsubscribe = cancel._subscribe(lambda _: loop.call_soon_threadsafe(call.cancel)) if cancel is not None else None
         try:
             return convert(await call)
@@ -140,7 +214,22 @@ class AsyncClient:
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
-        **options: Any,
+        timeout: float | None = None,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """run runs a script over a Session stream, serving ``tools`` from
         this process (see Client.run). Coroutine handlers run as tasks;
@@ -152,13 +241,32 @@ class AsyncClient:
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
         check_progress(on_progress, progress_values)
-        check_run(options, on_approval)
+        check_run(on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(source, **options)
+        execute = execute_request(
+            source,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
         execute.stream_logs = on_log is not None
-        execute.stream_progress = on_progress is not None
+        # Progress always streams: it tells a lost connection which tool
+        # calls had started. on_progress, when set, sees it too.
+        execute.stream_progress = True
         execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
@@ -166,9 +274,19 @@ class AsyncClient:
         # Threads start only for plain-function handlers that are called.
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
-            return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool).run(start)
+            async with self._call():
+                return await _AsyncSession(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, pool, timeout).run(start)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _watch_ready(channel: grpc.aio.Channel, reached: asyncio.Event) -> None:
+    """_watch_ready sets reached once the channel is READY (now or later)."""
+    state = channel.get_state(try_to_connect=False)
+    while state != grpc.ChannelConnectivity.READY:
+        await channel.wait_for_state_change(state)
+        state = channel.get_state(try_to_connect=False)
+    reached.set()
 
 
 class _AsyncSession:
@@ -189,14 +307,16 @@ class _AsyncSession:
         cancel: Cancellation | None,
         grace: float,
         executor: ThreadPoolExecutor,
+        timeout: float | None,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.on_progress = on_progress
-        self.cancel, self.grace, self.executor = cancel, grace, executor
+        self.cancel, self.grace, self.executor, self.timeout = cancel, grace, executor, timeout
         self.ended = threading.Event()
         self.write_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
         self.cancel_reason: str | None = None
+        self.started = StartedCalls()
         self.gave_up = False  # this session cancelled the call itself
 
     async def send(self, call: Any, m: pb.SessionRequest) -> None:
@@ -220,7 +340,7 @@ class _AsyncSession:
     async def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
         loop = asyncio.get_running_loop()
-        call = self.stub.Session(metadata=self.metadata)
+        call = self.stub.Session(metadata=self.metadata, timeout=self.timeout)
         grace_handle: asyncio.TimerHandle | None = None
 
         def give_up() -> None:
@@ -247,7 +367,7 @@ class _AsyncSession:
                 if m is grpc.aio.EOF:
                     if self.cancel_reason is not None:
                         raise CancelledError(self.cancel_reason)
-                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight())
+                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight(), self.started.calls())
                 heard = True
                 kind = m.WhichOneof("msg")
                 if kind == "tool_call":
@@ -258,10 +378,12 @@ class _AsyncSession:
                     out = self.on_log(log_from_pb(m.log))
                     if asyncio.iscoroutine(out):
                         await out
-                elif kind == "progress" and self.on_progress is not None:
-                    out = self.on_progress(progress_from_pb(m.progress))
-                    if asyncio.iscoroutine(out):
-                        await out
+                elif kind == "progress":
+                    self.started.saw(m.progress)
+                    if self.on_progress is not None:
+                        out = self.on_progress(progress_from_pb(m.progress))
+                        if asyncio.iscoroutine(out):
+                            await out
                 elif kind == "result":
                     res = result_from_pb(m.result)
                     if self.cancel_reason is not None:
@@ -276,7 +398,7 @@ class _AsyncSession:
                 raise CancelledError(self.cancel_reason) from None
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self._inflight()) from None
+                raise ConnectionLostError(code, details, execution_id, self._inflight(), self.started.calls()) from None
             raise request_error(e) from None
         finally:
             self.ended.set()

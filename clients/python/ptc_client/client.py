@@ -3,21 +3,26 @@ ptcd server and is safe to share between threads."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Sequence
+import datetime
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import grpc
 
+from ._calls import Calls
+from ._lost import Readiness, StartedCalls
 from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
-from ._request import execute_request
+from ._limits import Limits, LimitsDict
+from ._request import Language, Overflow, execute_request
 from ._serve import serve_sync
 from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, request_error
+from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
 from .tools import ClientTool, PreparedTool, prepare_tools
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -32,7 +37,13 @@ class Client:
     before sending); a script that fails returns a Result with ok False and
     a classified error.
 
-    Execution options (keyword arguments of execute and run):
+    Every method takes timeout= (seconds, None for none): the call's gRPC
+    deadline. When it passes the call raises RequestError
+    DEADLINE_EXCEEDED and the server ends the execution; the script's own
+    time limit, which ends it with a TIMEOUT result the model can read, is
+    limits={"timeout": ...}.
+
+    Execution options (typed keyword arguments of execute and run):
     language ("javascript", "typescript", "wasm"), wasm_module,
     module_sha256, input (a JSON value), limits (Limits or dict),
     allowed_tools, no_server_tools (True gives the script no server tool,
@@ -70,10 +81,30 @@ class Client:
             self._channel = grpc.secure_channel(target, credentials, options=opts)
         self._stub = pb_grpc.RunnerServiceStub(self._channel)
         self._metadata = call_metadata(token, metadata)
+        self._calls = Calls()
+        self._readiness = Readiness(self._channel)
 
     def close(self) -> None:
-        """close closes the channel; calls in flight fail."""
+        """close refuses further calls: they raise ClientClosedError,
+        sending nothing. Calls in flight (on other threads) run to
+        completion; the channel closes when the last of them ends, at once
+        when none is in flight. Closing twice does nothing."""
+        if self._calls.close():
+            self._close_channel()
+
+    def _close_channel(self) -> None:
+        self._readiness.stop()
         self._channel.close()
+
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        """_call brackets one call on the channel (see close)."""
+        self._calls.begin()
+        try:
+            yield
+        finally:
+            if self._calls.end():
+                self._close_channel()
 
     def __enter__(self) -> Client:
         return self
@@ -93,10 +124,11 @@ class Client:
         """list_tools describes the server's tools, ranked by query when
         given, with TypeScript declarations when include_typescript."""
         req = pb.ListToolsRequest(query=query, limit=limit, names=list(names or []), include_typescript=include_typescript)
-        try:
-            return tool_list_from_pb(self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
-        except grpc.RpcError as e:
-            raise request_error(e) from e
+        with self._call():
+            try:
+                return tool_list_from_pb(self._stub.ListTools(req, metadata=self._metadata, timeout=timeout))
+            except grpc.RpcError as e:
+                raise request_error(e) from e
 
     def execute(
         self,
@@ -104,7 +136,23 @@ class Client:
         *,
         tools: Iterable[ClientTool] | None = None,
         cancel: Cancellation | None = None,
-        **options: Any,
+        timeout: float | None = None,
+        resumable: bool = False,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """execute runs a script against the server's tools in one unary
         call. cancel cancels the call (raising CancelledError).
@@ -112,11 +160,44 @@ class Client:
         Client tools need run, or resumable=True: then a call to one of
         ``tools`` (their handlers are not used), or one that needs
         approval, pauses the execution — the Result has requires_action
-        True, its pending_actions and a continuation — and resume goes on."""
-        req = _unary_request(source, tools, options)
+        True, its pending_actions and a continuation — and resume goes on.
+
+        If the connection drops once the request could have reached the
+        server, execute raises ConnectionLostError (the outcome is unknown:
+        the script may have run, side effects included), not a RequestError
+        UNAVAILABLE, which means the server was never reached."""
+        req = execute_request(
+            source,
+            resumable=resumable,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
+        add_client_tools(req, tools, resumable)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Execute, req, cancel, result_from_pb)
+        with self._call():
+            mark = self._readiness.mark()
+            try:
+                return self._unary_call(self._stub.Execute, req, cancel, timeout, result_from_pb)
+            except RequestError as e:
+                # A unary call streams nothing back: once the request could have
+                # reached the server, a dropped connection leaves the outcome unknown.
+                if type(e) is RequestError and e.code in LOST_CODES and self._readiness.reached(mark):
+                    raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+                raise
 
     def resume(
         self,
@@ -125,6 +206,7 @@ class Client:
         *,
         wasm_module: bytes | None = None,
         cancel: Cancellation | None = None,
+        timeout: float | None = None,
     ) -> Result:
         """resume goes on with a paused execution (a Result whose
         requires_action is True), on this server or any that shares its
@@ -153,10 +235,14 @@ class Client:
         req = _resume_request(continuation, answers, wasm_module)
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Resume, req, cancel, _execution_of)
+        return self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
 
-    def _unary(self, method: Any, req: Any, cancel: Cancellation | None, convert: Callable[[Any], Result]) -> Result:
-        future = method.future(req, metadata=self._metadata)
+    def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
+        with self._call():
+            return self._unary_call(method, req, cancel, timeout, convert)
+
+    def _unary_call(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
+        future = method.future(req, metadata=self._metadata, timeout=timeout)
         unsubscribe = cancel._subscribe(lambda _: future.cancel()) if cancel is not None else None
         try:
             return convert(future.result())
@@ -182,13 +268,30 @@ class Client:
         cancel: Cancellation | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         max_handler_threads: int = 32,
-        **options: Any,
+        timeout: float | None = None,
+        language: Language | None = None,
+        wasm_module: bytes | None = None,
+        module_sha256: str | None = None,
+        input: Any = None,
+        limits: Limits | LimitsDict | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        no_server_tools: bool = False,
+        result_schema: Mapping[str, Any] | None = None,
+        execution_id: str | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        clock_start: datetime.datetime | None = None,
+        include_tool_results: bool = False,
+        require_approval: Iterable[str] | None = None,
+        overflow: Overflow | None = None,
     ) -> Result:
         """run runs a script over a Session stream, serving ``tools`` from
         this process: each call of the script to one of them runs its
         handler on a thread of a pool (concurrently with the others; async
         handlers on an event loop of their own) and the answer goes back
-        into the script as soon as it is ready. A handler's ToolError fails
+        into the script as soon as it is ready (at most
+        limits max_concurrent_tool_calls, 16 by default, of the script's
+        calls are in flight at once; further calls wait). A handler's ToolError fails
         the call with its code, any other exception with "tool_failed", a
         result that is not JSON with "invalid_output". Console lines go to
         on_log as they happen (if it raises, the execution is cancelled and
@@ -214,30 +317,46 @@ class Client:
         if on_log is not None and not callable(on_log):
             raise InvalidRequestError("on_log", "must be callable")
         check_progress(on_progress, progress_values)
-        check_run(options, on_approval)
+        check_run(on_approval)
         check_grace(cancel_grace)
         if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
             raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(source, **options)
+        execute = execute_request(
+            source,
+            language=language,
+            wasm_module=wasm_module,
+            module_sha256=module_sha256,
+            input=input,
+            limits=limits,
+            allowed_tools=allowed_tools,
+            no_server_tools=no_server_tools,
+            result_schema=result_schema,
+            execution_id=execution_id,
+            deterministic=deterministic,
+            seed=seed,
+            clock_start=clock_start,
+            include_tool_results=include_tool_results,
+            require_approval=require_approval,
+            overflow=overflow,
+        )
         execute.stream_logs = on_log is not None
-        execute.stream_progress = on_progress is not None
+        # Progress always streams: it tells a lost connection which tool
+        # calls had started. on_progress, when set, sees it too.
+        execute.stream_progress = True
         execute.progress_values = on_progress is not None and progress_values
         start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
         if cancel is not None and cancel.cancelled:
             raise CancelledError(cancel.reason or "")
-        return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads).run(start)
+        with self._call():
+            return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads, timeout).run(start)
 
 
-def _unary_request(source: str | None, tools: Iterable[ClientTool] | None, options: dict[str, Any]) -> pb.ExecuteRequest:
-    """_unary_request checks and converts the request of execute."""
-    for k in ("on_log", "on_progress", "progress_values", "on_approval"):
-        if k in options:
-            raise InvalidRequestError(k, f"{k} needs run (a Session stream); a resumable execute pauses for approvals instead")
-    if tools is not None and options.get("resumable") is not True:
+def add_client_tools(req: pb.ExecuteRequest, tools: Iterable[ClientTool] | None, resumable: bool) -> None:
+    """add_client_tools declares the client tools of a resumable execute
+    (calls to them pause the execution), refusing them otherwise."""
+    if tools is not None and resumable is not True:
         raise InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable=True (calls to them pause the execution)")
-    req = execute_request(source, **options)
     req.client_tools.extend(t.definition for t in prepare_tools(tools, need_handlers=False).values())
-    return req
 
 
 def _resume_request(continuation: Any, answers: Sequence[Answer], wasm_module: bytes | None) -> pb.ResumeRequest:
@@ -261,10 +380,8 @@ def check_progress(on_progress: Any, progress_values: Any) -> None:
         raise InvalidRequestError("progress_values", "must be a bool")
 
 
-def check_run(options: dict[str, Any], on_approval: Any) -> None:
-    """check_run refuses what run cannot do."""
-    if options.get("resumable"):
-        raise InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks on_approval instead of pausing)")
+def check_run(on_approval: Any) -> None:
+    """check_run refuses an approval callback that cannot be called."""
     if on_approval is not None and not callable(on_approval):
         raise InvalidRequestError("on_approval", "must be callable")
 
@@ -288,15 +405,17 @@ class _Session:
         cancel: Cancellation | None,
         grace: float,
         threads: int,
+        timeout: float | None,
     ) -> None:
         self.stub, self.metadata, self.tools, self.on_log, self.on_approval = stub, metadata, tools, on_log, on_approval
         self.on_progress = on_progress
-        self.cancel, self.grace, self.threads = cancel, grace, threads
+        self.cancel, self.grace, self.threads, self.timeout = cancel, grace, threads, timeout
         self.outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.ended = threading.Event()
         self.lock = threading.Lock()
         self.inflight = 0
         self.cancel_reason: str | None = None
+        self.started = StartedCalls()
 
     def requests(self) -> Iterator[pb.SessionRequest]:
         while True:
@@ -324,7 +443,7 @@ class _Session:
     def run(self, start: pb.SessionRequest) -> Result:
         execution_id = start.start.execute.execution_id
         self.outbox.put(start)
-        call = self.stub.Session(self.requests(), metadata=self.metadata)
+        call = self.stub.Session(self.requests(), metadata=self.metadata, timeout=self.timeout)
         pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="ptc-tool")
         timer: threading.Timer | None = None
 
@@ -353,8 +472,10 @@ class _Session:
                     pool.submit(self.approve, m.approval_request)
                 elif kind == "log" and self.on_log is not None:
                     self.on_log(log_from_pb(m.log))
-                elif kind == "progress" and self.on_progress is not None:
-                    self.on_progress(progress_from_pb(m.progress))
+                elif kind == "progress":
+                    self.started.saw(m.progress)
+                    if self.on_progress is not None:
+                        self.on_progress(progress_from_pb(m.progress))
                 elif kind == "result":
                     res = result_from_pb(m.result)
                     if self.cancel_reason is not None:
@@ -364,13 +485,13 @@ class _Session:
                 # this client never sends; the session goes on.
             if self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason)
-            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight)
+            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight, self.started.calls())
         except grpc.RpcError as e:
             if self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason) from None
             code, details = e.code(), e.details() or ""
             if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self.inflight) from None
+                raise ConnectionLostError(code, details, execution_id, self.inflight, self.started.calls()) from None
             raise request_error(e) from None
         finally:
             self.ended.set()

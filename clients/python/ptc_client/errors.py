@@ -9,6 +9,7 @@ callers branch with ``except``, never on message text:
   expired, used already, ...): a RequestError with a kind.
 - ConnectionLostError: the connection ended before the execution's result arrived.
 - CancelledError: the caller cancelled the execution.
+- ClientClosedError: the call was made after close(); nothing was sent.
 - ExecutionError: the script failed (kind SCRIPT_ERROR, TIMEOUT, ...). It is
   Result.error, and raised only by Result.unwrap().
 - ToolError: raised by a client tool handler to fail the call with a code.
@@ -16,7 +17,8 @@ callers branch with ``except``, never on message text:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 import grpc
 
@@ -94,23 +96,58 @@ def request_error(e: Any) -> RequestError:
     return RequestError(code, details, reason=reason)
 
 
+@dataclass(frozen=True)
+class StartedToolCall:
+    """StartedToolCall is a tool call of the script that the client knows
+    had started when the connection was lost (from the server's progress
+    events)."""
+
+    seq: int
+    """The call's ToolCallRecord.seq."""
+    tool: str
+    """The tool called."""
+    finished: bool = False
+    """True when the call's end was reported: its effects happened."""
+    outcome: str = ""
+    """"ok" or the call's error code when finished; "" otherwise."""
+
+
 class ConnectionLostError(RequestError):
     """ConnectionLostError means the connection to the server ended after the
     execution was sent and before its result arrived: the server went away
     (crashed, was killed, the network failed) or closed the stream without
-    a result. The execution's outcome is unknown; client tool calls that
-    were being served were abandoned (their contexts are cancelled)."""
+    a result. The execution's outcome is unknown — it may have run, tools
+    and their side effects included — so do not simply retry it as one
+    retries an UNAVAILABLE that never reached the server: ``execution_id``
+    names it, ``started_tool_calls`` lists the tool calls known to have
+    started (a run's, from the server's progress; always empty for a unary
+    execute, which streams nothing), and client tool calls that were being
+    served were abandoned (their contexts are cancelled)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str, execution_id: str, pending_tool_calls: int) -> None:
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        details: str,
+        execution_id: str,
+        pending_tool_calls: int,
+        started_tool_calls: Sequence[StartedToolCall] = (),
+    ) -> None:
+        started = sorted(started_tool_calls, key=lambda c: c.seq)
         pending = "1 client tool call was" if pending_tool_calls == 1 else f"{pending_tool_calls} client tool calls were"
+        calls = ""
+        if started:
+            calls = "; tool calls known to have started: " + ", ".join(
+                f"#{c.seq} {c.tool}" + (f" (finished: {c.outcome})" if c.finished else "") for c in started
+            )
         super().__init__(
             code,
             details,
             f"ptc: the connection to the server was lost before execution {execution_id} ended "
-            f"({code.name}: {details}); its outcome is unknown and {pending} still being served",
+            f"({code.name}: {details}); its outcome is unknown and {pending} still being served{calls}",
         )
         self.execution_id = execution_id
         self.pending_tool_calls = pending_tool_calls
+        self.started_tool_calls = started
 
 
 class CancelledError(PtcError):
@@ -125,6 +162,17 @@ class CancelledError(PtcError):
         super().__init__("ptc: the execution was cancelled by the caller" + (f": {reason}" if reason else ""))
         self.reason = reason
         self.result = result
+
+
+class ClientClosedError(PtcError):
+    """ClientClosedError means a call was made after the client's close():
+    nothing was sent. Calls started before close() run to completion."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "ptc: the client is closed: calls made after close() are refused "
+            "(calls started before it run to completion); create a new client"
+        )
 
 
 class ExecutionError(PtcError):

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -134,3 +134,41 @@ def expected() -> object:
 @pytest.fixture(scope="session")
 def expenses_js() -> str:
     return (REPO / "examples/expenses.js").read_text()
+
+
+class ChargeServer:
+    """ChargeServer is the HTTP endpoint behind a ptcd tool "pay.charge": a
+    side effect. on_charge runs when a charge arrives; the request is never
+    answered (the server is killed first). config is a ptcd configuration
+    file declaring the tool."""
+
+    def __init__(self, tmp: pathlib.Path, on_charge: Callable[[], None]) -> None:
+        import http.server
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                on_charge()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        port = self.http.server_address[1]
+        self.config = tmp / "ptcd.yaml"
+        self.config.write_text(
+            "tool_sources:\n"
+            "  - name: pay\n"
+            "    type: http\n"
+            "    tools:\n"
+            "      - name: charge\n"
+            "        method: POST\n"
+            f"        url: http://127.0.0.1:{port}/charge\n"
+            "        timeout: 60s\n"
+        )
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()

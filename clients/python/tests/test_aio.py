@@ -11,16 +11,18 @@ from collections import Counter
 import grpc
 import pytest
 
-from conftest import Ptcd
+from conftest import ChargeServer, Ptcd
 from demo import demo_tools
 from ptc_client import (
     AsyncClient,
     CancelledError,
+    ClientClosedError,
     Cancellation,
     ClientTool,
     ConnectionLostError,
     ErrorKind,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 
@@ -235,3 +237,73 @@ def test_server_killed_while_a_client_tool_call_is_pending():
         assert err.pending_tool_calls == 1
     finally:
         srv.stop(signal.SIGKILL)
+
+
+def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server):
+    async def main():
+        c = AsyncClient(plain_server.addr)
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def wait(args):
+            entered.set()
+            await release.wait()
+            return "finished"
+
+        running = asyncio.ensure_future(c.run("return await tools.wait({})", tools=[ClientTool("wait", wait)]))
+        await entered.wait()
+        await c.close()
+        await c.close()  # twice is harmless
+        for call in (c.execute("return 1"), c.run("return 1"), c.list_tools(), c.resume("abc", [])):
+            with pytest.raises(ClientClosedError, match="client is closed"):
+                await call
+        release.set()
+        return (await running).value
+
+    assert run(main()) == "finished"
+
+
+@pytest.mark.parametrize("method", ["execute", "run"])
+def test_timeout_is_the_calls_deadline(demo_server, method):
+    async def main():
+        async with AsyncClient(demo_server.addr) as c:
+            with pytest.raises(RequestError) as exc:
+                await getattr(c, method)("while (true) {}", timeout=0.5, limits={"timeout": 10})
+            return exc.value.code
+
+    assert run(main()) == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+CHARGE = "await tools.pay.charge({amount: 5}); return 'charged'"
+
+
+def test_execute_and_run_when_the_server_dies_after_a_tool_call_started(tmp_path):
+    srv: list[Ptcd] = []
+    seen = threading.Event()
+
+    def on_charge():
+        if seen.wait(WAIT):
+            srv[-1].stop(signal.SIGKILL)
+
+    charge = ChargeServer(tmp_path, on_charge)
+
+    async def one(method, execution_id):
+        srv.append(Ptcd(args=("--config", str(charge.config))))
+        seen.clear()
+        if method == "execute":
+            seen.set()  # nothing to hear: a unary call streams nothing back
+        async with AsyncClient(srv[-1].addr) as c:
+            kw = {"on_progress": lambda ev: seen.set() if ev.phase == "STARTED" else None} if method == "run" else {}
+            with pytest.raises(ConnectionLostError) as exc:
+                await getattr(c, method)(CHARGE, execution_id=execution_id, limits={"timeout": 60}, **kw)
+            return exc.value
+
+    try:
+        lost = run(one("execute", "charge-a1"))
+        assert lost.execution_id == "charge-a1" and lost.started_tool_calls == []
+        lost = run(one("run", "charge-a2"))
+        assert lost.execution_id == "charge-a2"
+        assert lost.started_tool_calls == [StartedToolCall(1, "pay.charge")]
+    finally:
+        charge.close()
+        for s in srv:
+            s.stop(signal.SIGKILL)

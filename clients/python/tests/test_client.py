@@ -11,17 +11,19 @@ import time
 import grpc
 import pytest
 
-from conftest import TRACEPARENT, Ptcd
+from conftest import TRACEPARENT, ChargeServer, Ptcd
 from ptc_client import (
     CancelledError,
     Cancellation,
     Client,
+    ClientClosedError,
     ClientTool,
     ConnectionLostError,
     ErrorKind,
     ExecutionError,
     Limits,
     RequestError,
+    StartedToolCall,
     ToolError,
 )
 
@@ -428,3 +430,116 @@ def test_channel_options_override_the_receive_limit(demo_server):
     with Client(demo_server.addr, options=[("grpc.max_receive_message_length", 1 << 20)]) as c, pytest.raises(RequestError) as exc:
         c.execute("return 'x'.repeat(2 * 1024 * 1024)", limits={"max_output_bytes": 4 << 20})
     assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_calls_after_close_are_refused_and_calls_in_flight_complete(plain_server):
+    c = Client(plain_server.addr)
+    entered, release = threading.Event(), threading.Event()
+    out: dict[str, object] = {}
+
+    def wait(args):
+        entered.set()
+        assert release.wait(WAIT)
+        return "finished"
+
+    def running():
+        out["run"] = c.run("return await tools.wait({})", tools=[ClientTool("wait", wait)]).value
+
+    th = threading.Thread(target=running)
+    th.start()
+    assert entered.wait(WAIT)
+    c.close()
+    c.close()  # twice is harmless
+    for name, call in [
+        ("execute", lambda: c.execute("return 1")),
+        ("run", lambda: c.run("return 1")),
+        ("list_tools", lambda: c.list_tools()),
+        ("resume", lambda: c.resume("abc", [])),
+    ]:
+        with pytest.raises(ClientClosedError, match="client is closed"):
+            call()
+    release.set()
+    th.join(WAIT)
+    assert out["run"] == "finished"
+    with pytest.raises(ClientClosedError):
+        c.execute("return 1")
+
+
+@pytest.mark.parametrize("method", ["execute", "run"])
+def test_timeout_is_the_calls_deadline(demo, method):
+    # timeout= bounds the call as in grpc (and list_tools): the server sees
+    # the deadline pass and ends the execution; the script's own limit is
+    # limits={"timeout": ...}.
+    with pytest.raises(RequestError) as exc:
+        getattr(demo, method)("while (true) {}", timeout=0.5, limits={"timeout": 10})
+    assert exc.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_resume_takes_a_timeout(demo):
+    with pytest.raises(RequestError) as exc:
+        demo.resume("not-a-continuation", [], timeout=30)
+    assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT or exc.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+CHARGE = "await tools.pay.charge({amount: 5}); return 'charged'"
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first call", "connected channel"])
+def test_execute_when_the_server_dies_after_a_tool_call_started(tmp_path, warm):
+    srv: list[Ptcd] = []
+    charge = ChargeServer(tmp_path, lambda: srv[0].stop(signal.SIGKILL))
+    srv.append(Ptcd(args=("--config", str(charge.config))))
+    try:
+        with Client(srv[0].addr) as c:
+            if warm:
+                c.list_tools()
+            with pytest.raises(ConnectionLostError) as exc:
+                c.execute(CHARGE, execution_id="charge-1", limits={"timeout": 60})
+        assert exc.value.execution_id == "charge-1"
+        assert exc.value.code == grpc.StatusCode.UNAVAILABLE
+        assert exc.value.started_tool_calls == []  # a unary call streams nothing back
+        assert "outcome is unknown" in str(exc.value)
+    finally:
+        charge.close()
+        srv[0].stop(signal.SIGKILL)
+
+
+def test_run_when_the_server_dies_after_a_tool_call_started(tmp_path):
+    srv: list[Ptcd] = []
+    charged, seen = threading.Event(), threading.Event()
+
+    # Kill the server once the charge reached the endpoint and the client
+    # heard that the call started.
+    def on_charge():
+        charged.set()
+        if seen.wait(WAIT):
+            srv[0].stop(signal.SIGKILL)
+
+    def on_progress(ev):
+        if ev.phase == "STARTED":
+            seen.set()
+
+    charge = ChargeServer(tmp_path, on_charge)
+    srv.append(Ptcd(args=("--config", str(charge.config))))
+    try:
+        with Client(srv[0].addr) as c, pytest.raises(ConnectionLostError) as exc:
+            c.run(CHARGE, execution_id="charge-2", limits={"timeout": 60}, on_progress=on_progress)
+        assert exc.value.execution_id == "charge-2"
+        assert exc.value.started_tool_calls == [StartedToolCall(1, "pay.charge")]
+        assert exc.value.pending_tool_calls == 0
+        assert "tool calls known to have started: #1 pay.charge" in str(exc.value)
+    finally:
+        charge.close()
+        srv[0].stop(signal.SIGKILL)
+
+
+def test_an_unreachable_server_is_a_plain_unavailable():
+    srv = Ptcd()
+    addr = srv.addr
+    srv.stop(signal.SIGKILL)
+    with Client(addr) as c:
+        for call in (lambda: c.execute("return 1"), lambda: c.run("return 1")):
+            with pytest.raises(RequestError) as exc:
+                call()
+            assert type(exc.value) is RequestError
+            assert exc.value.code == grpc.StatusCode.UNAVAILABLE

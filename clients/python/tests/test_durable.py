@@ -247,8 +247,6 @@ def test_answers_refused_by_the_server(dc: Client, name: str, answers, needle: s
         ("error without code", lambda c: c.resume("x", [Answer.with_error("c1", "")]), "answers[0].error"),
         ("reason too long", lambda c: c.resume("x", [Answer.denied("c1", "x" * 5000)]), "answers[0].reason"),
         ("client tools without resumable", lambda c: c.execute("return 1", tools=[ASK_REVIEWER]), "tools"),
-        ("resumable run", lambda c: c.run("return 1", resumable=True), "resumable"),
-        ("on_approval in execute", lambda c: c.execute("return 1", on_approval=lambda a: True), "on_approval"),
         ("on_approval not callable", lambda c: c.run("return 1", on_approval=True), "on_approval"),
         ("bad require_approval", lambda c: c.execute("return 1", require_approval=["no such"]), "require_approval[0]"),
         ("a run tool without handler", lambda c: c.run("return 1", tools=[ASK_REVIEWER]), "tools[0].handler"),
@@ -395,3 +393,18 @@ def test_asyncio(durable_server: Ptcd) -> None:
             assert out.value["code"] == "denied"
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.run("return 1", resumable=True),
+        lambda c: c.execute("return 1", on_approval=lambda a: True),
+    ],
+    ids=["resumable run", "on_approval in execute"],
+)
+def test_options_a_method_does_not_take_are_type_errors(dc: Client, call) -> None:
+    # Each option is a typed keyword parameter: a type checker refuses these
+    # calls, and Python raises TypeError naming the keyword.
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        call(dc)

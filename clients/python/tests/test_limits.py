@@ -91,9 +91,8 @@ def test_bad_limits_are_refused(limits, path, message):
         (lambda c: c.execute("return 1", overflow="drop"), "overflow"),
         (lambda c: c.run("return 1", on_progress=5), "on_progress"),
         (lambda c: c.run("return 1", on_progress=print, progress_values="yes"), "progress_values"),
-        (lambda c: c.execute("return 1", on_progress=print), "on_progress"),
     ],
-    ids=["overflow", "on_progress not callable", "progress_values not a bool", "execute has no progress"],
+    ids=["overflow", "on_progress not callable", "progress_values not a bool"],
 )
 def test_bad_options_are_refused(call, path):
     with Client("127.0.0.1:1") as c:

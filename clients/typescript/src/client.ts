@@ -4,21 +4,22 @@
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { answersPB, type Answer, type ApprovalCallback } from "./durable.js";
-import { CancelledError, InvalidRequestError, requestError } from "./errors.js";
+import { CancelledError, ClientClosedError, ConnectionLostError, InvalidRequestError, requestError } from "./errors.js";
 import {
   ListToolsRequestSchema,
   ResumeRequestSchema,
   SessionStartSchema,
   ToolDefinitionSchema,
+  type ExecuteResponse,
   type ListToolsResponse,
   type ResumeResponse,
 } from "./gen/ptc/v1/runner_pb.js";
 import type { ProgressEvent } from "./progress.js";
 import { executeRequestPB, type ExecuteOptions } from "./request.js";
-import { resultFromPB, type LogEntry, type Result } from "./result.js";
-import { Transport } from "./rpc.js";
+import { completed, resultFromPB, type CompletedResult, type LogEntry, type Result } from "./result.js";
+import { Transport, type Connected } from "./rpc.js";
 import type { JSONSchema } from "./schema.js";
-import { runSession } from "./session.js";
+import { lostCodes, runSession } from "./session.js";
 import { prepareTools, type ClientTool, type ClientToolDefinition } from "./tools.js";
 
 /**
@@ -47,8 +48,15 @@ export interface ClientOptions {
 }
 
 /** RunOptions describe one execution whose client tools this process serves. */
-export interface RunOptions extends ExecuteOptions {
-  /** tools are the client tools the script may call besides the server's. */
+export interface RunOptions extends Omit<ExecuteOptions, "resumable"> {
+  /** resumable is refused by run: a Session asks onApproval instead of pausing (use execute). */
+  resumable?: never;
+  /**
+   * tools are the client tools the script may call besides the server's.
+   * Their handlers run concurrently, but at most limits.maxConcurrentToolCalls
+   * (16 by default) of the script's calls are in flight at once: further
+   * calls wait for a slot.
+   */
   tools?: readonly ClientTool[];
   /** onLog receives each console line live. If it throws, the execution is cancelled and run rejects with its error. */
   onLog?: (entry: LogEntry) => void;
@@ -144,6 +152,9 @@ const defaultCancelGraceMs = 5000;
 export class Client {
   private readonly transport: Transport;
   private readonly metadata: grpc.Metadata;
+  /** closed is set by close(); active counts the calls started and not yet settled. */
+  private closed = false;
+  private active = 0;
 
   /** Create a client of the server at target, e.g. "127.0.0.1:7878". */
   constructor(target: string, options: ClientOptions = {}) {
@@ -157,9 +168,32 @@ export class Client {
     if (options.token !== undefined) this.metadata.set("authorization", `Bearer ${options.token}`);
   }
 
-  /** close closes the channel; calls in flight fail. */
+  /**
+   * close refuses further calls: they reject with ClientClosedError,
+   * sending nothing. Calls in flight run to completion; the channel closes
+   * when the last of them settles (at once when none is in flight).
+   * Closing twice does nothing.
+   */
   close(): void {
-    this.transport.close();
+    if (this.closed) return;
+    this.closed = true;
+    if (this.active === 0) this.transport.close();
+  }
+
+  /** track runs one call on the channel, or refuses it once the client is closed. */
+  private track<T>(call: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new ClientClosedError());
+    this.active++;
+    let p: Promise<T>;
+    try {
+      p = call();
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    return p.finally(() => {
+      this.active--;
+      if (this.closed && this.active === 0) this.transport.close();
+    });
   }
 
   /** listTools describes the server's tools. */
@@ -193,7 +227,15 @@ export class Client {
    * or one that needs approval, pauses the execution — the Result has
    * state "REQUIRES_ACTION", its pendingActions and a continuation — and
    * `resume` goes on.
+   *
+   * If the connection drops once the request could have reached the
+   * server, the call rejects with ConnectionLostError (the outcome is
+   * unknown: the script may have run, side effects included), not with a
+   * RequestError UNAVAILABLE, which means the server was never reached.
    */
+  execute(options: ExecuteRequestOptions & { resumable: true }): Promise<Result>;
+  execute(options: ExecuteRequestOptions & { resumable?: false }): Promise<CompletedResult>;
+  execute(options: ExecuteRequestOptions): Promise<Result>;
   execute(options: ExecuteRequestOptions): Promise<Result> {
     let req;
     try {
@@ -209,7 +251,21 @@ export class Client {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.unary(options.signal, (md, cb) => this.transport.execute(req, md, {}, cb), resultFromPB);
+    const resumable = options.resumable === true;
+    const executionId = req.executionId;
+    let connected: Connected | undefined;
+    return this.unary<ExecuteResponse, Result>(options.signal, (md, cb) => {
+      connected = this.transport.connected();
+      return this.transport.execute(req, md, {}, cb);
+    }, (res) => {
+      const r = resultFromPB(res);
+      return resumable ? r : completed(r);
+    }, (e) => {
+      // A unary call streams nothing back: once the request could have
+      // reached the server, a dropped connection leaves the outcome unknown.
+      if (connected?.reached() && lostCodes.has(e.code)) return new ConnectionLostError(e.code, e.details, executionId, 0, { cause: e });
+      return requestError(e);
+    });
   }
 
   /**
@@ -262,11 +318,11 @@ export class Client {
    * to onProgress; calls that need approval are decided by onApproval.
    * `signal` cancels.
    */
-  run(options: RunOptions): Promise<Result> {
+  run(options: RunOptions): Promise<CompletedResult> {
     let start;
     let tools;
     try {
-      if (options?.resumable) throw new InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks onApproval instead of pausing)");
+      if ((options as ExecuteOptions)?.resumable) throw new InvalidRequestError("resumable", "a resumable execution runs with execute (run holds a stream and asks onApproval instead of pausing)");
       if (options?.onApproval !== undefined && typeof options.onApproval !== "function") throw new InvalidRequestError("onApproval", "must be a function");
       tools = prepareTools(options.tools, (d) => create(ToolDefinitionSchema, d));
       const execute = executeRequestPB(options);
@@ -274,7 +330,9 @@ export class Client {
       if (options.onLog !== undefined && typeof options.onLog !== "function") throw new InvalidRequestError("onLog", "must be a function");
       if (options.onProgress !== undefined && typeof options.onProgress !== "function") throw new InvalidRequestError("onProgress", "must be a function");
       if (options.progressValues !== undefined && typeof options.progressValues !== "boolean") throw new InvalidRequestError("progressValues", "must be a boolean");
-      execute.streamProgress = options.onProgress !== undefined;
+      // Progress always streams: it tells a lost connection which tool
+      // calls had started. onProgress, when set, sees it too.
+      execute.streamProgress = true;
       execute.progressValues = options.onProgress !== undefined && options.progressValues === true;
       start = create(SessionStartSchema, { execute, clientTools: [...tools.values()].map((t) => t.definition) });
     } catch (e) {
@@ -282,7 +340,7 @@ export class Client {
     }
     const grace = options.cancelGraceMs ?? defaultCancelGraceMs;
     if (!Number.isFinite(grace) || grace < 0) return Promise.reject(new InvalidRequestError("cancelGraceMs", "must be a non-negative number"));
-    return runSession(this.transport, start, {
+    return this.track(() => runSession(this.transport, start, {
       tools,
       onLog: options.onLog,
       onProgress: options.onProgress,
@@ -290,14 +348,15 @@ export class Client {
       signal: options.signal,
       cancelGraceMs: grace,
       metadata: this.metadata.clone(),
-    });
+    }));
   }
 
   /** unary makes one unary call that the signal cancels, converting its answer. */
   private unary<R, T>(signal: AbortSignal | undefined,
     start: (md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: R) => void) => grpc.ClientUnaryCall,
-    convert: (res: R) => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    convert: (res: R) => T,
+    failed: (e: grpc.ServiceError) => Error = requestError): Promise<T> {
+    return this.track(() => new Promise<T>((resolve, reject) => {
       if (signal?.aborted) {
         reject(new CancelledError(signal.reason));
         return;
@@ -307,7 +366,7 @@ export class Client {
       call = start(this.metadata.clone(), (err, res) => {
         signal?.removeEventListener("abort", onAbort);
         if (signal?.aborted) reject(new CancelledError(signal.reason));
-        else if (err) reject(requestError(err));
+        else if (err) reject(failed(err));
         else {
           try {
             resolve(convert(res as R));
@@ -317,6 +376,6 @@ export class Client {
         }
       });
       signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    }));
   }
 }

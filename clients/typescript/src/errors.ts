@@ -7,6 +7,7 @@
 //                        expired, used already, ...): a RequestError with a kind
 //   ConnectionLostError  the connection ended before the execution's result arrived
 //   CancelledError       the caller's AbortSignal ended the execution
+//   ClientClosedError    the call was made after Client.close(); nothing was sent
 //   ExecutionError       the script failed (kind SCRIPT_ERROR, TIMEOUT, ...): it
 //                        is Result.error, and thrown only by unwrap()
 //   ToolError            thrown by a client tool handler to fail the call with a code
@@ -132,11 +133,32 @@ export function requestError(e: ServiceError): RequestError {
 }
 
 /**
+ * StartedToolCall is a tool call of the script that the client knows had
+ * started when the connection was lost (from the server's progress events
+ * and the client tool calls it was asked to serve).
+ */
+export interface StartedToolCall {
+  /** seq is the call's ToolCallRecord.seq. */
+  seq: number;
+  /** tool names the tool called. */
+  tool: string;
+  /** finished is true when the call's end was reported: its effects happened. */
+  finished: boolean;
+  /** outcome is "ok" or the call's error code when finished; "" otherwise. */
+  outcome: string;
+}
+
+/**
  * ConnectionLostError means the connection to the server ended after the
  * execution was sent and before its result arrived: the server went away
  * (crashed, was killed, the network failed) or closed the stream without a
- * result. The execution's outcome is unknown; client tool calls that were
- * being served were abandoned (their handlers' signals are aborted).
+ * result. The execution's outcome is unknown — it may have run, tools and
+ * their side effects included — so do not simply retry it as one retries
+ * an UNAVAILABLE that never reached the server: `executionId` names it,
+ * `startedToolCalls` lists the tool calls known to have started (a
+ * Session's, from the server's progress; always empty for a unary
+ * execute, which streams nothing), and client tool calls that were being
+ * served were abandoned (their handlers' signals are aborted).
  */
 export class ConnectionLostError extends RequestError {
   override name = "ConnectionLostError";
@@ -144,17 +166,25 @@ export class ConnectionLostError extends RequestError {
   readonly executionId: string;
   /** pendingToolCalls counts client tool calls that were still being served. */
   readonly pendingToolCalls: number;
+  /** startedToolCalls are the tool calls known to have started, in seq order. */
+  readonly startedToolCalls: StartedToolCall[];
 
-  constructor(code: number, details: string, executionId: string, pendingToolCalls: number, options?: { cause?: unknown }) {
+  constructor(code: number, details: string, executionId: string, pendingToolCalls: number,
+    options?: { cause?: unknown; startedToolCalls?: StartedToolCall[] }) {
+    const started = [...(options?.startedToolCalls ?? [])].sort((a, b) => a.seq - b.seq);
     const pending = pendingToolCalls === 1 ? "1 client tool call was" : `${pendingToolCalls} client tool calls were`;
+    const calls = started.length === 0
+      ? ""
+      : `; tool calls known to have started: ${started.map((c) => `#${c.seq} ${c.tool}${c.finished ? ` (finished: ${c.outcome})` : ""}`).join(", ")}`;
     super(code, details, {
-      ...options,
+      cause: options?.cause,
       message:
         `ptc: the connection to the server was lost before execution ${executionId} ended ` +
-        `(${grpcCodeName(code)}: ${details}); its outcome is unknown and ${pending} still being served`,
+        `(${grpcCodeName(code)}: ${details}); its outcome is unknown and ${pending} still being served${calls}`,
     });
     this.executionId = executionId;
     this.pendingToolCalls = pendingToolCalls;
+    this.startedToolCalls = started;
   }
 }
 
@@ -184,6 +214,18 @@ function describeReason(reason: unknown): string {
   if (reason instanceof Error && reason.message) return `: ${reason.message}`;
   if (typeof reason === "string" && reason) return `: ${reason}`;
   return "";
+}
+
+/**
+ * ClientClosedError means a call was made after Client.close(): nothing
+ * was sent. Calls started before close() run to completion.
+ */
+export class ClientClosedError extends PtcError {
+  override name = "ClientClosedError";
+
+  constructor() {
+    super("ptc: the client is closed: calls made after close() are refused (calls started before it run to completion); create a new Client");
+  }
 }
 
 /**

@@ -25,6 +25,7 @@ export {
 } from "./durable.js";
 export {
   CancelledError,
+  ClientClosedError,
   ConnectionLostError,
   ContinuationError,
   InvalidRequestError,
@@ -33,6 +34,7 @@ export {
   ToolError,
   grpcCodeName,
   type ContinuationErrorKind,
+  type StartedToolCall,
 } from "./errors.js";
 export { NotJSONError, toJSONStrict } from "./json.js";
 export { type Limits } from "./limits.js";
@@ -43,11 +45,16 @@ export {
   forModel,
   requiresAction,
   unwrap,
+  type CompletedResult,
   type ErrorKind,
   type ExecutionStateName,
+  type FailedResult,
+  type PausedResult,
+  type ResultBase,
   type LogEntry,
   type Result,
   type Stats,
+  type SucceededResult,
   type ToolCallRecord,
 } from "./result.js";
 export { type InferOutput, type JSONSchema, type SchemaLike, type StandardJSONSchema } from "./schema.js";

@@ -18,7 +18,7 @@ export interface Limits {
   memoryBytes: number;
   /** maxToolCalls bounds the tool calls (TOOL_CALL_LIMIT when uncaught). */
   maxToolCalls: number;
-  /** maxConcurrentToolCalls bounds the calls in flight; more wait. */
+  /** maxConcurrentToolCalls bounds the calls in flight (16 by default, at most 256); more wait for a slot. */
   maxConcurrentToolCalls: number;
   /** maxOutputBytes bounds the result JSON (OUTPUT_LIMIT, or truncation with overflow "truncate"). */
   maxOutputBytes: number;

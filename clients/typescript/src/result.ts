@@ -146,26 +146,10 @@ export interface ToolCallRecord {
  */
 export type ExecutionStateName = "COMPLETED" | "REQUIRES_ACTION";
 
-/**
- * Result is the outcome of one execution. A script that failed is a
- * Result with `ok: false` and `error` set, not an exception. A resumable
- * execution that paused is a Result with `state: "REQUIRES_ACTION"`,
- * `ok: false`, no error, its `pendingActions` and a `continuation` for
- * `resume`.
- */
-export interface Result<T = unknown> {
+/** ResultBase holds what every Result has, whatever its state. */
+export interface ResultBase {
   /** executionId identifies the execution. */
   executionId: string;
-  /** state is "REQUIRES_ACTION" when a resumable execution paused, else "COMPLETED". */
-  state: ExecutionStateName;
-  /** ok is true when the script returned a result (false while paused). */
-  ok: boolean;
-  /** value is the parsed result when ok; undefined otherwise. */
-  value: T | undefined;
-  /** resultJson is the result as JSON text when ok; "" otherwise. */
-  resultJson: string;
-  /** error classifies the failure when not ok. */
-  error: ExecutionError | undefined;
   /**
    * modelMessage is what to paste into a model's context: on success the
    * result JSON, followed, when it was truncated, by one line saying how;
@@ -178,21 +162,78 @@ export interface Result<T = unknown> {
   trace: ToolCallRecord[];
   /** effectiveLimits are the limits that applied. */
   effectiveLimits: Limits;
+}
+
+/** SucceededResult is a completed execution whose script returned a value. */
+export interface SucceededResult<T = unknown> extends ResultBase {
+  state: "COMPLETED";
+  ok: true;
+  /** value is the parsed result. */
+  value: T;
+  /** resultJson is the result as JSON text. */
+  resultJson: string;
+  error: undefined;
+  pendingActions: [];
+  continuation: "";
+  continuationExpireTime: undefined;
+}
+
+/** FailedResult is a completed execution whose script failed: `error` classifies the failure. */
+export interface FailedResult extends ResultBase {
+  state: "COMPLETED";
+  ok: false;
+  value: undefined;
+  resultJson: "";
+  /** error classifies the failure. */
+  error: ExecutionError;
+  pendingActions: [];
+  continuation: "";
+  continuationExpireTime: undefined;
+}
+
+/**
+ * PausedResult is a resumable execution that paused: answer its
+ * pendingActions with `resume(continuation, answers)`.
+ */
+export interface PausedResult extends ResultBase {
+  state: "REQUIRES_ACTION";
+  ok: false;
+  value: undefined;
+  resultJson: "";
+  error: undefined;
   /**
    * pendingActions are the calls a paused execution waits for, by seq;
-   * `resume` needs one answer for each. Empty when it ended. A paused
-   * result's logs are those written since the previous pause; its stats
-   * and trace cover the execution so far.
+   * `resume` needs one answer for each. A paused result's logs are those
+   * written since the previous pause; its stats and trace cover the
+   * execution so far.
    */
   pendingActions: PendingAction[];
-  /** continuation resumes a paused execution, once, until continuationExpireTime; "" when it ended. Opaque: store it as it is. */
+  /** continuation resumes the execution, once, until continuationExpireTime. Opaque: store it as it is. */
   continuation: string;
   /** continuationExpireTime is when the continuation expires. */
   continuationExpireTime: Date | undefined;
 }
 
+/**
+ * CompletedResult is the outcome of an execution that ended: what `run`
+ * and a non-resumable `execute` resolve with. Narrow it on `ok`:
+ *
+ *   if (res.ok) use(res.value); else console.log(res.error.kind, res.modelMessage);
+ */
+export type CompletedResult<T = unknown> = SucceededResult<T> | FailedResult;
+
+/**
+ * Result is the outcome of one execution. A script that failed is a
+ * Result with `ok: false` and `error` set, not an exception. A resumable
+ * execution that paused is a Result with `state: "REQUIRES_ACTION"`,
+ * `ok: false`, no error, its `pendingActions` and a `continuation` for
+ * `resume`. It is a union discriminated by `ok` and `state`: narrow it
+ * with `requiresAction(res)` and then `res.ok`.
+ */
+export type Result<T = unknown> = SucceededResult<T> | FailedResult | PausedResult;
+
 /** requiresAction reports whether a resumable execution paused: answer its pendingActions with `resume`. */
-export function requiresAction(result: Result): boolean {
+export function requiresAction<T>(result: Result<T>): result is PausedResult {
   return result.state === "REQUIRES_ACTION";
 }
 
@@ -202,12 +243,12 @@ export function requiresAction(result: Result): boolean {
  * truncated, when it was), else the short explanation of the failure
  * (kind, line, what to change).
  */
-export function forModel(result: Result): string {
+export function forModel<T>(result: Result<T>): string {
   if (requiresAction(result)) {
     return `The script is paused, waiting for: ${result.pendingActions.map((a) => `${a.approval ? "approval of " : ""}tools.${a.tool} (${a.callId})`).join(", ")}.`;
   }
   if (result.ok) return result.modelMessage || result.resultJson;
-  return result.modelMessage || result.error?.message || "the script failed";
+  return result.modelMessage || result.error.message || "the script failed";
 }
 
 /** unwrap returns the result's value, or throws its ExecutionError. */
@@ -215,10 +256,8 @@ export function unwrap<T>(result: Result<T>): T {
   if (result.state === "REQUIRES_ACTION") {
     throw new PtcError(`ptc: execution ${result.executionId} is paused, waiting for ${result.pendingActions.length} action(s): answer them with resume(result.continuation, answers)`);
   }
-  if (!result.ok) {
-    throw result.error ?? new ExecutionError({ kind: "INTERNAL", message: "the result has neither a value nor an error" });
-  }
-  return result.value as T;
+  if (!result.ok) throw result.error;
+  return result.value;
 }
 
 function dateOf(t: Timestamp | undefined): Date | undefined {
@@ -263,14 +302,8 @@ function errorFromPB(e: ExecutionErrorPB, modelMessage: string, executionId: str
 /** resultFromPB converts an ExecuteResponse into a Result. */
 export function resultFromPB(r: ExecuteResponse): Result {
   const st = r.stats;
-  const paused = r.state === ExecutionState.REQUIRES_ACTION;
-  const out: Result = {
+  const base: ResultBase = {
     executionId: r.executionId,
-    state: paused ? "REQUIRES_ACTION" : "COMPLETED",
-    ok: r.error === undefined && !paused,
-    value: undefined,
-    resultJson: "",
-    error: r.error ? errorFromPB(r.error, r.modelMessage, r.executionId) : undefined,
     modelMessage: r.modelMessage,
     logs: r.logs.map(logFromPB),
     logsTruncated: r.logsTruncated,
@@ -290,13 +323,32 @@ export function resultFromPB(r: ExecuteResponse): Result {
     },
     trace: r.trace.map(recordFromPB),
     effectiveLimits: limitsFromPB(r.effectiveLimits),
-    pendingActions: r.pendingActions.map(pendingFromPB),
-    continuation: r.continuation,
-    continuationExpireTime: dateOf(r.continuationExpireTime),
   };
-  if (out.ok) {
-    out.resultJson = r.resultJson === "" ? "null" : r.resultJson;
-    out.value = JSON.parse(out.resultJson);
+  if (r.state === ExecutionState.REQUIRES_ACTION) {
+    return {
+      ...base,
+      state: "REQUIRES_ACTION",
+      ok: false,
+      value: undefined,
+      resultJson: "",
+      error: undefined,
+      pendingActions: r.pendingActions.map(pendingFromPB),
+      continuation: r.continuation,
+      continuationExpireTime: dateOf(r.continuationExpireTime),
+    };
   }
-  return out;
+  const ended = { state: "COMPLETED", pendingActions: [], continuation: "", continuationExpireTime: undefined } as const;
+  if (r.error !== undefined) {
+    return { ...base, ...ended, pendingActions: [], ok: false, value: undefined, resultJson: "", error: errorFromPB(r.error, r.modelMessage, r.executionId) };
+  }
+  const resultJson = r.resultJson === "" ? "null" : r.resultJson;
+  return { ...base, ...ended, pendingActions: [], ok: true, value: JSON.parse(resultJson) as unknown, resultJson, error: undefined };
+}
+
+/** completed narrows a result that cannot have paused (run, a non-resumable execute). */
+export function completed(r: Result): CompletedResult {
+  if (r.state === "REQUIRES_ACTION") {
+    throw new PtcError(`ptc: execution ${r.executionId} paused though it is not resumable`);
+  }
+  return r;
 }

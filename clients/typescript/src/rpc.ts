@@ -39,12 +39,53 @@ const path = (method: string) => `/${RunnerService.typeName}/${method}`;
 /** SessionCall is one Session stream. */
 export type SessionCall = grpc.ClientDuplexStream<SessionRequest, SessionResponse>;
 
+/**
+ * Connected is what a call knows, when it fails, of whether its request
+ * could have reached the server: the channel was connected when the call
+ * started, or connected while it ran.
+ */
+export interface Connected {
+  /** reached reports whether the channel was connected at some time since the call started. */
+  reached(): boolean;
+}
+
 /** Transport makes RunnerService calls on one channel. */
 export class Transport {
   private readonly client: grpc.Client;
+  /** readyEpoch counts the channel's transitions into READY (see watch). */
+  private readyEpoch = 0;
 
   constructor(target: string, credentials: grpc.ChannelCredentials, options: grpc.ClientOptions) {
     this.client = new grpc.Client(target, credentials, options);
+    this.watch(this.client.getChannel().getConnectivityState(false));
+  }
+
+  /**
+   * watch counts the channel's transitions into READY. The watcher lives
+   * as long as the channel: grpc-js calls it on each state change (it
+   * sets no timer, so it keeps no process alive) and it re-registers
+   * itself until the channel shuts down.
+   */
+  private watch(state: grpc.connectivityState): void {
+    if (state === grpc.connectivityState.SHUTDOWN) return;
+    const channel = this.client.getChannel();
+    try {
+      channel.watchConnectivityState(state, Infinity, () => {
+        const next = channel.getConnectivityState(false);
+        if (next === grpc.connectivityState.READY) this.readyEpoch++;
+        this.watch(next);
+      });
+    } catch {
+      // The channel is shut down: nothing more to watch.
+    }
+  }
+
+  /** connected starts following whether a call's request could have reached the server. */
+  connected(): Connected {
+    const channel = this.client.getChannel();
+    const epoch = this.readyEpoch;
+    const readyAtStart = channel.getConnectivityState(false) === grpc.connectivityState.READY;
+    return { reached: () => readyAtStart || this.readyEpoch > epoch };
   }
 
   execute(req: ExecuteRequest, md: grpc.Metadata, opts: grpc.CallOptions,

@@ -6,7 +6,7 @@
 import { create } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { decide, pendingFromPB, type ApprovalCallback } from "./durable.js";
-import { CancelledError, ConnectionLostError, ToolError, requestError } from "./errors.js";
+import { CancelledError, ConnectionLostError, ToolError, requestError, type StartedToolCall } from "./errors.js";
 import {
   ActionAnswerSchema,
   ApprovalSchema,
@@ -22,7 +22,7 @@ import {
   type ToolResult,
 } from "./gen/ptc/v1/runner_pb.js";
 import { toJSONStrict } from "./json.js";
-import { logFromPB, resultFromPB, type LogEntry, type Result } from "./result.js";
+import { completed, logFromPB, resultFromPB, type CompletedResult, type LogEntry } from "./result.js";
 import { progressFromPB, type ProgressEvent } from "./progress.js";
 import type { SessionCall, Transport } from "./rpc.js";
 import type { PreparedTool, ToolCallContext } from "./tools.js";
@@ -40,12 +40,12 @@ export interface SessionOptions {
 
 // Status codes that, after the server has answered anything, mean the
 // connection itself failed rather than that the server refused the request.
-const lostCodes = new Set([grpc.status.UNAVAILABLE, grpc.status.INTERNAL, grpc.status.UNKNOWN, grpc.status.CANCELLED]);
+export const lostCodes = new Set([grpc.status.UNAVAILABLE, grpc.status.INTERNAL, grpc.status.UNKNOWN, grpc.status.CANCELLED]);
 
 /** runSession runs one execution over a Session stream and resolves with its result. */
-export function runSession(transport: Transport, start: SessionStart, o: SessionOptions): Promise<Result> {
+export function runSession(transport: Transport, start: SessionStart, o: SessionOptions): Promise<CompletedResult> {
   const executionId = start.execute?.executionId ?? "";
-  return new Promise<Result>((resolve, reject) => {
+  return new Promise<CompletedResult>((resolve, reject) => {
     if (o.signal?.aborted) {
       reject(new CancelledError(o.signal.reason));
       return;
@@ -59,8 +59,15 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
     let cancelReason: { reason: unknown } | undefined;
     let graceTimer: NodeJS.Timeout | undefined;
     const inflight = new Set<string>();
+    // started holds the tool calls the script is known to have made, by
+    // seq: the server streams progress on every session (run asks for it
+    // whether or not onProgress is set) so that a lost connection can say
+    // which calls may have had their effects.
+    const started = new Map<number, StartedToolCall>();
+    const lost = (code: number, details: string, cause?: unknown) =>
+      new ConnectionLostError(code, details, executionId, inflight.size, { cause, startedToolCalls: [...started.values()] });
 
-    const finish = (outcome: { result: Result } | { error: Error }) => {
+    const finish = (outcome: { result: CompletedResult } | { error: Error }) => {
       if (finished) return;
       finished = true;
       o.signal?.removeEventListener("abort", onAbort);
@@ -140,14 +147,22 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
             callback(() => o.onLog!(entry));
           }
           break;
-        case "progress":
-          if (o.onProgress) {
-            const event = progressFromPB(m.msg.value);
-            callback(() => o.onProgress!(event));
-          }
+        case "progress": {
+          const event = progressFromPB(m.msg.value);
+          const known = started.get(event.seq);
+          if (event.phase === "STARTED" && known === undefined) started.set(event.seq, { seq: event.seq, tool: event.tool, finished: false, outcome: "" });
+          if (event.phase === "FINISHED") started.set(event.seq, { seq: event.seq, tool: event.tool, finished: true, outcome: event.outcome });
+          if (o.onProgress) callback(() => o.onProgress!(event));
           break;
+        }
         case "result": {
-          const res = resultFromPB(m.msg.value);
+          let res: CompletedResult;
+          try {
+            res = completed(resultFromPB(m.msg.value));
+          } catch (e) {
+            finish({ error: e as Error });
+            break;
+          }
           finish(cancelReason ? { error: new CancelledError(cancelReason.reason, res) } : { result: res });
           break;
         }
@@ -165,7 +180,7 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       if (cancelReason) {
         finish({ error: new CancelledError(cancelReason.reason) });
       } else if (heard && lostCodes.has(e.code)) {
-        finish({ error: new ConnectionLostError(e.code, e.details, executionId, inflight.size, { cause: e }) });
+        finish({ error: lost(e.code, e.details, e) });
       } else {
         finish({ error: requestError(e) });
       }
@@ -174,7 +189,7 @@ export function runSession(transport: Transport, start: SessionStart, o: Session
       // 'error' comes before 'end' for a failed status; let it settle first.
       setImmediate(() => {
         if (!finished) {
-          finish({ error: new ConnectionLostError(grpc.status.UNAVAILABLE, "the server closed the session without a result", executionId, inflight.size) });
+          finish({ error: lost(grpc.status.UNAVAILABLE, "the server closed the session without a result") });
         }
       });
     });

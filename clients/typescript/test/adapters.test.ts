@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Agent, RunContext, Runner, Usage, setTracingDisabled, type Model, type ModelResponse } from "@openai/agents";
-import { generateText } from "ai";
+import { Agent, RunContext, Runner, ToolCallError, Usage, setTracingDisabled, type Model, type ModelResponse } from "@openai/agents";
+import { generateText, stepCountIs, type StopCondition, type ToolSet } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
-import { CancelledError, Client } from "@ptcrun/client";
+import { CancelledError, Client, PtcError, RequestError } from "@ptcrun/client";
 import { ptcTool, ptcTools } from "@ptcrun/client/ai";
 import { ptcAgentTool } from "@ptcrun/client/openai-agents";
 import { repoRoot, startPtcd, type Ptcd } from "./ptcd.js";
@@ -125,6 +125,25 @@ describe("Vercel AI SDK", () => {
     assert.match((out as { error: string }).error, /nope/);
   });
 
+  test("a transport error is the step's tool-error, and stopWhen can end the loop on it", async () => {
+    const own = await startPtcd({ demoTools: true });
+    const c = new Client(own.addr);
+    try {
+      const tools = await ptcTools({ client: c });
+      await own.stop("SIGKILL"); // the server is gone before the model's call
+      const harnessError: StopCondition<ToolSet> = ({ steps }) =>
+        steps.at(-1)?.content.some((p) => p.type === "tool-error" && p.error instanceof PtcError) ?? false;
+      const out = await generateText({ model: scriptedModel("run_script", "return 1"), tools, prompt: "go", stopWhen: [stepCountIs(5), harnessError] });
+      assert.equal(out.steps.length, 1);
+      const part = out.steps[0].content.find((p) => p.type === "tool-error");
+      assert.ok(part?.type === "tool-error" && part.error instanceof RequestError, `want a RequestError, got ${String(part)}`);
+      assert.equal(part.error.codeName, "UNAVAILABLE");
+    } finally {
+      c.close();
+      await own.stop();
+    }
+  });
+
   test("the SDK's abort signal cancels the execution", async () => {
     const t = await ptcTool({ client });
     const ac = new AbortController();
@@ -134,31 +153,89 @@ describe("Vercel AI SDK", () => {
   });
 });
 
+/** agentsModel answers first with a call of run_script with these arguments, then with text. */
+function agentsModel(args: string): Model {
+  let call = 0;
+  return {
+    async getResponse(): Promise<ModelResponse> {
+      call++;
+      const output = call === 1
+        ? [{ type: "function_call", callId: "call-1", name: "run_script", arguments: args, status: "completed" }]
+        : [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }];
+      return { usage: new Usage(), output: output as never };
+    },
+    getStreamedResponse() {
+      throw new Error("not used");
+    },
+  };
+}
+
+/** runnerOf returns a Runner whose model is always this one. */
+function runnerOf(model: Model): Runner {
+  return new Runner({ modelProvider: { getModel: () => model }, tracingDisabled: true });
+}
+
+/** toolOutputs returns the outputs the model was given for its tool calls. */
+function toolOutputs(items: readonly { type: string }[]): string[] {
+  return items.filter((i) => i.type === "tool_call_output_item").map((i) => (i as unknown as { output: string }).output);
+}
+
 describe("OpenAI Agents SDK", () => {
   test("a Runner runs the model's script through the function tool", async () => {
     const t = await ptcAgentTool({ client, tools: [fx] });
     assert.equal(t.name, "run_script");
     assert.equal(t.strict, true);
     assert.match(t.description, /to_eur\(args: \{ usd: number \}\)/);
-    let call = 0;
-    const model: Model = {
-      async getResponse(): Promise<ModelResponse> {
-        call++;
-        const output = call === 1
-          ? [{ type: "function_call", callId: "call-1", name: "run_script", arguments: JSON.stringify({ code: expensesJS }), status: "completed" }]
-          : [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }];
-        return { usage: new Usage(), output: output as never };
-      },
-      getStreamedResponse() {
-        throw new Error("not used");
-      },
-    };
-    const runner = new Runner({ modelProvider: { getModel: () => model }, tracingDisabled: true });
+    const model = agentsModel(JSON.stringify({ code: expensesJS }));
+    const runner = runnerOf(model);
     const agent = new Agent({ name: "analyst", instructions: "Answer with a script.", tools: [t] });
     const res = await runner.run(agent, "Who is over budget?");
     assert.equal(res.finalOutput, "done");
-    const item = res.newItems.find((i) => i.type === "tool_call_output_item") as unknown as { output: string };
-    assert.deepEqual(JSON.parse(item.output), { ok: true, result: expected });
+    const [out] = toolOutputs(res.newItems);
+    assert.deepEqual(JSON.parse(out), { ok: true, result: expected });
+  });
+
+  test("a transport error reaches the harness, not the model", async () => {
+    const own = await startPtcd({ demoTools: true });
+    const c = new Client(own.addr);
+    try {
+      const t = await ptcAgentTool({ client: c });
+      await own.stop("SIGKILL"); // the server is gone before the model's call
+      const runner = runnerOf(agentsModel(JSON.stringify({ code: "return 1" })));
+      const agent = new Agent({ name: "analyst", tools: [t] });
+      const err = await runner.run(agent, "go").then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof ToolCallError, `want the SDK's ToolCallError, got ${String(err)}`);
+      assert.ok(err.error instanceof RequestError, `want a RequestError inside, got ${String(err.error)}`);
+      assert.equal(err.error.codeName, "UNAVAILABLE");
+    } finally {
+      c.close();
+      await own.stop();
+    }
+  });
+
+  test("a harness callback that throws reaches the harness", async () => {
+    const t = await ptcAgentTool({ client, onResult: () => { throw new TypeError("the harness's bug"); } });
+    const runner = runnerOf(agentsModel(JSON.stringify({ code: "return 1" })));
+    const err = await runner.run(new Agent({ name: "analyst", tools: [t] }), "go").then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ToolCallError, `want the SDK's ToolCallError, got ${String(err)}`);
+    assert.ok(err.error instanceof TypeError && err.error.message === "the harness's bug", `got ${String(err.error)}`);
+  });
+
+  test("arguments the model got wrong go back to the model", async () => {
+    const t = await ptcAgentTool({ client });
+    const runner = runnerOf(agentsModel("{not json"));
+    const res = await runner.run(new Agent({ name: "analyst", tools: [t] }), "go");
+    assert.equal(res.finalOutput, "done");
+    const [out] = toolOutputs(res.newItems);
+    assert.match(out, /error/i);
+  });
+
+  test("a script the model got wrong goes back to the model", async () => {
+    const t = await ptcAgentTool({ client });
+    const runner = runnerOf(agentsModel(JSON.stringify({ code: "return (" })));
+    const res = await runner.run(new Agent({ name: "analyst", tools: [t] }), "go");
+    const [out] = toolOutputs(res.newItems);
+    assert.equal(JSON.parse(out).kind, "SYNTAX_ERROR");
   });
 
   test("invoke returns the failure for the model", async () => {

@@ -249,7 +249,7 @@ describe("resumable execute and resume", () => {
       { name: "error without code", call: () => client.resume("x", [Answer.error("c1", "")]), path: "answers[0].error.code" },
       { name: "reason too long", call: () => client.resume("x", [Answer.deny("c1", "x".repeat(5000))]), path: "answers[0].reason" },
       { name: "client tools without resumable", call: () => client.execute({ source: "return 1", tools: [askReviewer] }), path: "tools" },
-      { name: "resumable run", call: () => client.run({ source: "return 1", resumable: true }), path: "resumable" },
+      { name: "resumable run", call: () => client.run({ source: "return 1", resumable: true } as never), path: "resumable" },
       { name: "onApproval in execute", call: () => client.execute({ source: "return 1", onApproval: () => true } as never), path: "onApproval" },
       { name: "bad requireApproval", call: () => client.execute({ source: "return 1", requireApproval: ["no such"] }), path: "requireApproval[0]" },
     ];

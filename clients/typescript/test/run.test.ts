@@ -2,7 +2,9 @@
 // servers (one with the demo tools, one without).
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { status } from "@grpc/grpc-js";
@@ -10,6 +12,7 @@ import { z } from "zod";
 import {
   CancelledError,
   Client,
+  ClientClosedError,
   ConnectionLostError,
   RequestError,
   ToolError,
@@ -392,6 +395,108 @@ describe("cancellation", () => {
   });
 });
 
+/**
+ * chargeServer is the HTTP endpoint behind a ptcd tool "pay.charge": a
+ * side effect. onCharge runs when a charge arrives; the request is never
+ * answered (the server is killed first).
+ */
+async function chargeServer(onCharge: () => void): Promise<{ config: string; close: () => void }> {
+  const http: Server = createServer((req) => {
+    req.resume();
+    onCharge();
+  });
+  await new Promise<void>((res) => http.listen(0, "127.0.0.1", res));
+  const port = (http.address() as { port: number }).port;
+  const config = join(mkdtempSync(join(tmpdir(), "ptc-ts-lost-")), "ptcd.yaml");
+  writeFileSync(config, [
+    "tool_sources:",
+    "  - name: pay",
+    "    type: http",
+    "    tools:",
+    "      - name: charge",
+    "        method: POST",
+    `        url: http://127.0.0.1:${port}/charge`,
+    "        timeout: 60s",
+    "",
+  ].join("\n"));
+  return { config, close: () => { http.closeAllConnections(); http.close(); } };
+}
+
+describe("the server dies after the script called a tool", () => {
+  for (const warm of [false, true]) test(`execute${warm ? " on a connected channel" : " as the first call"}: ConnectionLostError with the execution id, not a retryable UNAVAILABLE`, async () => {
+    let srv: Ptcd | undefined;
+    const charge = await chargeServer(() => void srv?.stop("SIGKILL"));
+    srv = await startPtcd({ args: ["--config", charge.config] });
+    const c = new Client(srv.addr);
+    try {
+      if (warm) await c.listTools();
+      const p = c.execute({ source: "await tools.pay.charge({amount: 5}); return 'charged'", executionId: "charge-1", limits: { timeoutMs: 60_000 } });
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof ConnectionLostError, String(e));
+        assert.equal(e.executionId, "charge-1");
+        assert.equal(e.codeName, "UNAVAILABLE");
+        assert.deepEqual(e.startedToolCalls, []); // a unary call streams nothing back
+        assert.match(e.message, /outcome is unknown/);
+        return true;
+      });
+    } finally {
+      c.close();
+      charge.close();
+      await srv.stop("SIGKILL");
+    }
+  });
+
+  test("run: ConnectionLostError naming the server tool call that started", async () => {
+    let srv: Ptcd | undefined;
+    const charged = deferred();
+    const seen = deferred();
+    const charge = await chargeServer(() => charged.resolve());
+    srv = await startPtcd({ args: ["--config", charge.config] });
+    // Kill the server once the charge reached the endpoint and the client
+    // heard that the call started.
+    void Promise.all([charged.promise, seen.promise]).then(() => srv?.stop("SIGKILL"));
+    const c = new Client(srv.addr);
+    try {
+      const p = c.run({
+        source: "await tools.pay.charge({amount: 5}); return 'charged'",
+        executionId: "charge-2",
+        limits: { timeoutMs: 60_000 },
+        onProgress: (ev) => { if (ev.phase === "STARTED") seen.resolve(); },
+      });
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof ConnectionLostError, String(e));
+        assert.equal(e.executionId, "charge-2");
+        assert.deepEqual(e.startedToolCalls, [{ seq: 1, tool: "pay.charge", finished: false, outcome: "" }]);
+        assert.equal(e.pendingToolCalls, 0);
+        assert.match(e.message, /tool calls known to have started: #1 pay\.charge/);
+        return true;
+      });
+    } finally {
+      c.close();
+      charge.close();
+      await srv.stop("SIGKILL");
+    }
+  });
+
+  test("an unreachable server is a plain RequestError UNAVAILABLE: nothing ran", async () => {
+    const srv = await startPtcd();
+    const addr = srv.addr;
+    await srv.stop("SIGKILL");
+    const c = new Client(addr);
+    try {
+      for (const call of [() => c.execute({ source: "return 1" }), () => c.run({ source: "return 1" })]) {
+        await assert.rejects(call(), (e: unknown) => {
+          assert.ok(e instanceof RequestError && !(e instanceof ConnectionLostError), String(e));
+          assert.equal(e.codeName, "UNAVAILABLE");
+          return true;
+        });
+      }
+    } finally {
+      c.close();
+    }
+  });
+});
+
 describe("the server goes away", () => {
   test("killed while a client tool call is pending: ConnectionLostError, no hang", async () => {
     const srv = await startPtcd();
@@ -445,5 +550,38 @@ describe("the server goes away", () => {
       c.close();
       await srv.stop("SIGKILL");
     }
+  });
+});
+
+describe("close", () => {
+  test("calls after close reject with ClientClosedError, calls in flight complete", async () => {
+    const c = new Client(plainSrv.addr);
+    const entered = deferred();
+    const release = deferred();
+    const running = c.run({
+      source: "return await tools.wait({})",
+      tools: [{ name: "wait", handler: async () => { entered.resolve(); await release.promise; return "finished"; } }],
+    });
+    const executing = c.execute({ source: "let x = 0; for (let i = 0; i < 2e5; i++) x += i; return x" });
+    await entered.promise;
+    c.close();
+    c.close(); // twice is harmless
+    const refused: Array<[string, Promise<unknown>]> = [
+      ["execute", c.execute({ source: "return 1" })],
+      ["run", c.run({ source: "return 1" })],
+      ["listTools", c.listTools()],
+      ["resume", c.resume("abc", [])],
+    ];
+    for (const [name, p] of refused) {
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof ClientClosedError, `${name}: ${String(e)}`);
+        assert.match(e.message, /client is closed/);
+        return true;
+      });
+    }
+    release.resolve();
+    assert.equal((await running).value, "finished");
+    assert.equal((await executing).ok, true);
+    await assert.rejects(c.execute({ source: "return 1" }), ClientClosedError);
   });
 });

@@ -4,7 +4,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { z } from "zod";
-import { Client, InvalidRequestError, NotJSONError, toJSONStrict, type ClientTool } from "@ptcrun/client";
+import {
+  Client,
+  InvalidRequestError,
+  NotJSONError,
+  requiresAction,
+  toJSONStrict,
+  type ClientTool,
+  type CompletedResult,
+  type Result,
+} from "@ptcrun/client";
 
 describe("toJSONStrict", () => {
   const cyclic: Record<string, unknown> = { a: 1 };
@@ -111,5 +120,37 @@ describe("TypeScript declarations of client tools", async () => {
   });
   test("into an empty tools object", () => {
     assert.equal(withClientTools("declare const tools: {};", [tool]), "declare const tools: {\n  crm: {\n    /** Find a contact. */\n    find(args: { q: string }): Promise<unknown>;\n  };\n};");
+  });
+});
+
+// The type-level contract: these compile under strict (this file is built
+// with tsc --strict before the tests run), and each @ts-expect-error line
+// must fail to compile, or the build fails.
+describe("types", () => {
+  test("a completed result narrows on ok, a paused one with requiresAction", () => {
+    const describe = (res: CompletedResult): string => (res.ok ? JSON.stringify(res.value) : `${res.error.kind}: ${res.modelMessage}`);
+    const any = (res: Result): string => {
+      if (requiresAction(res)) return res.pendingActions.map((a) => a.callId).join(",") + res.continuation;
+      return res.ok ? JSON.stringify(res.value) : res.error.kind;
+    };
+    assert.equal(typeof describe, "function");
+    assert.equal(typeof any, "function");
+  });
+
+  test("run and execute are typed by resumable", async () => {
+    const c = new Client("127.0.0.1:1");
+    c.close();
+    // @ts-expect-error run refuses resumable (a Session asks onApproval instead)
+    await assert.rejects(c.run({ source: "return 1", resumable: true }), InvalidRequestError);
+    // A non-resumable execute and run cannot pause: their results narrow on ok alone.
+    const onlyCompleted: Array<() => Promise<CompletedResult>> = [
+      () => c.execute({ source: "return 1" }),
+      () => c.execute({ source: "return 1", resumable: false }),
+      () => c.run({ source: "return 1" }),
+    ];
+    // A resumable one may pause.
+    // @ts-expect-error a resumable execute may return a PausedResult
+    const notCompleted: () => Promise<CompletedResult> = () => c.execute({ source: "return 1", resumable: true });
+    assert.equal(onlyCompleted.length + (typeof notCompleted === "function" ? 1 : 0), 4);
   });
 });
