@@ -125,7 +125,6 @@ type runFlags struct {
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
 	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
 	f.server.register(fs, "run on a ptcd server at ADDR (over a Session stream)")
@@ -144,8 +143,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
 	f.durable.define(fs)
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true})); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true}), stdout, stderr); !ok {
+		return code
 	}
 	f.limits = ptc.Limits(lim)
 	if err := f.server.check(); err != nil {
@@ -337,15 +336,14 @@ func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n  
 
 func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var srv serverFlags
 	srv.register(fs, "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
 	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
 	limit := fs.Int("limit", 0, "at most this many tools")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	req := &ptcv1.ListToolsRequest{Query: *query, Limit: int32(*limit), IncludeTypescript: *typescript, Names: fs.Args()}
 	var res *ptcv1.ListToolsResponse

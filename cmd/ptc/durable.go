@@ -159,7 +159,6 @@ func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, err
 // resumeCmd resumes a paused execution: `ptc resume [FILE|-] answers…`.
 func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var srv serverFlags
 	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
 	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
@@ -169,8 +168,8 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.Var(a.flag("error"), "error", "ID=CODE:MESSAGE: a client tool's error (repeatable)")
 	fs.Var(a.flag("approve"), "approve", "ID, or all: approve a call (repeatable)")
 	fs.Var(a.flag("deny"), "deny", "ID=REASON, or all=REASON: deny a call (repeatable)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"json": true, "tls": true})); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"json": true, "tls": true}), stdout, stderr); !ok {
+		return code
 	}
 	if err := srv.check(); err != nil {
 		fmt.Fprintln(stderr, "ptc resume:", err)
