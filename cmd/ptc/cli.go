@@ -19,9 +19,10 @@ import (
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-// Exit codes of `ptc run`: 0 success, 1 usage or I/O error, 2 request
-// rejected (gRPC status or invalid request), and 10 + the error kind for a
-// script that failed (11 SYNTAX_ERROR … 20 INTERNAL).
+// Exit codes of `ptc run`: 0 success, 1 usage or I/O error (a server that
+// cannot be reached included), 2 request rejected (gRPC status or invalid
+// request), and 10 + the error kind for a script that failed (11
+// SYNTAX_ERROR … 20 INTERNAL).
 const (
 	exitOK       = 0
 	exitUsage    = 1
@@ -52,7 +53,7 @@ a paused run or resume prints it so always.
 With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
 (trusting the system's CAs), --tls-ca FILE trusting the CA certificates in a PEM file.
 
-exit codes of run and resume: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
+exit codes of run and resume: 0 ok, 1 usage or I/O error (ptcd not reached), 2 request rejected, 3 replay divergence,
   5 paused (the pause state is on stdout), 11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT,
   14 CPU_LIMIT, 15 MEMORY_LIMIT, 16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION,
   19 CANCELLED, 20 INTERNAL, 21 PAUSE_LIMIT, 22 RESUME_DIVERGED
@@ -205,8 +206,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		res, err = runLocal(ctx, req)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return f.server.failed(stderr, err)
 	}
 	if res.RequiresAction() {
 		// In process, OnLog printed each line as it was written.
@@ -355,8 +355,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if srv.addr != "" {
 		conn, cerr := srv.conn()
 		if cerr != nil {
-			fmt.Fprintln(stderr, "ptc:", cerr)
-			return exitRejected
+			return srv.failed(stderr, cerr)
 		}
 		defer conn.Close()
 		if res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req); err != nil {
@@ -378,8 +377,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return srv.failed(stderr, err)
 	}
 	switch {
 	case *asJSON:

@@ -208,14 +208,12 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if srv.addr != "" {
 		c, err := srv.dial()
 		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
-			return exitRejected
+			return srv.failed(stderr, err)
 		}
 		defer c.Close()
 		res, err = c.Resume(ctx, state.GetContinuation(), answers...)
 		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
-			return exitRejected
+			return srv.failed(stderr, err)
 		}
 	} else {
 		r, err := newDurableRunner()

@@ -63,8 +63,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return f.server.failed(stderr, err)
 	}
 	code := report(res, f.jsonOut, stdout, stderr)
 	c, err := cassette.New(req, allowed(defs, req.AllowedTools), scriptPath, res)
