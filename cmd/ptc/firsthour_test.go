@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,5 +34,40 @@ func TestMCPConfigFromAnotherDirectory(t *testing.T) {
 	}
 	if strings.Contains(stderr, "fix the server") {
 		t.Fatalf("stderr %q still blames the server", stderr)
+	}
+}
+
+// TestReplayDivergenceOneNumber: a replayed script whose second call is
+// refused for its arguments (and caught) and whose third call then differs
+// too names call #2 in the script's error and in the summary alike.
+func TestReplayDivergenceOneNumber(t *testing.T) {
+	const recorded = `const a = await tools.get_budget_by_level({level: "mid"});
+const b = await tools.get_budget_by_level({level: "senior"});
+const c = await tools.get_budget_by_level({level: "staff"});
+return [a, b, c]`
+	const changed = `const a = await tools.get_budget_by_level({level: "mid"});
+let b;
+try { b = await tools.get_budget_by_level({level: "Senior"}); } catch (e) { console.log(e.code); }
+const c = await tools.get_budget_by_level({level: "principal"});
+return [a, b, c]`
+	tape := filepath.Join(t.TempDir(), "t.jsonl")
+	if code, _, stderr := ptcMain(t, "run", writeScript(t, "a.js", recorded), "--record", tape); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := ptcMain(t, "run", writeScript(t, "b.js", changed), "--replay", tape)
+	if code != exitDivergence {
+		t.Fatalf("replay: exit %d, want %d: %s", code, exitDivergence, stderr)
+	}
+	seqs := regexp.MustCompile(`replay divergence at call #(\d+)`).FindAllStringSubmatch(stderr, -1)
+	if len(seqs) != 2 {
+		t.Fatalf("want the divergence in the script error and in the summary:\n%s", stderr)
+	}
+	for _, m := range seqs {
+		if m[1] != "2" {
+			t.Fatalf("the divergence is named #%s, want #2 everywhere:\n%s", m[1], stderr)
+		}
+	}
+	if !strings.Contains(stderr, `recorded: {"level":"senior"}`) {
+		t.Fatalf("the summary does not show call #2's arguments:\n%s", stderr)
 	}
 }

@@ -196,6 +196,7 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
 
 	rp := cassette.NewReplayer(c)
+	rp.Observe(&req)
 	r, err := ptc.NewRunner(ptc.WithTools(rp.Tools()...))
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc: --replay: the recorded tools:", err)
