@@ -71,3 +71,52 @@ return [a, b, c]`
 		t.Fatalf("the summary does not show call #2's arguments:\n%s", stderr)
 	}
 }
+
+// TestPauseListsWaitingCalls: a paused run names each call it waits for,
+// with its id, what it waits for, its tool and its arguments.
+func TestPauseListsWaitingCalls(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	script := writeScript(t, "wait.js", `
+		const [a, b] = await Promise.all([tools.ask({question: "which level?"}), tools.get_budget_by_level({level: "mid"})]);
+		return [a, b];`)
+	code, stdout, stderr := ptcMain(t, "run", script, "--resumable", "--client-tools", `[{"name":"ask"}]`,
+		"--require-approval", "get_budget_by_level")
+	if code != exitPaused {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`ptc: paused, waiting for 2 calls:\n`),
+		regexp.MustCompile(`\n  c1 +answer +ask \{"question":"which level\?"\}\n`),
+		regexp.MustCompile(`\n  c2 +approval +get_budget_by_level \{"level":"mid"\}`),
+		regexp.MustCompile(`\nptc: continue with: ptc resume FILE --approve ID`),
+	} {
+		if !want.MatchString(stderr) {
+			t.Fatalf("stderr does not match %s:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestResumeRefusesWhatIsNotAPause: ptc resume given a script, a result
+// or other JSON says the file is not a pause state and what to give.
+func TestResumeRefusesWhatIsNotAPause(t *testing.T) {
+	t.Setenv("PTC_HOME", t.TempDir())
+	tests := []struct {
+		name, content, want string
+	}{
+		{"a script", "return await tools.ask({})\n", "is not a pause state: neither JSON nor a continuation"},
+		{"a result", `{"executionId": "ex_1", "resultJson": "1", "modelMessage": "1"}`, "is not a pause state: it has no continuation"},
+		{"other JSON", `{"over_by": 12}`, "is JSON but not a pause state"},
+		{"an empty file", "\n", "is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeScript(t, "state.json", tt.content)
+			code, _, stderr := ptcMain(t, "resume", p, "--approve", "all")
+			want := "ptc resume: " + p + " " + tt.want
+			if code != exitUsage || !strings.HasPrefix(stderr, want) ||
+				!strings.Contains(stderr, "give the JSON that ptc run --resumable printed") || strings.Contains(stderr, "base64url") {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitUsage, want)
+			}
+		})
+	}
+}
