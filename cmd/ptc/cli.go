@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -212,7 +213,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// In process, OnLog printed each line as it was written.
 		return reportPause(res, f.durable.out, f.server.addr == "", stdout, stderr)
 	}
-	return report(res, f.jsonOut, stdout, stderr)
+	return report(res, path, f.jsonOut, stdout, stderr)
 }
 
 // readValues reads --input and --result-schema (inline or @file) into req;
@@ -286,8 +287,10 @@ func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, e
 	return c.Run(ctx, req, client...)
 }
 
-// report prints the outcome and returns the exit code.
-func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
+// report prints the outcome and returns the exit code. file is the
+// script's path as the user named it ("" when unknown): stack traces show
+// it where the engines name the script script.js or script.ts.
+func report(res *ptc.Result, file string, jsonOut bool, stdout, stderr io.Writer) int {
 	if jsonOut {
 		if err := printResultJSON(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
@@ -305,7 +308,7 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "ptc: %s%s: %s\n", e.Kind, pos, e.Message)
 		if e.Stack != "" {
-			fmt.Fprintln(stderr, indent(e.Stack))
+			fmt.Fprintln(stderr, indent(stackWithFile(e.Stack, file)))
 		}
 	}
 	if res.LogsTruncated {
@@ -330,6 +333,22 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 		return exitKindBase + int(res.Error.Kind)
 	}
 	return exitOK
+}
+
+// engineFile matches a stack frame's position in the script, which the
+// engines name script.js (JavaScript) or script.ts (TypeScript) whatever
+// the file is called: "at f (script.js:1:22)", "at script.ts:3:9".
+var engineFile = regexp.MustCompile(`(^|[ (])script\.(?:js|ts):(\d+:\d+)`)
+
+// stackWithFile puts the script's own path in the frames of stack.
+func stackWithFile(stack, file string) string {
+	if file == "" {
+		return stack
+	}
+	return engineFile.ReplaceAllStringFunc(stack, func(m string) string {
+		sub := engineFile.FindStringSubmatch(m)
+		return sub[1] + file + ":" + sub[2]
+	})
 }
 
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

@@ -260,7 +260,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, l := range res.Logs {
 		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
 	}
-	return report(res, *jsonOut, stdout, stderr)
+	return report(res, "", *jsonOut, stdout, stderr)
 }
 
 // newDurableRunner is the in-process runner of resumable `ptc run` and of

@@ -120,3 +120,54 @@ func TestResumeRefusesWhatIsNotAPause(t *testing.T) {
 		})
 	}
 }
+
+// TestStackTracesNameTheFile: the frames of a script's stack trace name
+// the file as the user gave it, not the engine's script.js or script.ts,
+// whether the script runs, is recorded or is replayed from its cassette.
+func TestStackTracesNameTheFile(t *testing.T) {
+	const src = "function f() { throw new Error(\"x\") }\nconst g = () => f();\nreturn g()\n"
+	js := writeScript(t, "budget-check.js", src)
+	ts := writeScript(t, "budget-check.ts", src)
+	tape := filepath.Join(t.TempDir(), "t.jsonl")
+	tests := []struct {
+		name string
+		args []string
+		file string
+	}{
+		{"javascript", []string{"run", js}, js},
+		{"typescript", []string{"run", ts}, ts},
+		{"recorded", []string{"run", js, "--record", tape}, js},
+		{"replayed from the cassette", []string{"run", "--replay", tape}, js},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := ptcMain(t, tt.args...)
+			if code != exitKindBase+2 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stderr, "    at f ("+tt.file+":1:22)\n") || strings.Contains(stderr, "script.js") || strings.Contains(stderr, "script.ts") {
+				t.Fatalf("the stack does not name %s:\n%s", tt.file, stderr)
+			}
+		})
+	}
+}
+
+// TestStackWithFile: only frame positions are renamed.
+func TestStackWithFile(t *testing.T) {
+	tests := []struct {
+		name, stack, file, want string
+	}{
+		{"named frame", "at f (script.js:1:22)", "a.js", "at f (a.js:1:22)"},
+		{"anonymous frame", "at script.ts:3:9", "dir/b.ts", "at dir/b.ts:3:9"},
+		{"no file", "at f (script.js:1:22)", "", "at f (script.js:1:22)"},
+		{"a name that only ends so", "at f (myscript.js:1:2)", "a.js", "at f (myscript.js:1:2)"},
+		{"no position", "at script.js", "a.js", "at script.js"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stackWithFile(tt.stack, tt.file); got != tt.want {
+				t.Errorf("stackWithFile(%q, %q) = %q, want %q", tt.stack, tt.file, got, tt.want)
+			}
+		})
+	}
+}
