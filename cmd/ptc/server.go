@@ -63,6 +63,22 @@ func (s serverFlags) check() error {
 	return nil
 }
 
+// reachHint says what to check when the server could not be reached.
+func (s serverFlags) reachHint(err error) string {
+	msg := err.Error()
+	secure := s.tls || s.tlsCA != ""
+	switch {
+	case strings.Contains(msg, "handshake") || strings.Contains(msg, "certificate"):
+		if s.tlsCA == "" {
+			return "the TLS handshake failed: if the server's certificate is signed by a CA of your own, trust it with --tls-ca FILE"
+		}
+		return "the TLS handshake failed: check that --tls-ca holds the CA that signed the server's certificate"
+	case !secure && (strings.Contains(msg, "server preface") || strings.Contains(msg, "connection reset")):
+		return "the server closed the plaintext connection: if it serves TLS, add --tls (or --tls-ca FILE)"
+	}
+	return "check that ptcd is running and listens there"
+}
+
 // failed reports on stderr an error of a request that did not run, and
 // returns the exit code: a server that cannot be reached is an I/O error
 // (exitUsage), anything else a rejected request (exitRejected).
@@ -70,7 +86,7 @@ func (s serverFlags) failed(stderr io.Writer, err error) int {
 	var fe *fault.Error
 	unreachable := ptc.CodeOf(err) == ptc.Unavailable || errors.As(err, &fe) && fe.Code == fault.CodeUnavailable
 	if s.addr != "" && unreachable {
-		fmt.Fprintf(stderr, "ptc: cannot reach ptcd at %s: %v; check that ptcd is running and listens there\n", s.addr, err)
+		fmt.Fprintf(stderr, "ptc: cannot reach ptcd at %s: %v; %s\n", s.addr, err, s.reachHint(err))
 		return exitUsage
 	}
 	fmt.Fprintln(stderr, "ptc:", err)
