@@ -145,3 +145,35 @@ func TestReadmeCommandsRunInAFreshClone(t *testing.T) {
 		}
 	}
 }
+
+// TestLicenceAndNotice checks that the repository carries the Apache-2.0
+// licence and that NOTICE is what scripts/gen-notice.sh writes: every
+// module linked into ptcd and ptc, with its licence, so that a new or
+// updated dependency cannot ship without its notice.
+func TestLicenceAndNotice(t *testing.T) {
+	lic, err := os.ReadFile("LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION"} {
+		if !strings.Contains(string(lic), want) {
+			t.Errorf("LICENSE lacks %q", want)
+		}
+	}
+	notice, err := os.ReadFile("NOTICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", "scripts/gen-notice.sh", "--stdout").Output()
+	if err != nil {
+		t.Fatalf("scripts/gen-notice.sh: %v", err)
+	}
+	if string(out) != string(notice) {
+		t.Errorf("NOTICE is not what scripts/gen-notice.sh writes: run scripts/gen-notice.sh and commit NOTICE")
+	}
+	for _, want := range []string{"github.com/dop251/goja", "github.com/evanw/esbuild", "github.com/tetratelabs/wazero", "The Go standard library"} {
+		if !strings.Contains(string(notice), want) {
+			t.Errorf("NOTICE does not name %s", want)
+		}
+	}
+}

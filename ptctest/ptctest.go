@@ -371,6 +371,7 @@ func Replay(t testing.TB, path string, opts ...Option) *ptc.Result {
 		t.Fatalf("ptctest: %v", err)
 	}
 	rp := cassette.NewReplayer(tape)
+	rp.Observe(&req)
 	res := execute(t, c, req, rp.Tools())
 	if d := rp.Check(res); d != nil {
 		t.Errorf("ptctest: %s: %v", path, d)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,9 +20,10 @@ import (
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
-// Exit codes of `ptc run`: 0 success, 1 usage or I/O error, 2 request
-// rejected (gRPC status or invalid request), and 10 + the error kind for a
-// script that failed (11 SYNTAX_ERROR … 20 INTERNAL).
+// Exit codes of `ptc run`: 0 success, 1 usage or I/O error (a server that
+// cannot be reached included), 2 request rejected (gRPC status or invalid
+// request), and 10 + the error kind for a script that failed (11
+// SYNTAX_ERROR … 20 INTERNAL).
 const (
 	exitOK       = 0
 	exitUsage    = 1
@@ -52,7 +54,7 @@ a paused run or resume prints it so always.
 With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
 (trusting the system's CAs), --tls-ca FILE trusting the CA certificates in a PEM file.
 
-exit codes of run and resume: 0 ok, 1 usage or I/O error, 2 request rejected, 3 replay divergence,
+exit codes of run and resume: 0 ok, 1 usage or I/O error (ptcd not reached), 2 request rejected, 3 replay divergence,
   5 paused (the pause state is on stdout), 11 SYNTAX_ERROR, 12 SCRIPT_ERROR, 13 TIMEOUT,
   14 CPU_LIMIT, 15 MEMORY_LIMIT, 16 TOOL_CALL_LIMIT, 17 OUTPUT_LIMIT, 18 RESULT_SCHEMA_VIOLATION,
   19 CANCELLED, 20 INTERNAL, 21 PAUSE_LIMIT, 22 RESUME_DIVERGED
@@ -125,7 +127,6 @@ type runFlags struct {
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
 	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
 	f.server.register(fs, "run on a ptcd server at ADDR (over a Session stream)")
@@ -144,8 +145,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
 	f.durable.define(fs)
-	if err := fs.Parse(splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true})); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true}), stdout, stderr); !ok {
+		return code
 	}
 	f.limits = ptc.Limits(lim)
 	if err := f.server.check(); err != nil {
@@ -206,14 +207,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		res, err = runLocal(ctx, req)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return f.server.failed(stderr, err)
 	}
 	if res.RequiresAction() {
 		// In process, OnLog printed each line as it was written.
 		return reportPause(res, f.durable.out, f.server.addr == "", stdout, stderr)
 	}
-	return report(res, f.jsonOut, stdout, stderr)
+	return report(res, path, f.jsonOut, stdout, stderr)
 }
 
 // readValues reads --input and --result-schema (inline or @file) into req;
@@ -287,8 +287,10 @@ func runRemote(ctx context.Context, f runFlags, req ptc.Request) (*ptc.Result, e
 	return c.Run(ctx, req, client...)
 }
 
-// report prints the outcome and returns the exit code.
-func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
+// report prints the outcome and returns the exit code. file is the
+// script's path as the user named it ("" when unknown): stack traces show
+// it where the engines name the script script.js or script.ts.
+func report(res *ptc.Result, file string, jsonOut bool, stdout, stderr io.Writer) int {
 	if jsonOut {
 		if err := printResultJSON(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
@@ -306,7 +308,7 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "ptc: %s%s: %s\n", e.Kind, pos, e.Message)
 		if e.Stack != "" {
-			fmt.Fprintln(stderr, indent(e.Stack))
+			fmt.Fprintln(stderr, indent(stackWithFile(e.Stack, file)))
 		}
 	}
 	if res.LogsTruncated {
@@ -333,19 +335,34 @@ func report(res *ptc.Result, jsonOut bool, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// engineFile matches a stack frame's position in the script, which the
+// engines name script.js (JavaScript) or script.ts (TypeScript) whatever
+// the file is called: "at f (script.js:1:22)", "at script.ts:3:9".
+var engineFile = regexp.MustCompile(`(^|[ (])script\.(?:js|ts):(\d+:\d+)`)
+
+// stackWithFile puts the script's own path in the frames of stack.
+func stackWithFile(stack, file string) string {
+	if file == "" {
+		return stack
+	}
+	return engineFile.ReplaceAllStringFunc(stack, func(m string) string {
+		sub := engineFile.FindStringSubmatch(m)
+		return sub[1] + file + ":" + sub[2]
+	})
+}
+
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
 
 func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc tools", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var srv serverFlags
 	srv.register(fs, "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
 	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
 	limit := fs.Int("limit", 0, "at most this many tools")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	req := &ptcv1.ListToolsRequest{Query: *query, Limit: int32(*limit), IncludeTypescript: *typescript, Names: fs.Args()}
 	var res *ptcv1.ListToolsResponse
@@ -357,8 +374,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if srv.addr != "" {
 		conn, cerr := srv.conn()
 		if cerr != nil {
-			fmt.Fprintln(stderr, "ptc:", cerr)
-			return exitRejected
+			return srv.failed(stderr, cerr)
 		}
 		defer conn.Close()
 		if res, err = ptcv1.NewRunnerServiceClient(conn).ListTools(ctx, req); err != nil {
@@ -380,8 +396,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return srv.failed(stderr, err)
 	}
 	switch {
 	case *asJSON:

@@ -94,6 +94,37 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestFlagMistakes: a misspelt flag or a bad value is one line on
+// stderr, naming the flag meant, not the whole usage.
+func TestFlagMistakes(t *testing.T) {
+	p := writeScript(t, "s.js", "return 1")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"misspelt flag of run", []string{"run", p, "--inptu", "{}"}, "ptc run: unknown flag --inptu (did you mean --input?); ptc help lists every flag\n"},
+		{"misspelt limit", []string{"run", p, "--timout", "1s"}, "ptc run: unknown flag --timout (did you mean --timeout?); ptc help lists every flag\n"},
+		{"nothing near", []string{"run", p, "--frobnicate"}, "ptc run: unknown flag --frobnicate; ptc help lists every flag\n"},
+		{"bad value", []string{"run", p, "--timeout", "soon"}, "ptc run: invalid value \"soon\" for flag -timeout: "},
+		{"misspelt flag of tools", []string{"tools", "--qeury", "x"}, "ptc tools: unknown flag --qeury (did you mean --query?); ptc help lists every flag\n"},
+		{"misspelt flag of resume", []string{"resume", "--aprove", "all"}, "ptc resume: unknown flag --aprove (did you mean --approve?); ptc help lists every flag\n"},
+		{"misspelt flag of test", []string{"test", "--updte"}, "ptc test: unknown flag --updte (did you mean --update?); ptc help lists every flag\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, "", tt.args...)
+			if code != 1 || !strings.HasPrefix(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q; want exit 1 and one line starting %q", code, stderr, tt.want)
+			}
+		})
+	}
+	code, stdout, _ := runCLI(t, "", "run", "-h")
+	if code != 0 || !strings.Contains(stdout, "usage of ptc run") || !strings.Contains(stdout, "-max-tool-calls") {
+		t.Fatalf("run -h: exit %d, stdout %q", code, stdout)
+	}
+}
+
 func TestTools(t *testing.T) {
 	code, stdout, _ := runCLI(t, "", "tools")
 	if code != 0 || !regexp.MustCompile(`^TOOL +DESCRIPTION\n`).MatchString(stdout) || !strings.Contains(stdout, "\nget_expenses ") {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -91,8 +92,33 @@ func reportPause(res *ptc.Result, out string, logsShown bool, stdout, stderr io.
 			fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
 		}
 	}
-	fmt.Fprintf(stderr, "ptc: paused, waiting for %s; continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE\n", plural.Count(len(res.Pending), "call", "calls"))
+	fmt.Fprintf(stderr, "ptc: paused, waiting for %s:\n", plural.Count(len(res.Pending), "call", "calls"))
+	printPending(stderr, res.Pending)
+	fmt.Fprintln(stderr, "ptc: continue with: ptc resume FILE --approve ID | --deny ID=REASON | --answer ID=JSON | --error ID=CODE:MESSAGE")
 	return exitPaused
+}
+
+// printPending lists the calls a paused execution waits for, one a line:
+// the id to answer, what it waits for, the tool and its arguments (cut
+// to a line's worth).
+func printPending(w io.Writer, pending []ptc.Action) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, a := range pending {
+		what := "answer"
+		if a.Approval {
+			what = "approval"
+		}
+		args := string(a.Arguments)
+		if n := 100; len(args) > n {
+			args = strings.ToValidUTF8(args[:n], "") + "…"
+		}
+		line := fmt.Sprintf("  %s\t%s\t%s %s", a.CallID, what, a.Tool, args)
+		if a.Approval && a.Reason != "" {
+			line += " (" + a.Reason + ")"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
 }
 
 // answerFlags collects repeated --answer, --error, --approve and --deny.
@@ -159,7 +185,6 @@ func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, err
 // resumeCmd resumes a paused execution: `ptc resume [FILE|-] answers…`.
 func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var srv serverFlags
 	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
 	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
@@ -169,8 +194,8 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.Var(a.flag("error"), "error", "ID=CODE:MESSAGE: a client tool's error (repeatable)")
 	fs.Var(a.flag("approve"), "approve", "ID, or all: approve a call (repeatable)")
 	fs.Var(a.flag("deny"), "deny", "ID=REASON, or all=REASON: deny a call (repeatable)")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"json": true, "tls": true})); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"json": true, "tls": true}), stdout, stderr); !ok {
+		return code
 	}
 	if err := srv.check(); err != nil {
 		fmt.Fprintln(stderr, "ptc resume:", err)
@@ -191,14 +216,14 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "ptc:", err)
 		return exitUsage
 	}
-	state := &ptcv1.ExecuteResponse{}
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		if err := protojson.Unmarshal(t, state); err != nil {
-			fmt.Fprintln(stderr, "ptc: the pause state is not valid:", err)
-			return exitUsage
+	state, err := readPauseState(raw)
+	if err != nil {
+		name := "stdin"
+		if fs.NArg() == 1 && fs.Arg(0) != "-" {
+			name = fs.Arg(0)
 		}
-	} else {
-		state.Continuation = string(t)
+		fmt.Fprintf(stderr, "ptc resume: %s %v; give the JSON that ptc run --resumable printed (or wrote with --continuation), or its continuation\n", name, err)
+		return exitUsage
 	}
 	answers, err := a.answers(state.GetPendingActions())
 	if err != nil {
@@ -209,14 +234,12 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if srv.addr != "" {
 		c, err := srv.dial()
 		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
-			return exitRejected
+			return srv.failed(stderr, err)
 		}
 		defer c.Close()
 		res, err = c.Resume(ctx, state.GetContinuation(), answers...)
 		if err != nil {
-			fmt.Fprintln(stderr, "ptc:", err)
-			return exitRejected
+			return srv.failed(stderr, err)
 		}
 	} else {
 		r, err := newDurableRunner()
@@ -237,7 +260,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, l := range res.Logs {
 		fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
 	}
-	return report(res, *jsonOut, stdout, stderr)
+	return report(res, "", *jsonOut, stdout, stderr)
 }
 
 // newDurableRunner is the in-process runner of resumable `ptc run` and of
@@ -279,4 +302,40 @@ func newDurableRunner() (*ptc.Runner, error) {
 	return ptc.NewRunner(ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
 		Keys: map[string][]byte{"local": bytes.TrimSpace(key)}, SigningKey: "local",
 		StateFile: filepath.Join(dir, "durable.db"), Parked: -1}))
+}
+
+// readPauseState reads what `ptc resume` is given: the pause state
+// (an ExecuteResponse in protobuf's JSON mapping) or a bare continuation.
+// Anything else is refused here, saying what it is not, rather than by
+// the continuation's decoder.
+func readPauseState(raw []byte) (*ptcv1.ExecuteResponse, error) {
+	t := bytes.TrimSpace(raw)
+	state := &ptcv1.ExecuteResponse{}
+	switch {
+	case len(t) == 0:
+		return nil, errors.New("is empty")
+	case t[0] == '{':
+		if err := protojson.Unmarshal(t, state); err != nil {
+			return nil, fmt.Errorf("is JSON but not a pause state (%v)", err)
+		}
+		if state.GetContinuation() == "" {
+			return nil, errors.New("is not a pause state: it has no continuation (the execution it reports did not pause)")
+		}
+	case !isContinuation(t):
+		return nil, errors.New("is not a pause state: neither JSON nor a continuation")
+	default:
+		state.Continuation = string(t)
+	}
+	return state, nil
+}
+
+// isContinuation reports whether t could be a continuation: one word of
+// base64url text.
+func isContinuation(t []byte) bool {
+	for _, c := range t {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -84,7 +84,7 @@ func TestPauseStateIsProtoJSON(t *testing.T) {
 		try { return await tools.get_budget_by_level({level: "senior"}); }
 		catch (e) { return {code: e.code, message: e.message}; }`)
 	code, pause, stderr := ptcMain(t, "run", script, "--resumable", "--require-approval", "get_budget_by_level")
-	if code != exitPaused || !strings.Contains(stderr, "waiting for 1 call;") {
+	if code != exitPaused || !strings.Contains(stderr, "waiting for 1 call:") {
 		t.Fatalf("exit %d\n%s%s", code, pause, stderr)
 	}
 	for _, want := range []string{`"executionId"`, `"state": "EXECUTION_STATE_REQUIRES_ACTION"`, `"pendingActions": [`,

@@ -63,10 +63,9 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ptc:", err)
-		return exitRejected
+		return f.server.failed(stderr, err)
 	}
-	code := report(res, f.jsonOut, stdout, stderr)
+	code := report(res, scriptPath, f.jsonOut, stdout, stderr)
 	c, err := cassette.New(req, allowed(defs, req.AllowedTools), scriptPath, res)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc: --record:", err)
@@ -197,6 +196,7 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 	req.OnLog = func(e ptc.LogEntry) { fmt.Fprintf(stderr, "[%s] %s\n", e.Level, e.Message) }
 
 	rp := cassette.NewReplayer(c)
+	rp.Observe(&req)
 	r, err := ptc.NewRunner(ptc.WithTools(rp.Tools()...))
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc: --replay: the recorded tools:", err)
@@ -207,7 +207,11 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 		fmt.Fprintln(stderr, "ptc:", err)
 		return exitRejected
 	}
-	code := report(res, f.jsonOut, stdout, stderr)
+	name := scriptPath
+	if name == "" {
+		name = c.Request.ScriptPath
+	}
+	code := report(res, name, f.jsonOut, stdout, stderr)
 	if d := rp.Check(res); d != nil {
 		fmt.Fprintln(stderr, "ptc:", d.Error())
 		return exitDivergence

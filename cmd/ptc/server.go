@@ -7,13 +7,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/fault"
 )
 
 // tokenEnv holds the bearer token the commands that talk to a ptcd send.
@@ -36,12 +40,57 @@ func (s *serverFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.tlsCA, "tls-ca", "", "with --server: connect over TLS, trusting the CA certificates in this PEM file")
 }
 
-// check reports TLS flags given without --server.
+// defaultPort is the port ptcd listens on unless configured otherwise.
+const defaultPort = "7878"
+
+// check reports TLS flags given without --server, and a --server address
+// without a port (gRPC would dial 443, where ptcd does not listen).
 func (s serverFlags) check() error {
 	if s.addr == "" && (s.tls || s.tlsCA != "") {
 		return errors.New("--tls and --tls-ca apply to --server: name the server")
 	}
+	if s.addr == "" || strings.Contains(s.addr, ":/") || strings.HasPrefix(s.addr, "unix:") {
+		return nil // a gRPC target with a scheme (dns:///, unix:) says what it means
+	}
+	if _, _, err := net.SplitHostPort(s.addr); err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) && strings.Contains(ae.Err, "missing port") {
+			return fmt.Errorf("--server %s has no port: ptcd listens on %s unless configured otherwise (--server %s)",
+				s.addr, defaultPort, net.JoinHostPort(strings.Trim(s.addr, "[]"), defaultPort))
+		}
+		return fmt.Errorf("--server %s is not HOST:PORT: %v", s.addr, err)
+	}
 	return nil
+}
+
+// reachHint says what to check when the server could not be reached.
+func (s serverFlags) reachHint(err error) string {
+	msg := err.Error()
+	secure := s.tls || s.tlsCA != ""
+	switch {
+	case strings.Contains(msg, "handshake") || strings.Contains(msg, "certificate"):
+		if s.tlsCA == "" {
+			return "the TLS handshake failed: if the server's certificate is signed by a CA of your own, trust it with --tls-ca FILE"
+		}
+		return "the TLS handshake failed: check that --tls-ca holds the CA that signed the server's certificate"
+	case !secure && (strings.Contains(msg, "server preface") || strings.Contains(msg, "connection reset")):
+		return "the server closed the plaintext connection: if it serves TLS, add --tls (or --tls-ca FILE)"
+	}
+	return "check that ptcd is running and listens there"
+}
+
+// failed reports on stderr an error of a request that did not run, and
+// returns the exit code: a server that cannot be reached is an I/O error
+// (exitUsage), anything else a rejected request (exitRejected).
+func (s serverFlags) failed(stderr io.Writer, err error) int {
+	var fe *fault.Error
+	unreachable := ptc.CodeOf(err) == ptc.Unavailable || errors.As(err, &fe) && fe.Code == fault.CodeUnavailable
+	if s.addr != "" && unreachable {
+		fmt.Fprintf(stderr, "ptc: cannot reach ptcd at %s: %v; %s\n", s.addr, err, s.reachHint(err))
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "ptc:", err)
+	return exitRejected
 }
 
 // dialOptions are the gRPC options for the server: TLS if asked for, and

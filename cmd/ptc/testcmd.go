@@ -24,14 +24,13 @@ const defaultTestDir = "examples/tests"
 // failed case (--- PASS too with -v), then ok or FAIL with the counts.
 func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	runRE := fs.String("run", "", "run only the cases whose name matches REGEX")
 	junit := fs.String("junit", "", "write a JUnit XML report to FILE")
 	update := fs.Bool("update", false, "rewrite the expected result of cases whose script succeeded")
 	parallel := fs.Int("parallel", 0, "cases to run at once (0: one per CPU)")
 	verbose := fs.Bool("v", false, "list passing cases too")
-	if err := fs.Parse(splitArgs(args, map[string]bool{"update": true, "v": true})); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"update": true, "v": true}), stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprint(stderr, "ptc test: want at most one DIR\n", usage)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/plural"
@@ -23,6 +24,11 @@ const CodeDivergence = "replay_divergence"
 // use; its handlers never call a real tool.
 type Replayer struct {
 	c *Cassette
+
+	mu sync.Mutex
+	// first is the earliest divergence seen so far (Observe and the
+	// handlers), so that every report names the same call.
+	first *Divergence
 }
 
 // NewReplayer returns a Replayer for c.
@@ -45,19 +51,54 @@ func (r *Replayer) handle(_ context.Context, call tools.Call) (json.RawMessage, 
 	if seq == 0 {
 		seq = seqOf(call.IdempotencyKey)
 	}
-	calls := r.c.Calls
-	if seq < 1 || int(seq) > len(calls) {
-		d := &Divergence{Seq: seq, Reason: ReasonExtra, ActualTool: call.Tool, Actual: call.Arguments, Recorded: nil, RecordedCalls: len(calls)}
+	if d := r.diverges(seq, call.Tool, call.Arguments); d != nil {
 		return nil, &tools.Error{Code: CodeDivergence, Message: d.Summary()}
 	}
-	rec := calls[seq-1]
-	if d := compareCall(rec, call.Tool, call.Arguments, true); d != nil {
-		return nil, &tools.Error{Code: CodeDivergence, Message: d.Summary()}
-	}
+	rec := r.c.Calls[seq-1]
 	if rec.Error != nil {
 		return nil, &tools.Error{Code: rec.Error.Code, Message: rec.Error.Message}
 	}
 	return append(json.RawMessage(nil), rec.Result...), nil
+}
+
+// diverges compares call seq with the recording. On a divergence it
+// returns the earliest one seen (an earlier call may have diverged without
+// reaching a handler: refused for its arguments, and caught by the
+// script), so that the script's error and the report name one call.
+func (r *Replayer) diverges(seq int32, tool string, args json.RawMessage) *Divergence {
+	calls := r.c.Calls
+	var d *Divergence
+	if seq < 1 || int(seq) > len(calls) {
+		d = &Divergence{Seq: seq, Reason: ReasonExtra, ActualTool: tool, Actual: args, RecordedCalls: len(calls)}
+	} else {
+		d = compareCall(calls[seq-1], tool, args, true)
+	}
+	if d == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil || d.Seq < r.first.Seq {
+		r.first = d
+	}
+	return r.first
+}
+
+// Observe makes req report its tool calls to r as they start, so that a
+// call that diverges before reaching a tool (refused for its arguments or
+// its name, and caught by the script) is the divergence later calls
+// report. It keeps req's own OnProgress, and sets ProgressValues.
+func (r *Replayer) Observe(req *ptc.Request) {
+	next := req.OnProgress
+	req.ProgressValues = true
+	req.OnProgress = func(e ptc.ProgressEvent) {
+		if e.Arguments != nil && e.Seq > 0 {
+			r.diverges(e.Seq, e.Tool, e.Arguments)
+		}
+		if next != nil {
+			next(e)
+		}
+	}
 }
 
 // seqOf reads the seq from an idempotency key "<execution id>/<seq>" (client

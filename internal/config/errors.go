@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/suggest"
 )
 
 // Error is a problem with one key of the configuration: which key, where
@@ -304,45 +304,9 @@ func tagName(f reflect.StructField) string {
 	return name
 }
 
-// closest returns the allowed key nearest to name by edit distance when
-// it is near enough to be a typo (one edit, two for longer names); ties
-// go to the first in alphabetical order.
-func closest(name string, allowed []string) string {
-	limit := 1
-	if len(name) >= 5 {
-		limit = 2
-	}
-	cands := append([]string(nil), allowed...)
-	sort.Strings(cands)
-	best, bestD := "", limit+1
-	for _, a := range cands {
-		if d := distance(name, a); d < bestD {
-			best, bestD = a, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// closest returns the allowed key nearest to name when it is near enough
+// to be a typo (see suggest.Closest).
+func closest(name string, allowed []string) string { return suggest.Closest(name, allowed) }
 
 // kindName says in YAML terms what a Go type wants.
 func kindName(t reflect.Type) string {

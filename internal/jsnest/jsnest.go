@@ -20,12 +20,29 @@ import (
 // dependencies, the TypeScript compiler, minified bundles) estimates 161.
 const Max = 1000
 
-// Error reports source text nested beyond Max, with the 1-based line and
-// byte column where the estimate passed it.
+// Limit names what an Error's text went beyond.
+type Limit uint8
+
+const (
+	// Estimate: the nesting estimate passed Max.
+	Estimate Limit = iota
+	// Brackets: brackets nested deeper than Bounds.Brackets.
+	Brackets
+	// Arrows: the text has more arrow functions than Bounds.Arrows.
+	Arrows
+)
+
+// Error reports source text beyond a limit (nested beyond Max, or past
+// one of the Bounds given to CheckWithin), with the 1-based line and byte
+// column where it passed the limit.
 type Error struct {
 	Line, Column int
 	// Depth is the estimate at that point.
 	Depth int
+	// Limit is what the text went beyond, and Bound its value (Max for
+	// Estimate).
+	Limit Limit
+	Bound int
 }
 
 // Error implements error.
@@ -35,8 +52,26 @@ func (e *Error) Error() string {
 
 // Message describes the error without its position.
 func (e *Error) Message() string {
+	switch e.Limit {
+	case Brackets:
+		return fmt.Sprintf("the code nests brackets more than %d deep; flatten it", e.Bound)
+	case Arrows:
+		return fmt.Sprintf("the code has more than %d arrow functions; simplify it", e.Bound)
+	}
 	return fmt.Sprintf("the code nests more than %d levels deep (brackets, operators and nested statements); "+
 		"split long expressions and flatten deep nesting", Max)
+}
+
+// Bounds are limits a caller adds to Max for a parser with other weak
+// spots (esbuild's TypeScript parser is super-linear in arrow
+// functions). A zero field bounds nothing.
+type Bounds struct {
+	// Brackets bounds how deeply brackets ((, [, {, ${) nest.
+	Brackets int
+	// Arrows bounds how many arrow functions (`=>` tokens outside
+	// strings, comments, template text and regular expressions) the text
+	// has.
+	Arrows int
 }
 
 // Info is what a scan learned about the text besides its nesting.
@@ -61,6 +96,8 @@ type Info struct {
 	Access bool
 	// Patterns are the regular expression literals (Scan only).
 	Patterns []Pattern
+	// Arrows counts the `=>` tokens scanned.
+	Arrows int
 }
 
 // Pattern is a regular expression literal: /Source/Flags.
@@ -94,6 +131,17 @@ func Check(src string) (Info, *Error) {
 // property names. Text in strings, comments and templates does not count.
 func Scan(src string, watch map[string]uint) (Info, *Error) {
 	s := scanner{src: src, watch: watch}
+	err := s.run()
+	return s.info, err
+}
+
+// CheckWithin is Check, also refusing text past b: the first bracket
+// nested deeper than b.Brackets, or the first arrow past b.Arrows, is an
+// Error with Limit Brackets or Arrows at that token. It is the same scan
+// as Check, so text in strings, comments, templates and regular
+// expressions counts for neither.
+func CheckWithin(src string, b Bounds) (Info, *Error) {
+	s := scanner{src: src, bounds: b}
 	err := s.run()
 	return s.info, err
 }

@@ -229,3 +229,61 @@ func TestScanAccess(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckWithin(t *testing.T) {
+	b := Bounds{Brackets: 4, Arrows: 3}
+	tests := []struct {
+		name      string
+		src       string
+		limit     Limit
+		fail      bool
+		line, col int
+		arrows    int
+	}{
+		{"arrows at the bound", "a => b => c => 1", 0, false, 0, 0, 3},
+		{"arrows past the bound", "a => b => c => \nd => 1", Arrows, true, 2, 3, 4},
+		{"arrows in strings, comments, templates and regexps", "'=>=>=>=>'; \"=>=>=>=>\"; // => => => =>\n/* => => => => */ `=> => => => ${1}`; /=>=>=>=>/", 0, false, 0, 0, 0},
+		{"brackets at the bound", "(([[1]]))", 0, false, 0, 0, 0},
+		{"brackets past the bound", "x = ([{[(1)]}])", Brackets, true, 1, 9, 0},
+		{"a substitution is a bracket", "x = `${`${`${`${`${1}`}`}`}`}`", Brackets, true, 1, 18, 0},
+		{"brackets in strings and comments", "'(((((((('; // [[[[[[[[\n/* {{{{{{{{ */ 1", 0, false, 0, 0, 0},
+		{"the estimate still applies", strings.Repeat("!", Max+1) + "x", Estimate, true, 1, Max + 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := CheckWithin(tt.src, b)
+			if !tt.fail {
+				if err != nil {
+					t.Fatalf("CheckWithin: %v", err)
+				}
+				if info.Arrows != tt.arrows {
+					t.Errorf("Arrows = %d, want %d", info.Arrows, tt.arrows)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("CheckWithin accepted the text")
+			}
+			if err.Limit != tt.limit || err.Line != tt.line || err.Column != tt.col {
+				t.Errorf("error %v (limit %d) at %d:%d, want limit %d at %d:%d", err, err.Limit, err.Line, err.Column, tt.limit, tt.line, tt.col)
+			}
+		})
+	}
+}
+
+// TestCheckWithinMessages: each limit names itself and its bound.
+func TestCheckWithinMessages(t *testing.T) {
+	tests := []struct {
+		err  Error
+		want string
+	}{
+		{Error{Limit: Estimate, Bound: Max}, "nests more than 1000 levels deep"},
+		{Error{Limit: Brackets, Bound: 256}, "nests brackets more than 256 deep"},
+		{Error{Limit: Arrows, Bound: 256}, "more than 256 arrow functions"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Message(); !strings.Contains(got, tt.want) {
+			t.Errorf("Message() = %q, want %q in it", got, tt.want)
+		}
+	}
+}

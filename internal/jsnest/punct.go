@@ -141,6 +141,10 @@ func (s *scanner) punct(c byte) *Error {
 			s.info.Access = true // an object pattern: ({a} = b)
 		}
 		if s.at(1) == '>' {
+			s.info.Arrows++
+			if b := s.bounds.Arrows; b > 0 && s.info.Arrows > b {
+				return s.bound(Arrows, b, s.i)
+			}
 			s.i += 2
 			s.operator()
 			s.arrow = true

@@ -24,7 +24,7 @@ func (s *scanner) skipRegexp() *Error {
 	}
 	if d := RegExpDepth(pattern); len(s.stack)+d > Max && !s.full {
 		line, col := s.position(start)
-		return &Error{Line: line, Column: col, Depth: len(s.stack) + d}
+		return &Error{Line: line, Column: col, Depth: len(s.stack) + d, Bound: Max}
 	}
 	return nil
 }
@@ -81,7 +81,7 @@ func RegExpDepth(pattern string) int {
 // CheckRegExp reports a pattern nested more than Max groups deep.
 func CheckRegExp(pattern string) *Error {
 	if d := RegExpDepth(pattern); d > Max {
-		return &Error{Line: 1, Column: 1, Depth: d}
+		return &Error{Line: 1, Column: 1, Depth: d, Bound: Max}
 	}
 	return nil
 }

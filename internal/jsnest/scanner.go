@@ -70,9 +70,10 @@ type scanner struct {
 	// max is the deepest estimate so far.
 	max int
 	// full: scan to the end, past Max (Depth).
-	full  bool
-	info  Info
-	watch map[string]uint
+	full   bool
+	info   Info
+	watch  map[string]uint
+	bounds Bounds
 	// For Balance: opens holds the offset of each bracket of stack; extra
 	// is one past the offset of the first closing bracket that closed
 	// nothing (0: none); unclosed is the offset of the comment or template
@@ -115,9 +116,15 @@ func (s *scanner) check() *Error {
 	}
 	if d > Max && !s.full {
 		line, col := s.position(s.i)
-		return &Error{Line: line, Column: col, Depth: d}
+		return &Error{Line: line, Column: col, Depth: d, Limit: Estimate, Bound: Max}
 	}
 	return nil
+}
+
+// bound returns an Error with limit at the token starting at off.
+func (s *scanner) bound(limit Limit, bound, off int) *Error {
+	line, col := s.position(off)
+	return &Error{Line: line, Column: col, Depth: s.depth(), Limit: limit, Bound: bound}
 }
 
 // position returns the 1-based line and byte column of offset off.
@@ -134,11 +141,14 @@ func (s *scanner) position(off int) (int, int) {
 
 func (s *scanner) push(l level) *Error {
 	s.stack = append(s.stack, l)
-	off := s.i - 1 // just past the bracket
+	off := s.i - 1 // the bracket (s.i is just past it)
 	if l.open == '$' {
 		off-- // "${"
 	}
 	s.opens = append(s.opens, off)
+	if b := s.bounds.Brackets; b > 0 && len(s.stack) > b {
+		return s.bound(Brackets, b, off)
+	}
 	return s.check()
 }
 

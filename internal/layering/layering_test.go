@@ -40,6 +40,7 @@ var rules = []rule{
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
 	{mod + "/internal/cpuclock", []string{mod + "/..."}, "cpuclock imports nothing of ptc"},
 	{mod + "/internal/plural", []string{mod + "/..."}, "plural imports nothing of ptc"},
+	{mod + "/internal/suggest", []string{mod + "/..."}, "suggest imports nothing of ptc"},
 	{mod + "/internal/testenv", []string{mod + "/..."}, "testenv imports nothing of ptc"},
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
 		"the executor sits below the root package and knows no wire"},

@@ -130,8 +130,8 @@ type Runner interface{ Run() int }
 // The line goes to standard output, where -v and a failing package show
 // it. `go test ./...` discards the output of a passing package, so
 // without -v the line also goes to the standard error of the go command
-// that started the test binary, when that is a terminal, a pipe or a file
-// opened for appending (see tellGoCommand).
+// that started the test binary: a terminal, a pipe, or a file such as the
+// log of `go test ./... > log 2>&1` (see tellGoCommand).
 func SkipReport(m Runner) Runner { return reporter{m} }
 
 type reporter struct{ m Runner }

@@ -20,7 +20,12 @@ func TestComplexityLimits(t *testing.T) {
 		{"brackets in strings and comments do not count", "// " + strings.Repeat("(", 1000) + "\nconst s = '" + strings.Repeat("[", 1000) + "';\n/* " + strings.Repeat("{", 1000) + " */\nconst t = `" + strings.Repeat("(", 1000) + "`;\nreturn s.length + t.length", "", 0},
 		{"sequential brackets do not add up", strings.Repeat("f((1));\n", 2000) + "function f(x: number) { return x }", "", 0},
 		{"arrows at the limit", strings.Repeat("const f = () => 1;\n", maxArrows) + "return f()", "", 0},
-		{"arrows over the limit", "return " + strings.Repeat("x=>", maxArrows+1) + "1", "arrow functions", 0},
+		{"arrows over the limit", "return " + strings.Repeat("x=>", maxArrows+1) + "1", "more than 256 arrow functions", 1},
+		{"300 real arrow functions", strings.Repeat("const f = () => 1;\n", 299) + "return [1].map((x: number) => x)", "more than 256 arrow functions", maxArrows + 1},
+		{"300 arrows in a string", "return '" + strings.Repeat("=>", 300) + "'", "", 0},
+		{"300 arrows in a comment", "// " + strings.Repeat("=>", 300) + "\n/* " + strings.Repeat("x => ", 300) + " */\nreturn 1", "", 0},
+		{"300 arrows in a template", "return `" + strings.Repeat("=> ${1} ", 300) + "`", "", 0},
+		{"300 arrows in a regular expression", "return /" + strings.Repeat("=>", 300) + "/.test('x')", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -127,13 +127,8 @@ func transpile(src string) (p *program, err error) {
 	if !utf8.ValidString(src) {
 		return nil, invalidUTF8(src, srcLine)
 	}
-	if err := checkComplexity(src, srcLine); err != nil {
+	if err := checkComplexity(src); err != nil {
 		return nil, err
-	}
-	// esbuild's parser recurses on operator chains and nested statements
-	// too (a million `!` overflow the Go stack).
-	if _, ne := jsnest.Check(src); ne != nil {
-		return nil, &syntaxError{Message: ne.Message(), Line: ne.Line, Column: ne.Column}
 	}
 	res := api.Transform(wrapperPrefix+src+wrapperSuffix, api.TransformOptions{
 		Loader:         api.LoaderTS,

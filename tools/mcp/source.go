@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -251,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 		if cfg.Required {
 			s.cancel()
 			close(s.done)
-			return nil, fmt.Errorf("mcp source %s: cannot start: %w (fix the server or set required: false)", cfg.Name, err)
+			return nil, fmt.Errorf("mcp source %s: cannot start: %w (%s)", cfg.Name, err, startHint(cfg, err))
 		}
 		s.log.Warn("mcp server unavailable, retrying in the background", "err", err)
 		s.mu.Lock()
@@ -748,4 +750,25 @@ func needsApproval(policy string, a *sdk.ToolAnnotations) bool {
 		return !readOnly && (a == nil || a.DestructiveHint == nil || *a.DestructiveHint)
 	}
 	return false
+}
+
+// startHint says what to do about a server that could not start: for a
+// stdio command that does not exist, where a relative one was looked for.
+func startHint(cfg Config, err error) string {
+	if cfg.Command == "" || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound)) {
+		return "fix the server or set required: false"
+	}
+	if filepath.IsAbs(cfg.Command) {
+		return "check the command's path"
+	}
+	if !strings.ContainsRune(cfg.Command, filepath.Separator) {
+		return "install the command or put its directory on PATH"
+	}
+	wd := cfg.Dir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	return fmt.Sprintf("a relative command is looked for from the working directory, %s, not from the configuration file's directory: "+
+		"start ptc where the configuration expects, set the working directory in the MCP client's entry for the server (cwd), "+
+		"or give the source an absolute command or a dir", wd)
 }

@@ -167,7 +167,9 @@ func (c *Case) prepare() (ptc.Request, []tools.Tool, *cassette.Cassette, error) 
 		if req, err = tape.Replay(); err != nil {
 			return req, nil, nil, fmt.Errorf("%s: cassette %s: %v", c.File, s.Cassette, err)
 		}
-		toolset = cassette.NewReplayer(tape).Tools()
+		rp := cassette.NewReplayer(tape)
+		rp.Observe(&req)
+		toolset = rp.Tools()
 	} else {
 		req = ptc.Request{ExecutionID: "test", Deterministic: true, Seed: DefaultSeed}
 		var err error
