@@ -55,7 +55,11 @@ var errLeaseLost = errors.New("this replica lost the lease on the resume")
 // afterwards (off the resume's own latency) and the run left e.resumes.
 type resumeRun struct {
 	done, kept chan struct{}
-	answers    [32]byte
+	// acquired is closed once the run holds the resume's lease (it used
+	// the continuation, or took the resume over): before, another call
+	// may still win the continuation with other answers.
+	acquired chan struct{}
+	answers  [32]byte
 	res        *core.Result
 	ferr       *fault.Error
 }
@@ -152,7 +156,7 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		return e.retry(ctx, rs, rs.used)
 	}
 	id := rs.opened.PauseID
-	run := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest}
+	run := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), acquired: make(chan struct{}), answers: rs.digest}
 	e.resumeMu.Lock()
 	if e.closed {
 		e.resumeMu.Unlock()
@@ -179,6 +183,7 @@ func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Res
 		e.resumeWG.Done()
 		return r, ferr
 	}
+	close(run.acquired)
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	unlinks := []func() bool{context.AfterFunc(e.closing, func() { cancel(errClosing) })}
 	if stop != nil {
@@ -343,9 +348,15 @@ func (e *Executor) forget(id string, run *resumeRun) {
 	e.resumeMu.Unlock()
 }
 
-// join answers a retry of a resume running here.
+// join answers a retry of a resume running here. A resume with other
+// answers that is still racing for the continuation (another replica, or
+// another call, may win it) is in progress: only once it holds the lease
+// are the answers it was used with known.
 func (e *Executor) join(run *resumeRun, digest [32]byte) (*Resuming, *fault.Error) {
 	if run.answers != digest {
+		if !isClosed(run.acquired) {
+			return nil, resumeInProgress()
+		}
 		return nil, usedOtherAnswers()
 	}
 	return &Resuming{run: run, retry: true}, nil
@@ -379,7 +390,7 @@ func (e *Executor) retry(ctx context.Context, rs *resumed, use *durable.Use) (*R
 		if err != nil {
 			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the kept outcome of this resume does not decode: " + err.Error()}
 		}
-		done := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), answers: rs.digest, res: res}
+		done := &resumeRun{done: make(chan struct{}), kept: make(chan struct{}), acquired: make(chan struct{}), answers: rs.digest, res: res}
 		close(done.done)
 		close(done.kept)
 		return &Resuming{run: done, retry: true}, nil
