@@ -60,8 +60,8 @@ type resumeRun struct {
 	// may still win the continuation with other answers.
 	acquired chan struct{}
 	answers  [32]byte
-	res        *core.Result
-	ferr       *fault.Error
+	res      *core.Result
+	ferr     *fault.Error
 }
 
 // Resuming is a resume under way, or the outcome of one kept from before.
