@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,12 +114,15 @@ func TestResumeRaceAcrossReplicas(t *testing.T) {
 	prefix := fmt.Sprintf("race-%d:", time.Now().UnixNano())
 	fx := &effects{runs: map[string]int{}}
 	same := func(s durable.Store) durable.Store { return s }
+	// States over 2 KiB live in the store: a takeover needs them after
+	// the continuation was used.
+	const tokenCap = 2048
 	replicas := []ptcv1.RunnerServiceClient{
-		leaseReplica(t, url, prefix, durable.Config{}, same, fx.tool()),
-		leaseReplica(t, url, prefix, durable.Config{}, same, fx.tool()),
+		leaseReplica(t, url, prefix, durable.Config{MaxTokenBytes: tokenCap}, same, fx.tool()),
+		leaseReplica(t, url, prefix, durable.Config{MaxTokenBytes: tokenCap}, same, fx.tool()),
 	}
 	entered := make(chan struct{}, 1)
-	cut := leaseReplica(t, url, prefix, durable.Config{Lease: 200 * time.Millisecond, LeaseRenew: 50 * time.Millisecond},
+	cut := leaseReplica(t, url, prefix, durable.Config{MaxTokenBytes: tokenCap, Lease: 200 * time.Millisecond, LeaseRenew: 50 * time.Millisecond},
 		func(s durable.Store) durable.Store { return cutOffStore{s} }, stuckCount(entered))
 
 	const rounds, racers = 100, 5
@@ -126,14 +131,30 @@ func TestResumeRaceAcrossReplicas(t *testing.T) {
 		v, _ := tally.LoadOrStore(kind, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
 	}
-	takeovers := 0
+	takeovers, stored := 0, 0
 	for round := 0; round < rounds; round++ {
+		// In rounds 2 and 3 of every 4 the paused state holds 4 KiB that
+		// do not compress: too large for a continuation, it is in the
+		// store.
+		input := `"small"`
+		if round%4 >= 2 {
+			pad := make([]byte, 2048)
+			for i := range pad {
+				pad[i] = byte(rand.Uint32())
+			}
+			input = `"` + hex.EncodeToString(pad) + `"`
+			stored++
+		}
 		res, err := replicas[round%2].Execute(context.Background(), &ptcv1.ExecuteRequest{Script: js(`
 			const who = await tools.pick({});
 			const c = await tools.count({});
-			return {who, key: c.key};`), Resumable: true, ClientTools: []*ptcv1.ToolDefinition{{Name: "pick"}}})
+			return {who, key: c.key, stored: input.length > 100};`), Resumable: true, InputJson: input,
+			ClientTools: []*ptcv1.ToolDefinition{{Name: "pick"}}})
 		if err != nil || len(res.GetPendingActions()) != 1 {
 			t.Fatalf("round %d: not paused: %v %v", round, err, res)
+		}
+		if len(res.GetContinuation()) > tokenCap {
+			t.Fatalf("round %d: a continuation of %d bytes", round, len(res.GetContinuation()))
 		}
 		answer := func(who string) *ptcv1.ResumeRequest {
 			return &ptcv1.ResumeRequest{Continuation: res.GetContinuation(), Answers: []*ptcv1.ActionAnswer{
@@ -241,5 +262,5 @@ func TestResumeRaceAcrossReplicas(t *testing.T) {
 		kinds[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
-	t.Logf("%d rounds, %d of them taking over from a cut-off replica; answers: %v", rounds, takeovers, kinds)
+	t.Logf("%d rounds, %d of them taking over from a cut-off replica, %d with the paused state in the store; answers: %v", rounds, takeovers, stored, kinds)
 }
