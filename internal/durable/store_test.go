@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -414,5 +415,39 @@ func BenchmarkRedisLeaseRenew(b *testing.B) {
 		if err := s.Renew(ctx, "b", 1, time.Minute); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLeaseConfig: a renewal interval no shorter than the lease is
+// refused; the defaults and a negative takeover bound are resolved.
+func TestLeaseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		err        string
+		ttl, renew time.Duration
+		takeovers  int
+	}{
+		{name: "defaults", ttl: DefaultLease, renew: DefaultLeaseRenew, takeovers: DefaultMaxTakeovers},
+		{name: "short lease", cfg: Config{Lease: 600 * time.Millisecond}, ttl: 600 * time.Millisecond, renew: 200 * time.Millisecond, takeovers: DefaultMaxTakeovers},
+		{name: "no takeovers", cfg: Config{MaxTakeovers: -1}, ttl: DefaultLease, renew: DefaultLeaseRenew},
+		{name: "renewal too slow", cfg: Config{Lease: time.Second, LeaseRenew: time.Second}, err: "must be shorter than the lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(tc.cfg)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl, renew := m.Lease()
+			if ttl != tc.ttl || renew != tc.renew || m.MaxTakeovers() != tc.takeovers {
+				t.Fatalf("lease %s, renewed every %s, %d takeovers", ttl, renew, m.MaxTakeovers())
+			}
+		})
 	}
 }

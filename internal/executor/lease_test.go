@@ -144,3 +144,49 @@ func TestResumeLeaseLost(t *testing.T) {
 		t.Fatal("the fenced replica's outcome is kept")
 	}
 }
+
+// vanishingStore shows a use whose lease lapsed to the first look, then
+// refuses the takeover and has no use any more: it expired in between.
+type vanishingStore struct {
+	durable.Store
+	looks atomic.Int64
+}
+
+func (v *vanishingStore) Used(ctx context.Context, id string) (durable.Record, error) {
+	rec, err := v.Store.Used(ctx, id)
+	if err != nil || v.looks.Add(1) > 1 {
+		return durable.Record{}, durable.ErrNotFound
+	}
+	rec.Held = false
+	return rec, nil
+}
+
+func (*vanishingStore) TakeOver(context.Context, string, uint64, time.Duration) (uint64, error) {
+	return 0, durable.ErrFenced
+}
+
+// TestResumeTakeoverVanished: a takeover that finds the use gone (it
+// expired with its continuation between the look and the takeover) is
+// refused as expired, and runs nothing.
+func TestResumeTakeoverVanished(t *testing.T) {
+	var runs atomic.Int64
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	close(release)
+	store := &vanishingStore{Store: durable.NewMemoryStore(0)}
+	e, m := retryExecutor(t, durable.Config{Store: store}, -1, holdTool(&runs, entered, release))
+	res, answers := pauseAt(t, e, "x")
+	o, ferr := m.Open(context.Background(), res.Continuation, "")
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if u, ferr := m.Consume(context.Background(), o, answersDigest(answers), time.Now().Add(time.Hour)); u != nil || ferr != nil {
+		t.Fatalf("consume: %v", ferr)
+	}
+	_, ferr = e.Continue(context.Background(), prepare(t, e, res.Continuation, answers))
+	if ferr == nil || ferr.Code != fault.CodeFailedPrecondition || ferr.Reason != fault.ReasonContinuationExpired {
+		t.Fatalf("got %v", ferr)
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("the tool ran %d times", runs.Load())
+	}
+}
