@@ -141,11 +141,13 @@ type Detach struct {
 	Ended func(res *core.Result, ferr *fault.Error)
 }
 
-// StartResume uses up a prepared resume's continuation and goes on with
-// the execution on its own goroutine, detached from ctx's cancellation
-// (ctx's values stay), until it pauses again or ends. For a continuation
-// used already it runs nothing: it answers the retry (see above), and
-// d.Ended is not called.
+// StartResume uses up a prepared resume's continuation — or, for a
+// retry prepared to take over a resume whose lease lapsed, takes it over
+// — and goes on with the execution on its own goroutine, under the lease,
+// detached from ctx's cancellation (ctx's values stay), until it pauses
+// again or ends. For a continuation used already it runs nothing: it
+// answers the retry (see above), and d.Ended is not called. A run that
+// loses its lease ends with RESUME_IN_PROGRESS and keeps nothing.
 func (e *Executor) StartResume(ctx context.Context, p *Prepared, d Detach) (*Resuming, *fault.Error) {
 	stop := d.Stop
 	rs := p.resume
