@@ -106,7 +106,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	}
 	if lv := e.parked.peek(o.PauseID); lv != nil {
 		// Parked here: the engine waits in memory.
-		p := *lv.p
+		p := lv.p
 		p.req.OnLog = nil
 		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest, lastSeq: lv.d.Calls(), takeover: takeover}
 		rs.usage.Paused += time.Since(lv.pausedAt)
