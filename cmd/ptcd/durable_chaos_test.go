@@ -127,7 +127,8 @@ const (
 // survivor until it completes. Every execution must complete exactly
 // once from the caller's view — every answer it gets is the same outcome
 // — and every effect must be applied exactly once, its requests carrying
-// one idempotency key however often the call was sent again. The number
+// one idempotency key however often the call was sent again; a call is
+// sent again only when the victim died before answering (a takeover). The number
 // of runs is chaosRuns (50; 1,000 with -tags chaos, which .ci/run's slow
 // step uses).
 func TestTakeoverChaos(t *testing.T) {
@@ -250,6 +251,10 @@ func TestTakeoverChaos(t *testing.T) {
 			applied, requests := fx.counts(key)
 			if applied != 1 || requests < 1 {
 				t.Fatalf("run %d (%s): effect %s applied %d times in %d requests", run, point, key, applied, requests)
+			}
+			// A resume that answered kept its outcome: nothing ran again.
+			if got.err == nil && requests != 1 {
+				t.Fatalf("run %d (%s): the victim answered, yet effect %s was requested %d times", run, point, key, requests)
 			}
 			resent += requests - 1
 		}
