@@ -38,6 +38,22 @@ type Durable struct {
 	Store DurableStore `yaml:"store,omitempty"`
 	// Parked bounds the paused executions kept in memory.
 	Parked Parked `yaml:"parked"`
+	// Lease configures the lease the replica running a resume holds in
+	// the store, and the takeover of a resume whose replica stopped.
+	Lease Lease `yaml:"lease"`
+}
+
+// Lease configures resume leases (docs/durable.md, "Takeover").
+type Lease struct {
+	// TTL is how long a lease lasts without a renewal: how long a retry
+	// waits, at most, before it takes over the resume of a replica that
+	// died.
+	TTL Duration `yaml:"ttl"`
+	// RenewEvery is how often the replica running a resume renews its
+	// lease; shorter than TTL.
+	RenewEvery Duration `yaml:"renew_every"`
+	// MaxTakeovers bounds the takeovers of one resume (0: none).
+	MaxTakeovers int `yaml:"max_takeovers"`
 }
 
 // DurableKey is one continuation key.
@@ -91,7 +107,8 @@ func defaultDurable() Durable {
 		MaxStateBytes:    ByteSize(durable.DefaultMaxStateBytes),
 		OutcomeRetention: Duration(durable.DefaultOutcomeRetention), OutcomeBytes: ByteSize(durable.DefaultOutcomeBytes),
 		Parked: Parked{Max: executor.DefaultParkedMax, MaxBytes: ByteSize(executor.DefaultParkedMaxBytes),
-			MaxAge: Duration(executor.DefaultParkedMaxAge)}}
+			MaxAge: Duration(executor.DefaultParkedMaxAge)},
+		Lease: Lease{TTL: Duration(durable.DefaultLease), RenewEvery: Duration(durable.DefaultLeaseRenew), MaxTakeovers: durable.DefaultMaxTakeovers}}
 }
 
 // validate checks the durable section, naming the key.
@@ -131,6 +148,12 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.parked.max_bytes", "%s is negative: use a size such as 256MiB", d.Parked.MaxBytes)
 	case d.Parked.MaxAge < 0:
 		return keyError("durable.parked.max_age", "%s is negative: use a duration such as \"10m\"", d.Parked.MaxAge)
+	case d.Lease.TTL < Duration(100*time.Millisecond):
+		return keyError("durable.lease.ttl", "%s is below 100ms: use a duration such as \"15s\" (how long a retry waits before it takes over the resume of a replica that stopped)", d.Lease.TTL)
+	case d.Lease.RenewEvery <= 0 || d.Lease.RenewEvery >= d.Lease.TTL:
+		return keyError("durable.lease.renew_every", "%s must be positive and shorter than durable.lease.ttl (%s): use about a third of it", d.Lease.RenewEvery, d.Lease.TTL)
+	case d.Lease.MaxTakeovers < 0:
+		return keyError("durable.lease.max_takeovers", "%d is negative: use 0 to take no resume over, or more", d.Lease.MaxTakeovers)
 	}
 	return nil
 }
@@ -141,7 +164,11 @@ func (d *Durable) validate() *Error {
 func (c *Config) DurableManager(ctx context.Context, lookupEnv func(string) (string, bool)) (m *durable.Manager, ephemeral bool, err error) {
 	d := c.Durable
 	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes),
-		OutcomeRetention: time.Duration(d.OutcomeRetention), OutcomeBytes: int64(d.OutcomeBytes)}
+		OutcomeRetention: time.Duration(d.OutcomeRetention), OutcomeBytes: int64(d.OutcomeBytes),
+		Lease: time.Duration(d.Lease.TTL), LeaseRenew: time.Duration(d.Lease.RenewEvery), MaxTakeovers: d.Lease.MaxTakeovers}
+	if cfg.MaxTakeovers == 0 {
+		cfg.MaxTakeovers = -1 // none: durable.Config's zero is its default
+	}
 	for _, k := range d.Keys {
 		v, ok := lookupEnv(k.SecretEnv)
 		if !ok {

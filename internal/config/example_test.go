@@ -156,4 +156,8 @@ tool_sources:
 	//     max: 64
 	//     max_bytes: 256MiB
 	//     max_age: 10m0s
+	//   lease:
+	//     ttl: 15s
+	//     renew_every: 5s
+	//     max_takeovers: 3
 }

@@ -180,6 +180,9 @@ func settings() []setting {
 		setting{"durable.store.file", "file that keeps large paused states and used continuations (this replica)", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.File} }},
 		setting{"durable.store.redis_url_env", "environment variable holding the Redis URL of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.RedisURLEnv} }},
 		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
+		setting{"durable.lease.ttl", "how long a resume's lease lasts without a renewal before a retry may take the resume over", func(c *Config) flag.Value { return &c.Durable.Lease.TTL }},
+		setting{"durable.lease.renew_every", "how often the replica running a resume renews its lease", func(c *Config) flag.Value { return &c.Durable.Lease.RenewEvery }},
+		setting{"durable.lease.max_takeovers", "takeovers of one resume after its replica stopped (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Lease.MaxTakeovers} }},
 	)
 	s = append(s, wasmSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)

@@ -18,6 +18,16 @@ const (
 	DefaultTTL           = 24 * time.Hour
 	DefaultMaxTokenBytes = 256 << 10
 	DefaultMaxStateBytes = 64 << 20
+	// DefaultLease is how long the lease on a resume lasts without a
+	// renewal: how long a retry waits, at most, before it takes over the
+	// resume of a replica that died.
+	DefaultLease = 15 * time.Second
+	// DefaultLeaseRenew is how often the replica running a resume renews
+	// its lease.
+	DefaultLeaseRenew = 5 * time.Second
+	// DefaultMaxTakeovers bounds how many times a resume is taken over
+	// after its replica stopped.
+	DefaultMaxTakeovers = 3
 )
 
 // Config configures a Manager.
@@ -45,6 +55,17 @@ type Config struct {
 	// OutcomeBytes bounds the outcomes kept in memory when there is no
 	// Store (default 64 MiB; the oldest are dropped first).
 	OutcomeBytes int64
+	// Lease is how long the lease of the replica running a resume lasts
+	// without a renewal (default 15s): once it lapses, a retry of the
+	// same Resume on any replica takes the resume over.
+	Lease time.Duration
+	// LeaseRenew is how often that replica renews it (default a third of
+	// Lease, at most 5s); it must be shorter than Lease.
+	LeaseRenew time.Duration
+	// MaxTakeovers bounds the takeovers of one resume (default 3; a
+	// negative value allows none): a script that brings down every
+	// replica that runs it is not run again and again.
+	MaxTakeovers int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -72,6 +93,21 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.OutcomeRetention <= 0 {
 		cfg.OutcomeRetention = DefaultOutcomeRetention
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.LeaseRenew <= 0 {
+		cfg.LeaseRenew = min(cfg.Lease/3, DefaultLeaseRenew)
+	}
+	if cfg.LeaseRenew >= cfg.Lease {
+		return nil, fmt.Errorf("durable: the lease renewal interval (%s) must be shorter than the lease (%s)", cfg.LeaseRenew, cfg.Lease)
+	}
+	switch {
+	case cfg.MaxTakeovers == 0:
+		cfg.MaxTakeovers = DefaultMaxTakeovers
+	case cfg.MaxTakeovers < 0:
+		cfg.MaxTakeovers = 0
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -21,7 +21,8 @@ const (
 )
 
 // Use is what a store records of a continuation's use: with which answers
-// it was resumed, and whether that resume has ended.
+// it was resumed, whether that resume has ended, and the lease of the
+// replica running it.
 type Use struct {
 	// Answers is the SHA-256 of the answers it was resumed with.
 	Answers [sha256.Size]byte
@@ -29,10 +30,31 @@ type Use struct {
 	// was not, or is no longer).
 	Finished bool
 	// RunningUntil is, while the resume runs, when it must have ended:
-	// the execution's remaining time budget and a margin. Past it, the
-	// replica that ran it is presumed to have stopped before keeping its
-	// outcome.
+	// the execution's remaining time budget and a margin. It decides only
+	// for a use recorded without a lease (Fence 0, by an older release):
+	// past it, the replica that ran it is presumed to have stopped before
+	// keeping its outcome.
 	RunningUntil time.Time
+	// Fence is the fencing token of the lease's latest holder (1 for the
+	// replica that used the continuation, one more per takeover; 0: no
+	// lease recorded).
+	Fence uint64
+	// Held reports that the lease is live: the replica running the
+	// resume renews it.
+	Held bool
+}
+
+// Lapsed reports whether the resume is running (not finished) under a
+// lease that lapsed: its replica stopped renewing it, and a retry with the
+// same answers may take it over.
+func (u *Use) Lapsed() bool { return !u.Finished && u.Fence > 0 && !u.Held }
+
+// Takeovers is how many times the resume was taken over.
+func (u *Use) Takeovers() int {
+	if u.Fence == 0 {
+		return 0
+	}
+	return int(u.Fence - 1)
 }
 
 const (
@@ -53,10 +75,16 @@ func (u Use) mark() []byte {
 	return b
 }
 
-// parseUse decodes a mark; a mark it cannot read (empty: it expired as it
-// was read) is a finished use with no answers, whose outcome is not kept.
-func parseUse(b []byte) *Use {
-	u := &Use{Finished: true}
+// running reports whether a mark records a resume still running (a Store
+// reads only this of a mark).
+func running(mark []byte) bool { return len(mark) > 0 && mark[0] == markRunning }
+
+// parseUse decodes a store's record; a mark it cannot read (empty: it
+// expired as it was read) is a finished use with no answers, whose
+// outcome is not kept.
+func parseUse(rec Record) *Use {
+	b := rec.Mark
+	u := &Use{Finished: true, Fence: rec.Fence, Held: rec.Held}
 	if len(b) != markLen || (b[0] != markRunning && b[0] != markFinished) {
 		return u
 	}
@@ -69,34 +97,61 @@ func parseUse(b []byte) *Use {
 // Consume uses a continuation up, recording the digest of the answers it
 // is resumed with and when the resume must have ended (runningUntil). It
 // succeeds once per continuation (on every replica that shares the
-// store): then it returns nil, and a stored state is deleted. Afterwards
-// it returns the use recorded, for the caller to tell a retry from
-// another resume (see Keep).
+// store): then it returns nil, and the caller holds the resume's lease
+// with fencing token 1 (see Lease). Afterwards it returns the use
+// recorded, for the caller to tell a retry from another resume (see
+// Keep) or to take a lapsed resume over (TakeOver).
 func (m *Manager) Consume(ctx context.Context, o *Opened, answers [sha256.Size]byte, runningUntil time.Time) (*Use, *fault.Error) {
-	first, recorded, err := m.used.Consume(ctx, o.PauseID, Use{Answers: answers, RunningUntil: runningUntil}.mark(), o.Expires)
+	first, recorded, err := m.used.Consume(ctx, o.PauseID, Use{Answers: answers, RunningUntil: runningUntil}.mark(), m.cfg.Lease, o.Expires)
 	if err != nil {
 		return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
 	}
 	if !first {
 		return parseUse(recorded), nil
 	}
-	if o.stored {
-		_ = m.cfg.Store.Delete(ctx, o.PauseID)
-	}
 	return nil, nil
+}
+
+// Lease returns how long a resume's lease lasts without a renewal, and
+// how often its holder renews it.
+func (m *Manager) Lease() (ttl, renew time.Duration) { return m.cfg.Lease, m.cfg.LeaseRenew }
+
+// MaxTakeovers is how many times one resume may be taken over.
+func (m *Manager) MaxTakeovers() int { return m.cfg.MaxTakeovers }
+
+// Renew extends the lease of the holder of fencing token fence on the
+// resume of o. ErrFenced (wrapped) means the holder lost it: the resume
+// was taken over or ended, and the holder must stop.
+func (m *Manager) Renew(ctx context.Context, o *Opened, fence uint64) error {
+	return m.used.Renew(ctx, o.PauseID, fence, m.cfg.Lease)
+}
+
+// TakeOver takes over the resume of o recorded as use, whose lease
+// lapsed: on success the caller holds the lease with the fencing token
+// returned and runs the resume again. false means someone else took it
+// over (or renewed it, or finished it) first: read the use again.
+func (m *Manager) TakeOver(ctx context.Context, o *Opened, use *Use) (uint64, bool, *fault.Error) {
+	fence, err := m.used.TakeOver(ctx, o.PauseID, use.Fence, m.cfg.Lease)
+	switch {
+	case errors.Is(err, ErrFenced):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
+	}
+	return fence, true, nil
 }
 
 // Used returns the recorded use of a continuation, nil when it was not
 // used.
 func (m *Manager) Used(ctx context.Context, o *Opened) (*Use, *fault.Error) {
-	b, err := m.used.Used(ctx, o.PauseID)
+	rec, err := m.used.Used(ctx, o.PauseID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
 	}
-	return parseUse(b), nil
+	return parseUse(rec), nil
 }
 
 // Retention is how long the outcome of a resume is kept.
@@ -105,9 +160,12 @@ func (m *Manager) Retention() time.Duration { return m.cfg.OutcomeRetention }
 // Keep records that the resume of o with answers ended, and keeps its
 // outcome (encrypted and signed under the continuation's key) for the
 // retention period, never beyond the continuation's expiry, so that a
-// retry with the same continuation and answers gets it. A nil outcome
-// records the end only.
-func (m *Manager) Keep(ctx context.Context, o *Opened, answers [sha256.Size]byte, outcome []byte) error {
+// retry with the same continuation and answers gets it; a stored state
+// is dropped then (a takeover needs it until this point). A nil outcome
+// records the end only. Only the holder of the latest fencing token
+// (fence) writes: for a stale holder (the resume was taken over) Keep
+// writes nothing and returns ErrFenced (wrapped).
+func (m *Manager) Keep(ctx context.Context, o *Opened, fence uint64, answers [sha256.Size]byte, outcome []byte) error {
 	until := m.cfg.Now().Add(m.cfg.OutcomeRetention)
 	if o.Expires.Before(until) {
 		until = o.Expires
@@ -119,7 +177,13 @@ func (m *Manager) Keep(ctx context.Context, o *Opened, answers [sha256.Size]byte
 			return err
 		}
 	}
-	return m.used.Finish(ctx, o.PauseID, Use{Answers: answers, Finished: true}.mark(), body, until, o.Expires)
+	if err := m.used.Finish(ctx, o.PauseID, fence, Use{Answers: answers, Finished: true}.mark(), body, until, o.Expires); err != nil {
+		return err
+	}
+	if o.stored {
+		_ = m.cfg.Store.Delete(ctx, o.PauseID)
+	}
+	return nil
 }
 
 // Outcome returns the outcome kept for o; false when none is kept.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,8 +12,9 @@ import (
 
 // redisStore is a Store in Redis, shared by every replica that points at
 // the same server: a continuation used on one replica is refused on all
-// (SET NX), a paused state stored by one is found by all, and so is the
-// outcome of a resume. Entries expire with the continuation, outcomes
+// (SET NX), the replica running a resume holds a lease on it that the
+// others respect (and take over once it lapses), a paused state stored by
+// one is found by all, and so is the outcome of a resume. Entries expire with the continuation, outcomes
 // after their retention (PXAT).
 type redisStore struct {
 	c      *redis.Client
@@ -60,44 +62,152 @@ func (s *redisStore) Delete(ctx context.Context, id string) error {
 	return s.c.Del(ctx, s.prefix+"state:"+id).Err()
 }
 
-// Consume sets the used key only if it is absent (SET NX), and reads the
-// recorded mark when it was not. (The read is a second command: a mark
-// only ever changes from "running" to "finished" with the same answers,
-// and one that expired in between reads as empty.)
-func (s *redisStore) Consume(ctx context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
-	err := s.c.SetArgs(ctx, s.prefix+"used:"+id, mark, redis.SetArgs{Mode: "NX", ExpireAt: expires}).Err()
+// A use is three keys: used:<id> holds the Manager's mark, fence:<id>
+// the latest fencing token, lease:<id> the token of the holder while its
+// lease is live (a key with a time to live of the lease, so that Redis's
+// clock, not the replicas', decides when it lapses). The scripts below
+// change them together; fencing compares fence:<id>, never a clock.
+// (The keys of a use do not share a hash slot: the store needs one Redis
+// server, or a primary with replicas, not a cluster.)
+
+// consumeScript: KEYS used, fence, lease; ARGV mark, expiry (ms since the
+// epoch), lease (ms). Returns {1} for the first use, else {0, mark, fence,
+// held}.
+var consumeScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PXAT', ARGV[2]) then
+  redis.call('SET', KEYS[2], '1', 'PXAT', ARGV[2])
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
+  return {1}
+end
+return {0, redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0', redis.call('EXISTS', KEYS[3])}
+`)
+
+// usedScript: KEYS used, fence, lease. Returns {mark, fence, held}, or
+// {} when there is no use.
+var usedScript = redis.NewScript(`
+local m = redis.call('GET', KEYS[1])
+if not m then return {} end
+return {m, redis.call('GET', KEYS[2]) or '0', redis.call('EXISTS', KEYS[3])}
+`)
+
+// renewScript: KEYS used, fence, lease; ARGV token, lease (ms). Returns 1
+// when renewed, 0 when fenced.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+local m = redis.call('GET', KEYS[1])
+if not m or string.sub(m, 1, 1) ~= 'r' then return 0 end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return 1
+`)
+
+// takeOverScript: KEYS used, fence, lease; ARGV token seen, lease (ms).
+// Returns the new token, or 0 when fenced.
+var takeOverScript = redis.NewScript(`
+if ARGV[1] == '0' or redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+local m = redis.call('GET', KEYS[1])
+if not m or string.sub(m, 1, 1) ~= 'r' then return 0 end
+local ttl = redis.call('PTTL', KEYS[1])
+local f = redis.call('INCR', KEYS[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+redis.call('SET', KEYS[3], f, 'PX', ARGV[2])
+return f
+`)
+
+// finishScript: KEYS used, fence, lease, outcome; ARGV token, mark,
+// expiry (ms), outcome, its expiry (ms), whether there is an outcome.
+// Returns 1 when written, 0 when fenced.
+var finishScript = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if ARGV[6] == '1' then redis.call('SET', KEYS[4], ARGV[4], 'PXAT', ARGV[5]) end
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+redis.call('DEL', KEYS[3])
+return 1
+`)
+
+func (s *redisStore) useKeys(id string) []string {
+	return []string{s.prefix + "used:" + id, s.prefix + "fence:" + id, s.prefix + "lease:" + id}
+}
+
+// ms is a duration in whole milliseconds, at least 1.
+func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// recordOf reads {mark, fence, held} from a script's reply.
+func recordOf(v []any) (Record, error) {
+	if len(v) != 3 {
+		return Record{}, fmt.Errorf("durable store: unexpected reply %v", v)
+	}
+	mark, _ := v[0].(string)
+	fs, _ := v[1].(string)
+	held, _ := v[2].(int64)
+	fence, err := strconv.ParseUint(fs, 10, 64)
+	if err != nil {
+		return Record{}, fmt.Errorf("durable store: fencing token %q: %w", fs, err)
+	}
+	return Record{Mark: []byte(mark), Fence: fence, Held: held == 1}, nil
+}
+
+func (s *redisStore) Consume(ctx context.Context, id string, mark []byte, lease time.Duration, expires time.Time) (bool, Record, error) {
+	v, err := consumeScript.Run(ctx, s.c, s.useKeys(id), mark, expires.UnixMilli(), ms(lease)).Slice()
+	if err != nil {
+		return false, Record{}, err
+	}
+	if len(v) == 1 {
+		return true, Record{}, nil
+	}
+	rec, err := recordOf(v[1:])
+	return false, rec, err
+}
+
+func (s *redisStore) Used(ctx context.Context, id string) (Record, error) {
+	v, err := usedScript.Run(ctx, s.c, s.useKeys(id)).Slice()
+	if err != nil {
+		return Record{}, err
+	}
+	if len(v) == 0 {
+		return Record{}, ErrNotFound
+	}
+	return recordOf(v)
+}
+
+func (s *redisStore) Renew(ctx context.Context, id string, fence uint64, lease time.Duration) error {
+	n, err := renewScript.Run(ctx, s.c, s.useKeys(id), strconv.FormatUint(fence, 10), ms(lease)).Int64()
 	switch {
-	case err == nil:
-		return true, nil, nil
-	case !errors.Is(err, redis.Nil):
-		return false, nil, err
+	case err != nil:
+		return err
+	case n != 1:
+		return ErrFenced
 	}
-	prev, err := s.Used(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil, nil
-	}
-	return false, prev, err
+	return nil
 }
 
-func (s *redisStore) Used(ctx context.Context, id string) ([]byte, error) {
-	b, err := s.c.Get(ctx, s.prefix+"used:"+id).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
+func (s *redisStore) TakeOver(ctx context.Context, id string, fence uint64, lease time.Duration) (uint64, error) {
+	n, err := takeOverScript.Run(ctx, s.c, s.useKeys(id), strconv.FormatUint(fence, 10), ms(lease)).Int64()
+	switch {
+	case err != nil:
+		return 0, err
+	case n <= 0:
+		return 0, ErrFenced
 	}
-	return b, err
+	return uint64(n), nil
 }
 
-// Finish writes the outcome (expiring at keepUntil) and the new mark in
-// one MULTI/EXEC transaction.
-func (s *redisStore) Finish(ctx context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error {
-	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if outcome != nil {
-			p.SetArgs(ctx, s.prefix+"outcome:"+id, outcome, redis.SetArgs{ExpireAt: keepUntil})
-		}
-		p.SetArgs(ctx, s.prefix+"used:"+id, mark, redis.SetArgs{ExpireAt: expires})
-		return nil
-	})
-	return err
+// Finish writes the outcome (expiring at keepUntil) and the new mark and
+// ends the lease in one script, for the latest holder only.
+func (s *redisStore) Finish(ctx context.Context, id string, fence uint64, mark, outcome []byte, keepUntil, expires time.Time) error {
+	has := "0"
+	if outcome != nil {
+		has = "1"
+	}
+	keys := append(s.useKeys(id), s.prefix+"outcome:"+id)
+	n, err := finishScript.Run(ctx, s.c, keys, strconv.FormatUint(fence, 10), mark, expires.UnixMilli(), outcome, keepUntil.UnixMilli(), has).Int64()
+	switch {
+	case err != nil:
+		return err
+	case n != 1:
+		return ErrFenced
+	}
+	return nil
 }
 
 func (s *redisStore) Outcome(ctx context.Context, id string) ([]byte, error) {

@@ -12,12 +12,34 @@ import (
 // stored, expired, or deleted after its resume).
 var ErrNotFound = errors.New("not found")
 
+// ErrFenced is returned by a Store for a lease operation of a holder that
+// no longer holds the lease: another replica took the use over (its
+// fencing token is higher), or the use ended.
+var ErrFenced = errors.New("the lease on this continuation's use is held by another replica")
+
+// Record is a store's record of a continuation's use: the Manager's mark,
+// and the lease of the replica running the resume.
+type Record struct {
+	// Mark is the Manager's record of the use.
+	Mark []byte
+	// Fence is the fencing token of the lease's latest holder: 1 for the
+	// replica that used the continuation, one more for each takeover; 0
+	// for a use recorded without a lease (by an older release).
+	Fence uint64
+	// Held reports that the lease is live: its holder renewed it within
+	// its time to live.
+	Held bool
+}
+
 // Store holds paused states too large for a token, remembers which
-// continuations were used, and keeps the outcome of each use for a while
-// (so that a Resume cut off can be retried). Keys are pause ids (hex):
-// random, and reached only through a continuation verified for its
-// tenant. Entries expire at the time given; a store may drop them any time
-// after. Implementations are safe for concurrent use.
+// continuations were used, leases the running of each use to one replica
+// at a time, and keeps the outcome of each use for a while (so that a
+// Resume cut off can be retried). Keys are pause ids (hex): random, and
+// reached only through a continuation verified for its tenant. Entries
+// expire at the time given; a store may drop them any time after. Lease
+// times to live are measured by the store's own clock (Redis's, for a
+// shared store), so replicas' clocks need not agree. Implementations are
+// safe for concurrent use.
 type Store interface {
 	// Put stores a state's body until expires.
 	Put(ctx context.Context, id string, body []byte, expires time.Time) error
@@ -27,15 +49,28 @@ type Store interface {
 	Delete(ctx context.Context, id string) error
 	// Consume marks a continuation used until expires, atomically, and
 	// records mark with it (the Manager's record of the use): it reports
-	// true the first time for an id; ever after false, with the mark
-	// recorded last.
-	Consume(ctx context.Context, id string, mark []byte, expires time.Time) (first bool, recorded []byte, err error)
-	// Used returns the mark of a used continuation, or ErrNotFound.
-	Used(ctx context.Context, id string) ([]byte, error)
+	// true the first time for an id, and the caller then holds the use's
+	// lease, fencing token 1, for lease; ever after false, with the
+	// record as it is.
+	Consume(ctx context.Context, id string, mark []byte, lease time.Duration, expires time.Time) (first bool, rec Record, err error)
+	// Used returns the record of a used continuation, or ErrNotFound.
+	Used(ctx context.Context, id string) (Record, error)
+	// Renew extends the lease of the holder of fencing token fence by
+	// lease from now, also when it lapsed and nobody took it over since;
+	// ErrFenced when fence is not the latest token or the use finished.
+	Renew(ctx context.Context, id string, fence uint64, lease time.Duration) error
+	// TakeOver takes the lease of a running use whose latest fencing
+	// token is fence and whose lease lapsed, atomically: the caller holds
+	// it, with the token returned (fence+1), for lease. ErrFenced when
+	// the lease is live, another token was issued since, or the use
+	// finished.
+	TakeOver(ctx context.Context, id string, fence uint64, lease time.Duration) (uint64, error)
 	// Finish records mark in place of the used continuation's (until
-	// expires) and keeps outcome until keepUntil (a nil outcome keeps
-	// none), atomically: whoever sees the new mark finds the outcome.
-	Finish(ctx context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error
+	// expires), keeps outcome until keepUntil (a nil outcome keeps none)
+	// and ends the lease, atomically and only for the holder of the
+	// latest fencing token (ErrFenced otherwise): whoever sees the new
+	// mark finds the outcome, and a stale holder writes nothing.
+	Finish(ctx context.Context, id string, fence uint64, mark, outcome []byte, keepUntil, expires time.Time) error
 	// Outcome returns a kept outcome, or ErrNotFound.
 	Outcome(ctx context.Context, id string) ([]byte, error)
 	// Close releases the store.
@@ -51,7 +86,7 @@ type memoryStore struct {
 	mu     sync.Mutex
 	now    func() time.Time
 	bodies map[string]memEntry
-	used   map[string]memEntry
+	used   map[string]*useEntry
 	// outcomes holds the kept outcomes by id; order lists their ids,
 	// oldest first; outcomeBytes is their size.
 	outcomes        map[string]*list.Element
@@ -65,6 +100,26 @@ type memoryStore struct {
 type memEntry struct {
 	body    []byte
 	expires time.Time
+}
+
+// useEntry is a use in a memoryStore: its mark and its lease.
+type useEntry struct {
+	memEntry
+	fence      uint64
+	leaseUntil time.Time
+}
+
+func (m *memoryStore) record(e *useEntry) Record {
+	return Record{Mark: e.body, Fence: e.fence, Held: e.fence > 0 && m.now().Before(e.leaseUntil)}
+}
+
+// liveUse returns the unexpired use of id, or nil.
+func (m *memoryStore) liveUse(id string) *useEntry {
+	e := m.used[id]
+	if e == nil || !m.now().Before(e.expires) {
+		return nil
+	}
+	return e
 }
 
 // outcomeEntry is a kept outcome in a memoryStore's order list.
@@ -81,7 +136,7 @@ func newMemoryStore(now func() time.Time, maxOutcomeBytes int64) *memoryStore {
 	if maxOutcomeBytes <= 0 {
 		maxOutcomeBytes = DefaultOutcomeBytes
 	}
-	return &memoryStore{now: now, bodies: map[string]memEntry{}, used: map[string]memEntry{},
+	return &memoryStore{now: now, bodies: map[string]memEntry{}, used: map[string]*useEntry{},
 		outcomes: map[string]*list.Element{}, order: list.New(), maxOutcomeBytes: maxOutcomeBytes}
 }
 
@@ -143,43 +198,70 @@ func (m *memoryStore) Delete(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memoryStore) Consume(_ context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
+func (m *memoryStore) Consume(_ context.Context, id string, mark []byte, lease time.Duration, expires time.Time) (bool, Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweepLocked()
-	if e, ok := m.used[id]; ok && m.now().Before(e.expires) {
-		return false, e.body, nil
+	if e := m.liveUse(id); e != nil {
+		return false, m.record(e), nil
 	}
-	m.used[id] = memEntry{body: append([]byte(nil), mark...), expires: expires}
-	return true, nil, nil
+	m.used[id] = &useEntry{memEntry: memEntry{body: append([]byte(nil), mark...), expires: expires}, fence: 1, leaseUntil: m.now().Add(lease)}
+	return true, Record{}, nil
 }
 
-func (m *memoryStore) Used(_ context.Context, id string) ([]byte, error) {
+func (m *memoryStore) Used(_ context.Context, id string) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.used[id]
-	if !ok || !m.now().Before(e.expires) {
-		return nil, ErrNotFound
+	e := m.liveUse(id)
+	if e == nil {
+		return Record{}, ErrNotFound
 	}
-	return e.body, nil
+	return m.record(e), nil
+}
+
+func (m *memoryStore) Renew(_ context.Context, id string, fence uint64, lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.liveUse(id)
+	if e == nil || e.fence != fence || !running(e.body) {
+		return ErrFenced
+	}
+	e.leaseUntil = m.now().Add(lease)
+	return nil
+}
+
+func (m *memoryStore) TakeOver(_ context.Context, id string, fence uint64, lease time.Duration) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.liveUse(id)
+	if e == nil || e.fence != fence || fence == 0 || !running(e.body) || m.now().Before(e.leaseUntil) {
+		return 0, ErrFenced
+	}
+	e.fence++
+	e.leaseUntil = m.now().Add(lease)
+	return e.fence, nil
 }
 
 // Finish keeps outcome unless it is larger than the whole budget; older
 // outcomes are dropped, the oldest first, to make room for it.
-func (m *memoryStore) Finish(_ context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error {
+func (m *memoryStore) Finish(_ context.Context, id string, fence uint64, mark, outcome []byte, keepUntil, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweepLocked()
+	e := m.liveUse(id)
+	if e == nil || e.fence != fence {
+		return ErrFenced
+	}
 	m.dropOutcomeLocked(id)
 	if outcome != nil && int64(len(outcome)) <= m.maxOutcomeBytes && m.now().Before(keepUntil) {
 		for m.outcomeBytes+int64(len(outcome)) > m.maxOutcomeBytes {
 			m.dropOutcomeLocked(m.order.Front().Value.(*outcomeEntry).id)
 		}
-		e := &outcomeEntry{id: id, memEntry: memEntry{body: append([]byte(nil), outcome...), expires: keepUntil}}
-		m.outcomes[id] = m.order.PushBack(e)
+		o := &outcomeEntry{id: id, memEntry: memEntry{body: append([]byte(nil), outcome...), expires: keepUntil}}
+		m.outcomes[id] = m.order.PushBack(o)
 		m.outcomeBytes += int64(len(outcome))
 	}
-	m.used[id] = memEntry{body: append([]byte(nil), mark...), expires: expires}
+	e.body, e.expires, e.leaseUntil = append([]byte(nil), mark...), expires, time.Time{}
 	return nil
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +48,7 @@ func testStore(t *testing.T, s Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			first, _, err := s.Consume(ctx, "once", []byte("run"), exp)
+			first, _, err := s.Consume(ctx, "once", []byte("run"), time.Minute, exp)
 			if err != nil {
 				t.Error(err)
 			}
@@ -60,7 +63,7 @@ func testStore(t *testing.T, s Store) {
 	if wins != 1 {
 		t.Fatalf("Consume won %d times", wins)
 	}
-	if first, _, err := s.Consume(ctx, "other", []byte("run"), exp); err != nil || !first {
+	if first, _, err := s.Consume(ctx, "other", []byte("run"), time.Minute, exp); err != nil || !first {
 		t.Fatalf("consume another: %v %v", first, err)
 	}
 	testOutcomes(t, s)
@@ -78,42 +81,45 @@ func testOutcomes(t *testing.T, s Store) {
 	if _, err := s.Outcome(ctx, "never"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("outcome of an unused id: %v", err)
 	}
-	if first, _, err := s.Consume(ctx, "r1", []byte("running"), exp); err != nil || !first {
+	if first, _, err := s.Consume(ctx, "r1", []byte("running"), time.Minute, exp); err != nil || !first {
 		t.Fatalf("consume: %v %v", first, err)
 	}
-	if first, mark, err := s.Consume(ctx, "r1", []byte("again"), exp); err != nil || first || string(mark) != "running" {
-		t.Fatalf("consume again: %v %q %v", first, mark, err)
+	if first, mark, err := s.Consume(ctx, "r1", []byte("again"), time.Minute, exp); err != nil || first || string(mark.Mark) != "running" {
+		t.Fatalf("consume again: %v %q %v", first, mark.Mark, err)
 	}
 	if _, err := s.Outcome(ctx, "r1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("outcome while running: %v", err)
 	}
-	if err := s.Finish(ctx, "r1", []byte("done"), []byte("the outcome"), time.Now().Add(time.Hour), exp); err != nil {
+	if err := s.Finish(ctx, "r1", 1, []byte("done"), []byte("the outcome"), time.Now().Add(time.Hour), exp); err != nil {
 		t.Fatal(err)
 	}
-	if mark, err := s.Used(ctx, "r1"); err != nil || string(mark) != "done" {
-		t.Fatalf("used after finish: %q %v", mark, err)
+	if mark, err := s.Used(ctx, "r1"); err != nil || string(mark.Mark) != "done" {
+		t.Fatalf("used after finish: %q %v", mark.Mark, err)
 	}
-	if first, mark, err := s.Consume(ctx, "r1", []byte("again"), exp); err != nil || first || string(mark) != "done" {
-		t.Fatalf("consume after finish: %v %q %v", first, mark, err)
+	if first, mark, err := s.Consume(ctx, "r1", []byte("again"), time.Minute, exp); err != nil || first || string(mark.Mark) != "done" {
+		t.Fatalf("consume after finish: %v %q %v", first, mark.Mark, err)
 	}
 	if b, err := s.Outcome(ctx, "r1"); err != nil || string(b) != "the outcome" {
 		t.Fatalf("outcome: %q %v", b, err)
 	}
 	// An outcome past its retention is gone; the use is still recorded.
-	if _, _, err := s.Consume(ctx, "r2", []byte("running"), exp); err != nil {
+	if _, _, err := s.Consume(ctx, "r2", []byte("running"), time.Minute, exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(ctx, "r2", []byte("done"), []byte("old"), time.Now().Add(-time.Second), exp); err != nil {
+	if err := s.Finish(ctx, "r2", 1, []byte("done"), []byte("old"), time.Now().Add(-time.Second), exp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Outcome(ctx, "r2"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("outcome past its retention: %v", err)
 	}
-	if mark, err := s.Used(ctx, "r2"); err != nil || string(mark) != "done" {
-		t.Fatalf("used past the retention: %q %v", mark, err)
+	if mark, err := s.Used(ctx, "r2"); err != nil || string(mark.Mark) != "done" {
+		t.Fatalf("used past the retention: %q %v", mark.Mark, err)
 	}
 	// A finish without an outcome records the mark only.
-	if err := s.Finish(ctx, "r3", []byte("done"), nil, exp, exp); err != nil {
+	if _, _, err := s.Consume(ctx, "r3", []byte("running"), time.Minute, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, "r3", 1, []byte("done"), nil, exp, exp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Outcome(ctx, "r3"); !errors.Is(err, ErrNotFound) {
@@ -130,8 +136,13 @@ func TestMemoryStoreOutcomeBudget(t *testing.T) {
 	ctx := context.Background()
 	s := NewMemoryStore(100)
 	exp := time.Now().Add(time.Hour)
+	for _, id := range []string{"a", "b", "c", "huge"} {
+		if _, _, err := s.Consume(ctx, id, []byte("r"), time.Minute, exp); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, id := range []string{"a", "b", "c"} {
-		if err := s.Finish(ctx, id, []byte("done"), make([]byte, 40), exp, exp); err != nil {
+		if err := s.Finish(ctx, id, 1, []byte("done"), make([]byte, 40), exp, exp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,7 +154,7 @@ func TestMemoryStoreOutcomeBudget(t *testing.T) {
 			t.Errorf("outcome %s: %v, want kept %v", tc.id, err, tc.kept)
 		}
 	}
-	if err := s.Finish(ctx, "huge", []byte("done"), make([]byte, 101), exp, exp); err != nil {
+	if err := s.Finish(ctx, "huge", 1, []byte("done"), make([]byte, 101), exp, exp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Outcome(ctx, "huge"); !errors.Is(err, ErrNotFound) {
@@ -173,7 +184,7 @@ func TestFileStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if first, _, err := s.Consume(context.Background(), "once", nil, time.Now().Add(time.Hour)); err != nil || first {
+	if first, _, err := s.Consume(context.Background(), "once", nil, time.Minute, time.Now().Add(time.Hour)); err != nil || first {
 		t.Fatalf("after reopening: %v %v", first, err)
 	}
 	if b, err := s.Outcome(context.Background(), "r1"); err != nil || string(b) != "the outcome" {
@@ -196,13 +207,247 @@ func TestRedisStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if first, mark, err := other.Consume(context.Background(), "once", []byte("other"), time.Now().Add(time.Hour)); err != nil || first || string(mark) != "run" {
-		t.Fatalf("another replica consumed it again: %v %q %v", first, mark, err)
+	if first, mark, err := other.Consume(context.Background(), "once", []byte("other"), time.Minute, time.Now().Add(time.Hour)); err != nil || first || string(mark.Mark) != "run" {
+		t.Fatalf("another replica consumed it again: %v %q %v", first, mark.Mark, err)
 	}
 	if b, err := other.Outcome(context.Background(), "r1"); err != nil || string(b) != "the outcome" {
 		t.Fatalf("another replica's outcome: %q %v", b, err)
 	}
 	if _, err := OpenRedis(context.Background(), "redis://127.0.0.1:1/0", ""); err == nil {
 		t.Fatal("no error for a server that is not there")
+	}
+}
+
+// testLeases runs the lease half of the contract against s: the lease of
+// the first use, renewals, fencing of a stale holder, and a takeover once
+// the lease lapsed that exactly one of many concurrent callers wins.
+// short is a lease that lapse makes lapse.
+func testLeases(t *testing.T, s Store, short time.Duration, lapse func(id string)) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	running, finished := []byte("r-running"), []byte("f-finished")
+	used := func(id string) Record {
+		t.Helper()
+		rec, err := s.Used(ctx, id)
+		if err != nil {
+			t.Fatalf("used %s: %v", id, err)
+		}
+		return rec
+	}
+	// A live lease: renewed by its holder, refused to others.
+	if first, _, err := s.Consume(ctx, "l1", running, time.Hour, exp); err != nil || !first {
+		t.Fatalf("consume: %v %v", first, err)
+	}
+	if rec := used("l1"); rec.Fence != 1 || !rec.Held || string(rec.Mark) != string(running) {
+		t.Fatalf("first use: %+v", rec)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"renew by its holder", s.Renew(ctx, "l1", 1, time.Hour)},
+		{"renew by another token", errOr(s.Renew(ctx, "l1", 2, time.Hour))},
+		{"take over a live lease", second(s.TakeOver(ctx, "l1", 1, time.Hour))},
+		{"take over with a stale token", second(s.TakeOver(ctx, "l1", 0, time.Hour))},
+		{"finish by another token", errOr(s.Finish(ctx, "l1", 2, finished, []byte("o"), exp, exp))},
+		{"renew a use never made", errOr(s.Renew(ctx, "none", 1, time.Hour))},
+		{"take over a use never made", second(s.TakeOver(ctx, "none", 1, time.Hour))},
+		{"finish a use never made", errOr(s.Finish(ctx, "none", 1, finished, nil, exp, exp))},
+	} {
+		want := error(nil)
+		if tc.name != "renew by its holder" {
+			want = ErrFenced
+		}
+		if !errors.Is(tc.err, want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, want)
+		}
+	}
+	if _, err := s.Outcome(ctx, "l1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a fenced finish kept its outcome: %v", err)
+	}
+	if err := s.Finish(ctx, "l1", 1, finished, []byte("o"), exp, exp); err != nil {
+		t.Fatal(err)
+	}
+	if rec := used("l1"); rec.Held || string(rec.Mark) != string(finished) {
+		t.Fatalf("finished: %+v", rec)
+	}
+	if err := s.Renew(ctx, "l1", 1, time.Hour); !errors.Is(err, ErrFenced) {
+		t.Fatalf("renew a finished use: %v", err)
+	}
+	if _, err := s.TakeOver(ctx, "l1", 1, time.Hour); !errors.Is(err, ErrFenced) {
+		t.Fatalf("take over a finished use: %v", err)
+	}
+
+	// A lapsed lease: exactly one of many takes it over; the old holder
+	// is fenced off, the new one finishes.
+	if _, _, err := s.Consume(ctx, "l2", running, short, exp); err != nil {
+		t.Fatal(err)
+	}
+	lapse("l2")
+	if rec := used("l2"); rec.Fence != 1 || rec.Held {
+		t.Fatalf("lapsed: %+v", rec)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []uint64
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := s.TakeOver(ctx, "l2", 1, time.Hour)
+			if err != nil && !errors.Is(err, ErrFenced) {
+				t.Error(err)
+			}
+			if err == nil {
+				mu.Lock()
+				won = append(won, f)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(won) != 1 || won[0] != 2 {
+		t.Fatalf("takeovers won: %v", won)
+	}
+	if rec := used("l2"); rec.Fence != 2 || !rec.Held || string(rec.Mark) != string(running) {
+		t.Fatalf("taken over: %+v", rec)
+	}
+	if err := s.Renew(ctx, "l2", 1, time.Hour); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old holder renewed: %v", err)
+	}
+	if err := s.Finish(ctx, "l2", 1, finished, []byte("old"), exp, exp); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old holder finished: %v", err)
+	}
+	if err := s.Finish(ctx, "l2", 2, finished, []byte("new"), exp, exp); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Outcome(ctx, "l2"); err != nil || string(b) != "new" {
+		t.Fatalf("outcome after a takeover: %q %v", b, err)
+	}
+
+	// A holder whose lease lapsed, and nobody took it over, renews it.
+	if _, _, err := s.Consume(ctx, "l3", running, short, exp); err != nil {
+		t.Fatal(err)
+	}
+	lapse("l3")
+	if err := s.Renew(ctx, "l3", 1, time.Hour); err != nil {
+		t.Fatalf("renew a lapsed lease nobody took: %v", err)
+	}
+	if rec := used("l3"); rec.Fence != 1 || !rec.Held {
+		t.Fatalf("renewed after lapsing: %+v", rec)
+	}
+}
+
+// errOr is err, or an error that is not ErrFenced when err is nil (a
+// table entry expecting ErrFenced then fails).
+func errOr(err error) error {
+	if err == nil {
+		return errors.New("no error")
+	}
+	return err
+}
+
+// second is TakeOver's error, or an error when it succeeded.
+func second(_ uint64, err error) error { return errOr(err) }
+
+// skewed is a clock that lapse moves on.
+type skewed struct{ skew atomic.Int64 }
+
+func (c *skewed) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+
+func (c *skewed) lapse(string) { c.skew.Add(int64(2 * time.Minute)) }
+
+func TestMemoryStoreLeases(t *testing.T) {
+	var c skewed
+	testLeases(t, newMemoryStore(c.now, 0), time.Minute, c.lapse)
+}
+
+func TestFileStoreLeases(t *testing.T) {
+	s, err := OpenFile(filepath.Join(t.TempDir(), "durable.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var c skewed
+	s.(*boltStore).now = c.now
+	testLeases(t, s, time.Minute, c.lapse)
+}
+
+// TestRedisStoreLeases runs the lease contract against a real Redis
+// server, whose clock decides when a lease lapses: a lease of 1ms lapses
+// by the time Redis is asked again.
+func TestRedisStoreLeases(t *testing.T) {
+	url := redistest.Start(t)
+	s, err := OpenRedis(context.Background(), url, "leases:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testLeases(t, s, time.Millisecond, func(id string) {
+		// Redis expires the lease key 1ms after it was set; ask until it
+		// has (the first answer almost always says so).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			if rec, err := s.Used(context.Background(), id); err != nil || !rec.Held {
+				return
+			}
+			runtime.Gosched()
+		}
+		t.Fatalf("the lease of %s did not lapse", id)
+	})
+}
+
+// BenchmarkRedisLeaseRenew measures one lease renewal against a real
+// Redis server on this machine: one Lua script, one round trip — what a
+// store write per tool call would cost a resumed segment.
+func BenchmarkRedisLeaseRenew(b *testing.B) {
+	url := redistest.Start(b)
+	s, err := OpenRedis(context.Background(), url, "bench:")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, _, err := s.Consume(ctx, "b", []byte("r"), time.Minute, time.Now().Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Renew(ctx, "b", 1, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestLeaseConfig: a renewal interval no shorter than the lease is
+// refused; the defaults and a negative takeover bound are resolved.
+func TestLeaseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		err        string
+		ttl, renew time.Duration
+		takeovers  int
+	}{
+		{name: "defaults", ttl: DefaultLease, renew: DefaultLeaseRenew, takeovers: DefaultMaxTakeovers},
+		{name: "short lease", cfg: Config{Lease: 600 * time.Millisecond}, ttl: 600 * time.Millisecond, renew: 200 * time.Millisecond, takeovers: DefaultMaxTakeovers},
+		{name: "no takeovers", cfg: Config{MaxTakeovers: -1}, ttl: DefaultLease, renew: DefaultLeaseRenew},
+		{name: "renewal too slow", cfg: Config{Lease: time.Second, LeaseRenew: time.Second}, err: "must be shorter than the lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(tc.cfg)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl, renew := m.Lease()
+			if ttl != tc.ttl || renew != tc.renew || m.MaxTakeovers() != tc.takeovers {
+				t.Fatalf("lease %s, renewed every %s, %d takeovers", ttl, renew, m.MaxTakeovers())
+			}
+		})
 	}
 }

@@ -176,7 +176,7 @@ func TestConsumeOnce(t *testing.T) {
 	if _, kept, ferr := m.Outcome(context.Background(), o); kept || ferr != nil {
 		t.Fatalf("outcome while running: %v %v", kept, ferr)
 	}
-	if err := m.Keep(context.Background(), o, answers, []byte("the outcome")); err != nil {
+	if err := m.Keep(context.Background(), o, 1, answers, []byte("the outcome")); err != nil {
 		t.Fatal(err)
 	}
 	if u, ferr := m.Used(context.Background(), open()); ferr != nil || u == nil || !u.Finished || u.Answers != answers {
@@ -212,12 +212,12 @@ func TestOutcomeBound(t *testing.T) {
 	var d [32]byte
 	_, _ = m.Consume(context.Background(), oa, d, time.Now())
 	_, _ = m.Consume(context.Background(), ob, d, time.Now())
-	if err := m.Keep(context.Background(), oa, d, []byte("a's outcome")); err != nil {
+	if err := m.Keep(context.Background(), oa, 1, d, []byte("a's outcome")); err != nil {
 		t.Fatal(err)
 	}
 	// b's id with a's outcome (a store written by someone else).
 	raw, _ := store.Outcome(context.Background(), oa.PauseID)
-	_ = store.Finish(context.Background(), ob.PauseID, Use{Answers: d, Finished: true}.mark(), raw, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
+	_ = store.Finish(context.Background(), ob.PauseID, 1, Use{Answers: d, Finished: true}.mark(), raw, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	if _, _, ferr := m.Outcome(context.Background(), ob); code(ferr) != fault.CodeInternal {
 		t.Fatalf("another continuation's outcome: %v", ferr)
 	}
@@ -264,7 +264,7 @@ func TestLargeStates(t *testing.T) {
 	}
 	// Gone because it was used: the continuation opens (for a retry),
 	// its state does not.
-	_, _, _ = store.Consume(context.Background(), s.PauseID, nil, time.Now().Add(time.Hour))
+	_, _, _ = store.Consume(context.Background(), s.PauseID, nil, time.Minute, time.Now().Add(time.Hour))
 	o, ferr = m.Open(context.Background(), s.Token, "")
 	if ferr != nil {
 		t.Fatalf("used, state gone: %v", ferr)

@@ -4,6 +4,9 @@ import (
 	"container/list"
 	"sync"
 	"time"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/durable"
 )
 
 // ParkedConfig bounds the paused executions a server keeps in memory. A
@@ -153,15 +156,28 @@ func (lv *live) stopParked() {
 	lv.release()
 }
 
-// peek returns the execution parked under id without taking it.
-func (s *parkedSet) peek(id string) *live {
+// peek returns a view of the execution parked under id without taking
+// it.
+func (s *parkedSet) peek(id string) *parkedView {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el, ok := s.byID[id]; ok {
-		return el.Value.(*live)
+		lv := el.Value.(*live)
+		return &parkedView{p: *lv.p, d: lv.d, usage: lv.usage, pausedAt: lv.pausedAt}
 	}
 	return nil
+}
+
+// parkedView is what a resume reads of a parked execution while
+// preparing, copied under the set's lock: the run that takes the
+// execution out of the set (another call's, perhaps) changes the live
+// execution afterwards.
+type parkedView struct {
+	p        Prepared
+	d        *bridge.Dispatcher
+	usage    durable.Usage
+	pausedAt time.Time
 }

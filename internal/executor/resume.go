@@ -52,6 +52,10 @@ type resumed struct {
 	// or a resume with other answers: nothing runs again).
 	digest [32]byte
 	used   *durable.Use
+	// takeover is the recorded use of a resume whose replica stopped
+	// renewing its lease, when this one is a retry with the same answers
+	// that may take it over (see StartResume): prepared to run again.
+	takeover *durable.Use
 }
 
 // Resume is a request to resume a paused execution.
@@ -89,16 +93,22 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if ferr != nil {
 		return nil, ferr
 	}
+	var takeover *durable.Use
 	if used != nil {
-		// Used already: StartResume answers it from the use (retry.go);
-		// nothing is prepared to run.
-		return &Prepared{resume: &resumed{opened: o, digest: digest, used: used}}, nil
+		if !e.mayTakeOver(used, digest) {
+			// Used already: StartResume answers it from the use
+			// (retry.go); nothing is prepared to run.
+			return &Prepared{resume: &resumed{opened: o, digest: digest, used: used}}, nil
+		}
+		// The replica running it stopped renewing its lease: this retry
+		// is prepared to take it over, as a resume from the continuation.
+		takeover = used
 	}
 	if lv := e.parked.peek(o.PauseID); lv != nil {
 		// Parked here: the engine waits in memory.
-		p := *lv.p
+		p := lv.p
 		p.req.OnLog = nil
-		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest, lastSeq: lv.d.Calls()}
+		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest, lastSeq: lv.d.Calls(), takeover: takeover}
 		rs.usage.Paused += time.Since(lv.pausedAt)
 		pend, _ := lv.d.Paused()
 		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
@@ -144,7 +154,7 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	if ferr != nil {
 		return nil, ferr
 	}
-	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage, digest: digest}
+	rs := &resumed{opened: o, journal: st.Journal, usage: st.Usage, digest: digest, takeover: takeover}
 	rs.usage.Paused += time.Since(st.PausedAt)
 	for _, c := range st.Journal.Calls {
 		rs.lastSeq = max(rs.lastSeq, c.Seq)

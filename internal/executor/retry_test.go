@@ -158,9 +158,9 @@ type sizeStore struct {
 	last atomic.Int64
 }
 
-func (s *sizeStore) Finish(ctx context.Context, id string, mark, outcome []byte, keepUntil, expires time.Time) error {
+func (s *sizeStore) Finish(ctx context.Context, id string, fence uint64, mark, outcome []byte, keepUntil, expires time.Time) error {
 	s.last.Store(int64(len(outcome)))
-	return s.Store.Finish(ctx, id, mark, outcome, keepUntil, expires)
+	return s.Store.Finish(ctx, id, fence, mark, outcome, keepUntil, expires)
 }
 
 // TestResumeOutcomeBudget: the memory store keeps outcomes up to its byte
@@ -217,40 +217,6 @@ func TestResumeOutcomeBudget(t *testing.T) {
 	}
 }
 
-// TestResumeRunningElsewhere: a continuation another replica is resuming
-// (its use recorded in the shared store, no outcome yet) is UNAVAILABLE
-// with RESUME_IN_PROGRESS; once that replica's time is up with no outcome
-// kept, CONTINUATION_USED.
-func TestResumeRunningElsewhere(t *testing.T) {
-	store := durable.NewMemoryStore(0)
-	e, m := retryExecutor(t, durable.Config{Store: store}, -1, counted(new(atomic.Int64)))
-	for _, tc := range []struct {
-		name         string
-		runningUntil time.Time
-		code         fault.Code
-		reason, msg  string
-	}{
-		{"running", time.Now().Add(time.Hour), fault.CodeUnavailable, fault.ReasonResumeInProgress, "retry shortly"},
-		{"replica gone", time.Now().Add(-time.Second), fault.CodeFailedPrecondition, fault.ReasonContinuationUsed, "stopped before keeping"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, answers := pauseAt(t, e, "x")
-			// The other replica's use of it.
-			o, ferr := m.Open(context.Background(), res.Continuation, "")
-			if ferr != nil {
-				t.Fatal(ferr)
-			}
-			if u, ferr := m.Consume(context.Background(), o, answersDigest(answers), tc.runningUntil); u != nil || ferr != nil {
-				t.Fatalf("consume: %v", ferr)
-			}
-			_, ferr = e.Continue(context.Background(), prepare(t, e, res.Continuation, answers))
-			if ferr == nil || ferr.Code != tc.code || ferr.Reason != tc.reason || !strings.Contains(ferr.Message, tc.msg) {
-				t.Fatalf("got %v", ferr)
-			}
-		})
-	}
-}
-
 // TestResumeOutcomeFileStore: the file store keeps an outcome across a
 // restart of the process that owns it.
 func TestResumeOutcomeFileStore(t *testing.T) {
@@ -288,10 +254,10 @@ type gatedStore struct {
 	release chan struct{}
 }
 
-func (g gatedStore) Consume(ctx context.Context, id string, mark []byte, expires time.Time) (bool, []byte, error) {
+func (g gatedStore) Consume(ctx context.Context, id string, mark []byte, lease time.Duration, expires time.Time) (bool, durable.Record, error) {
 	g.entered <- struct{}{}
 	<-g.release
-	return g.Store.Consume(ctx, id, mark, expires)
+	return g.Store.Consume(ctx, id, mark, lease, expires)
 }
 
 // TestResumeLostRaceAnswersJoiners: two replicas share a store; while one
