@@ -395,7 +395,7 @@ func boundsPB(b wasm.Bounds) *wp.ModuleBounds {
 		MaxNesting: int64(b.MaxNesting), MaxBranchTargets: int64(b.MaxBranchTargets), MaxBranchTableTargets: int64(b.MaxBranchTableTargets),
 		MaxDataSegments: int64(b.MaxDataSegments), MaxDataBytes: int64(b.MaxDataBytes), MaxElementSegments: int64(b.MaxElementSegments),
 		MaxElements: int64(b.MaxElements), MaxNames: int64(b.MaxNames), CompileTimeoutNs: int64(b.CompileTimeout),
-		MaxConcurrentCompiles: int64(b.MaxConcurrentCompiles),
+		MaxConcurrentCompiles: int64(b.MaxConcurrentCompiles), CompileMemoryBytes: b.CompileMemoryBytes,
 	}
 }
 
@@ -410,6 +410,6 @@ func boundsOf(m *wp.ModuleBounds) wasm.Bounds {
 		MaxNesting: n(m.GetMaxNesting()), MaxBranchTargets: n(m.GetMaxBranchTargets()), MaxBranchTableTargets: n(m.GetMaxBranchTableTargets()),
 		MaxDataSegments: n(m.GetMaxDataSegments()), MaxDataBytes: n(m.GetMaxDataBytes()), MaxElementSegments: n(m.GetMaxElementSegments()),
 		MaxElements: n(m.GetMaxElements()), MaxNames: n(m.GetMaxNames()), CompileTimeout: time.Duration(m.GetCompileTimeoutNs()),
-		MaxConcurrentCompiles: n(m.GetMaxConcurrentCompiles()),
+		MaxConcurrentCompiles: n(m.GetMaxConcurrentCompiles()), CompileMemoryBytes: m.GetCompileMemoryBytes(),
 	}
 }
