@@ -95,21 +95,24 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 		return "", errNoWorkers
 	}
 	c := p.compiler
-	if err := wasm.CheckModule(module, c.cfg); err != nil {
-		return "", err
+	if len(module) > c.cfg.MaxModuleBytes {
+		return "", wasm.CheckModule(module, c.cfg)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(module)
 	hash := hex.EncodeToString(sum[:])
-	c.mu.Lock()
-	if _, ok := c.checked.Get(hash); ok {
-		c.mu.Unlock()
+	if c.isChecked(hash) {
+		// Checked before, under the same bounds: no scan, no compile.
 		c.hits.Add(1)
 		p.modules.keep(hash, module)
 		return hash, nil
 	}
+	if err := wasm.CheckModule(module, c.cfg); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
 	call, ok := c.inflight[hash]
 	if ok {
 		call.refs++
@@ -152,6 +155,14 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 	return hash, nil
 }
 
+// isChecked reports whether the module with the given hash was checked.
+func (c *compiler) isChecked(hash string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.checked.Get(hash)
+	return ok
+}
+
 // leave gives back a caller's interest in a compile; the last one gone
 // stops it (its worker is killed) and forgets it, so that a later request
 // compiles afresh.
@@ -179,10 +190,8 @@ func (p *Pool) HasModule(hash string) bool {
 	if p.cfg.Mode != ModeWorker {
 		return false
 	}
-	p.compiler.mu.Lock()
-	_, ok := p.compiler.checked.Get(strings.ToLower(hash))
-	p.compiler.mu.Unlock()
-	return ok && p.modules.get(strings.ToLower(hash)) != nil
+	hash = strings.ToLower(hash)
+	return p.compiler.isChecked(hash) && p.modules.get(hash) != nil
 }
 
 // compileIn compiles bin in a worker, waiting for a compile slot and a
