@@ -145,13 +145,13 @@ func over(what string, n uint64, max int, knob string) error {
 }
 
 // CheckModule applies the checks that need no compiler to a module: its
-// size (Config.MaxModuleBytes) and its structure (Config.Bounds, see
-// Bounds), with c's zero fields at their defaults. It reads the module
-// once, allocates nothing in proportion to what it declares, and returns
-// an error wrapping ErrInvalidModule for a module over a bound. A
-// supervisor that has modules compiled elsewhere (in a worker process)
-// calls it first, so that the cheap refusals never cost a process.
-func CheckModule(module []byte, c Config) error {
+// size (MaxModuleBytes) and its structure (Bounds), with c's zero fields
+// at their defaults. It reads the module once, allocates nothing in
+// proportion to what it declares, and returns an error wrapping
+// ErrInvalidModule for a module over a bound. A supervisor that has
+// modules compiled elsewhere (in a worker process) calls it first, so
+// that the cheap refusals never cost a process.
+func (c Config) CheckModule(module []byte) error {
 	c = c.WithDefaults()
 	if len(module) > c.MaxModuleBytes {
 		return fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(module), c.MaxModuleBytes)

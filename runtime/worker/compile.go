@@ -28,7 +28,7 @@ import (
 // compile), its seccomp filter and Landlock rules, and the compile
 // timeout, after which the supervisor kills it — never in the
 // supervisor's own address space. Only the structure check
-// (wasm.CheckModule, a linear scan) runs in the supervisor.
+// (wasm.Config.CheckModule, a linear scan) runs in the supervisor.
 //
 // A module compiled once is not compiled again to check it: the pool
 // remembers the hashes of the modules it has checked (maxCheckedModules,
@@ -96,7 +96,7 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 	}
 	c := p.compiler
 	if len(module) > c.cfg.MaxModuleBytes {
-		return "", wasm.CheckModule(module, c.cfg)
+		return "", c.cfg.CheckModule(module)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -109,7 +109,7 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 		p.modules.keep(hash, module)
 		return hash, nil
 	}
-	if err := wasm.CheckModule(module, c.cfg); err != nil {
+	if err := c.cfg.CheckModule(module); err != nil {
 		return "", err
 	}
 	c.mu.Lock()
