@@ -58,7 +58,9 @@ type Config struct {
 	// processes (or in-process with the pool's guards, Mode ModeInProcess).
 	Workers *worker.Config
 	// WASM configures the WebAssembly engine, created on the first WASM
-	// request.
+	// request — in-process only: with worker processes (Workers in
+	// ModeWorker) it configures the workers' engines and the bounds the
+	// pool checks modules with, and no engine is made in this process.
 	WASM wasm.Config
 	// Durable seals paused executions into continuations and opens them;
 	// nil refuses resumable executions.

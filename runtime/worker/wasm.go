@@ -43,7 +43,9 @@ import (
 // it, or said it had not kept it), a Compile frame gives it the bytes and
 // the supervisor waits for the Compiled answer: compiling (about 2 s for a
 // Go guest) is not the execution's time, as in-process, where the module
-// is compiled when the request is checked. The worker keeps up to
+// is compiled when the request is checked. Usually the worker holds it
+// already: the worker that compiled the module to check the request
+// (compile.go) is the one the pool picks next. The worker keeps up to
 // maxWorkerModules compiled modules.
 
 // maxWorkerModules bounds the compiled modules one worker keeps (a
