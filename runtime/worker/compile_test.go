@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/fault"
 	ptcruntime "github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/wasm"
 )
@@ -237,4 +238,20 @@ func cpuOf(t *testing.T, pid int) time.Duration {
 func hashHex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestRunCompileLimit: a module a worker compiles for its execution (not
+// checked first) that needs more than the compile memory bound ends as
+// the engine ends a compile over its limit in-process: SYNTAX_ERROR
+// wrapping wasm.ErrCompileLimit.
+func TestRunCompileLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's worker keeps its RLIMIT_DATA")
+	}
+	p := newPool(t, Config{Workers: 1, WASM: wasm.Config{Bounds: wasm.Bounds{CompileMemoryBytes: 1 << 20}}})
+	out := p.Run(context.Background(), newWASMJob(t, brTables(20, 10_000), `null`, nil))
+	if out.Err == nil || out.Err.Kind != fault.KindSyntax || !errors.Is(out.Err, wasm.ErrCompileLimit) ||
+		!strings.Contains(out.Err.Message, "of memory to compile") {
+		t.Fatalf("run: %v, want SYNTAX_ERROR wrapping ErrCompileLimit", out.Err)
+	}
 }

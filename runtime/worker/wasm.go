@@ -230,7 +230,15 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
 	case err != nil:
 		w.kill()
-		return <-es.done
+		out := <-es.done
+		if cause, _ := deathOf(w.stderr.String()); cause == causeMemory {
+			// The compile, not the guest, ran out: as the engine words a
+			// compile over its limit.
+			err := w.compileDeath(out)
+			msg := strings.TrimPrefix(err.Error(), wasm.ErrCompileLimit.Error()+": ")
+			out = &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrCompileLimit}}
+		}
+		return out
 	}
 	r := f.GetCompiled()
 	if r == nil || r.GetSlot() != es.slot || (r.GetError() == "" && r.GetModuleSha256() != m.hash) {
@@ -243,6 +251,9 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		// when it checks the request).
 		msg := strings.TrimPrefix(r.GetError(), wasm.ErrInvalidModule.Error()+": ")
 		return &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrInvalidModule}}
+	case strings.HasPrefix(r.GetError(), wasm.ErrCompileLimit.Error()+": "):
+		msg := strings.TrimPrefix(r.GetError(), wasm.ErrCompileLimit.Error()+": ")
+		return &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrCompileLimit}}
 	case r.GetError() != "":
 		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not compile the module: %s", r.GetError())}
 	}
