@@ -279,19 +279,21 @@ func (w *proc) compileChecked(ctx context.Context, es *execState, hash string, b
 }
 
 // compileDeath is the error of a compile whose worker died: out of its
-// compile memory bound (ErrCompileLimit), or for any other reason (a
-// crash of the compiler on this module: ErrInvalidModule, as the module
-// cannot be compiled here).
+// compile memory bound, ErrCompileLimit; the pool shut down, or any other
+// end (killed from outside, a crash), an error of the server's own that
+// a server reports as unavailable.
 func (w *proc) compileDeath(out *ptcruntime.Outcome) error {
 	lim := w.pool.compiler.cfg.Bounds.CompileMemoryBytes
 	if cause, _ := deathOf(w.stderr.String()); cause == causeMemory {
 		return fmt.Errorf("%w: the module took more than %s of memory to compile; send a smaller module", wasm.ErrCompileLimit, byteSize(lim))
 	}
-	msg := "it ended"
-	if out != nil && out.Err != nil {
-		msg = out.Err.Message
+	if out == nil || out.Err == nil {
+		return errors.New("the worker process compiling the module ended unexpectedly; send the request again")
 	}
-	return fmt.Errorf("%w: the worker process compiling it died (%s)", wasm.ErrInvalidModule, msg)
+	if out.Err.Kind == fault.KindCancelled {
+		return fmt.Errorf("the module was not compiled: %s", out.Err.Message)
+	}
+	return fmt.Errorf("the worker process compiling the module ended unexpectedly; send the request again: %w", out.Err)
 }
 
 // compileStopped is the error of a compile that ctx ended: the compile

@@ -255,3 +255,20 @@ func TestRunCompileLimit(t *testing.T) {
 		t.Fatalf("run: %v, want SYNTAX_ERROR wrapping ErrCompileLimit", out.Err)
 	}
 }
+
+// TestCompileWorkerKilled: a worker killed from outside while it compiles
+// is the server's failure, not the module's: the error wraps neither
+// ErrInvalidModule nor ErrCompileLimit, and the module is not held.
+func TestCompileWorkerKilled(t *testing.T) {
+	p := newPool(t, Config{Workers: 1, MaxWorkers: 1})
+	slow := brTables(100, 10_000)
+	p.compiler.sent = func() { _ = killPID(int(p.compiler.lastPID.Load())) }
+	_, err := p.CompileModule(context.Background(), slow)
+	if err == nil || errors.Is(err, wasm.ErrInvalidModule) || errors.Is(err, wasm.ErrCompileLimit) ||
+		!strings.Contains(err.Error(), "ended unexpectedly") {
+		t.Fatalf("CompileModule: %v, want the server's failure", err)
+	}
+	if p.HasModule(hashHex(slow)) {
+		t.Fatal("a module whose compile failed is held")
+	}
+}
