@@ -89,34 +89,48 @@ func TestResumableWASMWithoutArguments(t *testing.T) {
 		{"batch without args", "", `[{"tool":"ask"}]`, `[{"ok":true,"result":"ans"}]`},
 		{"batch with null args", "", `[{"tool":"ask","args":null}]`, `[{"ok":true,"result":"ans"}]`},
 	}
-	// Nothing is parked: every Resume re-runs the guest from the start.
-	r, err := ptc.NewRunner(ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1", Parked: -1}))
+	// Nothing is parked: every Resume re-runs the guest from the start —
+	// in this process, or in a worker process, where a resumable module
+	// runs (and is compiled) too.
+	inproc, err := ptc.NewRunner(ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1", Parked: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer inproc.Close()
+	workers, err := ptc.NewRunner(ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1"}),
+		ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Idle: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer workers.Close()
 	ctx := context.Background()
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res, err := r.Execute(ctx, ptc.Request{Language: ptc.LanguageWASM, Module: askModule(c.args, c.batch), Resumable: true,
-				ClientTools: []tools.Tool{{Definition: tools.Definition{Name: "ask"}}}})
-			if err != nil {
-				t.Fatal(err)
+		for _, r := range []*ptc.Runner{inproc, workers} {
+			name := c.name + "/inprocess"
+			if r == workers {
+				name = c.name + "/worker"
 			}
-			if len(res.Pending) != 1 || res.Pending[0].Tool != "ask" {
-				t.Fatalf("pause: %+v %v", res.Pending, res.Error)
-			}
-			if got := string(res.Pending[0].Arguments); got != "{}" && c.args != " { } " {
-				t.Fatalf("pending arguments %s, want {}", got)
-			}
-			res, err = r.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`"ans"`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Error != nil || string(res.Result) != c.want {
-				t.Fatalf("resumed: %s %v", res.Result, res.Error)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				res, err := r.Execute(ctx, ptc.Request{Language: ptc.LanguageWASM, Module: askModule(c.args, c.batch), Resumable: true,
+					ClientTools: []tools.Tool{{Definition: tools.Definition{Name: "ask"}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Pending) != 1 || res.Pending[0].Tool != "ask" {
+					t.Fatalf("pause: %+v %v", res.Pending, res.Error)
+				}
+				if got := string(res.Pending[0].Arguments); got != "{}" && c.args != " { } " {
+					t.Fatalf("pending arguments %s, want {}", got)
+				}
+				res, err = r.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`"ans"`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Error != nil || string(res.Result) != c.want {
+					t.Fatalf("resumed: %s %v", res.Result, res.Error)
+				}
+			})
+		}
 	}
 }
 

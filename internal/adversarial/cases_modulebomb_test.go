@@ -17,7 +17,9 @@ const famModuleBomb family = "modulebomb"
 // of CPU to compile (a 28-byte body declaring 2^32-1 locals made it die
 // out of memory). Each must be refused quickly with INVALID_ARGUMENT
 // (a structure bound) or RESOURCE_EXHAUSTED (the compile limit), in both
-// modes, while ptcd stays small.
+// modes, while ptcd stays small; a module within the bounds that is still
+// costly to compile is compiled by a worker in worker mode, never by
+// ptcd.
 func moduleBombCases() []tcase {
 	c := func(name string, module []byte, fast bool) tcase {
 		return tcase{name: name, family: famModuleBomb, fast: fast, bound: 15 * time.Second, serverGrowth: 128 * MiB, serverSettle: 64 * MiB,
@@ -37,7 +39,28 @@ func moduleBombCases() []tcase {
 		c("module-100k-exports", exportsBomb(100_000), false),
 		c("module-million-data-segments", dataSegmentsBomb(1_000_000), false),
 		c("module-million-elements", elementsBomb(1_000_000), false),
+		// Within every bound, and still seconds of CPU and tens of MiB to
+		// compile (100 br_tables of 10,000 targets: 10 s and 67 MiB when
+		// ptcd compiled it itself): in worker mode a worker compiles it,
+		// and ptcd's own memory does not move.
+		{name: "module-combined-bounds-compiled-in-a-worker", family: famModuleBomb, modes: worker, bound: 150 * time.Second,
+			serverGrowth: 24 * MiB, serverSettle: 16 * MiB,
+			req:  wasmReq(brTablesBomb(100, 10_000), timeout(5*time.Second), memory(64*MiB)),
+			want: succeeds().orRefused(codes.ResourceExhausted)},
 	}
+}
+
+// brTablesBomb is funcs functions (the first exported as _start), each
+// with one br_table of n targets.
+func brTablesBomb(funcs, n int) []byte {
+	body := append([]byte{0, 0x02, 0x40, 0x41, 0x00, 0x0e}, uleb(uint64(n))...)
+	body = append(body, make([]byte, n+1)...)
+	body = append(body, 0x0b, 0x0b)
+	bodies := make([][]byte, funcs)
+	for i := range bodies {
+		bodies[i] = body
+	}
+	return bombOf(startType, funcDecls(funcs), startExport, codeOf(bodies...))
 }
 
 // startType is a type section with the one type () -> ().

@@ -231,9 +231,9 @@ func TestSetUnknownKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// 3 top-level keys, one key per limit on each side, 29 serving keys, 6
-	// tracing keys, 11 MCP keys, 7 worker keys, 9 durable keys and 8 wasm
+	// tracing keys, 11 MCP keys, 7 worker keys, 9 durable keys and 9 wasm
 	// keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+29+6+11+7+9+8 {
+	if len(Keys()) != 3+2*len(limits.Fields())+29+6+11+7+9+9 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }
@@ -337,16 +337,16 @@ func FuzzParse(f *testing.F) {
 // configuration and that a bound of zero or less is refused, naming the
 // key.
 func TestWASMSection(t *testing.T) {
-	c, err := Parse([]byte("wasm:\n  compile_timeout: 5s\n  max_nesting: 4000\n  cache_bytes: 1GiB\n  max_function_bytes: 8MiB\n"))
+	c, err := Parse([]byte("wasm:\n  compile_timeout: 5s\n  max_nesting: 4000\n  cache_bytes: 1GiB\n  max_function_bytes: 8MiB\n  compile_memory: 256MiB\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.WASMConfig()
 	if w.Bounds.CompileTimeout != 5*time.Second || w.Bounds.MaxNesting != 4000 || w.MaxCacheBytes != 1<<30 ||
-		w.Bounds.MaxFunctionBytes != 8<<20 || w.Bounds.MaxBranchTargets != 10_000 {
+		w.Bounds.MaxFunctionBytes != 8<<20 || w.Bounds.MaxBranchTargets != 10_000 || w.Bounds.CompileMemoryBytes != 256<<20 {
 		t.Fatalf("WASMConfig = %+v", w)
 	}
-	for _, key := range []string{"compile_timeout: 0s", "max_concurrent_compiles: 0", "cache_bytes: 0", "max_functions: -1",
+	for _, key := range []string{"compile_timeout: 0s", "max_concurrent_compiles: 0", "compile_memory: 0", "cache_bytes: 0", "max_functions: -1",
 		"max_function_bytes: 0", "max_nesting: 0", "max_branch_targets: 0", "max_data_segments: 0"} {
 		name := key[:strings.IndexByte(key, ':')]
 		if _, err := Parse([]byte("wasm:\n  " + key + "\n")); err == nil || !strings.Contains(err.Error(), "wasm."+name) {

@@ -140,6 +140,7 @@ tool_sources:
 	// wasm:
 	//   compile_timeout: 1m0s
 	//   max_concurrent_compiles: 2
+	//   compile_memory: 1GiB
 	//   cache_bytes: 512MiB
 	//   max_functions: 100000
 	//   max_function_bytes: 4MiB

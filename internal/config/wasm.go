@@ -15,6 +15,9 @@ type WASM struct {
 	CompileTimeout Duration `yaml:"compile_timeout"`
 	// MaxConcurrentCompiles bounds the compilations running at once.
 	MaxConcurrentCompiles int `yaml:"max_concurrent_compiles"`
+	// CompileMemory bounds the memory a worker process may add while it
+	// compiles a module.
+	CompileMemory ByteSize `yaml:"compile_memory"`
 	// CacheBytes bounds the memory of the compiled modules kept.
 	CacheBytes ByteSize `yaml:"cache_bytes"`
 	// MaxFunctions bounds a module's functions, imported and defined.
@@ -36,6 +39,7 @@ func defaultWASM() WASM {
 	return WASM{
 		CompileTimeout:        Duration(b.CompileTimeout),
 		MaxConcurrentCompiles: b.MaxConcurrentCompiles,
+		CompileMemory:         ByteSize(b.CompileMemoryBytes),
 		CacheBytes:            ByteSize(d.MaxCacheBytes),
 		MaxFunctions:          b.MaxFunctions,
 		MaxFunctionBytes:      ByteSize(b.MaxFunctionBytes),
@@ -49,6 +53,7 @@ func wasmSettings() []setting {
 	return []setting{
 		{"wasm.compile_timeout", "longest a WebAssembly module may take to compile", func(c *Config) flag.Value { return &c.WASM.CompileTimeout }},
 		{"wasm.max_concurrent_compiles", "WebAssembly compilations running at once", func(c *Config) flag.Value { return intValue{&c.WASM.MaxConcurrentCompiles} }},
+		{"wasm.compile_memory", "memory a worker may add while it compiles a WebAssembly module", func(c *Config) flag.Value { return &c.WASM.CompileMemory }},
 		{"wasm.cache_bytes", "memory of the compiled WebAssembly modules kept", func(c *Config) flag.Value { return &c.WASM.CacheBytes }},
 		{"wasm.max_functions", "functions of a WebAssembly module", func(c *Config) flag.Value { return intValue{&c.WASM.MaxFunctions} }},
 		{"wasm.max_function_bytes", "size of one WebAssembly function body", func(c *Config) flag.Value { return &c.WASM.MaxFunctionBytes }},
@@ -65,6 +70,7 @@ func (w WASM) validate() *Error {
 	}{
 		{"wasm.compile_timeout", int64(w.CompileTimeout)},
 		{"wasm.max_concurrent_compiles", int64(w.MaxConcurrentCompiles)},
+		{"wasm.compile_memory", int64(w.CompileMemory)},
 		{"wasm.cache_bytes", int64(w.CacheBytes)},
 		{"wasm.max_functions", int64(w.MaxFunctions)},
 		{"wasm.max_function_bytes", int64(w.MaxFunctionBytes)},
@@ -90,6 +96,7 @@ func (c *Config) WASMConfig() wasm.Config {
 	b := wasm.Config{}.WithDefaults().Bounds
 	b.CompileTimeout = time.Duration(w.CompileTimeout)
 	b.MaxConcurrentCompiles = w.MaxConcurrentCompiles
+	b.CompileMemoryBytes = int64(w.CompileMemory)
 	b.MaxFunctions = w.MaxFunctions
 	b.MaxFunctionBytes = int(w.MaxFunctionBytes)
 	b.MaxNesting = w.MaxNesting

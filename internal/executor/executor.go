@@ -58,7 +58,9 @@ type Config struct {
 	// processes (or in-process with the pool's guards, Mode ModeInProcess).
 	Workers *worker.Config
 	// WASM configures the WebAssembly engine, created on the first WASM
-	// request.
+	// request — in-process only: with worker processes (Workers in
+	// ModeWorker) it configures the workers' engines and the bounds the
+	// pool checks modules with, and no engine is made in this process.
 	WASM wasm.Config
 	// Durable seals paused executions into continuations and opens them;
 	// nil refuses resumable executions.
@@ -160,7 +162,9 @@ func New(cfg Config) (*Executor, error) {
 		only[l] = true
 	}
 	enabled := func(l core.Language) bool { return len(only) == 0 || only[l] }
-	if enabled(core.LanguageJavaScript) || enabled(core.LanguageTypeScript) {
+	// The pool runs WebAssembly too in worker mode (and compiles its
+	// modules): it is made even when only WebAssembly is enabled.
+	if cfg.Workers != nil || enabled(core.LanguageJavaScript) || enabled(core.LanguageTypeScript) {
 		if cfg.Workers != nil {
 			wc := *cfg.Workers
 			if wc.MaxExecutionMemoryBytes <= 0 {
@@ -179,6 +183,7 @@ func New(cfg Config) (*Executor, error) {
 			if wc.Mode == worker.ModeWorker {
 				e.isolation[core.LanguageJavaScript] = "worker"
 				e.isolation[core.LanguageTypeScript] = "worker"
+				e.isolation[core.LanguageWASM] = "worker"
 			}
 		} else {
 			j := js.New()
@@ -228,6 +233,17 @@ func (e *Executor) Policy() limits.Policy { return e.policy }
 
 // Workers returns the worker pool, nil when JavaScript runs in-process.
 func (e *Executor) Workers() *worker.Pool { return e.pool }
+
+// wasmWorkers returns the worker pool when WebAssembly runs in worker
+// processes (ModeWorker), nil otherwise. Then this process never runs
+// wazero on a module: the pool compiles modules in workers to check them,
+// and runs them there.
+func (e *Executor) wasmWorkers() *worker.Pool {
+	if e.pool == nil || e.pool.Facts().Mode != worker.ModeWorker {
+		return nil
+	}
+	return e.pool
+}
 
 // lazyWASM is the WASM engine: the wazero runtime is created on the first
 // WASM request, so JavaScript-only executors never pay for it.

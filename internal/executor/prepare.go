@@ -17,6 +17,7 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -213,6 +214,9 @@ func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error 
 	if !ok {
 		return nil // an engine plugged in by a test: it gets the bytes
 	}
+	if pool := e.wasmWorkers(); pool != nil {
+		return e.prepareModuleInWorkers(ctx, pool, p)
+	}
 	me, err := l.engine()
 	if err != nil {
 		return fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
@@ -227,6 +231,29 @@ func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error 
 		return nil
 	}
 	h, err := me.Compile(ctx, p.req.Module)
+	if err != nil {
+		return compileFault("wasm_module: ", err)
+	}
+	if p.req.ModuleSHA256 != "" && !strings.EqualFold(p.req.ModuleSHA256, h) {
+		return fault.Reject(fault.CodeInvalidArgument, "module_sha256 %q does not match the module's SHA-256 %s", p.req.ModuleSHA256, h)
+	}
+	p.modHash = h
+	return nil
+}
+
+// prepareModuleInWorkers is prepareModule when modules run in worker
+// processes: the pool checks the module (its structure here, its compile
+// in a worker) and keeps its bytes; this process never compiles it.
+func (e *Executor) prepareModuleInWorkers(ctx context.Context, pool *worker.Pool, p *Prepared) *fault.Error {
+	if len(p.req.Module) == 0 {
+		h := strings.ToLower(p.req.ModuleSHA256)
+		if !pool.HasModule(h) {
+			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256).Because(fault.ReasonModuleMissing)
+		}
+		p.modHash = h
+		return nil
+	}
+	h, err := pool.CompileModule(ctx, p.req.Module)
 	if err != nil {
 		return compileFault("wasm_module: ", err)
 	}
@@ -369,12 +396,19 @@ func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *faul
 	if !ok {
 		return "", fault.Reject(fault.CodeUnimplemented, "WebAssembly is not enabled")
 	}
+	if max := e.maxSource * wasmModuleFactor; len(module) > max {
+		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
+	}
+	if pool := e.wasmWorkers(); pool != nil {
+		h, err := pool.CompileModule(ctx, module)
+		if err != nil {
+			return "", compileFault("", err)
+		}
+		return h, nil
+	}
 	me, err := l.engine()
 	if err != nil {
 		return "", fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
-	}
-	if max := e.maxSource * wasmModuleFactor; len(module) > max {
-		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
 	}
 	h, err := me.Compile(ctx, module)
 	if err != nil {

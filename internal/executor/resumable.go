@@ -286,15 +286,12 @@ func (p *Prepared) serverNames() []string {
 }
 
 // parkable reports whether p's engine runs in this process, so that it
-// can stay parked in memory while paused: WebAssembly of a resumable
-// execution always does, JavaScript and TypeScript unless they run in
-// worker processes (a pool in ModeInProcess runs them here too).
+// can stay parked in memory while paused: every language unless it runs
+// in worker processes (a pool in ModeInProcess runs JavaScript and
+// TypeScript here too, and WebAssembly always runs here then).
 func (e *Executor) parkable(p *Prepared) bool {
 	if e.parked == nil || e.parked.cfg.Max < 0 {
 		return false
-	}
-	if p.req.Language == core.LanguageWASM {
-		return true
 	}
 	return e.pool == nil || e.pool.Facts().Mode == worker.ModeInProcess
 }

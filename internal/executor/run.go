@@ -16,8 +16,6 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -101,20 +99,15 @@ func (e *Executor) job(p *Prepared, d *bridge.Dispatcher, logs *runtime.LogBuffe
 }
 
 // runJob runs a job on p's engine. WebAssembly runs in the worker
-// processes too when there are any, without loop checks (the module was
-// validated here, the worker compiles its own copy) — except a resumable
-// execution, which stays parked in this process while it is paused.
+// processes when there are any (resumable executions too: they are
+// stopped at a pause and re-run on resume, like JavaScript), without loop
+// checks; the module was checked by a worker's compile, which keeps it
+// compiled for the execution.
 func (e *Executor) runJob(ctx context.Context, p *Prepared, job *runtime.Job) *runtime.Outcome {
 	switch {
-	case p.modEng != nil && job.Idle == nil && e.pool != nil && e.pool.Facts().Mode == worker.ModeWorker:
+	case p.modHash != "" && e.wasmWorkers() != nil:
 		job.Module, job.ModuleSHA256 = p.req.Module, p.modHash
-		out := safeRun(ctx, e.pool, job)
-		if out.Err != nil && errors.Is(out.Err, wasm.ErrUnknownModule) {
-			// Named by hash, and no longer kept for the workers: this
-			// process's engine still has it compiled.
-			return safeRunHash(ctx, p, job)
-		}
-		return out
+		return safeRun(ctx, e.pool, job)
 	case p.modEng != nil:
 		return safeRunHash(ctx, p, job)
 	}

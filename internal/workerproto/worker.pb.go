@@ -723,8 +723,11 @@ type ModuleBounds struct {
 	MaxNames              int64                  `protobuf:"varint,17,opt,name=max_names,json=maxNames,proto3" json:"max_names,omitempty"`
 	CompileTimeoutNs      int64                  `protobuf:"varint,18,opt,name=compile_timeout_ns,json=compileTimeoutNs,proto3" json:"compile_timeout_ns,omitempty"`
 	MaxConcurrentCompiles int64                  `protobuf:"varint,19,opt,name=max_concurrent_compiles,json=maxConcurrentCompiles,proto3" json:"max_concurrent_compiles,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// compile_memory_bytes bounds what the worker's data segment may grow
+	// by while it compiles a module (RLIMIT_DATA, lowered for the compile).
+	CompileMemoryBytes int64 `protobuf:"varint,20,opt,name=compile_memory_bytes,json=compileMemoryBytes,proto3" json:"compile_memory_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ModuleBounds) Reset() {
@@ -886,6 +889,13 @@ func (x *ModuleBounds) GetCompileTimeoutNs() int64 {
 func (x *ModuleBounds) GetMaxConcurrentCompiles() int64 {
 	if x != nil {
 		return x.MaxConcurrentCompiles
+	}
+	return 0
+}
+
+func (x *ModuleBounds) GetCompileMemoryBytes() int64 {
+	if x != nil {
+		return x.CompileMemoryBytes
 	}
 	return 0
 }
@@ -2614,7 +2624,7 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"maxModules\x12(\n" +
 	"\x10max_module_bytes\x18\x04 \x01(\x03R\x0emaxModuleBytes\x12(\n" +
 	"\x10max_memory_bytes\x18\x05 \x01(\x03R\x0emaxMemoryBytes\x123\n" +
-	"\x06bounds\x18\x06 \x01(\v2\x1b.ptc.worker.v1.ModuleBoundsR\x06bounds\"\x81\x06\n" +
+	"\x06bounds\x18\x06 \x01(\v2\x1b.ptc.worker.v1.ModuleBoundsR\x06bounds\"\xb3\x06\n" +
 	"\fModuleBounds\x12\x1b\n" +
 	"\tmax_types\x18\x01 \x01(\x03R\bmaxTypes\x12\x1d\n" +
 	"\n" +
@@ -2641,7 +2651,8 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\fmax_elements\x18\x10 \x01(\x03R\vmaxElements\x12\x1b\n" +
 	"\tmax_names\x18\x11 \x01(\x03R\bmaxNames\x12,\n" +
 	"\x12compile_timeout_ns\x18\x12 \x01(\x03R\x10compileTimeoutNs\x126\n" +
-	"\x17max_concurrent_compiles\x18\x13 \x01(\x03R\x15maxConcurrentCompiles\"\xc7\x03\n" +
+	"\x17max_concurrent_compiles\x18\x13 \x01(\x03R\x15maxConcurrentCompiles\x120\n" +
+	"\x14compile_memory_bytes\x18\x14 \x01(\x03R\x12compileMemoryBytes\"\xc7\x03\n" +
 	"\x05Ready\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12*\n" +
 	"\x11rlimit_data_bytes\x18\x02 \x01(\x03R\x0frlimitDataBytes\x12!\n" +

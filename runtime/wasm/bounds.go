@@ -66,6 +66,14 @@ type Bounds struct {
 	// MaxConcurrentCompiles bounds the compilations running at once
 	// (default 2); more wait for a turn, within their caller's context.
 	MaxConcurrentCompiles int
+	// CompileMemoryBytes bounds the memory a worker process may add while
+	// it compiles a module (default 1 GiB; a module at every bound takes
+	// about 70 MiB, a Go guest of 3.3 MB about 60 MiB). The engine itself
+	// does not apply it: the worker pool that compiles modules for a
+	// supervisor lowers the worker's RLIMIT_DATA to its data segment plus
+	// this while wazero runs, and a compile that needs more ends the
+	// worker and fails with ErrCompileLimit.
+	CompileMemoryBytes int64
 }
 
 // defaultBounds returns the bounds an Engine applies when its Config sets
@@ -91,6 +99,7 @@ func defaultBounds() Bounds {
 		MaxNames:              200_000,
 		CompileTimeout:        60 * time.Second,
 		MaxConcurrentCompiles: 2,
+		CompileMemoryBytes:    1 << 30,
 	}
 }
 
@@ -123,6 +132,9 @@ func (b Bounds) withDefaults() Bounds {
 	if b.CompileTimeout <= 0 {
 		b.CompileTimeout = d.CompileTimeout
 	}
+	if b.CompileMemoryBytes <= 0 {
+		b.CompileMemoryBytes = d.CompileMemoryBytes
+	}
 	return b
 }
 
@@ -130,4 +142,19 @@ func (b Bounds) withDefaults() Bounds {
 func over(what string, n uint64, max int, knob string) error {
 	return fmt.Errorf("%w: %s %d, more than the %d allowed (wasm bound %s); split the module or simplify its code",
 		ErrInvalidModule, what, n, max, knob)
+}
+
+// CheckModule applies the checks that need no compiler to a module: its
+// size (MaxModuleBytes) and its structure (Bounds), with c's zero fields
+// at their defaults. It reads the module once, allocates nothing in
+// proportion to what it declares, and returns an error wrapping
+// ErrInvalidModule for a module over a bound. A supervisor that has
+// modules compiled elsewhere (in a worker process) calls it first, so
+// that the cheap refusals never cost a process.
+func (c Config) CheckModule(module []byte) error {
+	c = c.WithDefaults()
+	if len(module) > c.MaxModuleBytes {
+		return fmt.Errorf("%w: module is %d bytes, more than the %d allowed", ErrInvalidModule, len(module), c.MaxModuleBytes)
+	}
+	return checkStructure(module, c.Bounds)
 }

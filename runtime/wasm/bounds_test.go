@@ -215,3 +215,31 @@ func TestCacheBytesBound(t *testing.T) {
 		t.Fatalf("a module over the whole bound: Compile %v, cached %v; want it kept", err, tiny.Has(hashOf(a)))
 	}
 }
+
+// TestConfigCheckModule: the checks that need no compiler refuse a module
+// too large or over a structure bound, naming what it crossed, and pass a
+// module within them — without compiling anything.
+func TestConfigCheckModule(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    Config
+		module []byte
+		says   string // empty: accepted
+	}{
+		{"within the bounds", Config{}, nestingBomb(10), ""},
+		{"too large", Config{MaxModuleBytes: 16}, nestingBomb(10), "more than the 16 allowed"},
+		{"over a structure bound", Config{Bounds: Bounds{MaxNesting: 4}}, nestingBomb(10), "wasm bound MaxNesting"},
+		{"not WebAssembly", Config{}, []byte("\x00asn\x01\x00\x00\x00"), "magic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.CheckModule(tt.module)
+			switch {
+			case tt.says == "" && err != nil:
+				t.Fatalf("CheckModule: %v", err)
+			case tt.says != "" && (!errors.Is(err, ErrInvalidModule) || !strings.Contains(err.Error(), tt.says)):
+				t.Fatalf("CheckModule: %v, want ErrInvalidModule saying %q", err, tt.says)
+			}
+		})
+	}
+}

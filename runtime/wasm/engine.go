@@ -34,7 +34,8 @@ var (
 	// FAILED_PRECONDITION so that the client resends the module bytes.
 	ErrUnknownModule = errors.New("unknown module hash")
 	// ErrCompileLimit means a module could not be compiled within the
-	// engine's compile timeout (Bounds.CompileTimeout), or its compilation
+	// engine's compile timeout (Bounds.CompileTimeout) or, compiled in a
+	// worker process, within Bounds.CompileMemoryBytes, or its compilation
 	// was stopped because every request waiting for it gave up. A server
 	// maps it to RESOURCE_EXHAUSTED.
 	ErrCompileLimit = errors.New("WebAssembly compile limit")

@@ -280,6 +280,30 @@ func (c *child) tightenLimits(baseLive, memBytes int64, guest bool) func() {
 	}
 }
 
+// boundCompile lowers the worker's RLIMIT_DATA soft limit, while it
+// compiles a module, to its data segment now plus the compile memory
+// bound (wasm.Bounds.CompileMemoryBytes): a module whose compilation
+// needs more makes the Go runtime fail an allocation, which ends the
+// worker, and the supervisor reports the module over the compile limit.
+// As for executions, only a worker that runs one execution at a time is
+// narrowed (with more, a compile would take its neighbours' room), and
+// not under the race detector. The returned function restores the limit.
+func (c *child) boundCompile() func() {
+	lim := c.wasmCfg.WithDefaults().Bounds.CompileMemoryBytes
+	if c.density != 1 || c.rlimit == 0 || raceEnabled || lim <= 0 {
+		return func() {}
+	}
+	used := c.status.vmData()
+	soft := uint64(used) + uint64(lim)
+	if used <= 0 || soft >= c.rlimit {
+		return func() {}
+	}
+	if unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: soft, Max: c.rlimit}) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: c.rlimit, Max: c.rlimit}) }
+}
+
 // vmDataEvery is how often (in executions) the worker re-reads its VmData
 // when its heap did not grow much.
 const vmDataEvery = 16

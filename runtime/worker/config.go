@@ -99,7 +99,8 @@ type Config struct {
 	// without per-loop checks and are killed at their deadline; CacheDir,
 	// Interpreter and NoLoopChecks are not used (workers compile natively,
 	// in memory, without loop checks), and each worker keeps at most 8
-	// compiled modules.
+	// compiled modules. Its Bounds (and MaxModuleBytes) are also what
+	// CompileModule checks a request's module against.
 	WASM wasm.Config
 	// MaxModuleBytesKept bounds the bytes of the WebAssembly modules the
 	// supervisor keeps to send to workers that have not compiled them.

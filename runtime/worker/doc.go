@@ -46,7 +46,8 @@
 // makes their runtimes ahead), harden.go (what a worker puts in force),
 // proxy.go (the call proxy: a script's bridge.Caller inside a worker),
 // exec.go and meter.go (the executor and its watchdog), wasm.go
-// (WebAssembly in workers), convert.go and transport.go (frames),
+// (WebAssembly in workers), compile.go (a request's module compiled in a
+// worker to check it, never in the supervisor), convert.go and transport.go (frames),
 // settle.go (between executions), lockdown*.go (the filesystem lockdown),
 // lineage.go (a worker dies with its supervisor and starts no workers),
 // exitlog.go (a worker's death in the log), facts.go (what `ptcd check`

@@ -99,7 +99,9 @@ func (l *lane) compile(m *wp.Compile) {
 	r := &wp.Compiled{Slot: m.GetSlot()}
 	eng, err := l.c.wasmEngine()
 	if err == nil {
+		restore := l.c.boundCompile()
 		r.ModuleSha256, err = eng.Compile(context.Background(), m.GetModule())
+		restore()
 	}
 	if err != nil {
 		r.Error, r.Invalid = err.Error(), errors.Is(err, wasm.ErrInvalidModule)

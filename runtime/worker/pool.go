@@ -20,7 +20,9 @@ type Pool struct {
 	cfg     Config
 	exec    *executor // in-process mode only
 	modules *modules  // WebAssembly modules to send to workers
-	log     *slog.Logger
+	// compiler compiles requests' modules in workers (compile.go).
+	compiler *compiler
+	log      *slog.Logger
 
 	mu       sync.Mutex
 	procs    map[*proc]struct{}
@@ -62,7 +64,8 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), log: cfg.Logger, modules: &modules{max: cfg.MaxModuleBytesKept}}
+	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), log: cfg.Logger, modules: &modules{max: cfg.MaxModuleBytesKept},
+		compiler: newCompiler(cfg.WASM)}
 	if cfg.Mode == ModeInProcess {
 		p.exec = newExecutor(cfg.ProgramCache)
 		return p, nil
@@ -139,6 +142,10 @@ type Stats struct {
 	Started, Died, Recycled, Killed int64
 	// Shrunk counts idle workers stopped after IdleTimeout.
 	Shrunk int64
+	// ModuleCompiles counts the modules CompileModule compiled in a worker
+	// process, and ModuleHits the calls that found their module checked
+	// before or being compiled for another request.
+	ModuleCompiles, ModuleHits int64
 }
 
 // Stats returns the pool's counters.
@@ -147,7 +154,8 @@ func (p *Pool) Stats() Stats {
 	alive := len(p.procs)
 	p.mu.Unlock()
 	return Stats{Alive: alive, Started: p.stats.started.Load(), Died: p.stats.died.Load(),
-		Recycled: p.stats.recycled.Load(), Killed: p.stats.killed.Load(), Shrunk: p.stats.shrunk.Load()}
+		Recycled: p.stats.recycled.Load(), Killed: p.stats.killed.Load(), Shrunk: p.stats.shrunk.Load(),
+		ModuleCompiles: p.compiler.compiles.Load(), ModuleHits: p.compiler.hits.Load()}
 }
 
 // inProcessBaseline returns the live heap an in-process execution is

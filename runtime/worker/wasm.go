@@ -43,7 +43,9 @@ import (
 // it, or said it had not kept it), a Compile frame gives it the bytes and
 // the supervisor waits for the Compiled answer: compiling (about 2 s for a
 // Go guest) is not the execution's time, as in-process, where the module
-// is compiled when the request is checked. The worker keeps up to
+// is compiled when the request is checked. Usually the worker holds it
+// already: the worker that compiled the module to check the request
+// (compile.go) is the one the pool picks next. The worker keeps up to
 // maxWorkerModules compiled modules.
 
 // maxWorkerModules bounds the compiled modules one worker keeps (a
@@ -228,7 +230,15 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
 	case err != nil:
 		w.kill()
-		return <-es.done
+		out := <-es.done
+		if cause, _ := deathOf(w.stderr.String()); cause == causeMemory {
+			// The compile, not the guest, ran out: as the engine words a
+			// compile over its limit.
+			err := w.compileDeath(out)
+			msg := strings.TrimPrefix(err.Error(), wasm.ErrCompileLimit.Error()+": ")
+			out = &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrCompileLimit}}
+		}
+		return out
 	}
 	r := f.GetCompiled()
 	if r == nil || r.GetSlot() != es.slot || (r.GetError() == "" && r.GetModuleSha256() != m.hash) {
@@ -241,6 +251,9 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		// when it checks the request).
 		msg := strings.TrimPrefix(r.GetError(), wasm.ErrInvalidModule.Error()+": ")
 		return &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrInvalidModule}}
+	case strings.HasPrefix(r.GetError(), wasm.ErrCompileLimit.Error()+": "):
+		msg := strings.TrimPrefix(r.GetError(), wasm.ErrCompileLimit.Error()+": ")
+		return &ptcruntime.Outcome{Err: &fault.Error{Kind: fault.KindSyntax, Message: msg, Cause: wasm.ErrCompileLimit}}
 	case r.GetError() != "":
 		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not compile the module: %s", r.GetError())}
 	}
@@ -395,7 +408,7 @@ func boundsPB(b wasm.Bounds) *wp.ModuleBounds {
 		MaxNesting: int64(b.MaxNesting), MaxBranchTargets: int64(b.MaxBranchTargets), MaxBranchTableTargets: int64(b.MaxBranchTableTargets),
 		MaxDataSegments: int64(b.MaxDataSegments), MaxDataBytes: int64(b.MaxDataBytes), MaxElementSegments: int64(b.MaxElementSegments),
 		MaxElements: int64(b.MaxElements), MaxNames: int64(b.MaxNames), CompileTimeoutNs: int64(b.CompileTimeout),
-		MaxConcurrentCompiles: int64(b.MaxConcurrentCompiles),
+		MaxConcurrentCompiles: int64(b.MaxConcurrentCompiles), CompileMemoryBytes: b.CompileMemoryBytes,
 	}
 }
 
@@ -410,6 +423,6 @@ func boundsOf(m *wp.ModuleBounds) wasm.Bounds {
 		MaxNesting: n(m.GetMaxNesting()), MaxBranchTargets: n(m.GetMaxBranchTargets()), MaxBranchTableTargets: n(m.GetMaxBranchTableTargets()),
 		MaxDataSegments: n(m.GetMaxDataSegments()), MaxDataBytes: n(m.GetMaxDataBytes()), MaxElementSegments: n(m.GetMaxElementSegments()),
 		MaxElements: n(m.GetMaxElements()), MaxNames: n(m.GetMaxNames()), CompileTimeout: time.Duration(m.GetCompileTimeoutNs()),
-		MaxConcurrentCompiles: n(m.GetMaxConcurrentCompiles()),
+		MaxConcurrentCompiles: n(m.GetMaxConcurrentCompiles()), CompileMemoryBytes: m.GetCompileMemoryBytes(),
 	}
 }
