@@ -44,6 +44,9 @@ func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *aut
 		SessionTimeout:       time.Duration(c.MCP.SessionTimeout),
 		MaxSessionsPerCaller: c.MCP.MaxSessionsPerTenant,
 		MaxSessions:          c.MCP.MaxSessions,
+		BodyReadTimeout:      time.Duration(c.MCP.BodyReadTimeout),
+		MaxBodyBytesInFlight: int64(c.MCP.MaxBodyBytesInFlight),
+		WriteTimeout:         time.Duration(c.MCP.WriteTimeout),
 		Authenticate: func(r *http.Request) (mcpserve.Caller, error) {
 			t, err := authn.AuthenticateHTTP(r)
 			if err != nil {

@@ -91,6 +91,9 @@ type Server struct {
 	// ends).
 	running, posts int
 	idle           chan struct{} // closed when draining and both are 0
+	// bodies counts the request bodies the HTTP handler holds (set by
+	// Handler).
+	bodies *bodyBudget
 }
 
 // callerServer is the MCP server of one caller and the descriptions its
