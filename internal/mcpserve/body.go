@@ -81,7 +81,9 @@ func (b *bodyBudget) waitFor(ok func(used int64) bool) {
 // the message of the JSON-RPC error that answers it.
 type bodyError struct {
 	status int
-	msg    string
+	// code is the JSON-RPC error code; 0 means codeRequestRefused.
+	code int
+	msg  string
 	// retry is the Retry-After of a refusal for want of room; 0 for none.
 	retry int
 	// close ends the connection with the answer (its body was not read
@@ -107,7 +109,11 @@ func writeRefusal(w http.ResponseWriter, e *bodyError) {
 	if e.close {
 		h.Set("Connection", "close")
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": codeRequestRefused, "message": e.msg}})
+	code := e.code
+	if code == 0 {
+		code = codeRequestRefused
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": e.msg}})
 	w.WriteHeader(e.status)
 	_, _ = w.Write(append(b, '\n'))
 }

@@ -169,7 +169,16 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 				writeRefusal(w, berr)
 				return
 			}
+			// Messages that name a member twice are not read as the
+			// SDK would (the last one wins): an answer becomes an error
+			// answer (an approval is denied), anything else is refused.
+			body, refuse := screenBody(body)
+			if refuse {
+				writeRefusal(w, &bodyError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: msgAmbiguousRequest})
+				return
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
 		}
 		if id == "" && r.Method == http.MethodPost {
 			// A request that opens a session: within the caps.

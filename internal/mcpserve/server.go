@@ -131,7 +131,7 @@ func New(cfg Config) *Server {
 // Run serves one MCP session over t (stdio for `ptc mcp`) until the
 // client disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
-	return s.serverFor(localCaller).mcp.Run(ctx, t)
+	return s.serverFor(localCaller).mcp.Run(ctx, strictTransport{t})
 }
 
 // serverFor returns the caller's MCP server, creating it on first use.

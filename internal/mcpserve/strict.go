@@ -1,0 +1,203 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A JSON text that names a member of one object twice
+// ({"approve": false, "approve": true}) means whatever the decoder that
+// reads it decides (the MCP SDK keeps the last one). ptc reads no such
+// message: an answer to one of its requests (an approval) becomes an
+// error answer, which denies; a request is refused with a JSON-RPC error.
+
+// JSON-RPC error codes of messages refused for their shape.
+const (
+	// codeAmbiguousAnswer replaces a client's answer that names a member
+	// twice: the request it answers fails, and an approval is denied.
+	codeAmbiguousAnswer = -32001
+	// codeInvalidRequest is JSON-RPC's: the message is not a valid request.
+	codeInvalidRequest = -32600
+)
+
+// Messages of the refusals.
+const (
+	msgAmbiguousAnswer  = "the answer names a member of one object twice, so what it says is ambiguous: it is refused"
+	msgAmbiguousRequest = "the message names a member of one object twice, so what it says is ambiguous: send each member once"
+)
+
+// frame is an object or array open while duplicateNames reads: the names
+// seen, and whether the next token is a name.
+type frame struct {
+	names   map[string]struct{}
+	object  bool
+	wantKey bool
+}
+
+// duplicateNames reports whether the JSON text data names a member of one
+// object twice (names compared once unescaped). Text that is not JSON
+// counts as ambiguous too.
+func duplicateNames(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return len(stack) != 0
+		}
+		if err != nil {
+			return true
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && stack[top].wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:top]
+				valueEnded(stack)
+				continue
+			}
+			name, ok := tok.(string)
+			if !ok {
+				return true
+			}
+			if _, seen := stack[top].names[name]; seen {
+				return true
+			}
+			stack[top].names[name] = struct{}{}
+			stack[top].wantKey = false
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, frame{names: map[string]struct{}{}, object: true, wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			default: // ']': '}' is handled where a name is expected
+				stack = stack[:top]
+			}
+		}
+		valueEnded(stack)
+	}
+}
+
+// valueEnded notes that a value ended: the enclosing object, if any,
+// expects a name next.
+func valueEnded(stack []frame) {
+	if top := len(stack) - 1; top >= 0 && stack[top].object {
+		stack[top].wantKey = true
+	}
+}
+
+// screenBody checks the messages of an HTTP request body (one message or
+// a batch). A response that names a member twice is replaced by an error
+// response to the same id (codeAmbiguousAnswer); any other message doing
+// so makes refuse true. A body that is not JSON is left to the MCP
+// layer's own answer.
+func screenBody(body []byte) (out []byte, refuse bool) {
+	trimmed := bytes.TrimSpace(body)
+	if !duplicateNames(trimmed) {
+		return body, false
+	}
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var elems []json.RawMessage
+		if json.Unmarshal(trimmed, &elems) != nil {
+			return body, false
+		}
+		for i, e := range elems {
+			r, isAnswer := screenMessage(e)
+			if !isAnswer {
+				return nil, true
+			}
+			elems[i] = r
+		}
+		b, err := json.Marshal(elems)
+		if err != nil {
+			return nil, true
+		}
+		return b, false
+	}
+	if !json.Valid(trimmed) {
+		return body, false
+	}
+	r, isAnswer := screenMessage(trimmed)
+	if !isAnswer {
+		return nil, true
+	}
+	return r, false
+}
+
+// screenMessage returns m as it stands when it names no member twice, its
+// replacement when it is an answer (no "method") that does, and
+// isAnswer false for any other message that does.
+func screenMessage(m json.RawMessage) (out json.RawMessage, isAnswer bool) {
+	if !duplicateNames(m) {
+		return m, true
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(m, &env) != nil {
+		return nil, false
+	}
+	if _, isRequest := env["method"]; isRequest {
+		return nil, false
+	}
+	var id any
+	if json.Unmarshal(env["id"], &id) != nil {
+		id = nil
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": codeAmbiguousAnswer, "message": msgAmbiguousAnswer}})
+	if err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+// strictTransport wraps a transport (stdio, in memory) so that its
+// connection screens what the client sends: an answer whose result names
+// a member twice becomes an error answer (codeAmbiguousAnswer); a request
+// whose parameters do is answered with codeInvalidRequest and not
+// handled, a notification dropped.
+type strictTransport struct{ sdk.Transport }
+
+func (t strictTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return strictConn{c}, nil
+}
+
+type strictConn struct{ sdk.Connection }
+
+func (c strictConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			return m, err
+		}
+		switch m := m.(type) {
+		case *jsonrpc.Response:
+			if m.Error == nil && duplicateNames(m.Result) {
+				return &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeAmbiguousAnswer, Message: msgAmbiguousAnswer}}, nil
+			}
+		case *jsonrpc.Request:
+			if len(m.Params) > 0 && duplicateNames(m.Params) {
+				if m.ID.IsValid() {
+					if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeInvalidRequest, Message: msgAmbiguousRequest}}); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+		}
+		return m, nil
+	}
+}
