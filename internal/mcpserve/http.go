@@ -203,6 +203,9 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			s.beginPost()
 			defer s.endPost()
 		}
+		// What the SDK writes is classified: none of its Go error text
+		// reaches the client.
+		w = &classifyingWriter{ResponseWriter: w}
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 	return http.NewCrossOriginProtection().Handler(h)

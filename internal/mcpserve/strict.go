@@ -161,7 +161,8 @@ func screenMessage(m json.RawMessage) (out json.RawMessage, isAnswer bool) {
 }
 
 // strictTransport wraps a transport (stdio, in memory) so that its
-// connection screens what the client sends: an answer whose result names
+// connection classifies the errors it sends (classifyResponse) and
+// screens what the client sends: an answer whose result names
 // a member twice becomes an error answer (codeAmbiguousAnswer); a request
 // whose parameters do is answered with codeInvalidRequest and not
 // handled, a notification dropped.
@@ -200,4 +201,12 @@ func (c strictConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return m, nil
 	}
+}
+
+// Write classifies the error of an outgoing response (classifyResponse).
+func (c strictConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Response); ok {
+		m = classifyResponse(r)
+	}
+	return c.Connection.Write(ctx, m)
 }
