@@ -133,6 +133,10 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	// sampled, the next one written counting those left out.
 	refused := logsample.New(refusedPerSecond, refusedBurst)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The headers that carry what the tracing middleware needs are
+		// the handler's own.
+		r.Header.Del(requestIDHeader)
+		r.Header.Set(transportHeader, "tcp")
 		c, err := hc.Authenticate(r)
 		if err != nil {
 			if write, suppressed := refused.Allow(); write {
@@ -179,6 +183,9 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
+			if id := bodyRequestID(body); id != "" {
+				r.Header.Set(requestIDHeader, id)
+			}
 		}
 		if id == "" && r.Method == http.MethodPost {
 			// A request that opens a session: within the caps.

@@ -190,6 +190,7 @@ func (c strictConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				return &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeAmbiguousAnswer, Message: msgAmbiguousAnswer}}, nil
 			}
 		case *jsonrpc.Request:
+			withRequestID(m)
 			if len(m.Params) > 0 && duplicateNames(m.Params) {
 				if m.ID.IsValid() {
 					if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: codeInvalidRequest, Message: msgAmbiguousRequest}}); err != nil {
