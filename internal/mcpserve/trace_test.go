@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,7 +169,8 @@ func TestMCPSpanTree(t *testing.T) {
 					t.Errorf("%s is under %s in trace %s, want under %s in %s", child, c.Parent().SpanID(), c.SpanContext().TraceID(), parent, tid)
 				}
 			}
-			if tool := attrsOf(byName["execute_tool get_team_members"]); tool["gen_ai.tool.name"] != "get_team_members" || tool["gen_ai.operation.name"] != "execute_tool" {
+			if tool := attrsOf(byName["execute_tool get_team_members"]); tool["gen_ai.tool.name"] != "get_team_members" || tool["gen_ai.operation.name"] != "execute_tool" ||
+				tool["gen_ai.tool.type"] != "extension" || !strings.HasPrefix(tool["gen_ai.tool.description"], "List the members of a department") {
 				t.Errorf("the tool call's span: %v", tool)
 			}
 		})
@@ -191,4 +193,41 @@ func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
 		out[string(a.Key)] = a.Value.Emit()
 	}
 	return out
+}
+
+// TestMCPSpanErrors: a tools/call whose result is isError has error.type
+// tool_error; a request answered with a JSON-RPC error has its code as
+// error.type and rpc.response.status_code, and a tool name ptc does not
+// serve does not become a span name.
+func TestMCPSpanErrors(t *testing.T) {
+	cases := []struct {
+		name, tool string
+		args       map[string]any
+		span       string
+		errType    string
+	}{
+		{"a program that fails", "execute", map[string]any{"code": `throw new Error("no")`}, "tools/call execute", "tool_error"},
+		{"arguments that cannot run", "execute", map[string]any{"code": 5}, "tools/call execute", "tool_error"},
+		{"an unknown tool", "made_up_tool", map[string]any{}, "tools/call unknown", "-32602"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			cs := connect(t, tracedServer(t, rec), nil)
+			_, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			var found sdktrace.ReadOnlySpan
+			for _, sp := range rec.Ended() {
+				if sp.Name() == tc.span {
+					found = sp
+				}
+			}
+			if found == nil {
+				t.Fatalf("no span %s among %v", tc.span, names(rec))
+			}
+			a := attrsOf(found)
+			if a["error.type"] != tc.errType || found.Status().Description != tc.errType || tc.errType != "tool_error" && a["rpc.response.status_code"] != tc.errType {
+				t.Fatalf("%s: %v, status %v", tc.span, a, found.Status())
+			}
+		})
+	}
 }
