@@ -115,7 +115,7 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	if hc.MaxBodyBytesInFlight <= 0 {
 		hc.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
 	}
-	hc.MaxBodyBytesInFlight = max(hc.MaxBodyBytesInFlight, hc.MaxBodyBytes, hc.MaxOpenBodyBytes)
+	hc.MaxBodyBytesInFlight = max(hc.MaxBodyBytesInFlight, hc.MaxBodyBytes+1, hc.MaxOpenBodyBytes+1)
 	if hc.WriteTimeout <= 0 {
 		hc.WriteTimeout = DefaultWriteTimeout
 	}
