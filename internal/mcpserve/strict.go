@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,69 +31,114 @@ const (
 	msgAmbiguousRequest = "the message names a member of one object twice, so what it says is ambiguous: send each member once"
 )
 
-// frame is an object or array open while duplicateNames reads: the names
-// seen, and whether the next token is a name.
-type frame struct {
-	names   map[string]struct{}
-	object  bool
-	wantKey bool
+// nameFrame is an object or array open while duplicateNames reads: for
+// an object, where its names start in the shared list, and a set of them
+// once it has many.
+type nameFrame struct {
+	object bool
+	start  int
+	set    map[string]struct{}
 }
+
+// smallObject is how many names an object's list holds before
+// duplicateNames indexes them in a set.
+const smallObject = 32
 
 // duplicateNames reports whether the JSON text data names a member of one
-// object twice (names compared once unescaped). Text that is not JSON
-// counts as ambiguous too.
+// object twice, names compared as a decoder sees them: unescaped, and
+// with invalid UTF-8 and unpaired surrogates replaced (two names that
+// differ only there are one). It reads at the speed of a byte scan (the
+// body of every MCP request passes here): it does not validate the text,
+// which the MCP layer does next, and text it cannot follow — an
+// unterminated string, an unbalanced bracket — counts as ambiguous.
 func duplicateNames(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return len(stack) != 0
-		}
-		if err != nil {
-			return true
-		}
-		top := len(stack) - 1
-		if top >= 0 && stack[top].object && stack[top].wantKey {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:top]
-				valueEnded(stack)
-				continue
-			}
-			name, ok := tok.(string)
-			if !ok {
+	var stack []nameFrame
+	var names [][]byte // the names of the open objects, innermost last
+	wantName := false
+	for i := 0; i < len(data); {
+		switch c := data[i]; c {
+		case '{':
+			stack = append(stack, nameFrame{object: true, start: len(names)})
+			wantName = true
+			i++
+		case '[':
+			stack = append(stack, nameFrame{start: len(names)})
+			wantName = false
+			i++
+		case '}', ']':
+			top := len(stack) - 1
+			if top < 0 || stack[top].object != (c == '}') {
 				return true
 			}
-			if _, seen := stack[top].names[name]; seen {
+			names = names[:stack[top].start]
+			stack = stack[:top]
+			wantName = false
+			i++
+		case ',':
+			wantName = len(stack) > 0 && stack[len(stack)-1].object
+			i++
+		case ':':
+			wantName = false
+			i++
+		case '"':
+			end, escaped := stringEnd(data, i)
+			if end < 0 {
 				return true
 			}
-			stack[top].names[name] = struct{}{}
-			stack[top].wantKey = false
-			continue
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{':
-				stack = append(stack, frame{names: map[string]struct{}{}, object: true, wantKey: true})
-				continue
-			case '[':
-				stack = append(stack, frame{})
-				continue
-			default: // ']': '}' is handled where a name is expected
-				stack = stack[:top]
+			if wantName {
+				name := data[i+1 : end-1]
+				if escaped || !utf8.Valid(name) {
+					var s string
+					if json.Unmarshal(data[i:end], &s) != nil {
+						return true
+					}
+					name = []byte(s)
+				}
+				f := &stack[len(stack)-1]
+				if f.set != nil {
+					if _, seen := f.set[string(name)]; seen {
+						return true
+					}
+					f.set[string(name)] = struct{}{}
+				} else {
+					for _, n := range names[f.start:] {
+						if bytes.Equal(n, name) {
+							return true
+						}
+					}
+					names = append(names, name)
+					if len(names)-f.start > smallObject {
+						f.set = make(map[string]struct{}, 2*smallObject)
+						for _, n := range names[f.start:] {
+							f.set[string(n)] = struct{}{}
+						}
+						names = names[:f.start]
+					}
+				}
+				wantName = false
 			}
+			i = end
+		default: // whitespace, numbers, literals
+			i++
 		}
-		valueEnded(stack)
 	}
+	return len(stack) != 0
 }
 
-// valueEnded notes that a value ended: the enclosing object, if any,
-// expects a name next.
-func valueEnded(stack []frame) {
-	if top := len(stack) - 1; top >= 0 && stack[top].object {
-		stack[top].wantKey = true
+// stringEnd returns the index just past the string that starts at
+// data[i] (a quote) and whether it holds an escape; -1 when it does not
+// end.
+func stringEnd(data []byte, i int) (end int, escaped bool) {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
 	}
+	return -1, escaped
 }
 
 // screenBody checks the messages of an HTTP request body (one message or

@@ -2,13 +2,16 @@ package mcpserve
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // TestDuplicateNames: a member named twice in one object, at any depth
-// and however its name is escaped, is found; the same name in different
-// objects is not a duplicate; text that is not JSON counts as ambiguous.
+// and however its name is escaped (or mangled: names a decoder reads
+// alike are one), is found, in small objects and large; the same name in
+// different objects, or text in strings, is not a duplicate; text the
+// scan cannot follow counts as ambiguous.
 func TestDuplicateNames(t *testing.T) {
 	cases := []struct {
 		name, text string
@@ -25,8 +28,15 @@ func TestDuplicateNames(t *testing.T) {
 		{"in an array", `[1,{"a":1,"b":[2],"a":2}]`, true},
 		{"escaped the same", `{"approve":false,"appr\u006fve":true}`, true},
 		{"equal values", `{"a":1,"a":1}`, true},
-		{"not JSON", `{"a":`, true},
-		{"trailing garbage", `{"a":1} x`, true},
+		{"brackets in strings", `{"x":"}]{","y":"\"","z":{"x":1}}`, false},
+		{"a comma in a name", `{"a,b":1,"a":2,"b":3}`, false},
+		{"many names", `{` + manyNames(100, "") + `}`, false},
+		{"many names, one twice", `{` + manyNames(100, `,"k7":0`) + `}`, true},
+		{"escaped quotes twice", `{"a\"":1,"a\"":2}`, true},
+		{"invalid UTF-8 names that decode alike", "{\"a\xff\":1,\"a\xfe\":2}", true},
+		{"unpaired surrogates that decode alike", `{"\ud800":1,"\udc00":2}`, true},
+		{"unterminated", `{"a":`, true},
+		{"unbalanced", `{"a":[1}`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +45,18 @@ func TestDuplicateNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyNames is n members "k0" to "k<n-1>", then tail.
+func manyNames(n int, tail string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	return b.String() + tail
 }
 
 // TestScreenBody: in an HTTP body, an answer naming a member twice is
@@ -69,5 +91,86 @@ func TestScreenBody(t *testing.T) {
 				t.Fatalf("passed on %s, want an error answer with %s", out, tc.want)
 			}
 		})
+	}
+}
+
+// referenceDuplicates is duplicateNames written plainly over
+// encoding/json's tokens (valid JSON only).
+func referenceDuplicates(data []byte) bool {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	type frame struct {
+		names   map[string]bool
+		wantKey bool
+	}
+	var stack []*frame
+	ended := func() {
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, &frame{names: map[string]bool{}, wantKey: true})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:top]
+				ended()
+			}
+			continue
+		}
+		if top >= 0 && stack[top].names != nil && stack[top].wantKey {
+			k := tok.(string)
+			if stack[top].names[k] {
+				return true
+			}
+			stack[top].names[k], stack[top].wantKey = true, false
+			continue
+		}
+		ended()
+	}
+}
+
+// FuzzDuplicateNames: on valid JSON the byte scan agrees with a plain
+// reading of the tokens.
+func FuzzDuplicateNames(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `[{"a":1},{"a":2}]`, `{"a":{"b":[1,{"c":2,"c":3}]}}`, `{"\u0061":1,"a":2}`, `{"x":"}","y":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		if got, want := duplicateNames(data), referenceDuplicates(data); got != want {
+			t.Fatalf("duplicateNames(%q) = %v, the tokens say %v", data, got, want)
+		}
+	})
+}
+
+// BenchmarkDuplicateNames scans an 8.5 MB tools/call body of 500,000
+// small objects, as the HTTP handler does for every request.
+func BenchmarkDuplicateNames(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 1","input":[`)
+	for i := range 500000 {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString(`{"a":1,"b":"xy"}`)
+	}
+	sb.WriteString(`]}}}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if duplicateNames(body) {
+			b.Fatal("a duplicate in a clean body")
+		}
 	}
 }
