@@ -66,7 +66,11 @@ func classifyError(code int64, msg string) (int64, string) {
 // or needs nothing, and is to be left as it is.
 func classifyWire(data []byte) (out []byte, changed bool) {
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || !bytes.Contains(trimmed, []byte(`"error"`)) {
+	// Only an error answer is read: a message with the member "result"
+	// or "method" is none (inside a JSON string those bytes would be
+	// escaped), and a large result is not decoded for nothing.
+	if len(trimmed) == 0 || !bytes.Contains(trimmed, []byte(`"error"`)) ||
+		trimmed[0] == '{' && (bytes.Contains(trimmed, []byte(`"result":`)) || bytes.Contains(trimmed, []byte(`"method":`))) {
 		return data, false
 	}
 	if trimmed[0] == '[' {

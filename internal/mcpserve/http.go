@@ -183,8 +183,10 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			if id := bodyRequestID(body); id != "" {
-				r.Header.Set(requestIDHeader, id)
+			if s.cfg.Tracing.Enabled() {
+				if id := bodyRequestID(body); id != "" {
+					r.Header.Set(requestIDHeader, id)
+				}
 			}
 		}
 		if id == "" && r.Method == http.MethodPost {
