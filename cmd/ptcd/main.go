@@ -276,7 +276,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		go func() { httpDone <- hsrv.Serve(mlis) }()
 		log.Info("metrics listening", "addr", mlis.Addr().String())
 	}
-	mep := startMCP(c, lns.mcp, srv, authn, limiter, tc, log)
+	mep := startMCP(c, lns.mcp, srv, authn, limiter, tc, tracing, log)
 	if mep != nil {
 		mcpEP.Store(mep)
 		log.Info("mcp listening", "addr", mep.addr, "path", c.MCP.Path, "tls", tc != nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/mcpserve"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/telemetry"
 )
 
 // mcpEndpoint is ptcd's MCP endpoint: the search and execute tools over
@@ -29,7 +30,8 @@ type mcpEndpoint struct {
 
 // startMCP serves the endpoint on lis (bound to mcp.listen); nil when the
 // section leaves it off (lis is nil then).
-func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config, log *slog.Logger) *mcpEndpoint {
+func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config,
+	tracing telemetry.Tracing, log *slog.Logger) *mcpEndpoint {
 	if !c.MCP.Enabled() || lis == nil {
 		return nil
 	}
@@ -38,12 +40,15 @@ func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *aut
 		desc = -1 // 0 in the file: never declare the tools there
 	}
 	m := mcpserve.New(mcpserve.Config{Backend: srv, Version: version(), DescriptionBytes: desc, Logger: log,
-		Limit: limiter.Limit})
+		Limit: limiter.Limit, Tracing: tracing})
 	mux := http.NewServeMux()
 	mux.Handle(c.MCP.Path, m.Handler(mcpserve.HTTPConfig{
 		SessionTimeout:       time.Duration(c.MCP.SessionTimeout),
 		MaxSessionsPerCaller: c.MCP.MaxSessionsPerTenant,
 		MaxSessions:          c.MCP.MaxSessions,
+		BodyReadTimeout:      time.Duration(c.MCP.BodyReadTimeout),
+		MaxBodyBytesInFlight: int64(c.MCP.MaxBodyBytesInFlight),
+		WriteTimeout:         time.Duration(c.MCP.WriteTimeout),
 		Authenticate: func(r *http.Request) (mcpserve.Caller, error) {
 			t, err := authn.AuthenticateHTTP(r)
 			if err != nil {

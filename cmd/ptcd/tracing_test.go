@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -87,7 +88,9 @@ func TestTracingSpanTree(t *testing.T) {
 					t.Errorf("span %s of service %q", s.Name, s.Service)
 				}
 				for k, v := range s.Attrs {
-					if strings.Contains(v, "engineering") || strings.Contains(v, "travel") {
+					// A tool's description is its definition's text, not
+					// a value of the call.
+					if k != "gen_ai.tool.description" && (strings.Contains(v, "engineering") || strings.Contains(v, "travel")) {
 						t.Errorf("span %s holds a value in %s=%q", s.Name, k, v)
 					}
 				}
@@ -220,5 +223,46 @@ func TestTracingMisconfigured(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "tracing: the collector cannot be reached now; ptcd serves anyway") {
 		t.Fatalf("logs: %s", logs.String())
+	}
+}
+
+// TestTracingMCPEndpoint: an execute through ptcd's MCP endpoint, sent
+// with the caller's W3C trace context in params._meta, exports one trace
+// to a real OTLP receiver: the SERVER span "tools/call execute" under the
+// caller's span, with the admission wait and the execution beneath it and
+// the tool calls beneath the execution.
+func TestTracingMCPEndpoint(t *testing.T) {
+	recv := otlptest.Start(t)
+	_, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", "inprocess", "--workers.insecure-inprocess=true",
+		"--mcp.listen", "127.0.0.1:0", "--tracing.endpoint", recv.Addr, "--tracing.insecure=true")
+	cs, err := mcpConnect(t, mcpURL(t, logs), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, caller := callerContext(t)
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "execute", Meta: sdk.Meta{"traceparent": carrier.Get("traceparent")},
+		Arguments: map[string]any{"code": `const m = await tools.get_team_members({department: "sales"}); return m.length;`}})
+	if err != nil || res.IsError {
+		t.Fatal(err, mcpText(res))
+	}
+	_ = cs.Close()
+	if code := stop(); code != 0 { // flushes the spans
+		t.Fatalf("exit %d: %s", code, logs.String())
+	}
+	spans := recv.Spans()
+	want := "tools/call execute\n" +
+		"  ptc.admission\n" +
+		"  ptc.execute\n" +
+		"    execute_tool get_team_members\n"
+	if tree := otlptest.Tree(spans, caller.TraceID().String()); tree != want {
+		t.Fatalf("span tree\n%s\nwant\n%s", tree, want)
+	}
+	for _, s := range spans {
+		if s.Name == "tools/call execute" && (s.ParentSpanID != caller.SpanID().String() || s.Attrs["mcp.method.name"] != "tools/call" ||
+			s.Attrs["mcp.session.id"] != cs.ID() || s.Attrs["jsonrpc.request.id"] == "" || s.Attrs["gen_ai.tool.name"] != "execute") {
+			t.Errorf("the MCP request's span: parent %s, %v", s.ParentSpanID, s.Attrs)
+		}
 	}
 }

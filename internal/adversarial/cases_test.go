@@ -16,9 +16,11 @@ func allCases() []tcase {
 	cs = append(cs, concurrencyCases()...)
 	cs = append(cs, jsonconvCases()...)
 	cs = append(cs, approvalsCases()...)
+	cs = append(cs, mcpApprovalsCases()...)
 	cs = append(cs, wrapperCases()...)
 	cs = append(cs, scanCases()...)
 	cs = append(cs, transportCases()...)
+	cs = append(cs, mcpTransportCases()...)
 	cs = append(cs, exhaustionCases()...)
 	cs = append(cs, moduleBombCases()...)
 	return cs

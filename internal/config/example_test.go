@@ -127,6 +127,9 @@ tool_sources:
 	//   idle_timeout: 1m0s
 	//   read_header_timeout: 10s
 	//   max_header_bytes: 64KiB
+	//   body_read_timeout: 30s
+	//   max_body_bytes_in_flight: 64MiB
+	//   write_timeout: 30s
 	//   max_connections: 1024
 	//   max_connections_per_peer: 64
 	// workers:

@@ -24,6 +24,14 @@ const (
 	DefaultMCPReadHeaderTimeout = 10 * time.Second
 	// DefaultMCPMaxHeaderBytes bounds a request's headers.
 	DefaultMCPMaxHeaderBytes = 64 << 10
+	// DefaultMCPBodyReadTimeout bounds the reading of a request's body.
+	DefaultMCPBodyReadTimeout = 30 * time.Second
+	// DefaultMCPMaxBodyBytesInFlight bounds the request-body bytes held
+	// by all MCP requests at once: four bodies of the largest size
+	// (16 MiB).
+	DefaultMCPMaxBodyBytesInFlight = 64 << 20
+	// DefaultMCPWriteTimeout bounds one write of a response.
+	DefaultMCPWriteTimeout = 30 * time.Second
 )
 
 // MCP is the mcp section: ptcd's Model Context Protocol endpoint
@@ -55,6 +63,17 @@ type MCP struct {
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// MaxHeaderBytes bounds a request's headers (HTTP 431 beyond).
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// BodyReadTimeout bounds the reading of a request's body, from its
+	// headers to its last byte (HTTP 408 and the connection closed
+	// beyond).
+	BodyReadTimeout Duration `yaml:"body_read_timeout"`
+	// MaxBodyBytesInFlight bounds the request-body bytes all MCP requests
+	// hold at once, from their first byte until the request ends; a
+	// request past it is refused (HTTP 503 with Retry-After).
+	MaxBodyBytesInFlight ByteSize `yaml:"max_body_bytes_in_flight"`
+	// WriteTimeout bounds each write of a response to a client that does
+	// not read it.
+	WriteTimeout Duration `yaml:"write_timeout"`
 	// MaxConnections bounds the open connections of all peers.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxConnectionsPerPeer bounds the open connections of one IP address.
@@ -68,7 +87,8 @@ func defaultMCP() MCP {
 	return MCP{Path: DefaultMCPPath, SessionTimeout: Duration(DefaultMCPSessionTimeout), DescriptionBytes: DefaultMCPDescriptionBytes,
 		MaxSessionsPerTenant: DefaultMCPMaxSessionsPerTenant, MaxSessions: DefaultMCPMaxSessions,
 		IdleTimeout: Duration(DefaultMCPIdleTimeout), ReadHeaderTimeout: Duration(DefaultMCPReadHeaderTimeout),
-		MaxHeaderBytes: DefaultMCPMaxHeaderBytes, MaxConnections: DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer}
+		MaxHeaderBytes: DefaultMCPMaxHeaderBytes, BodyReadTimeout: Duration(DefaultMCPBodyReadTimeout),
+		MaxBodyBytesInFlight: DefaultMCPMaxBodyBytesInFlight, WriteTimeout: Duration(DefaultMCPWriteTimeout), MaxConnections: DefaultMaxConnections, MaxConnectionsPerPeer: DefaultMaxConnectionsPerPeer}
 }
 
 func (m MCP) validate() *Error {
@@ -92,6 +112,12 @@ func (m MCP) validate() *Error {
 		return keyError("mcp.read_header_timeout", "%s is not positive: use a duration such as \"10s\"", m.ReadHeaderTimeout)
 	case m.MaxHeaderBytes <= 0 || m.MaxHeaderBytes > 1<<30:
 		return keyError("mcp.max_header_bytes", "%s is out of range: use a size above 0 and at most 1GiB, such as \"64KiB\"", m.MaxHeaderBytes)
+	case m.BodyReadTimeout <= 0:
+		return keyError("mcp.body_read_timeout", "%s is not positive: use a duration such as \"30s\"", m.BodyReadTimeout)
+	case m.MaxBodyBytesInFlight < 16<<20 || m.MaxBodyBytesInFlight > 1<<40:
+		return keyError("mcp.max_body_bytes_in_flight", "%s is out of range: use a size of at least 16MiB (the largest request) and at most 1TiB, such as \"64MiB\"", m.MaxBodyBytesInFlight)
+	case m.WriteTimeout <= 0:
+		return keyError("mcp.write_timeout", "%s is not positive: use a duration such as \"30s\"", m.WriteTimeout)
 	case m.MaxConnections <= 0:
 		return keyError("mcp.max_connections", "%d is not positive: use a count such as %d", m.MaxConnections, DefaultMaxConnections)
 	case m.MaxConnectionsPerPeer <= 0:

@@ -168,11 +168,18 @@ func (e *Executor) callSpans(p *Prepared) core.CallObserver {
 		}
 		return false
 	}
-	known := func(name string) bool {
-		_, ok := e.reg.Lookup(name)
-		return ok || isClient(name)
+	describe := func(name string) (string, bool) {
+		if c, ok := e.reg.Lookup(name); ok {
+			return c.Description, true
+		}
+		for _, t := range client {
+			if t.Name == name {
+				return t.Description, true
+			}
+		}
+		return "", false
 	}
-	return e.tracing.CallSpans(isClient, known)
+	return e.tracing.CallSpans(isClient, describe)
 }
 
 // safeRunHash runs a held module; a module evicted since Prepare is an

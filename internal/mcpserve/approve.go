@@ -38,6 +38,7 @@ const (
 	reasonEnded      = "the execution ended while waiting for approval"
 	reasonClientErr  = "the MCP client could not ask its user for approval (it answered the request with an error); the call is denied"
 	reasonNoAnswer   = "the MCP client went away before answering the approval request; the call is denied"
+	reasonAmbiguous  = "the answer to the approval request named a field twice, so it was not a clear yes; the call is denied"
 	reasonUnclear    = "the answer to the approval request was not a clear yes (approve must be the boolean true, and nothing else may be set); the call is denied"
 )
 
@@ -98,12 +99,15 @@ func decision(res *sdk.ElicitResult) (bool, string) {
 // failedReason says why no answer came, without the transport's or the
 // SDK's own words: the execution ended, the client answered with an
 // error, the client went away, or its answer did not fit the form (the
-// SDK checks it against approvalSchema).
+// SDK checks it against approvalSchema), or it named a field twice (the
+// transport replaced it with a codeAmbiguousAnswer error).
 func failedReason(ctx context.Context, err error) string {
 	var werr *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:
 		return reasonEnded
+	case errors.As(err, &werr) && werr.Code == codeAmbiguousAnswer:
+		return reasonAmbiguous
 	case errors.As(err, &werr):
 		return reasonClientErr
 	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF):

@@ -17,9 +17,13 @@ import (
 // that checks nothing may send them, written on the wire by hand (the
 // SDK's client refuses to send most of them). Only the action accept with
 // content {"approve": true} runs the tool; every other shape denies it,
-// in plain words without the SDK's.
+// in plain words without the SDK's. An answer that names a field twice
+// (which the SDK would read as its last value) is ambiguous: denied.
 func TestApprovalsRawAnswers(t *testing.T) {
-	const unclear = "denied: the answer to the approval request was not a clear yes (approve must be the boolean true, and nothing else may be set); the call is denied"
+	const (
+		unclear   = "denied: the answer to the approval request was not a clear yes (approve must be the boolean true, and nothing else may be set); the call is denied"
+		ambiguous = "denied: the answer to the approval request named a field twice, so it was not a clear yes; the call is denied"
+	)
 	cases := []struct {
 		name, answer string
 		runs         int64
@@ -45,6 +49,11 @@ func TestApprovalsRawAnswers(t *testing.T) {
 		{"action not a string", `{"action":true,"content":{"approve":true}}`, 0, `denied: `},
 		{"answer not an object", `true`, 0, `denied: `},
 		{"answer null", `null`, 0, `denied: `},
+		{"approve false then true", `{"action":"accept","content":{"approve":false,"approve":true}}`, 0, ambiguous},
+		{"approve true twice", `{"action":"accept","content":{"approve":true,"approve":true}}`, 0, ambiguous},
+		{"approve escaped twice", `{"action":"accept","content":{"approve":false,"appr\u006fve":true}}`, 0, ambiguous},
+		{"decline then accept", `{"action":"decline","action":"accept","content":{"approve":true}}`, 0, ambiguous},
+		{"content twice", `{"action":"accept","content":{},"content":{"approve":true}}`, 0, ambiguous},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

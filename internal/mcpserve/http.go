@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,6 +64,18 @@ type HTTPConfig struct {
 	// MaxSessions bounds the open sessions of all callers: a new one
 	// beyond is refused (503); zero means DefaultMaxSessions.
 	MaxSessions int
+	// BodyReadTimeout bounds the reading of one request body (408 and the
+	// connection closed beyond); zero means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
+	// MaxBodyBytesInFlight bounds the request-body bytes held at once by
+	// all requests, from their first byte until the request ends; a
+	// request that would pass it is refused (503 with Retry-After, the
+	// connection closed). Zero means DefaultMaxBodyBytesInFlight; it is
+	// raised to MaxBodyBytes when below.
+	MaxBodyBytesInFlight int64
+	// WriteTimeout bounds each write of a response to a client that does
+	// not read it; zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 type callerKey struct{}
@@ -98,6 +109,18 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	if hc.MaxSessions <= 0 {
 		hc.MaxSessions = DefaultMaxSessions
 	}
+	if hc.BodyReadTimeout <= 0 {
+		hc.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if hc.MaxBodyBytesInFlight <= 0 {
+		hc.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	hc.MaxBodyBytesInFlight = max(hc.MaxBodyBytesInFlight, hc.MaxBodyBytes+1, hc.MaxOpenBodyBytes+1)
+	if hc.WriteTimeout <= 0 {
+		hc.WriteTimeout = DefaultWriteTimeout
+	}
+	bodies := &bodyReader{budget: newBodyBudget(hc.MaxBodyBytesInFlight), timeout: hc.BodyReadTimeout}
+	s.bodies = bodies.budget
 	gate := &sessionGate{perCaller: hc.MaxSessionsPerCaller, total: hc.MaxSessions, timeout: hc.SessionTimeout, opening: map[string]int{}}
 	inner := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		c, ok := r.Context().Value(callerKey{}).(Caller)
@@ -110,6 +133,10 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	// sampled, the next one written counting those left out.
 	refused := logsample.New(refusedPerSecond, refusedBurst)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The headers that carry what the tracing middleware needs are
+		// the handler's own.
+		r.Header.Del(requestIDHeader)
+		r.Header.Set(transportHeader, "tcp")
 		c, err := hc.Authenticate(r)
 		if err != nil {
 			if write, suppressed := refused.Allow(); write {
@@ -128,35 +155,56 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
-		if id == "" {
-			// A request that opens a session: small, and within the caps.
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hc.MaxOpenBodyBytes))
-			if err != nil {
-				if errors.As(err, new(*http.MaxBytesError)) {
-					http.Error(w, fmt.Sprintf("a request that opens an MCP session (no Mcp-Session-Id) is limited to %d bytes: initialize with a shorter client name and capabilities", hc.MaxOpenBodyBytes),
-						http.StatusRequestEntityTooLarge)
-				} else {
-					http.Error(w, "reading the request failed: "+err.Error(), http.StatusBadRequest)
-				}
+		w = newDeadlineWriter(w, hc.WriteTimeout)
+		if r.Method == http.MethodPost {
+			// The body is read here, whole, under a deadline, a size
+			// bound and the server-wide budget, before the MCP layer
+			// decodes it.
+			limit, tooLarge := hc.MaxBodyBytes, fmt.Sprintf("a request on an MCP session is limited to %d bytes: send a shorter program or input", hc.MaxBodyBytes)
+			if id == "" {
+				// A request that opens a session: small.
+				limit, tooLarge = hc.MaxOpenBodyBytes, fmt.Sprintf("a request that opens an MCP session (no Mcp-Session-Id) is limited to %d bytes: initialize with a shorter client name and capabilities", hc.MaxOpenBodyBytes)
+			}
+			body, release, berr := bodies.read(w, r, limit, tooLarge)
+			defer release()
+			if berr != nil {
+				s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp request refused: its body could not be read",
+					slog.String("caller", c.Key), slog.String("remote", r.RemoteAddr), slog.Int("status", berr.status))
+				writeRefusal(w, berr)
+				return
+			}
+			// Messages that name a member twice are not read as the
+			// SDK would (the last one wins): an answer becomes an error
+			// answer (an approval is denied), anything else is refused.
+			body, refuse := screenBody(body)
+			if refuse {
+				writeRefusal(w, &bodyError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: msgAmbiguousRequest})
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if r.Method == http.MethodPost {
-				done, ok := s.admit(gate, w, c)
-				if !ok {
-					s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp session refused: too many open sessions",
-						slog.String("caller", c.Key), slog.String("remote", r.RemoteAddr))
-					return
+			r.ContentLength = int64(len(body))
+			if s.cfg.Tracing.Enabled() {
+				if id := bodyRequestID(body); id != "" {
+					r.Header.Set(requestIDHeader, id)
 				}
-				// The reservation ends when the response starts: the
-				// session it opened is among the server's sessions by
-				// then, and a client that opens its next session as soon
-				// as it reads this answer must not find this one counted
-				// twice (once opening, once open).
-				rw := &releasingWriter{ResponseWriter: w, release: sync.OnceFunc(done)}
-				defer rw.release()
-				w = rw
 			}
+		}
+		if id == "" && r.Method == http.MethodPost {
+			// A request that opens a session: within the caps.
+			done, ok := s.admit(gate, w, c)
+			if !ok {
+				s.log.LogAttrs(r.Context(), slog.LevelWarn, "mcp session refused: too many open sessions",
+					slog.String("caller", c.Key), slog.String("remote", r.RemoteAddr))
+				return
+			}
+			// The reservation ends when the response starts: the
+			// session it opened is among the server's sessions by
+			// then, and a client that opens its next session as soon
+			// as it reads this answer must not find this one counted
+			// twice (once opening, once open).
+			rw := &releasingWriter{ResponseWriter: w, release: sync.OnceFunc(done)}
+			defer rw.release()
+			w = rw
 		}
 		if r.Method != http.MethodGet {
 			// A drain waits for these (a call's answer is written before
@@ -164,6 +212,9 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 			s.beginPost()
 			defer s.endPost()
 		}
+		// What the SDK writes is classified: none of its Go error text
+		// reaches the client.
+		w = &classifyingWriter{ResponseWriter: w}
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 	return http.NewCrossOriginProtection().Handler(h)

@@ -167,6 +167,17 @@ func TestHTTPBodyLimit(t *testing.T) {
 // startHTTP.
 func startLimited(t *testing.T, hc mcpserve.HTTPConfig) *httptest.Server {
 	t.Helper()
+	hc.Authenticate = startLimitedAuth(t)
+	m := mcpserve.New(mcpserve.Config{Backend: newBackend(t)})
+	srv := httptest.NewServer(m.Handler(hc))
+	t.Cleanup(srv.Close)
+	t.Cleanup(m.CloseSessions) // the sessions opened by raw initializes
+	return srv
+}
+
+// startLimitedAuth authenticates tenants a and b, each with every tool.
+func startLimitedAuth(t *testing.T) func(r *http.Request) (mcpserve.Caller, error) {
+	t.Helper()
 	a, err := auth.New(true, []auth.Tenant{
 		{Name: "a", TokenHashes: []string{auth.HashToken(tokenA)}},
 		{Name: "b", TokenHashes: []string{auth.HashToken(tokenB)}},
@@ -174,18 +185,13 @@ func startLimited(t *testing.T, hc mcpserve.HTTPConfig) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc.Authenticate = func(r *http.Request) (mcpserve.Caller, error) {
+	return func(r *http.Request) (mcpserve.Caller, error) {
 		tn, err := a.AuthenticateHTTP(r)
 		if err != nil {
 			return mcpserve.Caller{}, err
 		}
 		return mcpserve.Caller{Key: tn.Name, Bind: func(ctx context.Context) context.Context { return auth.WithTenant(ctx, tn) }}, nil
 	}
-	m := mcpserve.New(mcpserve.Config{Backend: newBackend(t)})
-	srv := httptest.NewServer(m.Handler(hc))
-	t.Cleanup(srv.Close)
-	t.Cleanup(m.CloseSessions) // the sessions opened by raw initializes
-	return srv
 }
 
 // initialize posts an initialize without a session id; it returns the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/telemetry"
 )
 
 // Backend runs executions and answers tool queries for the caller the
@@ -62,6 +63,12 @@ type Config struct {
 	// Logger receives one record per tool call and the server's problems;
 	// nil discards.
 	Logger *slog.Logger
+	// Tracing makes a SERVER span of each request a session receives,
+	// the parent of what the request does (for execute: the admission
+	// wait, the execution, its tool calls), in the caller's trace when
+	// it sends one (params._meta or the HTTP traceparent header). The zero
+	// value traces nothing.
+	Tracing telemetry.Tracing
 }
 
 // Caller is who an MCP session serves: Key names the identity (a tenant),
@@ -91,6 +98,9 @@ type Server struct {
 	// ends).
 	running, posts int
 	idle           chan struct{} // closed when draining and both are 0
+	// bodies counts the request bodies the HTTP handler holds (set by
+	// Handler).
+	bodies *bodyBudget
 }
 
 // callerServer is the MCP server of one caller and the descriptions its
@@ -128,7 +138,7 @@ func New(cfg Config) *Server {
 // Run serves one MCP session over t (stdio for `ptc mcp`) until the
 // client disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
-	return s.serverFor(localCaller).mcp.Run(ctx, t)
+	return s.serverFor(localCaller).mcp.Run(ctx, strictTransport{t})
 }
 
 // serverFor returns the caller's MCP server, creating it on first use.
@@ -152,6 +162,9 @@ func (s *Server) serverFor(c Caller) *callerServer {
 				// Each caller sees its own tools: lists are private.
 				SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
 			})
+		if s.cfg.Tracing.Enabled() {
+			cs.mcp.AddReceivingMiddleware(s.traced)
+		}
 		s.byCaller[c.Key] = cs
 	}
 	s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/internal/core"
@@ -114,39 +115,60 @@ func Outcome(res *core.Result) string {
 }
 
 // CallSpans returns the CallObserver that makes a span per tool call, as a
-// child of the span in the call's context (the execution's). isClient
-// tells client tools (served by the caller) from server tools; known tells
-// names that are tools from names a script made up (whose spans are named
-// without the tool, keeping span names bounded). With tracing off it
-// returns nil.
-func (t Tracing) CallSpans(isClient, known func(name string) bool) core.CallObserver {
+// child of the span in the call's context (the execution's), with the
+// GenAI semantic conventions' execute_tool attributes. isClient tells
+// client tools (served by the caller: gen_ai.tool.type "function") from
+// server tools ("extension"); describe returns a tool's description and
+// whether the name is a tool at all, telling names that are tools from
+// names a script made up (whose spans are named without the tool, keeping
+// span names bounded). With tracing off it returns nil.
+func (t Tracing) CallSpans(isClient func(name string) bool, describe func(name string) (string, bool)) core.CallObserver {
 	if t.Provider == nil {
 		return nil
 	}
-	return &callSpans{tracer: t.Tracer(), values: t.RecordValues, isClient: isClient, known: known}
+	return &callSpans{tracer: t.Tracer(), values: t.RecordValues, isClient: isClient, describe: describe}
 }
 
 type callSpans struct {
-	tracer          trace.Tracer
-	values          bool
-	isClient, known func(string) bool
+	tracer   trace.Tracer
+	values   bool
+	isClient func(string) bool
+	describe func(string) (string, bool)
 }
+
+// maxDescriptionBytes bounds a tool's description in its call's span.
+const maxDescriptionBytes = 512
 
 func (c *callSpans) CallStarted(ctx context.Context, ev *core.CallEvent) context.Context {
 	name := SpanToolPrefix
-	if c.known == nil || c.known(ev.Tool) {
+	desc, known := "", true
+	if c.describe != nil {
+		desc, known = c.describe(ev.Tool)
+	}
+	if known {
 		name += " " + ev.Tool
 	}
 	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
+		toolType := ToolTypeExtension
+		if c.isClient != nil && c.isClient(ev.Tool) {
+			toolType = ToolTypeFunction
+		}
 		attrs := []attribute.KeyValue{
-			KeyGenAIOperation.String("execute_tool"),
+			semconv.GenAIOperationNameExecuteTool,
 			KeyGenAITool.String(ev.Tool),
+			KeyGenAIToolType.String(toolType),
 			KeyGenAICallID.String(ev.IdempotencyKey),
 			KeyToolSeq.Int(int(ev.Seq)),
 			KeyArgumentBytes.Int(len(ev.Arguments)),
 		}
-		if c.isClient != nil && c.isClient(ev.Tool) {
+		if len(desc) > maxDescriptionBytes {
+			desc = cutRunes(desc, maxDescriptionBytes)
+		}
+		if desc != "" {
+			attrs = append(attrs, KeyGenAIToolDescription.String(desc))
+		}
+		if toolType == ToolTypeFunction {
 			attrs = append(attrs, KeyToolClient.Bool(true))
 		}
 		if c.values {

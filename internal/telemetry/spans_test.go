@@ -32,7 +32,9 @@ func TestSpansHoldValuesOnlyWhenAsked(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		tr := Tracing{Provider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), RecordValues: values}
 		ctx, exec := tr.StartExecution(context.Background(), Execution{ID: "ex1", Language: core.LanguageJavaScript, Isolation: "worker"})
-		obs := tr.CallSpans(func(n string) bool { return n == "ask_user" }, func(n string) bool { return n == "lookup" || n == "ask_user" })
+		obs := tr.CallSpans(func(n string) bool { return n == "ask_user" }, func(n string) (string, bool) {
+			return map[string]string{"lookup": "Looks up.", "ask_user": "Asks the user."}[n], n == "lookup" || n == "ask_user"
+		})
 		big := json.RawMessage(`"` + strings.Repeat("v", 2*MaxValueBytes) + `"`)
 		for _, ev := range []*core.CallEvent{
 			{Seq: 1, Tool: "lookup", IdempotencyKey: "ex1/1", Arguments: json.RawMessage(`{"q":"secret-arg"}`)},
@@ -69,8 +71,12 @@ func TestSpansHoldValuesOnlyWhenAsked(t *testing.T) {
 		if a["ptc.tool.argument_bytes"] != "18" || a["ptc.tool.result_bytes"] != "21" || a["ptc.tool.outcome"] != "ok" || a["gen_ai.tool.call.id"] != "ex1/1" {
 			t.Fatalf("attributes %v", a)
 		}
-		if a := attrsOf(spans[2]); a["ptc.tool.client"] != "true" || values && len(a["ptc.tool.result"]) > MaxValueBytes+len("…[truncated]") {
-			t.Fatalf("client tool span %v", len(a["ptc.tool.result"]))
+		if a["gen_ai.operation.name"] != "execute_tool" || a["gen_ai.tool.name"] != "lookup" || a["gen_ai.tool.type"] != "extension" || a["gen_ai.tool.description"] != "Looks up." ||
+			values != (a["gen_ai.tool.call.arguments"] == `{"q":"secret-arg"}` && a["gen_ai.tool.call.result"] == `{"a":"secret-result"}`) {
+			t.Fatalf("GenAI attributes %v", a)
+		}
+		if a := attrsOf(spans[2]); a["ptc.tool.client"] != "true" || a["gen_ai.tool.type"] != "function" || values && len(a["gen_ai.tool.call.result"]) > MaxValueBytes+len("…[truncated]") {
+			t.Fatalf("client tool span %v", a)
 		}
 		if a := attrsOf(spans[1]); a["error.type"] != "unknown_tool" || spans[1].Status().Description != "unknown_tool" {
 			t.Fatalf("failed call %v %v", a, spans[1].Status())

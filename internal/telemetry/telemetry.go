@@ -13,6 +13,7 @@ package telemetry
 import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -61,18 +62,31 @@ const (
 	KeyResumed         = attribute.Key("ptc.resumed")
 	KeyAdmissionWaitMS = attribute.Key("ptc.admission.wait_ms")
 
-	KeyGenAIOperation = attribute.Key("gen_ai.operation.name")
-	KeyGenAITool      = attribute.Key("gen_ai.tool.name")
-	KeyGenAICallID    = attribute.Key("gen_ai.tool.call.id")
-	KeyToolSeq        = attribute.Key("ptc.tool.seq")
-	KeyToolClient     = attribute.Key("ptc.tool.client")
-	KeyArgumentBytes  = attribute.Key("ptc.tool.argument_bytes")
-	KeyResultBytes    = attribute.Key("ptc.tool.result_bytes")
-	KeyToolOutcome    = attribute.Key("ptc.tool.outcome")
-	KeyArguments      = attribute.Key("ptc.tool.arguments")
-	KeyToolResult     = attribute.Key("ptc.tool.result")
-	KeyToolError      = attribute.Key("ptc.tool.error_message")
-	KeyErrorType      = attribute.Key("error.type")
+	// The GenAI semantic conventions' (SemconvVersion); arguments and
+	// results only with RecordValues.
+	KeyGenAIOperation       = semconv.GenAIOperationNameKey
+	KeyGenAITool            = semconv.GenAIToolNameKey
+	KeyGenAIToolType        = semconv.GenAIToolTypeKey
+	KeyGenAIToolDescription = semconv.GenAIToolDescriptionKey
+	KeyGenAICallID          = semconv.GenAIToolCallIDKey
+	KeyArguments            = semconv.GenAIToolCallArgumentsKey
+	KeyToolResult           = semconv.GenAIToolCallResultKey
+	KeyErrorType            = semconv.ErrorTypeKey
+
+	KeyToolSeq       = attribute.Key("ptc.tool.seq")
+	KeyToolClient    = attribute.Key("ptc.tool.client")
+	KeyArgumentBytes = attribute.Key("ptc.tool.argument_bytes")
+	KeyResultBytes   = attribute.Key("ptc.tool.result_bytes")
+	KeyToolOutcome   = attribute.Key("ptc.tool.outcome")
+	KeyToolError     = attribute.Key("ptc.tool.error_message")
+)
+
+// The gen_ai.tool.type of a tool call: a client tool is executed by the
+// caller ("function"), a server tool by ptc on the caller's behalf
+// ("extension").
+const (
+	ToolTypeFunction  = "function"
+	ToolTypeExtension = "extension"
 )
 
 // OutcomePaused is the ptc.tool.outcome of a call span that ended at a
