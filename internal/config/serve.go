@@ -8,7 +8,6 @@ import (
 
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
-	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
 )
 
@@ -16,9 +15,10 @@ import (
 const (
 	DefaultMetricsListen = "127.0.0.1:9090"
 	// DefaultMaxRecvBytes fits the largest request the runner accepts: a
-	// WASM module (16 × the source bound), the input, and 1 MiB for the
-	// rest of the message.
-	DefaultMaxRecvBytes = 16*executor.DefaultMaxSourceBytes + executor.DefaultMaxInputBytes + 1<<20
+	// WASM module (16 × the 1 MiB source bound), the 8 MiB input, and
+	// 1 MiB for the rest of the message (internal/service tests that it
+	// follows the executor's bounds).
+	DefaultMaxRecvBytes = 16*(1<<20) + 8<<20 + 1<<20
 	// DefaultMaxSendBytes fits the largest result ceiling (16 MiB), the
 	// largest log ceiling (4 MiB) and a trace.
 	DefaultMaxSendBytes = 64 << 20
