@@ -60,7 +60,8 @@ type Logging struct {
 	// Level is debug, info, warn or error. At debug, request and response
 	// messages (scripts, inputs, tool payloads) are logged too.
 	Level string `yaml:"level"`
-	// Format is json or text.
+	// Format is auto (text when standard error is a terminal, JSON
+	// otherwise), json or text.
 	Format string `yaml:"format"`
 }
 
@@ -175,7 +176,7 @@ type Keepalive struct {
 }
 
 func defaultServing(c *Config) {
-	c.Logging = Logging{Level: "info", Format: "json"}
+	c.Logging = Logging{Level: "info", Format: "auto"}
 	c.Admission = Admission{MaxConcurrent: admission.DefaultMaxConcurrent, MaxQueue: admission.DefaultMaxQueue,
 		MaxWait: Duration(admission.DefaultMaxWait)}
 	c.Metrics = Metrics{Listen: DefaultMetricsListen}
