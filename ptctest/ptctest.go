@@ -461,7 +461,7 @@ func AssertCall(t testing.TB, res *ptc.Result, seq int, tool string, args any) b
 	return true
 }
 
-func describe(e *ptc.Error) string {
+func describe(e *ptc.ExecutionError) string {
 	s := e.Kind.String()
 	if e.Line > 0 {
 		s += fmt.Sprintf(" at line %d:%d", e.Line, e.Column)

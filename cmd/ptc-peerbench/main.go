@@ -394,7 +394,7 @@ func (b *bench) probe() {
 	go func() {
 		res, err := b.exec(b.w.scripts[b.mode], lim)
 		if err != nil {
-			res = &ptc.Result{Error: &ptc.Error{Kind: ptc.KindInternal, Message: err.Error()}}
+			res = &ptc.Result{Error: &ptc.ExecutionError{Kind: ptc.KindInternal, Message: err.Error()}}
 		}
 		done <- res
 	}()
