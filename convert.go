@@ -107,7 +107,7 @@ func resultOf(r *core.Result) *Result {
 	out := &Result{
 		ExecutionID:     r.ExecutionID,
 		Result:          r.Result,
-		Error:           errorOf(r.Error),
+		Error:           executionErrorOf(r.Error),
 		ModelMessage:    r.ModelMessage,
 		LogsTruncated:   r.LogsTruncated,
 		Stats:           Stats(r.Stats),
@@ -135,25 +135,27 @@ func resultOf(r *core.Result) *Result {
 	return out
 }
 
-// errorOf converts an internal error; nil stays nil.
+// errorOf converts an internal request error; nil stays nil. A fault
+// without a code (a failure the request path did not classify) is
+// Internal.
 func errorOf(e *fault.Error) *Error {
 	if e == nil {
 		return nil
 	}
-	return &Error{
-		Code:       Code(e.Code),
-		Kind:       ErrorKind(e.Kind),
-		Message:    e.Message,
-		Line:       e.Line,
-		Column:     e.Column,
-		Stack:      e.Stack,
-		Tool:       e.Tool,
-		Limit:      e.Limit,
-		Observed:   e.Observed,
-		RetryAfter: e.RetryAfter,
-		Reason:     e.Reason,
-		cause:      e.Cause,
+	code := Code(e.Code)
+	if code == 0 {
+		code = Internal
 	}
+	return &Error{Code: code, Message: e.Message, RetryAfter: e.RetryAfter, Reason: e.Reason, cause: e.Cause}
+}
+
+// executionErrorOf converts an internal execution failure; nil stays nil.
+func executionErrorOf(e *fault.Error) *ExecutionError {
+	if e == nil {
+		return nil
+	}
+	return &ExecutionError{Kind: ErrorKind(e.Kind), Message: e.Message, Line: e.Line, Column: e.Column,
+		Stack: e.Stack, Tool: e.Tool, Limit: e.Limit, Observed: e.Observed}
 }
 
 func toolQueryCore(q ToolQuery) core.ToolQuery {

@@ -3,6 +3,7 @@ package ptc_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/ptcrun/ptc"
@@ -51,4 +52,23 @@ func ExampleRunner_Execute_error() {
 	// Output:
 	// SCRIPT_ERROR 2
 	// The script failed with SCRIPT_ERROR at line 2, column 12: uncaught TypeError: Cannot read property 'z' of undefined. Fix the script at the reported line and try again.
+}
+
+// CodeOf and KindOf tell a request that did not run from a script that
+// ran and failed, for a Runner and a Client alike.
+func ExampleKindOf() {
+	r, _ := ptc.NewRunner()
+	defer r.Close()
+	ctx := context.Background()
+
+	_, err := r.Execute(ctx, ptc.Request{Source: ""}) // refused: nothing ran
+	fmt.Println(ptc.CodeOf(err), ptc.KindOf(err))
+
+	res, _ := r.Execute(ctx, ptc.Request{Source: `throw new Error("no")`}) // ran and failed
+	fmt.Println(ptc.CodeOf(res.Error), ptc.KindOf(res.Error))
+	fmt.Println(errors.Is(res.Error, &ptc.ExecutionError{Kind: ptc.KindScript}))
+	// Output:
+	// INVALID_ARGUMENT UNSPECIFIED
+	// OK SCRIPT_ERROR
+	// true
 }

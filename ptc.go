@@ -224,8 +224,9 @@ type Result struct {
 	ExecutionID string
 	// Result is the JSON result on success.
 	Result json.RawMessage
-	// Error is the classified failure (Kind set), nil on success.
-	Error *Error
+	// Error is the classified failure, nil on success (KindOf(res.Error)
+	// is then 0).
+	Error *ExecutionError
 	// ModelMessage is what a harness should show the model: the result
 	// JSON, or one short paragraph saying what failed and what to change.
 	ModelMessage string

@@ -7,12 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/wire"
-	"github.com/ptcrun/ptc/runtime/wasm"
 	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -21,13 +19,6 @@ import (
 type Runner struct {
 	ex *executor.Executor
 	dm *durable.Manager
-}
-
-// config is what the options set.
-type config struct {
-	exec      executor.Config
-	isolation Isolation
-	durable   Durable
 }
 
 // Durable configures the continuations of a Runner's resumable
@@ -64,23 +55,6 @@ type Durable struct {
 	OutcomeRetention time.Duration
 }
 
-// WithDurable configures resumable executions: continuation keys, their
-// lifetime and where used continuations and large states are kept.
-func WithDurable(d Durable) Option {
-	return func(c *config) error {
-		if d.StateFile != "" && d.RedisURL != "" {
-			return fmt.Errorf("ptc: Durable: give StateFile or RedisURL, not both")
-		}
-		if len(d.Keys) > 0 {
-			if _, ok := d.Keys[d.SigningKey]; !ok {
-				return fmt.Errorf("ptc: Durable: SigningKey %q is not one of Keys", d.SigningKey)
-			}
-		}
-		c.durable = d
-		return nil
-	}
-}
-
 // manager builds the continuation manager of a Durable.
 func (d Durable) manager() (*durable.Manager, error) {
 	cfg := durable.Config{TTL: d.TTL, MaxTokenBytes: d.MaxTokenBytes, OutcomeRetention: d.OutcomeRetention}
@@ -112,63 +86,6 @@ func (d Durable) manager() (*durable.Manager, error) {
 		_ = cfg.Store.Close()
 	}
 	return m, err
-}
-
-// Option configures a Runner.
-type Option func(*config) error
-
-// WithTools registers server tools.
-func WithTools(ts ...tools.Tool) Option {
-	return func(c *config) error {
-		for _, t := range ts {
-			if err := c.exec.Registry.Register(t); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// WithRegistry uses reg (which may be shared) for server tools.
-func WithRegistry(reg *tools.Registry) Option {
-	return func(c *config) error { c.exec.Registry = reg; return nil }
-}
-
-// WithDefaults sets the limits used for fields a request leaves at zero.
-func WithDefaults(l Limits) Option {
-	return func(c *config) error { c.exec.Policy.Defaults = limits.Limits(l); return nil }
-}
-
-// WithCeilings sets the largest limits a request may ask for.
-func WithCeilings(l Limits) Option {
-	return func(c *config) error { c.exec.Policy.Ceilings = limits.Limits(l); return nil }
-}
-
-// WithMaxSourceBytes bounds a script's source (default 1 MiB; a
-// WebAssembly module may be 16 times larger).
-func WithMaxSourceBytes(n int) Option {
-	return func(c *config) error { c.exec.MaxSourceBytes = n; return nil }
-}
-
-// WithMaxInputBytes bounds a request's input JSON (default 8 MiB).
-func WithMaxInputBytes(n int) Option {
-	return func(c *config) error { c.exec.MaxInputBytes = n; return nil }
-}
-
-// WithLanguages enables only the given languages; requests in any other
-// language are refused as Unimplemented (an operator may, say, disable
-// WebAssembly).
-func WithLanguages(langs ...Language) Option {
-	return func(c *config) error {
-		c.exec.Languages = c.exec.Languages[:0]
-		for _, l := range langs {
-			if !core.Language(l).Valid() {
-				return fmt.Errorf("ptc: unknown language %d", int32(l))
-			}
-			c.exec.Languages = append(c.exec.Languages, core.Language(l))
-		}
-		return nil
-	}
 }
 
 // Isolation says where a Runner runs JavaScript and TypeScript
@@ -203,13 +120,6 @@ type Isolation struct {
 	Executable string
 }
 
-// WithIsolation selects where JavaScript and TypeScript run:
-//
-//	ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true})
-func WithIsolation(i Isolation) Option {
-	return func(c *config) error { c.isolation = i; return nil }
-}
-
 // WASM configures the WebAssembly engine (created on the first WASM
 // request); a zero field takes its default.
 type WASM struct {
@@ -226,14 +136,6 @@ type WASM struct {
 	// RealRandom gives guests random bytes from crypto/rand; by default
 	// the sequence is the same in every execution.
 	RealRandom bool
-}
-
-// WithWASM configures the WebAssembly engine.
-func WithWASM(w WASM) Option {
-	return func(c *config) error {
-		c.exec.WASM = wasm.Config{CacheDir: w.CacheDir, MaxModules: w.MaxModules, RealClock: w.RealClock, RealRandom: w.RealRandom}
-		return nil
-	}
 }
 
 // RunWorker lets this binary host ptc worker processes: when the process
@@ -256,23 +158,27 @@ func RunWorker() {
 // NewRunner returns a Runner with the JavaScript, TypeScript and
 // WebAssembly engines and the options applied. Call Close when done.
 func NewRunner(opts ...Option) (*Runner, error) {
-	c := &config{exec: executor.Config{Registry: tools.NewRegistry(), Policy: limits.DefaultPolicy()}}
-	for _, o := range opts {
-		if err := o(c); err != nil {
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt.apply(&o); err != nil {
 			return nil, err
 		}
 	}
-	if w := c.isolation; w.WorkerProcesses {
-		c.exec.Workers = &worker.Config{Workers: w.Idle, MaxWorkers: w.Max, ExecutionsPerWorker: w.ExecutionsPerWorker,
-			IdleTimeout: w.IdleTimeout, RecycleAfter: w.RecycleAfter, Executable: w.Executable}
+	cfg, err := o.executorConfig()
+	if err != nil {
+		return nil, err
 	}
-	dm, err := c.durable.manager()
+	d := o.durableOrZero()
+	dm, err := d.manager()
 	if err != nil {
 		return nil, fmt.Errorf("ptc: %w", err)
 	}
-	c.exec.Durable, c.exec.Outcomes = dm, wire.Outcomes
-	c.exec.Parked = executor.ParkedConfig{Max: c.durable.Parked}
-	ex, err := executor.New(c.exec)
+	cfg.Durable, cfg.Outcomes = dm, wire.Outcomes
+	cfg.Parked = executor.ParkedConfig{Max: d.Parked}
+	ex, err := executor.New(cfg)
 	if err != nil {
 		_ = dm.Close()
 		return nil, fmt.Errorf("ptc: %w", err)

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -169,68 +170,100 @@ func (f *Fake) Tool() (tools.Tool, error) {
 	return tools.Tool{Definition: def, Handler: h.Handle}, nil
 }
 
-// Option configures Run and Replay.
-type Option func(*config)
+// Option configures Run and Replay. The options are collected before
+// the run, so their order does not matter: tools, fakes, request edits
+// and runner options add up (edits run in the order given), and an option
+// that sets one value (WithInput, WithLimits, WithRecord, WithScript)
+// given twice with different values fails the test, naming it.
+type Option interface {
+	apply(*config) error
+}
+
+// optionFunc is an Option that records what it sets.
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// setOnce records v in *dst, refusing a second, different value.
+func setOnce[T any](name string, dst **T, v T) error {
+	if *dst != nil && !reflect.DeepEqual(**dst, v) {
+		return fmt.Errorf("%s given twice with different values: give it once", name)
+	}
+	*dst = &v
+	return nil
+}
 
 type config struct {
-	input      any
-	hasInput   bool
+	input      *any
 	fakes      []*Fake
 	tools      []tools.Tool
 	demo       bool
-	limits     ptc.Limits
+	limits     *ptc.Limits
 	edit       []func(*ptc.Request)
 	runnerOpts []ptc.Option
-	record     string
+	record     *string
 	script     *string
 	ctx        context.Context
 }
 
 // WithInput sets the script's input: v marshalled as JSON (a
 // json.RawMessage is used as it is).
-func WithInput(v any) Option { return func(c *config) { c.input, c.hasInput = v, true } }
+func WithInput(v any) Option {
+	return optionFunc(func(c *config) error { return setOnce("WithInput", &c.input, v) })
+}
 
 // WithFakes adds fake tools; a fake replaces a tool of the same name.
 func WithFakes(fakes ...*Fake) Option {
-	return func(c *config) { c.fakes = append(c.fakes, fakes...) }
+	return optionFunc(func(c *config) error { c.fakes = append(c.fakes, fakes...); return nil })
 }
 
 // WithTools adds real tools.
 func WithTools(tools ...tools.Tool) Option {
-	return func(c *config) { c.tools = append(c.tools, tools...) }
+	return optionFunc(func(c *config) error { c.tools = append(c.tools, tools...); return nil })
 }
 
 // WithDemoTools adds the demo tools (package tools/demo).
-func WithDemoTools() Option { return func(c *config) { c.demo = true } }
+func WithDemoTools() Option { return optionFunc(func(c *config) error { c.demo = true; return nil }) }
 
 // WithLimits sets the requested limits.
-func WithLimits(l ptc.Limits) Option { return func(c *config) { c.limits = l } }
+func WithLimits(l ptc.Limits) Option {
+	return optionFunc(func(c *config) error { return setOnce("WithLimits", &c.limits, l) })
+}
 
 // WithRequest edits the request just before it runs.
 func WithRequest(edit func(*ptc.Request)) Option {
-	return func(c *config) { c.edit = append(c.edit, edit) }
+	return optionFunc(func(c *config) error { c.edit = append(c.edit, edit); return nil })
 }
 
 // WithRunnerOptions passes options to ptc.NewRunner after the tools (for
 // instance engines for more languages).
 func WithRunnerOptions(opts ...ptc.Option) Option {
-	return func(c *config) { c.runnerOpts = append(c.runnerOpts, opts...) }
+	return optionFunc(func(c *config) error { c.runnerOpts = append(c.runnerOpts, opts...); return nil })
 }
 
 // WithRecord writes a cassette of the run to path (see Replay).
-func WithRecord(path string) Option { return func(c *config) { c.record = path } }
+func WithRecord(path string) Option {
+	return optionFunc(func(c *config) error { return setOnce("WithRecord", &c.record, path) })
+}
 
 // WithScript replaces the recorded script in Replay.
-func WithScript(source string) Option { return func(c *config) { c.script = &source } }
+func WithScript(source string) Option {
+	return optionFunc(func(c *config) error { return setOnce("WithScript", &c.script, source) })
+}
 
-// newConfig applies opts. A run is bounded by its limits (WithLimits),
+// newConfig collects opts. A run is bounded by its limits (WithLimits),
 // not by a context.
-func newConfig(opts []Option) *config {
+func newConfig(opts []Option) (*config, error) {
 	c := &config{ctx: context.Background()}
 	for _, o := range opts {
-		o(c)
+		if o == nil {
+			continue
+		}
+		if err := o.apply(c); err != nil {
+			return nil, err
+		}
 	}
-	return c
+	return c, nil
 }
 
 // Run executes script (JavaScript unless a WithRequest option says
@@ -240,24 +273,27 @@ func newConfig(opts []Option) *config {
 // fails the test with Fatalf.
 func Run(t testing.TB, script string, opts ...Option) *ptc.Result {
 	t.Helper()
-	c := newConfig(opts)
+	c, err := newConfig(opts)
+	if err != nil {
+		t.Fatalf("ptctest: %v", err)
+	}
 	toolset, err := c.toolset()
 	if err != nil {
 		t.Fatalf("ptctest: %v", err)
 	}
-	req := ptc.Request{ExecutionID: ExecutionID, Source: script, Limits: c.limits,
+	req := ptc.Request{ExecutionID: ExecutionID, Source: script,
 		Deterministic: true, Seed: DefaultSeed, IncludeToolResults: true}
-	if err := c.apply(&req); err != nil {
+	if err := c.applyTo(&req); err != nil {
 		t.Fatalf("ptctest: %v", err)
 	}
 	res := execute(t, c, req, toolset)
-	if c.record != "" {
+	if c.record != nil {
 		var defs []tools.Definition
 		for _, tl := range toolset {
 			defs = append(defs, tl.Definition)
 		}
-		if err := record(c.record, req, defs, res); err != nil {
-			t.Fatalf("ptctest: record %s: %v", c.record, err)
+		if err := record(*c.record, req, defs, res); err != nil {
+			t.Fatalf("ptctest: record %s: %v", *c.record, err)
 		}
 	}
 	return res
@@ -292,17 +328,17 @@ func (c *config) toolset() ([]tools.Tool, error) {
 	return out, nil
 }
 
-// apply sets the input, limits and edits of the options on req.
-func (c *config) apply(req *ptc.Request) error {
-	if c.hasInput {
-		in, err := toJSON(c.input)
+// applyTo sets the input, limits and edits of the options on req.
+func (c *config) applyTo(req *ptc.Request) error {
+	if c.input != nil {
+		in, err := toJSON(*c.input)
 		if err != nil {
 			return fmt.Errorf("input: %w", err)
 		}
 		req.Input = in
 	}
-	if c.limits != (ptc.Limits{}) {
-		req.Limits = c.limits
+	if c.limits != nil && *c.limits != (ptc.Limits{}) {
+		req.Limits = *c.limits
 	}
 	for _, e := range c.edit {
 		e(req)
@@ -363,11 +399,14 @@ func Replay(t testing.TB, path string, opts ...Option) *ptc.Result {
 	if err != nil {
 		t.Fatalf("ptctest: cassette %s: %v", path, err)
 	}
-	c := newConfig(opts)
+	c, err := newConfig(opts)
+	if err != nil {
+		t.Fatalf("ptctest: %v", err)
+	}
 	if c.script != nil {
 		req.Source = *c.script
 	}
-	if err := c.apply(&req); err != nil {
+	if err := c.applyTo(&req); err != nil {
 		t.Fatalf("ptctest: %v", err)
 	}
 	rp := cassette.NewReplayer(tape)
@@ -462,7 +501,7 @@ func AssertCall(t testing.TB, res *ptc.Result, seq int, tool string, args any) b
 	return true
 }
 
-func describe(e *ptc.Error) string {
+func describe(e *ptc.ExecutionError) string {
 	s := e.Kind.String()
 	if e.Line > 0 {
 		s += fmt.Sprintf(" at line %d:%d", e.Line, e.Column)

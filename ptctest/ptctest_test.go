@@ -1,6 +1,7 @@
 package ptctest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -226,5 +227,44 @@ func TestRecordReplay(t *testing.T) {
 	r = capture(func(tb testing.TB) { Replay(tb, tape, WithInput(map[string]string{"department": "sales"})) })
 	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "replay divergence at call #1 (get_team_members)") {
 		t.Fatalf("divergence report %q", r.errs)
+	}
+}
+
+// TestOptionsInEitherOrder gives pairs of options that set the same thing
+// in both orders: values that add up are all kept, and one value given
+// twice differently fails the test naming the option, whichever comes
+// first.
+func TestOptionsInEitherOrder(t *testing.T) {
+	lim := func(n int32) Option { return WithLimits(ptc.Limits{MaxToolCalls: n}) }
+	cases := []struct {
+		name  string
+		a, b  Option
+		want  string // the result, or the failure
+		fails bool
+	}{
+		{"input twice", WithInput(1), WithInput(2), "WithInput given twice with different values", true},
+		{"same input twice", WithInput(1), WithInput(1), "1", false},
+		{"limits twice", lim(3), lim(4), "WithLimits given twice with different values", true},
+		{"fakes and tools", WithFakes(Static("a", 1)), WithTools(tools.Tool{Definition: tools.Definition{Name: "b"},
+			Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`2`), nil }}), "3", false},
+		{"script twice", WithScript("return 1"), WithScript("return 2"), "WithScript given twice with different values", true},
+		{"record twice", WithRecord(t.TempDir() + "/a.jsonl"), WithRecord(t.TempDir() + "/b.jsonl"), "WithRecord given twice with different values", true},
+	}
+	src := `return typeof input === "number" ? input : (await tools.a({})) + (await tools.b({}))`
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, opts := range [][]Option{{tc.a, tc.b}, {tc.b, tc.a}} {
+				var res *ptc.Result
+				r := capture(func(tb testing.TB) { res = Run(tb, src, opts...) })
+				switch {
+				case tc.fails:
+					if !strings.Contains(r.fatal, tc.want) {
+						t.Fatalf("order %d: failure %q, want one containing %q", i, r.fatal, tc.want)
+					}
+				case r.fatal != "" || res.Error != nil || string(res.Result) != tc.want:
+					t.Fatalf("order %d: failure %q, result %+v, want %s", i, r.fatal, res, tc.want)
+				}
+			}
+		})
 	}
 }

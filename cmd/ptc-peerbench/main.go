@@ -163,211 +163,257 @@ func emit(m map[string]any) {
 	fmt.Println(string(b))
 }
 
+// flags are the command line.
+type flags struct {
+	mode, name, guestPath string
+	n, warm               int
+	workers               bool
+}
+
+// bench is one run: its flags, workload, runner and the JSON line it
+// prints.
+type bench struct {
+	flags
+	w    *workload
+	r    *ptc.Runner
+	base map[string]any
+	// exec runs one execution of the mode's workload.
+	exec func(src string, lim ptc.Limits) (*ptc.Result, error)
+}
+
 func main() {
 	ptc.RunWorker()
-	mode := flag.String("mode", "trivial", "trivial|chain|expense|alive|spin|spinAfterAwait|membomb")
-	n := flag.Int("n", 50, "measured executions (alive: executions parked at once)")
-	warm := flag.Int("warm", 30, "warm-up executions")
-	name := flag.String("peer", "ptc (in-process)", "the name reported")
-	workers := flag.Bool("workers", false, "run executions in isolated worker processes (as ptcd does)")
-	guestPath := flag.String("wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
+	var f flags
+	flag.StringVar(&f.mode, "mode", "trivial", "trivial|chain|expense|alive|spin|spinAfterAwait|membomb")
+	flag.IntVar(&f.n, "n", 50, "measured executions (alive: executions parked at once)")
+	flag.IntVar(&f.warm, "warm", 30, "warm-up executions")
+	flag.StringVar(&f.name, "peer", "ptc (in-process)", "the name reported")
+	flag.BoolVar(&f.workers, "workers", false, "run executions in isolated worker processes (as ptcd does)")
+	flag.StringVar(&f.guestPath, "wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
 	flag.Parse()
 
-	w := newWorkload()
-	base := map[string]any{"peer": *name, "mode": *mode, "go": runtime.Version()}
-	fail := func(err error) {
-		base["fatal"] = err.Error()
-		emit(base)
-		os.Exit(1)
-	}
+	b := &bench{flags: f, w: newWorkload(), base: map[string]any{"peer": f.name, "mode": f.mode, "go": runtime.Version()}}
 	t0 := time.Now()
-	opts := []ptc.Option{ptc.WithTools(w.tools()...)}
-	if *workers {
+	opts := []ptc.Option{ptc.WithTools(b.w.tools()...)}
+	if f.workers {
 		opts = append(opts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true}))
 	}
 	r, err := ptc.NewRunner(opts...)
 	if err != nil {
-		fail(err)
+		b.fail(err)
 	}
 	defer r.Close()
-	base["init_ms"] = r4(float64(time.Since(t0).Nanoseconds()) / 1e6)
-	ctx := context.Background()
-	exec := func(src string, lim ptc.Limits) (*ptc.Result, error) {
-		return r.Execute(ctx, ptc.Request{Source: src, Limits: lim})
+	b.r = r
+	b.base["init_ms"] = r4(float64(time.Since(t0).Nanoseconds()) / 1e6)
+	b.exec = func(src string, lim ptc.Limits) (*ptc.Result, error) {
+		return r.Execute(context.Background(), ptc.Request{Source: src, Limits: lim})
 	}
-	if *guestPath != "" {
-		mod, err := os.ReadFile(*guestPath)
-		if err != nil {
-			fail(err)
-		}
-		sum := sha256.Sum256(mod)
-		hash := hex.EncodeToString(sum[:])
-		sent := false
-		run := func(workload string, lim ptc.Limits) (*ptc.Result, error) {
-			req := ptc.Request{Language: ptc.LanguageWASM, ModuleSHA256: hash, Input: json.RawMessage(`{"workload":"` + workload + `"}`), Limits: lim}
-			if !sent {
-				req.Module = mod
-			}
-			res, err := r.Execute(ctx, req)
-			sent = sent || err == nil
-			return res, err
-		}
-		exec = func(_ string, lim ptc.Limits) (*ptc.Result, error) { return run(*mode, lim) }
-		if *mode == "spin" || *mode == "spinAfterAwait" || *mode == "membomb" {
-			// The probes measure the limit, not the compilation: the
-			// module is compiled first, as the other drivers do at start
-			// (in each worker that may run it).
-			for i := 0; i < *warm; i++ {
-				if _, err := run("trivial", ptc.Limits{Timeout: time.Minute}); err != nil {
-					fail(err)
-				}
-			}
-		}
+	if f.guestPath != "" {
+		b.useGuest()
 	}
-
-	switch *mode {
+	switch f.mode {
 	case "trivial", "chain", "expense":
-		var samples []float64
-		first := -1.0
-		for i := 0; i < *warm+*n; i++ {
-			t := time.Now()
-			res, err := exec(w.scripts[*mode], ptc.Limits{Timeout: 10 * time.Second})
-			dt := float64(time.Since(t).Nanoseconds()) / 1e6
-			if err != nil {
-				fail(err)
-			}
-			if res.Error != nil {
-				fail(res.Error)
-			}
-			if string(res.Result) != w.expected[*mode] {
-				fail(fmt.Errorf("wrong output: %.200s", res.Result))
-			}
-			if first < 0 {
-				first = dt
-			}
-			if i >= *warm {
-				samples = append(samples, dt)
-			}
-		}
-		sorted := append([]float64(nil), samples...)
-		sort.Float64s(sorted)
-		sum := 0.0
-		rs := make([]float64, len(samples))
-		for i, s := range samples {
-			sum += s
-			rs[i] = r4(s)
-		}
-		base["first_exec_ms"] = r4(first)
-		base["n"] = len(samples)
-		base["median_ms"] = r4(quantile(sorted, 0.5))
-		base["p99_ms"] = r4(quantile(sorted, 0.99))
-		base["min_ms"] = r4(sorted[0])
-		base["mean_ms"] = r4(sum / float64(len(samples)))
-		base["samples"] = rs
-		emit(base)
+		b.timed()
 	case "alive":
-		// n executions parked at once on a tool call that has not answered.
-		park := func(k int) (func(), error) {
-			hold := make(chan struct{})
-			started := make(chan struct{}, k)
-			ropts := []ptc.Option{}
-			if *workers {
-				ropts = append(ropts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Max: 2 * k, ExecutionsPerWorker: 1}))
-			}
-			rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(tools.Tool{Definition: tools.Definition{Name: "hold"},
-				Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
-					started <- struct{}{}
-					select {
-					case <-hold:
-					case <-ctx.Done():
-					}
-					return json.RawMessage(`1`), nil
-				}}))...)
-			if err != nil {
-				return nil, err
-			}
-			done := make(chan error, k)
-			for i := 0; i < k; i++ {
-				go func() {
-					_, err := rr.Execute(ctx, ptc.Request{Source: `await tools.hold(); return {ok:1}`})
-					done <- err
-				}()
-			}
-			for i := 0; i < k; i++ {
-				<-started
-			}
-			return func() {
-				close(hold)
-				for i := 0; i < k; i++ {
-					<-done
-				}
-				_ = rr.Close()
-			}, nil
-		}
-		rel, err := park(1)
-		if err != nil {
-			fail(err)
-		}
-		runtime.GC()
-		runtime.GC()
-		rssB, pssB := procMem()
-		var msB runtime.MemStats
-		runtime.ReadMemStats(&msB)
-		rel2, err := park(*n)
-		if err != nil {
-			fail(err)
-		}
-		runtime.GC()
-		runtime.GC()
-		rssA, pssA := procMem()
-		var msA runtime.MemStats
-		runtime.ReadMemStats(&msA)
-		base["alive"] = *n
-		base["per_sandbox_rss_kb"] = (rssA - rssB) / int64(*n)
-		base["per_sandbox_pss_kb"] = (pssA - pssB) / int64(*n)
-		base["per_sandbox_go_heap_inuse_kb"] = int64(msA.HeapInuse-msB.HeapInuse) / 1024 / int64(*n)
-		base["host_rss_before_kb"] = rssB
-		base["host_rss_after_kb"] = rssA
-		rel2()
-		rel()
-		emit(base)
+		b.alive()
 	case "spin", "spinAfterAwait", "membomb":
-		lim := ptc.Limits{Timeout: 100 * time.Millisecond}
-		base["limit"] = "100 ms"
-		if *mode == "membomb" {
-			lim = ptc.Limits{Timeout: 10 * time.Second, CPUTime: 10 * time.Second, MemoryBytes: 64 << 20}
-			base["limit"] = "64 MB"
-		}
-		rssB, _ := procMem()
-		t := time.Now()
-		done := make(chan *ptc.Result, 1)
-		go func() {
-			res, err := exec(w.scripts[*mode], lim)
-			if err != nil {
-				res = &ptc.Result{Error: &ptc.Error{Kind: ptc.KindInternal, Message: err.Error()}}
-			}
-			done <- res
-		}()
-		select {
-		case res := <-done:
-			if res.Error != nil {
-				base["outcome"] = "stopped"
-				base["error"] = res.Error.Kind.String() + ": " + strings.SplitN(res.Error.Message, "\n", 2)[0]
-			} else {
-				base["outcome"] = "completed?!"
-			}
-		case <-time.After(20 * time.Second):
-			base["outcome"] = "NOT enforced (still running at watchdog)"
-		}
-		base["elapsed_ms"] = math.Round(float64(time.Since(t).Nanoseconds())/1e5) / 10
-		rssA, _ := procMem()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		base["host_rss_before_kb"] = rssB
-		base["host_rss_after_kb"] = rssA
-		base["go_heap_sys_mb"] = ms.HeapSys >> 20
-		emit(base)
+		b.probe()
 	default:
-		fail(errors.New("unknown mode"))
+		b.fail(errors.New("unknown mode"))
 	}
+	emit(b.base)
+}
+
+// fail prints the line with the error and exits.
+func (b *bench) fail(err error) {
+	b.base["fatal"] = err.Error()
+	emit(b.base)
+	os.Exit(1)
+}
+
+// useGuest runs the workloads as the WebAssembly guest: the module is
+// sent once, then by hash.
+func (b *bench) useGuest() {
+	mod, err := os.ReadFile(b.guestPath)
+	if err != nil {
+		b.fail(err)
+	}
+	sum := sha256.Sum256(mod)
+	hash := hex.EncodeToString(sum[:])
+	sent := false
+	run := func(workload string, lim ptc.Limits) (*ptc.Result, error) {
+		req := ptc.Request{Language: ptc.LanguageWASM, ModuleSHA256: hash, Input: json.RawMessage(`{"workload":"` + workload + `"}`), Limits: lim}
+		if !sent {
+			req.Module = mod
+		}
+		res, err := b.r.Execute(context.Background(), req)
+		sent = sent || err == nil
+		return res, err
+	}
+	b.exec = func(_ string, lim ptc.Limits) (*ptc.Result, error) { return run(b.mode, lim) }
+	if b.mode == "spin" || b.mode == "spinAfterAwait" || b.mode == "membomb" {
+		// The probes measure the limit, not the compilation: the module
+		// is compiled first, as the other drivers do at start (in each
+		// worker that may run it).
+		for i := 0; i < b.warm; i++ {
+			if _, err := run("trivial", ptc.Limits{Timeout: time.Minute}); err != nil {
+				b.fail(err)
+			}
+		}
+	}
+}
+
+// timed measures warm+n executions of the mode's script and reports the
+// n after the warm-up.
+func (b *bench) timed() {
+	var samples []float64
+	first := -1.0
+	for i := 0; i < b.warm+b.n; i++ {
+		t := time.Now()
+		res, err := b.exec(b.w.scripts[b.mode], ptc.Limits{Timeout: 10 * time.Second})
+		dt := float64(time.Since(t).Nanoseconds()) / 1e6
+		if err != nil {
+			b.fail(err)
+		}
+		if res.Error != nil {
+			b.fail(res.Error)
+		}
+		if string(res.Result) != b.w.expected[b.mode] {
+			b.fail(fmt.Errorf("wrong output: %.200s", res.Result))
+		}
+		if first < 0 {
+			first = dt
+		}
+		if i >= b.warm {
+			samples = append(samples, dt)
+		}
+	}
+	sorted := append([]float64(nil), samples...)
+	sort.Float64s(sorted)
+	sum := 0.0
+	rs := make([]float64, len(samples))
+	for i, s := range samples {
+		sum += s
+		rs[i] = r4(s)
+	}
+	b.base["first_exec_ms"] = r4(first)
+	b.base["n"] = len(samples)
+	b.base["median_ms"] = r4(quantile(sorted, 0.5))
+	b.base["p99_ms"] = r4(quantile(sorted, 0.99))
+	b.base["min_ms"] = r4(sorted[0])
+	b.base["mean_ms"] = r4(sum / float64(len(samples)))
+	b.base["samples"] = rs
+}
+
+// park starts k executions parked at once on a tool call that has not
+// answered; release lets them finish and closes their runner.
+func (b *bench) park(k int) (release func(), err error) {
+	hold := make(chan struct{})
+	started := make(chan struct{}, k)
+	ropts := []ptc.Option{}
+	if b.workers {
+		ropts = append(ropts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Max: 2 * k, ExecutionsPerWorker: 1}))
+	}
+	rr, err := ptc.NewRunner(append(ropts, ptc.WithTools(tools.Tool{Definition: tools.Definition{Name: "hold"},
+		Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
+			started <- struct{}{}
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return json.RawMessage(`1`), nil
+		}}))...)
+	if err != nil {
+		return nil, err
+	}
+	// Each execution's goroutine ends when release closes hold.
+	done := make(chan error, k)
+	for i := 0; i < k; i++ {
+		go func() {
+			_, err := rr.Execute(context.Background(), ptc.Request{Source: `await tools.hold(); return {ok:1}`})
+			done <- err
+		}()
+	}
+	for i := 0; i < k; i++ {
+		<-started
+	}
+	return func() {
+		close(hold)
+		for i := 0; i < k; i++ {
+			<-done
+		}
+		_ = rr.Close()
+	}, nil
+}
+
+// alive measures the memory of n executions parked at once, against one.
+func (b *bench) alive() {
+	rel, err := b.park(1)
+	if err != nil {
+		b.fail(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	rssB, pssB := procMem()
+	var msB runtime.MemStats
+	runtime.ReadMemStats(&msB)
+	rel2, err := b.park(b.n)
+	if err != nil {
+		b.fail(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	rssA, pssA := procMem()
+	var msA runtime.MemStats
+	runtime.ReadMemStats(&msA)
+	n := int64(b.n)
+	b.base["alive"] = b.n
+	b.base["per_sandbox_rss_kb"] = (rssA - rssB) / n
+	b.base["per_sandbox_pss_kb"] = (pssA - pssB) / n
+	b.base["per_sandbox_go_heap_inuse_kb"] = int64(msA.HeapInuse-msB.HeapInuse) / 1024 / n
+	b.base["host_rss_before_kb"] = rssB
+	b.base["host_rss_after_kb"] = rssA
+	rel2()
+	rel()
+}
+
+// probe runs a limit probe (100 ms time limit, 64 MB memory limit) and
+// reports whether and when the limit stopped it.
+func (b *bench) probe() {
+	lim := ptc.Limits{Timeout: 100 * time.Millisecond}
+	b.base["limit"] = "100 ms"
+	if b.mode == "membomb" {
+		lim = ptc.Limits{Timeout: 10 * time.Second, CPUTime: 10 * time.Second, MemoryBytes: 64 << 20}
+		b.base["limit"] = "64 MB"
+	}
+	rssB, _ := procMem()
+	t := time.Now()
+	// The goroutine ends with the execution; the watchdog below does not
+	// wait for it.
+	done := make(chan *ptc.Result, 1)
+	go func() {
+		res, err := b.exec(b.w.scripts[b.mode], lim)
+		if err != nil {
+			res = &ptc.Result{Error: &ptc.ExecutionError{Kind: ptc.KindInternal, Message: err.Error()}}
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.Error != nil {
+			b.base["outcome"] = "stopped"
+			b.base["error"] = res.Error.Kind.String() + ": " + strings.SplitN(res.Error.Message, "\n", 2)[0]
+		} else {
+			b.base["outcome"] = "completed?!"
+		}
+	case <-time.After(20 * time.Second):
+		b.base["outcome"] = "NOT enforced (still running at watchdog)"
+	}
+	b.base["elapsed_ms"] = math.Round(float64(time.Since(t).Nanoseconds())/1e5) / 10
+	rssA, _ := procMem()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.base["host_rss_before_kb"] = rssB
+	b.base["host_rss_after_kb"] = rssA
+	b.base["go_heap_sys_mb"] = ms.HeapSys >> 20
 }

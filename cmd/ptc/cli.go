@@ -382,13 +382,13 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			err = wire.ErrorFromStatus(err)
 		}
 	} else {
-		ex, rerr := newLocalExecutor()
+		rt, rerr := newLocalRuntime(ctx)
 		if rerr != nil {
 			fmt.Fprintln(stderr, "ptc:", rerr)
 			return exitUsage
 		}
-		defer ex.Close()
-		l, ferr := ex.ListTools(wire.ToolQueryFromPB(req), nil, limits.Limits{})
+		defer rt.Close()
+		l, ferr := rt.Executor.ListTools(wire.ToolQueryFromPB(req), nil, limits.Limits{})
 		if ferr != nil {
 			err = ferr
 		} else {

@@ -72,21 +72,19 @@ func responsePB(r *ptc.Result) *ptcv1.ExecuteResponse {
 }
 
 // faultOf is the internal form of a script's error; nil stays nil.
-func faultOf(e *ptc.Error) *fault.Error {
+func faultOf(e *ptc.ExecutionError) *fault.Error {
 	if e == nil {
 		return nil
 	}
 	return &fault.Error{
-		Code:       fault.Code(e.Code),
-		Kind:       fault.Kind(e.Kind),
-		Message:    e.Message,
-		Line:       e.Line,
-		Column:     e.Column,
-		Stack:      e.Stack,
-		Tool:       e.Tool,
-		Limit:      e.Limit,
-		Observed:   e.Observed,
-		RetryAfter: e.RetryAfter,
+		Kind:     fault.Kind(e.Kind),
+		Message:  e.Message,
+		Line:     e.Line,
+		Column:   e.Column,
+		Stack:    e.Stack,
+		Tool:     e.Tool,
+		Limit:    e.Limit,
+		Observed: e.Observed,
 	}
 }
 

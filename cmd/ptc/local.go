@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/internal/executor"
-	"github.com/ptcrun/ptc/tools"
+	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/service"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -13,11 +15,10 @@ func newLocalRunner() (*ptc.Runner, error) {
 	return ptc.NewRunner(ptc.WithTools(demo.Tools()...))
 }
 
-// newLocalExecutor is the executor `ptc tools` lists the demo tools with.
-func newLocalExecutor() (*executor.Executor, error) {
-	reg := tools.NewRegistry()
-	if err := reg.Register(demo.Tools()...); err != nil {
-		return nil, err
-	}
-	return executor.New(executor.Config{Registry: reg})
+// newLocalRuntime is what `ptc tools` lists the demo tools with: the
+// default configuration with the demo tools, assembled as ptcd's.
+func newLocalRuntime(ctx context.Context) (*service.Runtime, error) {
+	c := config.Default()
+	c.DemoTools = true
+	return service.NewRuntime(ctx, c, service.Options{InProcess: true, NoContinuations: true})
 }

@@ -9,19 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/core"
-	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/mcpserve"
-	"github.com/ptcrun/ptc/internal/server"
-	"github.com/ptcrun/ptc/tools"
-	"github.com/ptcrun/ptc/tools/demo"
+	"github.com/ptcrun/ptc/internal/service"
 )
 
 // mcpCmd serves ptc's search and execute tools as an MCP server over
@@ -111,9 +107,10 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // localBackend runs scripts here: with the demo tools, or with what a ptcd
-// configuration file declares (tool sources, demo tools, limits, workers;
-// its serving sections do not apply to a stdio server). onChange registers
-// a func to call when a tool source's tools change.
+// configuration file declares (tool sources, demo tools, limits, workers,
+// wasm, approvals; its serving sections do not apply to a stdio server),
+// assembled by internal/service as ptcd's are. onChange registers a func
+// to call when a tool source's tools change.
 func localBackend(ctx context.Context, path string, inProcess bool, log *slog.Logger) (b mcpserve.Backend, closeAll func(), onChange func(func()), err error) {
 	cfg := config.Default()
 	cfg.DemoTools = true
@@ -125,62 +122,11 @@ func localBackend(ctx context.Context, path string, inProcess bool, log *slog.Lo
 			log.Warn("the file's tenants, auth and listeners do not apply to a stdio server: its one client gets every tool and the server's limits", "config", path)
 		}
 	}
-	reg := tools.NewRegistry()
-	if cfg.DemoTools {
-		if err := reg.Register(demo.Tools()...); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	sources, err := config.StartSources(ctx, cfg, nil, log)
+	rt, err := service.NewRuntime(ctx, cfg, service.Options{Logger: log, InProcess: inProcess, NoContinuations: true})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var mu sync.Mutex // guards listeners
-	var listeners []func()
-	for _, s := range sources {
-		if err := reg.SetGroup(s.Name(), s.Tools()); err != nil {
-			closeSources(sources)
-			return nil, nil, nil, fmt.Errorf("tool source %s: %w", s.Name(), err)
-		}
-		s.OnChange(func() {
-			if err := reg.SetGroup(s.Name(), s.Tools()); err != nil {
-				log.Error("tool source changed but its tools were refused", "source", s.Name(), "err", err)
-				return
-			}
-			mu.Lock()
-			ls := append([]func(){}, listeners...)
-			mu.Unlock()
-			for _, l := range ls {
-				l()
-			}
-		})
-	}
-	ecfg := executor.Config{Registry: reg, Policy: cfg.Policy(), Approve: cfg.ApprovalRule()}
-	if !inProcess {
-		w := cfg.WorkerConfig()
-		ecfg.Workers = &w
-	}
-	ex, err := executor.New(ecfg)
-	if err != nil {
-		closeSources(sources)
-		return nil, nil, nil, err
-	}
-	closeAll = func() {
-		_ = ex.Close()
-		closeSources(sources)
-	}
-	onChange = func(f func()) {
-		mu.Lock()
-		listeners = append(listeners, f)
-		mu.Unlock()
-	}
-	return server.New(ex, server.WithLogger(log)), closeAll, onChange, nil
-}
-
-func closeSources(sources []config.Source) {
-	for _, s := range sources {
-		_ = s.Close()
-	}
+	return rt.Server, func() { _ = rt.Close() }, rt.OnToolsChange, nil
 }
 
 // remoteBackend runs scripts on a ptcd through the Go client.

@@ -105,8 +105,9 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // TestPortInUse: a listen address in use (gRPC, metrics or MCP) fails
-// ptcd with exit 1 and one line naming it, before anything starts: no
-// worker is started only to be killed (no worker log, no other record).
+// ptcd with exit 1 and one line naming the listener, the flag and key
+// that set it and how to turn it off, before anything starts: no worker
+// is started only to be killed (no worker log, no other record).
 func TestPortInUse(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,14 +115,18 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer taken.Close()
 	addr := taken.Addr().String()
+	inUse := "listen tcp " + addr + ": bind: address already in use: give another address"
 	cases := []struct {
-		name   string
-		args   []string
-		prefix string
+		name string
+		args []string
+		want string
 	}{
-		{"grpc", []string{"--listen", addr, "--metrics-listen", "127.0.0.1:0"}, "ptcd: "},
-		{"metrics", []string{"--listen", "127.0.0.1:0", "--metrics-listen", addr}, "ptcd: metrics: "},
-		{"mcp", []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--mcp.listen", addr}, "ptcd: mcp: "},
+		{"grpc", []string{"--listen", addr, "--metrics-listen", "127.0.0.1:0"},
+			"ptcd: gRPC listener (--listen, listen): " + inUse + "\n"},
+		{"metrics", []string{"--listen", "127.0.0.1:0", "--metrics-listen", addr},
+			"ptcd: metrics listener (--metrics-listen, metrics.listen): " + inUse + ", or --metrics-listen \"\" to turn it off\n"},
+		{"mcp", []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--mcp.listen", addr},
+			"ptcd: MCP listener (--mcp.listen, mcp.listen): " + inUse + ", or --mcp.listen \"\" to turn it off\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,9 +136,8 @@ func TestPortInUse(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			err := cmd.Run()
 			var exit *exec.ExitError
-			want := tc.prefix + "listen tcp " + addr + ": bind: address already in use\n"
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 || errb.String() != want || out.Len() != 0 {
-				t.Fatalf("%v\nstderr %q\nwant   %q\nstdout %q", err, errb.String(), want, out.String())
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || errb.String() != tc.want || out.Len() != 0 {
+				t.Fatalf("%v\nstderr %q\nwant   %q\nstdout %q", err, errb.String(), tc.want, out.String())
 			}
 		})
 	}

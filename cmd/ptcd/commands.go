@@ -6,13 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ptcrun/ptc/internal/service"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/config"
-	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // commands are ptcd's subcommands, in the order usage lists them.
@@ -179,9 +179,8 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cfg := o.cfg.WorkerConfig()
-	facts, err := worker.Check(cfg)
-	fmt.Fprintln(stdout, reportOf(facts, cfg.NoNetworkNamespace).String())
+	facts, err := service.CheckWorkers(o.cfg)
+	fmt.Fprintln(stdout, reportOf(facts, service.WorkerConfig(o.cfg).NoNetworkNamespace).String())
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd check:", err)
 		return 1

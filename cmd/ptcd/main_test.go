@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,11 @@ return team.length`})
 	}
 	if !strings.Contains(logs.String(), `"msg":"stopped"`) {
 		t.Fatalf("logs: %s", logs.String())
+	}
+	// Durations are logged in milliseconds, as numbers, by gRPC and MCP
+	// alike (TestMCPEndpoint checks mcp.time_ms).
+	if !regexp.MustCompile(`"msg":"finished call".*"grpc.time_ms":[0-9.e-]+[,}]`).MatchString(logs.String()) {
+		t.Fatalf("no finished call record with grpc.time_ms a number of milliseconds: %s", logs.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,10 @@ return {members: team.length, sum, city: weather.city}`}, false, `{"members":`},
 	}
 	if !strings.Contains(logs.String(), `"msg":"mcp call"`) || !strings.Contains(logs.String(), `"caller":"narrow"`) {
 		t.Error("no call records in the logs")
+	}
+	// Milliseconds, as numbers, as gRPC's grpc.time_ms.
+	if !regexp.MustCompile(`"msg":"mcp call".*"mcp.time_ms":[0-9.e-]+[,}]`).MatchString(logs.String()) {
+		t.Errorf("no mcp call record with mcp.time_ms a number of milliseconds: %s", logs.String())
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d: %s", code, logs.String())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/ptcrun/ptc/internal/plural"
@@ -36,6 +37,24 @@ func (r report) String() string {
 		fmt.Fprintf(&b, "%-20s %s  %s\n", it.name, state, it.detail)
 	}
 	return b.String()
+}
+
+// attrs renders the report as log attributes: the mode, how many
+// measures are in force, and one attribute per measure ("yes: …" or
+// "no: …") in the group isolation, so that a text log shows one readable
+// key per measure and a JSON log an object.
+func (r report) attrs() []any {
+	in := 0
+	measures := make([]any, 0, len(r.items))
+	for _, it := range r.items {
+		state := "no: "
+		if it.inForce {
+			state = "yes: "
+			in++
+		}
+		measures = append(measures, slog.String(it.name, state+it.detail))
+	}
+	return []any{"mode", r.mode, "in_force", fmt.Sprintf("%d of %d", in, len(r.items)), slog.Group("isolation", measures...)}
 }
 
 // get returns the item named name.

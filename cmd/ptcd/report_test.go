@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -68,5 +70,30 @@ func TestCheckReportCounts(t *testing.T) {
 				t.Fatalf("%s: %q, want it to end with %q", tc.item, it.detail, tc.want)
 			}
 		})
+	}
+}
+
+// TestReportLogRecord checks that the isolation report logs one
+// attribute per measure, readable in a text log (no escaped newlines) and
+// an object in a JSON log.
+func TestReportLogRecord(t *testing.T) {
+	rep := reportOf(worker.Facts{Mode: worker.ModeInProcess}, false)
+	var text, js strings.Builder
+	slog.New(slog.NewTextHandler(&text, nil)).Info("execution isolation", rep.attrs()...)
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("execution isolation", rep.attrs()...)
+	if strings.Contains(text.String(), `\n`) || strings.Count(text.String(), "\n") != 1 {
+		t.Errorf("text record is not one readable line: %s", text.String())
+	}
+	for _, want := range []string{`mode=inprocess`, `in_force="1 of 4"`, `isolation.cpu_limit="yes: OS thread CPU clock of the execution"`,
+		`isolation.process_isolation="no: executions run inside the host process"`} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text record lacks %s: %s", want, text.String())
+		}
+	}
+	var rec struct {
+		Isolation map[string]string `json:"isolation"`
+	}
+	if err := json.Unmarshal([]byte(js.String()), &rec); err != nil || len(rec.Isolation) != 4 {
+		t.Errorf("JSON record's isolation = %v (%v), want an object of 4 measures: %s", rec.Isolation, err, js.String())
 	}
 }

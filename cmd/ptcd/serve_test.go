@@ -32,9 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc/internal/auth"
-	"github.com/ptcrun/ptc/internal/config"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/tools"
 )
 
 func writeFile(t *testing.T, name, body string) string {
@@ -502,39 +500,5 @@ func TestShutdownWithOpenWatch(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "closing every connection") {
 		t.Fatalf("logs: %s", logs.String())
-	}
-}
-
-type fakeSource struct {
-	name string
-	up   bool
-}
-
-func (f fakeSource) Name() string      { return f.name }
-func (fakeSource) Tools() []tools.Tool { return nil }
-func (fakeSource) OnChange(func())     {}
-func (fakeSource) Close() error        { return nil }
-func (f fakeSource) Available() bool   { return f.up }
-func boolPtr(b bool) *bool             { return &b }
-
-func TestSourcesReady(t *testing.T) {
-	c := config.Default()
-	c.ToolSources = []config.ToolSource{{Name: "req", Required: boolPtr(true)}, {Name: "opt", Required: boolPtr(false)}}
-	cases := []struct {
-		name    string
-		sources []config.Source
-		want    string
-	}{
-		{"all up", []config.Source{fakeSource{"req", true}, fakeSource{"opt", true}}, ""},
-		{"optional down", []config.Source{fakeSource{"req", true}, fakeSource{"opt", false}}, ""},
-		{"required down", []config.Source{fakeSource{"req", false}, fakeSource{"opt", true}}, "required tool source req is unavailable"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := sourcesReady(c, tc.sources)
-			if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-		})
 	}
 }

@@ -13,9 +13,13 @@
 // auth and tenants, admission, metrics, tls, grpc, tracing and mcp (see
 // docs/operations.md and docs/mcp.md), and the workers section.
 //
-// Package config is wiring for cmd/ptcd: it may import tool sources,
-// internal/limits, internal/auth, internal/admission and the root package
-// (for its request bounds), and nothing imports it but commands.
+// Package config is data and its validation only: it builds no running
+// object (internal/service turns a validated Config into ptcd's running
+// service). It may import internal/limits, tools and tools/policy, and
+// internal/auth and internal/admission for their validation; never the
+// engines, the bridge, the executor, the server, the continuation store,
+// the tool sources or tracing (internal/layering checks it). Only
+// internal/service and the commands import it.
 package config
 
 import (

@@ -2,11 +2,7 @@ package config
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"flag"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -15,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -245,72 +240,6 @@ func TestFlagsMustBeParsed(t *testing.T) {
 	}
 }
 
-func TestStartSources(t *testing.T) {
-	var gotKey string
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotKey = r.Header.Get("X-Api-Key")
-		_, _ = w.Write([]byte(`{"id":"` + strings.TrimPrefix(r.URL.Path, "/items/") + `"}`))
-	}))
-	defer hs.Close()
-	yaml := `tool_sources:
-  - name: api
-    type: http
-    headers_from_env: {X-Api-Key: API_KEY}
-    tools:
-      - name: get
-        url: ` + hs.URL + `/items/{id}
-        input_schema:
-          type: object
-          properties: {id: {type: string}}
-          required: [id]
-  - name: gone
-    type: mcp_stdio
-    command: /nonexistent/server
-    required: false
-    allow: [search]
-`
-	c, err := Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Run("missing variable", func(t *testing.T) {
-		if _, err := StartSources(context.Background(), c, env(nil), nil); err == nil || !strings.Contains(err.Error(), "API_KEY") {
-			t.Fatalf("err = %v, want it to name API_KEY", err)
-		}
-	})
-	t.Run("started", func(t *testing.T) {
-		srcs, err := StartSources(context.Background(), c, env(map[string]string{"API_KEY": "k1"}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			for _, s := range srcs {
-				_ = s.Close()
-			}
-		}()
-		reg := tools.NewRegistry()
-		for _, s := range srcs {
-			for _, tl := range s.Tools() {
-				if err := reg.Register(tl); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if got := strings.Join(reg.Names(), ","); got != "api.get,gone.search" {
-			t.Fatalf("tools = %s", got)
-		}
-		get, _ := reg.Lookup("api.get")
-		out, err := get.Handler(context.Background(), tools.Call{Arguments: json.RawMessage(`{"id":"a b"}`)})
-		if err != nil || string(out) != `{"id":"a b"}` || gotKey != "k1" {
-			t.Fatalf("out=%s err=%v key=%q", out, err, gotKey)
-		}
-		gone, _ := reg.Lookup("gone.search")
-		if _, err := gone.Handler(context.Background(), tools.Call{}); err == nil || !strings.Contains(err.Error(), "unavailable") {
-			t.Fatalf("optional unreachable source: err = %v", err)
-		}
-	})
-}
-
 func FuzzParse(f *testing.F) {
 	for _, p := range []string{"testdata/full.yaml", "testdata/layers.yaml", "testdata/unknown_key.yaml", "testdata/secrets.yaml"} {
 		b, err := os.ReadFile(p)
@@ -341,10 +270,10 @@ func TestWASMSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := c.WASMConfig()
-	if w.Bounds.CompileTimeout != 5*time.Second || w.Bounds.MaxNesting != 4000 || w.MaxCacheBytes != 1<<30 ||
-		w.Bounds.MaxFunctionBytes != 8<<20 || w.Bounds.MaxBranchTargets != 10_000 || w.Bounds.CompileMemoryBytes != 256<<20 {
-		t.Fatalf("WASMConfig = %+v", w)
+	w := c.WASM
+	if time.Duration(w.CompileTimeout) != 5*time.Second || w.MaxNesting != 4000 || w.CacheBytes != 1<<30 ||
+		w.MaxFunctionBytes != 8<<20 || w.MaxBranchTargets != 10_000 || w.CompileMemory != 256<<20 {
+		t.Fatalf("wasm section = %+v", w)
 	}
 	for _, key := range []string{"compile_timeout: 0s", "max_concurrent_compiles: 0", "compile_memory: 0", "cache_bytes: 0", "max_functions: -1",
 		"max_function_bytes: 0", "max_nesting: 0", "max_branch_targets: 0", "max_data_segments: 0"} {

@@ -1,13 +1,27 @@
 package config
 
 import (
-	"context"
 	"fmt"
 	"path"
 	"time"
+)
 
-	"github.com/ptcrun/ptc/internal/durable"
-	"github.com/ptcrun/ptc/internal/executor"
+// Defaults of the durable section: the continuation manager's and the
+// executor's (internal/service tests that they agree).
+const (
+	DefaultDurableTTL              = 24 * time.Hour
+	DefaultDurableMaxTokenBytes    = 256 << 10
+	DefaultDurableMaxStateBytes    = 64 << 20
+	DefaultDurableOutcomeRetention = 10 * time.Minute
+	DefaultDurableOutcomeBytes     = 64 << 20
+	DefaultParkedMax               = 64
+	DefaultParkedMaxBytes          = 256 << 20
+	DefaultParkedMaxAge            = 10 * time.Minute
+	DefaultLeaseTTL                = 15 * time.Second
+	DefaultLeaseRenewEvery         = 5 * time.Second
+	DefaultMaxTakeovers            = 3
+	// MaxDurableKeyIDLength bounds a continuation key's id.
+	MaxDurableKeyIDLength = 64
 )
 
 // Durable configures resumable executions (see docs/durable.md): the keys
@@ -103,12 +117,12 @@ const (
 )
 
 func defaultDurable() Durable {
-	return Durable{TTL: Duration(durable.DefaultTTL), MaxTokenBytes: ByteSize(durable.DefaultMaxTokenBytes),
-		MaxStateBytes:    ByteSize(durable.DefaultMaxStateBytes),
-		OutcomeRetention: Duration(durable.DefaultOutcomeRetention), OutcomeBytes: ByteSize(durable.DefaultOutcomeBytes),
-		Parked: Parked{Max: executor.DefaultParkedMax, MaxBytes: ByteSize(executor.DefaultParkedMaxBytes),
-			MaxAge: Duration(executor.DefaultParkedMaxAge)},
-		Lease: Lease{TTL: Duration(durable.DefaultLease), RenewEvery: Duration(durable.DefaultLeaseRenew), MaxTakeovers: durable.DefaultMaxTakeovers}}
+	return Durable{TTL: Duration(DefaultDurableTTL), MaxTokenBytes: ByteSize(DefaultDurableMaxTokenBytes),
+		MaxStateBytes:    ByteSize(DefaultDurableMaxStateBytes),
+		OutcomeRetention: Duration(DefaultDurableOutcomeRetention), OutcomeBytes: ByteSize(DefaultDurableOutcomeBytes),
+		Parked: Parked{Max: DefaultParkedMax, MaxBytes: ByteSize(DefaultParkedMaxBytes),
+			MaxAge: Duration(DefaultParkedMaxAge)},
+		Lease: Lease{TTL: Duration(DefaultLeaseTTL), RenewEvery: Duration(DefaultLeaseRenewEvery), MaxTakeovers: DefaultMaxTakeovers}}
 }
 
 // validate checks the durable section, naming the key.
@@ -116,8 +130,8 @@ func (d *Durable) validate() *Error {
 	ids := map[string]int{}
 	for i, k := range d.Keys {
 		key := fmt.Sprintf("durable.keys[%d]", i)
-		if k.ID == "" || len(k.ID) > durable.MaxKeyIDLength {
-			return keyError(key+".id", "%q is not a key id: use 1 to %d characters; continuations name the key that signed them", k.ID, durable.MaxKeyIDLength)
+		if k.ID == "" || len(k.ID) > MaxDurableKeyIDLength {
+			return keyError(key+".id", "%q is not a key id: use 1 to %d characters; continuations name the key that signed them", k.ID, MaxDurableKeyIDLength)
 		}
 		if j, dup := ids[k.ID]; dup {
 			return keyError(key+".id", "%q is also the id of durable.keys[%d]: give each key its own id", k.ID, j)
@@ -156,58 +170,6 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.lease.max_takeovers", "%d is negative: use 0 to take no resume over, or more", d.Lease.MaxTakeovers)
 	}
 	return nil
-}
-
-// DurableManager builds the continuation manager of the durable section,
-// reading the secrets (and the Redis URL) through lookupEnv and opening
-// the store; ephemeral reports a key made at start.
-func (c *Config) DurableManager(ctx context.Context, lookupEnv func(string) (string, bool)) (m *durable.Manager, ephemeral bool, err error) {
-	d := c.Durable
-	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes),
-		OutcomeRetention: time.Duration(d.OutcomeRetention), OutcomeBytes: int64(d.OutcomeBytes),
-		Lease: time.Duration(d.Lease.TTL), LeaseRenew: time.Duration(d.Lease.RenewEvery), MaxTakeovers: d.Lease.MaxTakeovers}
-	if cfg.MaxTakeovers == 0 {
-		cfg.MaxTakeovers = -1 // none: durable.Config's zero is its default
-	}
-	for _, k := range d.Keys {
-		v, ok := lookupEnv(k.SecretEnv)
-		if !ok {
-			return nil, false, fmt.Errorf("environment variable %s (durable key %q) is not set: set it before starting ptcd", k.SecretEnv, k.ID)
-		}
-		cfg.Keys = append(cfg.Keys, durable.Key{ID: k.ID, Secret: []byte(v)})
-	}
-	switch {
-	case d.Store.File != "":
-		cfg.Store, err = durable.OpenFile(d.Store.File)
-	case d.Store.RedisURLEnv != "":
-		url, ok := lookupEnv(d.Store.RedisURLEnv)
-		if !ok {
-			return nil, false, fmt.Errorf("environment variable %s (durable.store.redis_url_env) is not set", d.Store.RedisURLEnv)
-		}
-		cfg.Store, err = durable.OpenRedis(ctx, url, d.Store.RedisPrefix)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	m, err = durable.New(cfg)
-	if err != nil {
-		if cfg.Store != nil {
-			_ = cfg.Store.Close()
-		}
-		return nil, false, err
-	}
-	return m, m.Ephemeral(), nil
-}
-
-// ParkedConfig is the executor's bound on parked executions (0 in the file
-// keeps none).
-func (c *Config) ParkedConfig() executor.ParkedConfig {
-	p := c.Durable.Parked
-	max := p.Max
-	if max == 0 {
-		max = -1
-	}
-	return executor.ParkedConfig{Max: max, MaxBytes: int64(p.MaxBytes), MaxAge: time.Duration(p.MaxAge)}
 }
 
 // ApprovalRule reports whether the approvals section requires approval for

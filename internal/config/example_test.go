@@ -82,7 +82,7 @@ tool_sources:
 	// shutdown_grace: 15s
 	// logging:
 	//   level: info
-	//   format: json
+	//   format: auto
 	// auth:
 	//   insecure_no_auth: false
 	// admission:

@@ -105,7 +105,7 @@ func (v optBoolValue) IsBoolFlag() bool { return true }
 func servingSettings() []setting {
 	return []setting{
 		{"logging.level", "log level: debug, info, warn or error (debug also logs request payloads)", func(c *Config) flag.Value { return stringValue{&c.Logging.Level} }},
-		{"logging.format", "log format: json or text", func(c *Config) flag.Value { return stringValue{&c.Logging.Format} }},
+		{"logging.format", "log format: auto (text on a terminal, JSON otherwise), json or text", func(c *Config) flag.Value { return stringValue{&c.Logging.Format} }},
 		{"auth.enabled", "require tenant credentials (default: on unless listening on loopback)", func(c *Config) flag.Value { return optBoolValue{&c.Auth.Enabled} }},
 		{"auth.insecure_no_auth", "serve without authentication even on a non-loopback address", func(c *Config) flag.Value { return boolValue{&c.Auth.InsecureNoAuth} }},
 		{"admission.max_concurrent", "executions running at once", func(c *Config) flag.Value { return intValue{&c.Admission.MaxConcurrent} }},

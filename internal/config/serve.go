@@ -8,7 +8,6 @@ import (
 
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
-	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
 )
 
@@ -16,9 +15,10 @@ import (
 const (
 	DefaultMetricsListen = "127.0.0.1:9090"
 	// DefaultMaxRecvBytes fits the largest request the runner accepts: a
-	// WASM module (16 × the source bound), the input, and 1 MiB for the
-	// rest of the message.
-	DefaultMaxRecvBytes = 16*executor.DefaultMaxSourceBytes + executor.DefaultMaxInputBytes + 1<<20
+	// WASM module (16 × the 1 MiB source bound), the 8 MiB input, and
+	// 1 MiB for the rest of the message (internal/service tests that it
+	// follows the executor's bounds).
+	DefaultMaxRecvBytes = 16*(1<<20) + 8<<20 + 1<<20
 	// DefaultMaxSendBytes fits the largest result ceiling (16 MiB), the
 	// largest log ceiling (4 MiB) and a trace.
 	DefaultMaxSendBytes = 64 << 20
@@ -60,7 +60,8 @@ type Logging struct {
 	// Level is debug, info, warn or error. At debug, request and response
 	// messages (scripts, inputs, tool payloads) are logged too.
 	Level string `yaml:"level"`
-	// Format is json or text.
+	// Format is auto (text when standard error is a terminal, JSON
+	// otherwise), json or text.
 	Format string `yaml:"format"`
 }
 
@@ -175,7 +176,7 @@ type Keepalive struct {
 }
 
 func defaultServing(c *Config) {
-	c.Logging = Logging{Level: "info", Format: "json"}
+	c.Logging = Logging{Level: "info", Format: "auto"}
 	c.Admission = Admission{MaxConcurrent: admission.DefaultMaxConcurrent, MaxQueue: admission.DefaultMaxQueue,
 		MaxWait: Duration(admission.DefaultMaxWait)}
 	c.Metrics = Metrics{Listen: DefaultMetricsListen}

@@ -31,7 +31,7 @@ func TestServingFixture(t *testing.T) {
 
 func TestServingDefaults(t *testing.T) {
 	c := Default()
-	if c.Metrics.Listen != DefaultMetricsListen || c.Admission.MaxConcurrent <= 0 || c.GRPC.MaxRecvBytes < 16<<20+8<<20 || c.Logging.Format != "json" {
+	if c.Metrics.Listen != DefaultMetricsListen || c.Admission.MaxConcurrent <= 0 || c.GRPC.MaxRecvBytes < 16<<20+8<<20 || c.Logging.Format != "auto" {
 		t.Fatalf("%+v", c)
 	}
 	if err := c.Validate(); err != nil {

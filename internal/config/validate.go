@@ -99,9 +99,9 @@ func (c *Config) validateServing() *Error {
 		return keyError("logging.level", "%q is not a level: use debug, info, warn or error", c.Logging.Level)
 	}
 	switch c.Logging.Format {
-	case "json", "text":
+	case "auto", "json", "text":
 	default:
-		return keyError("logging.format", "%q is not a format: use json or text", c.Logging.Format)
+		return keyError("logging.format", "%q is not a format: use auto (text on a terminal, JSON otherwise), json or text", c.Logging.Format)
 	}
 	a := c.Admission
 	switch {

@@ -3,8 +3,6 @@ package config
 import (
 	"flag"
 	"time"
-
-	"github.com/ptcrun/ptc/runtime/wasm"
 )
 
 // WASM configures the WebAssembly engine: the compile limits and the
@@ -32,20 +30,20 @@ type WASM struct {
 	MaxDataSegments int `yaml:"max_data_segments"`
 }
 
-// defaultWASM is the wasm section's defaults: the engine's.
+// defaultWASM is the wasm section's defaults: the engine's
+// (runtime/wasm's Config.WithDefaults; internal/service tests that the
+// two agree).
 func defaultWASM() WASM {
-	d := wasm.Config{}.WithDefaults()
-	b := d.Bounds
 	return WASM{
-		CompileTimeout:        Duration(b.CompileTimeout),
-		MaxConcurrentCompiles: b.MaxConcurrentCompiles,
-		CompileMemory:         ByteSize(b.CompileMemoryBytes),
-		CacheBytes:            ByteSize(d.MaxCacheBytes),
-		MaxFunctions:          b.MaxFunctions,
-		MaxFunctionBytes:      ByteSize(b.MaxFunctionBytes),
-		MaxNesting:            b.MaxNesting,
-		MaxBranchTargets:      b.MaxBranchTargets,
-		MaxDataSegments:       b.MaxDataSegments,
+		CompileTimeout:        Duration(60 * time.Second),
+		MaxConcurrentCompiles: 2,
+		CompileMemory:         1 << 30,
+		CacheBytes:            512 << 20,
+		MaxFunctions:          100_000,
+		MaxFunctionBytes:      4 << 20,
+		MaxNesting:            2_000,
+		MaxBranchTargets:      10_000,
+		MaxDataSegments:       500_000,
 	}
 }
 
@@ -86,21 +84,4 @@ func (w WASM) validate() *Error {
 		return keyError("wasm.max_function_bytes", "%d is over 1GiB: a module is far smaller", int64(w.MaxFunctionBytes))
 	}
 	return nil
-}
-
-// WASMConfig maps the wasm section onto the WebAssembly engine's
-// configuration (ptcd's engine and, through the worker pool, the
-// workers').
-func (c *Config) WASMConfig() wasm.Config {
-	w := c.WASM
-	b := wasm.Config{}.WithDefaults().Bounds
-	b.CompileTimeout = time.Duration(w.CompileTimeout)
-	b.MaxConcurrentCompiles = w.MaxConcurrentCompiles
-	b.CompileMemoryBytes = int64(w.CompileMemory)
-	b.MaxFunctions = w.MaxFunctions
-	b.MaxFunctionBytes = int(w.MaxFunctionBytes)
-	b.MaxNesting = w.MaxNesting
-	b.MaxBranchTargets = w.MaxBranchTargets
-	b.MaxDataSegments = w.MaxDataSegments
-	return wasm.Config{MaxCacheBytes: int64(w.CacheBytes), Bounds: b}
 }

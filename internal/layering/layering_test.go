@@ -58,6 +58,9 @@ var rules = []rule{
 		"the library uses the OpenTelemetry API; the SDK and exporters are ptcd's"},
 	{mod + "/tools/...", []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/..."},
 		"tool sources use the OpenTelemetry API only"},
+	{mod + "/internal/config", append([]string{mod + "/runtime/...", mod + "/bridge/...", mod + "/internal/durable", mod + "/internal/telemetry/...",
+		mod + "/internal/mcpserve", mod + "/internal/service", mod + "/tools/mcp", mod + "/tools/httpsource", "go.opentelemetry.io/..."}, aboveEngines...),
+		"the configuration is data and its validation; internal/service builds the running objects"},
 }
 
 // openTelemetrySDK is the OpenTelemetry SDK, which only commands set up.

@@ -146,7 +146,7 @@ func logLevel(outcome string) slog.Level {
 // logAttrs are the attributes of a call's log record.
 func logAttrs(cs *callerServer, req *sdk.CallToolRequest, tool, outcome, id string, start time.Time) []slog.Attr {
 	attrs := []slog.Attr{slog.String("tool", tool), slog.String("caller", cs.caller.Key),
-		slog.String("outcome", outcome), slog.Duration("duration", time.Since(start))}
+		slog.String("outcome", outcome), slog.Float64("mcp.time_ms", milliseconds(time.Since(start)))}
 	if req.Session != nil {
 		attrs = append(attrs, slog.String("session", req.Session.ID()))
 	}
@@ -155,3 +155,7 @@ func logAttrs(cs *callerServer, req *sdk.CallToolRequest, tool, outcome, id stri
 	}
 	return attrs
 }
+
+// milliseconds is d in milliseconds, the unit of every duration in ptcd's
+// logs (grpc.time_ms, mcp.time_ms).
+func milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -57,7 +58,11 @@ func Interceptors(c ChainConfig) []grpc.ServerOption {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		c.Log.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
-	lopts := []logging.Option{logging.WithLogOnEvents(events...)}
+	// Durations in milliseconds, as a number: the unit of every duration
+	// in ptcd's logs (grpc.time_ms, mcp.time_ms).
+	lopts := []logging.Option{logging.WithLogOnEvents(events...), logging.WithDurationField(func(d time.Duration) logging.Fields {
+		return logging.Fields{"grpc.time_ms", float64(d.Microseconds()) / 1000}
+	})}
 
 	authFn := c.Auth
 	if authFn == nil {

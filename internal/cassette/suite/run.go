@@ -419,7 +419,7 @@ func (c *Case) expectedResult() (json.RawMessage, error) {
 	return c.jsonOf("expect.result", &e.Result)
 }
 
-func describe(e *ptc.Error) string {
+func describe(e *ptc.ExecutionError) string {
 	s := e.Kind.String()
 	if e.Line > 0 {
 		s += fmt.Sprintf(" at line %d:%d", e.Line, e.Column)

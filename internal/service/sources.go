@@ -1,8 +1,7 @@
-package config
+package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/httpsource"
@@ -33,19 +33,14 @@ type Source interface {
 	Close() error
 }
 
-// StartSources starts every tool source of c, resolving the environment
+// startSources starts every tool source of c, resolving the environment
 // variables the file names through lookupEnv (nil means os.LookupEnv). A
 // required source that fails, or a variable that is not set, is an error
 // (the sources started so far are closed); an optional MCP source that
-// cannot connect starts unavailable.
-func StartSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger) ([]Source, error) {
-	return StartTracedSources(ctx, c, lookupEnv, log, telemetry.Tracing{})
-}
-
-// StartTracedSources is StartSources with tracing: every MCP call and HTTP
-// request of the sources is a span of tr, and carries its W3C trace
+// cannot connect starts unavailable. With tracing, every MCP call and
+// HTTP request of the sources is a span of tr, and carries its W3C trace
 // context to the server.
-func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) ([]Source, error) {
+func startSources(ctx context.Context, c *config.Config, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) ([]Source, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -61,13 +56,13 @@ func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (
 		key := fmt.Sprintf("tool_sources[%d]", i)
 		s, err := startSource(ctx, key, ts, lookupEnv, log, tr)
 		if err != nil {
-			if !ts.IsRequired() && ts.Type == TypeHTTP {
+			if !ts.IsRequired() && ts.Type == config.TypeHTTP {
 				if log != nil {
 					log.Warn("tool source skipped", "source", ts.Name, "err", err)
 				}
 				continue
 			}
-			var ce *Error
+			var ce *config.Error
 			if errors.As(err, &ce) {
 				return fail(err)
 			}
@@ -79,7 +74,7 @@ func StartTracedSources(ctx context.Context, c *Config, lookupEnv func(string) (
 }
 
 // startSource starts the source whose keys start with key.
-func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
+func startSource(ctx context.Context, key string, ts *config.ToolSource, lookupEnv func(string) (string, bool), log *slog.Logger, tr telemetry.Tracing) (Source, error) {
 	// The tool sources fall back to OpenTelemetry's globals; ptcd sets
 	// none, so without tracing they get explicit no-ops.
 	provider, prop := tr.Provider, tr.Propagator
@@ -90,19 +85,12 @@ func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func
 		prop = propagation.NewCompositeTextMapPropagator()
 	}
 	switch ts.Type {
-	case TypeMCPStdio, TypeMCPHTTP:
-		env := maps.Clone(ts.Env)
-		for k, name := range ts.EnvFromEnv {
-			v, ok := lookupEnv(name)
-			if !ok {
-				return nil, keyError(key+".env_from_env."+k, "names the environment variable %s, which is not set: set it before starting ptcd", name)
-			}
-			if env == nil {
-				env = map[string]string{}
-			}
-			env[k] = v
+	case config.TypeMCPStdio, config.TypeMCPHTTP:
+		env, err := ts.ResolveEnv(key, lookupEnv)
+		if err != nil {
+			return nil, err
 		}
-		headers, err := resolveHeaders(key+".headers_from_env", ts.HeadersFromEnv, lookupEnv)
+		headers, err := ts.ResolveHeaders(key, lookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -125,10 +113,10 @@ func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func
 			Approval:       ts.Approval,
 		}
 		return mcp.Start(ctx, cfg)
-	case TypeHTTP:
+	case config.TypeHTTP:
 		cfg := httpsource.Config{Name: ts.Name, LookupEnv: lookupEnv, TracerProvider: provider, Propagator: prop}
 		for _, t := range ts.Tools {
-			ep, err := t.endpoint(ts)
+			ep, err := endpoint(t, ts)
 			if err != nil {
 				return nil, err
 			}
@@ -140,7 +128,7 @@ func startSource(ctx context.Context, key string, ts *ToolSource, lookupEnv func
 }
 
 // endpoint converts an http tool, merging the source's headers and policy.
-func (t HTTPTool) endpoint(ts *ToolSource) (httpsource.Endpoint, error) {
+func endpoint(t config.HTTPTool, ts *config.ToolSource) (httpsource.Endpoint, error) {
 	ep := httpsource.Endpoint{
 		Name:             t.Name,
 		Description:      t.Description,
@@ -165,54 +153,11 @@ func (t HTTPTool) endpoint(ts *ToolSource) (httpsource.Endpoint, error) {
 		maps.Copy(ep.HeadersFromEnv, t.HeadersFromEnv)
 	}
 	var err error
-	if ep.InputSchema, err = schemaJSON(t.InputSchema); err != nil {
-		return ep, fmt.Errorf("tool %s: input_schema: %w", t.Name, err)
-	}
-	if ep.OutputSchema, err = schemaJSON(t.OutputSchema); err != nil {
-		return ep, fmt.Errorf("tool %s: output_schema: %w", t.Name, err)
-	}
-	return ep, nil
+	ep.InputSchema, ep.OutputSchema, err = t.Schemas()
+	return ep, err
 }
 
-// resolveHeaders reads the headers whose variables the mapping at key
-// names.
-func resolveHeaders(key string, m map[string]string, lookupEnv func(string) (string, bool)) (map[string]string, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]string, len(m))
-	for h, name := range m {
-		v, ok := lookupEnv(name)
-		if !ok {
-			return nil, keyError(key+"."+h, "names the environment variable %s, which is not set: set it before starting ptcd", name)
-		}
-		out[h] = v
-	}
-	return out, nil
-}
-
-var errSchemaType = errors.New("must be a mapping (a JSON Schema object) or a boolean")
-
-// schemaJSON converts a schema written in YAML to JSON; nil stays empty.
-func schemaJSON(v any) (json.RawMessage, error) {
-	switch v.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any, bool:
-	default:
-		return nil, errSchemaType
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("cannot be written as JSON: %v", err)
-	}
-	if _, err := tools.CompileSchema(b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// The sources StartSources returns.
+// The sources startSources starts.
 var (
 	_ Source = (*mcp.Source)(nil)
 	_ Source = (*httpsource.Source)(nil)

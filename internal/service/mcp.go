@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -26,11 +26,14 @@ type mcpEndpoint struct {
 	addr string
 	// done receives the result of Serve when the listener stops.
 	done chan error
+	lis  net.Listener
+	tls  bool
 }
 
-// startMCP serves the endpoint on lis (bound to mcp.listen); nil when the
-// section leaves it off (lis is nil then).
-func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config,
+// newMCP builds the endpoint that will serve on lis (bound to
+// mcp.listen); nil when the section leaves it off (lis is nil then).
+// serve starts it.
+func newMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config,
 	tracing telemetry.Tracing, log *slog.Logger) *mcpEndpoint {
 	if !c.MCP.Enabled() || lis == nil {
 		return nil
@@ -62,20 +65,28 @@ func startMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *aut
 		http: &http.Server{Handler: mux, TLSConfig: tc, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 			ReadHeaderTimeout: time.Duration(c.MCP.ReadHeaderTimeout), IdleTimeout: time.Duration(c.MCP.IdleTimeout),
 			MaxHeaderBytes: int(c.MCP.MaxHeaderBytes)}}
-	// The serve goroutine ends when the server is closed (stop).
+	e.lis, e.tls = lis, tc != nil
+	return e
+}
+
+// serve starts serving; the goroutine ends when the HTTP server is shut
+// down (stop), sending its error (nil then) to done.
+func (e *mcpEndpoint) serve() {
+	if e == nil {
+		return
+	}
 	go func() {
 		var err error
-		if tc != nil {
-			err = e.http.ServeTLS(lis, "", "")
+		if e.tls {
+			err = e.http.ServeTLS(e.lis, "", "")
 		} else {
-			err = e.http.Serve(lis)
+			err = e.http.Serve(e.lis)
 		}
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
 		e.done <- err
 	}()
-	return e
 }
 
 // drain refuses new executions and waits, at most until ctx ends, for the

@@ -1,9 +1,11 @@
-package config
+package service
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/config"
 )
 
 // TestDurableLease: the lease section reaches the continuation manager;
@@ -21,11 +23,11 @@ func TestDurableLease(t *testing.T) {
 		{"no takeovers", "durable:\n  lease: {max_takeovers: 0}\n", 15 * time.Second, 5 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
+			c, err := config.Parse([]byte(tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, _, err := c.DurableManager(context.Background(), func(string) (string, bool) { return "", false })
+			m, err := durableManager(context.Background(), c, func(string) (string, bool) { return "", false })
 			if err != nil {
 				t.Fatal(err)
 			}
