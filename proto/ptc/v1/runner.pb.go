@@ -60,6 +60,10 @@ const (
 	// LANGUAGE_WASM is a WASI preview1 WebAssembly module, given inline in
 	// Script.wasm_module or by digest in Script.module_sha256.
 	Language_LANGUAGE_WASM Language = 3
+	// LANGUAGE_PYTHON is a Python 3.12 program in Script.source, run by the
+	// server's CPython interpreter for WASI. The source is the body of an
+	// async function: top-level `await` works and `return` gives the result.
+	Language_LANGUAGE_PYTHON Language = 4
 )
 
 // Enum value maps for Language.
@@ -69,12 +73,14 @@ var (
 		1: "LANGUAGE_JAVASCRIPT",
 		2: "LANGUAGE_TYPESCRIPT",
 		3: "LANGUAGE_WASM",
+		4: "LANGUAGE_PYTHON",
 	}
 	Language_value = map[string]int32{
 		"LANGUAGE_UNSPECIFIED": 0,
 		"LANGUAGE_JAVASCRIPT":  1,
 		"LANGUAGE_TYPESCRIPT":  2,
 		"LANGUAGE_WASM":        3,
+		"LANGUAGE_PYTHON":      4,
 	}
 )
 
@@ -3441,12 +3447,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"tracestate\"B\n" +
 	"\rProtocolError\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*i\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*~\n" +
 	"\bLanguage\x12\x18\n" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
 	"\x13LANGUAGE_TYPESCRIPT\x10\x02\x12\x11\n" +
-	"\rLANGUAGE_WASM\x10\x03*\x84\x03\n" +
+	"\rLANGUAGE_WASM\x10\x03\x12\x13\n" +
+	"\x0fLANGUAGE_PYTHON\x10\x04*\x84\x03\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_KIND_SYNTAX_ERROR\x10\x01\x12\x1b\n" +
