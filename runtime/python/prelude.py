@@ -47,7 +47,9 @@ def _not_json(o):
     raise TypeError("a value of type %s is not JSON-serialisable" % type(o).__name__)
 
 
-_encode = _json.make_encoder({}, _not_json, _json.encode_basestring_ascii, None, ":", ",", False, False, False)
+# Strings keep their characters (as JavaScript's JSON.stringify does); a
+# lone surrogate, which UTF-8 cannot carry, leaves as its \u escape.
+_encode = _json.make_encoder({}, _not_json, _json.encode_basestring, None, ":", ",", False, False, False)
 
 
 def _dumps(v):
@@ -59,7 +61,7 @@ def _send(obj):
 
 
 def _send_text(text):
-    b = (text + "\n").encode()
+    b = (text + "\n").encode("utf-8", "backslashreplace")
     while b:
         n = _write_fd(1, b)
         b = b[n:]
@@ -373,7 +375,7 @@ def _make_asyncio():
         return _Task(wait())
 
     def create_task(coro, name=None):
-        return _Task(coro)
+        return coro if isinstance(coro, _Call) else _Task(coro)
 
     class _Sleep:
         def __init__(self, result):
