@@ -44,9 +44,12 @@ const usage = `usage:
   ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
       serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
+  ptc python install
+      download CPython for WASI, verify its SHA-256 and keep it in the user's cache (docs/python.md)
 
-FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssembly
-module (.wasm); --language javascript|typescript|wasm runs a file of another name.
+FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts), a WebAssembly
+module (.wasm) or Python (.py); --language javascript|typescript|wasm|python runs a
+file of another name.
 --json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping;
 a paused run or resume prints it so always.
 With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
@@ -75,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return testCmd(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "python":
+		return pythonCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -127,7 +132,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
-	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
+	fs.StringVar(&f.language, "language", "", "javascript, typescript, wasm or python (default: from the file's extension)")
 	f.server.register(fs, "run on a ptcd server at ADDR (over a Session stream)")
 	fs.BoolVar(&f.clientDemo, "client-demo-tools", false, "with --server: serve the demo tools from this process as client tools")
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")

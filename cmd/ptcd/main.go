@@ -205,7 +205,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	}
 	wcfg := c.WorkerConfig()
 	wcfg.Logger = log
-	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing, WASM: c.WASMConfig(),
+	ex, err := executor.New(executor.Config{Registry: reg, Policy: c.Policy(), Workers: &wcfg, Tracing: tracing, WASM: c.WASMConfig(), Python: c.PythonConfig(),
 		Durable: dm, Outcomes: wire.Outcomes, Approve: c.ApprovalRule(), Parked: c.ParkedConfig()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ptcd: workers:", err)

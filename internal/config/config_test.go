@@ -231,9 +231,9 @@ func TestSetUnknownKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// 3 top-level keys, one key per limit on each side, 29 serving keys, 6
-	// tracing keys, 11 MCP keys, 7 worker keys, 6 durable keys and 8 wasm
-	// keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+29+6+11+7+6+8 {
+	// tracing keys, 11 MCP keys, 7 worker keys, 6 durable keys, 8 wasm
+	// keys and 3 python keys.
+	if len(Keys()) != 3+2*len(limits.Fields())+29+6+11+7+6+8+3 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

@@ -182,6 +182,7 @@ func settings() []setting {
 		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
 	)
 	s = append(s, wasmSettings()...)
+	s = append(s, pythonSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Ceilings) })...)
 	return s

@@ -21,6 +21,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
@@ -60,6 +61,9 @@ type Config struct {
 	// WASM configures the WebAssembly engine, created on the first WASM
 	// request.
 	WASM wasm.Config
+	// Python configures the Python engine, created on the first Python
+	// request.
+	Python PythonConfig
 	// Durable seals paused executions into continuations and opens them;
 	// nil refuses resumable executions.
 	Durable *durable.Manager
@@ -99,6 +103,7 @@ type Executor struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+	python   *pythonState
 
 	// resumes are the resumes running here by pause id (retry.go);
 	// closing is cancelled by Close, which waits for them (resumeWG).
@@ -130,7 +135,7 @@ func New(cfg Config) (*Executor, error) {
 		outcomes:  cfg.Outcomes,
 		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
-		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
+		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess", core.LanguagePython: "inprocess"},
 		resumes:   map[string]*resumeRun{},
 	}
 	e.closing, e.stopClosing = context.WithCancel(context.Background())
@@ -194,6 +199,16 @@ func New(cfg Config) (*Executor, error) {
 	if enabled(core.LanguageWASM) {
 		e.engines[core.LanguageWASM] = lazyWASM{e}
 	}
+	e.python = &pythonState{cfg: cfg.Python}
+	if e.python.cfg.CacheDir == "" {
+		e.python.cfg.CacheDir = pyinterp.CompileCacheDir()
+	}
+	if e.python.cfg.MaxMemory <= 0 {
+		e.python.cfg.MaxMemory = e.policy.Ceilings.MemoryBytes
+	}
+	if enabled(core.LanguagePython) {
+		e.engines[core.LanguagePython] = lazyPython{e.python}
+	}
 	return e, nil
 }
 
@@ -216,6 +231,9 @@ func (e *Executor) Close() error {
 		if werr := e.wasm.Close(context.Background()); err == nil {
 			err = werr
 		}
+	}
+	if perr := e.python.close(); err == nil {
+		err = perr
 	}
 	return err
 }

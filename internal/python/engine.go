@@ -91,7 +91,7 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	s := newSession(job, caller, stop)
-	out, err := e.w.RunStreams(ctx, e.hash, job, wasm.Streams{Args: args, Open: s.open, Configure: s.configure})
+	out, err := e.w.RunStreams(ctx, e.hash, job, args, s.open, s.configure)
 	// The calls still running end with the execution's context, which
 	// RunStreams has ended.
 	s.calls.Wait()
