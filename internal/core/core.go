@@ -221,6 +221,9 @@ type ToolQuery struct {
 	Names []string
 	// TypeScript asks for TypeScript declarations of the selected tools.
 	TypeScript bool
+	// Language is the language the prompt is written for: LanguagePython
+	// for Python; anything else JavaScript (TypeScript with TypeScript).
+	Language Language
 }
 
 // ToolList describes the selected tools.
