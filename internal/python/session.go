@@ -199,14 +199,14 @@ func (w writer) Write(p []byte) (int, error) {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if len(s.line)+len(p) > s.maxFrame {
-				s.tooLong()
+				s.tooLong(p)
 				return 0, errProtocol
 			}
 			s.line = append(s.line, p...)
 			break
 		}
 		if len(s.line)+i > s.maxFrame {
-			s.tooLong()
+			s.tooLong(p)
 			return 0, errProtocol
 		}
 		s.line = append(s.line, p[:i]...)
@@ -228,10 +228,14 @@ func (s *session) end(fe *fault.Error) {
 	}
 }
 
-func (s *session) tooLong() {
-	if bytes.HasPrefix(s.line, []byte(`{"r":`)) {
+// tooLong ends an execution whose line (s.line, then rest) is over the
+// frame bound: a result over the output limit, or arguments over the
+// bridge's bound.
+func (s *session) tooLong(rest []byte) {
+	head := append(s.line[:len(s.line):len(s.line)], rest[:min(len(rest), 8)]...)
+	if bytes.HasPrefix(head, []byte(`{"r":`)) {
 		max := s.job.Limits.MaxOutputBytes
-		s.end(fault.Breach(fault.KindOutputLimit, max, int64(len(s.line)),
+		s.end(fault.Breach(fault.KindOutputLimit, max, int64(len(s.line)+len(rest)),
 			"the script's result is more than %d bytes; return a smaller result (summarise, page, or filter)", max))
 		return
 	}
