@@ -10,7 +10,7 @@ import (
 )
 
 // benchRun runs src b.N times and reports the guest's CPU time per run.
-func benchRun(b *testing.B, src string, calls int) {
+func benchRun(b *testing.B, src string) {
 	e := engine(b)
 	ts := testTools(b)
 	var ex []byte
@@ -35,21 +35,18 @@ func benchRun(b *testing.B, src string, calls int) {
 		cpu += int64(out.CPUTime)
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
-	if calls > 0 {
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(calls), "µs/call")
-	}
 }
 
 // BenchmarkTrivial is the smallest execution: a fresh interpreter, the
 // prelude, `return 1`.
-func BenchmarkTrivial(b *testing.B) { benchRun(b, "return 1", 0) }
+func BenchmarkTrivial(b *testing.B) { benchRun(b, "return 1") }
 
 // BenchmarkCalls100 awaits 100 calls one after the other; compare with
 // BenchmarkTrivial for the cost of one awaited call.
 func BenchmarkCalls100(b *testing.B) {
-	benchRun(b, "for i in range(100):\n    await tools.echo(i=i)\nreturn 1", 100)
+	benchRun(b, "for i in range(100):\n    await tools.echo(i=i)\nreturn 1")
 }
 
 // BenchmarkExpense runs examples/expenses.py against the demo tools (26
 // calls, 200 KB of JSON from the tools).
-func BenchmarkExpense(b *testing.B) { benchRun(b, "", 0) }
+func BenchmarkExpense(b *testing.B) { benchRun(b, "") }

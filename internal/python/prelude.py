@@ -67,7 +67,8 @@ def _send_text(text):
         b = b[n:]
 
 
-_inbuf = [b""]
+# What the boot program read past the prelude's code.
+_inbuf = [globals().pop("_leftover", b"")]
 
 
 def _recv():

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -75,7 +76,7 @@ type failure struct {
 	Result  bool   `json:"result"`
 }
 
-func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCauseFunc) *session {
+func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCauseFunc, code []byte) *session {
 	maxFrame := bridge.MaxArgumentBytes
 	if m := job.Limits.MaxOutputBytes; m > int64(maxFrame) || m <= 0 {
 		maxFrame = bridge.MaxResultBytes
@@ -83,10 +84,12 @@ func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCause
 			maxFrame = int(m)
 		}
 	}
-	return &session{job: job, caller: caller, stop: stop, maxFrame: maxFrame + maxFrameSlack, ready: make(chan struct{}, 1)}
+	return &session{job: job, caller: caller, stop: stop, maxFrame: maxFrame + maxFrameSlack, ready: make(chan struct{}, 1),
+		queue: slices.Clone(code)}
 }
 
-// open is RunStreams's open: it queues the job for the prelude.
+// open is RunStreams's open: it queues the job for the prelude, after
+// the prelude's code (queued by newSession).
 func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
 	s.ctx, s.cpu = ctx, cpu
 	input := json.RawMessage(bytes.TrimSpace(s.job.Input))
