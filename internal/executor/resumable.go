@@ -286,14 +286,14 @@ func (p *Prepared) serverNames() []string {
 }
 
 // parkable reports whether p's engine runs in this process, so that it
-// can stay parked in memory while paused: WebAssembly of a resumable
-// execution always does, JavaScript and TypeScript unless they run in
+// can stay parked in memory while paused: WebAssembly and Python of a
+// resumable execution always do, JavaScript and TypeScript unless they run in
 // worker processes (a pool in ModeInProcess runs them here too).
 func (e *Executor) parkable(p *Prepared) bool {
 	if e.parked == nil || e.parked.cfg.Max < 0 {
 		return false
 	}
-	if p.req.Language == core.LanguageWASM {
+	if p.req.Language == core.LanguageWASM || p.req.Language == core.LanguagePython {
 		return true
 	}
 	return e.pool == nil || e.pool.Facts().Mode == worker.ModeInProcess
