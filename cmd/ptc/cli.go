@@ -13,6 +13,7 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/plural"
+	"github.com/ptcrun/ptc/internal/pystub"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -41,7 +42,7 @@ const usage = `usage:
   ptc resume [FILE|-] [--approve ID|all]... [--deny ID=REASON]... [--answer ID=JSON]...
                [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
-  ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript|--python] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
       serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
   ptc python install
@@ -347,6 +348,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv.register(fs, "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
 	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
+	python := fs.Bool("python", false, "print Python type stubs of the selected tools: TypedDicts for arguments and results, a tools Protocol")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
 	limit := fs.Int("limit", 0, "at most this many tools")
 	if err := fs.Parse(args); err != nil {
@@ -394,6 +396,12 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, "ptc: --json:", err)
 			return exitUsage
 		}
+	case *python:
+		defs := make([]tools.Definition, 0, len(res.GetTools()))
+		for _, d := range res.GetTools() {
+			defs = append(defs, wire.DefinitionFromPB(d))
+		}
+		fmt.Fprint(stdout, pystub.Generate(defs))
 	case *typescript:
 		fmt.Fprintln(stdout, res.GetTypescript())
 		fmt.Fprintf(stderr, "ptc: %s, about %s with the prompt\n", plural.Count(len(res.GetTools()), "tool", "tools"),
