@@ -278,7 +278,7 @@ func (s *session) frame(line []byte) {
 			s.forged()
 			return
 		}
-		s.startCall(f.C, f.N, f.A)
+		s.startCall(f.C, f.N, integralFloats(f.A))
 	case 's':
 		var f struct {
 			S int64  `json:"s"`
@@ -320,7 +320,7 @@ func (s *session) frame(line []byte) {
 			s.forged()
 			return
 		}
-		s.result = append(json.RawMessage(nil), raw...)
+		s.result = append(json.RawMessage(nil), integralFloats(raw)...)
 	case 'e':
 		var f struct {
 			E failure `json:"e"`
