@@ -3,7 +3,7 @@
 // and prints one JSON line in the comparison's format, so that ptc can be
 // measured side by side with other sandboxes in the same run:
 //
-//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm]
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python]
 //
 // The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
 // tool; 20 awaited calls returning 100 expense items each, summed in the
@@ -55,11 +55,13 @@ type workload struct {
 	members  []string
 	expenses map[string]json.RawMessage
 	scripts  map[string]string
-	expected map[string]string
+	// pyScripts are the workloads in Python.
+	pyScripts map[string]string
+	expected  map[string]string
 }
 
 func newWorkload() *workload {
-	w := &workload{expenses: map[string]json.RawMessage{}, scripts: map[string]string{}, expected: map[string]string{}}
+	w := &workload{expenses: map[string]json.RawMessage{}, scripts: map[string]string{}, pyScripts: map[string]string{}, expected: map[string]string{}}
 	type over struct {
 		Member string  `json:"member"`
 		Total  float64 `json:"total"`
@@ -109,6 +111,23 @@ return over;`
 	w.scripts["spin"] = `while (true) {}`
 	w.scripts["spinAfterAwait"] = `await tools.echo({i: 0}); while (true) {}`
 	w.scripts["membomb"] = `const a = []; for (;;) { const b = []; for (let i = 0; i < 65536; i++) b.push(i); a.push(b); }`
+	// The same workloads in Python (-python). The expense total is summed
+	// item by item, as JavaScript sums it (Python's sum() compensates).
+	w.pyScripts["trivial"] = `return {"ok": 1}`
+	w.pyScripts["chain"] = "s = 0\nfor i in range(100):\n    r = await tools.echo(i=i)\n    s += r[\"i\"]\nreturn {\"sum\": s}"
+	w.pyScripts["expense"] = `members = ` + string(mb) + `
+over = []
+for m in members:
+    items = await tools.get_expenses(member=m)
+    t = 0
+    for it in items:
+        t += it["amount"]
+    if t > ` + strconv.Itoa(limit) + `:
+        over.append({"member": m, "total": round(t * 100) / 100})
+return over`
+	w.pyScripts["spin"] = "while True:\n    pass"
+	w.pyScripts["spinAfterAwait"] = "await tools.echo(i=0)\nwhile True:\n    pass"
+	w.pyScripts["membomb"] = "a = []\nwhile True:\n    a.append(list(range(65536)))"
 	return w
 }
 
@@ -171,6 +190,7 @@ func main() {
 	name := flag.String("peer", "ptc (in-process)", "the name reported")
 	workers := flag.Bool("workers", false, "run executions in isolated worker processes (as ptcd does)")
 	guestPath := flag.String("wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
+	python := flag.Bool("python", false, "run the workloads as Python scripts (CPython for WASI, found as ptc run finds it)")
 	flag.Parse()
 
 	w := newWorkload()
@@ -194,6 +214,19 @@ func main() {
 	ctx := context.Background()
 	exec := func(src string, lim ptc.Limits) (*ptc.Result, error) {
 		return r.Execute(ctx, ptc.Request{Source: src, Limits: lim})
+	}
+	if *python {
+		for k, v := range w.pyScripts {
+			w.scripts[k] = v
+		}
+		exec = func(src string, lim ptc.Limits) (*ptc.Result, error) {
+			return r.Execute(ctx, ptc.Request{Language: ptc.LanguagePython, Source: src, Limits: lim})
+		}
+		// The interpreter is compiled (or loaded from its cache) by the
+		// first execution; the probes measure the limit, not that.
+		if _, err := exec("return 1", ptc.Limits{Timeout: 10 * time.Minute}); err != nil {
+			fail(err)
+		}
 	}
 	if *guestPath != "" {
 		mod, err := os.ReadFile(*guestPath)
