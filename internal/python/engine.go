@@ -96,9 +96,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if len(cfg.Module) == 0 {
 		return nil, errors.New("python: no interpreter module")
 	}
+	mod, err := stripDebug(cfg.Module)
+	if err != nil {
+		return nil, fmt.Errorf("python: the interpreter module: %w", err)
+	}
 	w, err := wasm.New(wasm.Config{
 		MaxModules:     1,
-		MaxModuleBytes: len(cfg.Module),
+		MaxModuleBytes: len(mod),
 		CacheDir:       cfg.CacheDir,
 		MaxMemory:      cfg.MaxMemory,
 		NoLoopChecks:   cfg.NoLoopChecks,
@@ -107,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("python: %w", err)
 	}
-	hash, err := w.Compile(ctx, cfg.Module)
+	hash, err := w.Compile(ctx, mod)
 	if err != nil {
 		_ = w.Close(context.Background())
 		return nil, fmt.Errorf("python: compile the interpreter: %w", err)
