@@ -21,7 +21,6 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
-	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/js"
@@ -200,9 +199,6 @@ func New(cfg Config) (*Executor, error) {
 		e.engines[core.LanguageWASM] = lazyWASM{e}
 	}
 	e.python = &pythonState{cfg: cfg.Python}
-	if e.python.cfg.CacheDir == "" {
-		e.python.cfg.CacheDir = pyinterp.CompileCacheDir()
-	}
 	if e.python.cfg.MaxMemory <= 0 {
 		e.python.cfg.MaxMemory = e.policy.Ceilings.MemoryBytes
 	}

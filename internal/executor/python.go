@@ -40,8 +40,6 @@ type pythonState struct {
 	once sync.Once
 	eng  *python.Engine
 	err  error
-	// closed is set by Close: no engine is made afterwards.
-	closed bool
 }
 
 // engine loads the interpreter once; the error of a failed load is kept
@@ -50,17 +48,21 @@ type pythonState struct {
 // context, whose end must not fail every later request.
 func (l lazyPython) engine() (*python.Engine, error) {
 	l.p.once.Do(func() {
-		if l.p.closed {
-			l.p.err = errors.New("the executor is closed")
-			return
-		}
 		mod, err := pyinterp.Load(l.p.cfg.Interpreter, l.p.cfg.SHA256)
 		if err != nil {
 			l.p.err = err
 			return
 		}
-		l.p.eng, l.p.err = python.New(context.Background(), python.Config{Module: mod, CacheDir: l.p.cfg.CacheDir, MaxMemory: l.p.cfg.MaxMemory})
+		dir := l.p.cfg.CacheDir
+		if dir == "" {
+			dir = pyinterp.CompileCacheDir()
+		}
+		l.p.eng, l.p.err = python.New(context.Background(), python.Config{Module: mod, CacheDir: dir, MaxMemory: l.p.cfg.MaxMemory})
 	})
+	if l.p.eng == nil && l.p.err == nil {
+		// Close ran first.
+		return nil, errors.New("the executor is closed")
+	}
 	return l.p.eng, l.p.err
 }
 
@@ -89,8 +91,7 @@ func (e *Executor) preparePython() *fault.Error {
 
 // close releases the engine, if one was made.
 func (p *pythonState) close() error {
-	p.once.Do(func() {})
-	p.closed = true
+	p.once.Do(func() {}) // no engine is made after Close
 	if p.eng != nil {
 		return p.eng.Close(context.Background())
 	}
