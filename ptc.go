@@ -36,10 +36,11 @@ const (
 	LanguageJavaScript  Language = 1
 	LanguageTypeScript  Language = 2
 	LanguageWASM        Language = 3
+	LanguagePython      Language = 4
 )
 
-// String returns the language's name: "javascript", "typescript", "wasm"
-// ("unspecified" for the zero value).
+// String returns the language's name: "javascript", "typescript", "wasm",
+// "python" ("unspecified" for the zero value).
 func (l Language) String() string { return core.Language(l).String() }
 
 // Limits bounds one execution. A zero field takes the default of the

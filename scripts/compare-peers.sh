@@ -10,7 +10,9 @@
 # ptc runs through cmd/ptc-peerbench: JavaScript in-process and in worker
 # processes, and the same workloads as a Go WebAssembly guest
 # (cmd/ptc-peerbench/guest, the kit's Go guest on ptc's guest SDK) in worker
-# processes and in-process. Raw JSON lines and a markdown table go to OUT
+# processes and in-process, and as Python scripts (CPython for WASI, which
+# `npm ci` or `ptc python install` provides; WITH_PYTHON=0 leaves them out).
+# Raw JSON lines and a markdown table go to OUT
 # (default /tmp/ptc-peers).
 #   ROUNDS=3 N=100 bash scripts/compare-peers.sh
 set -uo pipefail
@@ -31,12 +33,13 @@ one() { # peer mode n
     ptc-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -peer "ptc (worker processes)" ;;
     ptc-wasm) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (worker processes)" ;;
     ptc-wasm-inproc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (in-process)" ;;
+    ptc-python) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -peer "ptc Python, CPython for WASI (in-process)" ;;
     goja|wazero-go|wazero-min) timeout -s KILL 300 "$PEERS_DIR/bin/peersbench" -peer "$p" -mode "$m" -n "$n" -warm "$WARM" -guest "$PEERS_DIR/bin/guest.wasm" ;;
     *) (cd "$PEERS_DIR" && timeout -s KILL 300 node --expose-gc drivers/bench.mjs --peer "$p" --mode "$m" --n "$n" --warm "$WARM") ;;
   esac 2>/dev/null | head -1
 }
 
-ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $PEERS)
+ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python) $PEERS)
 for ((r = 0; r < ROUNDS; r++)); do
   k=$((r % ${#ALL[@]})); ORDER=("${ALL[@]:k}" "${ALL[@]:0:k}")
   echo "round $r: ${ORDER[*]}" >&2

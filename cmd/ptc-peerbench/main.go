@@ -3,7 +3,7 @@
 // and prints one JSON line in the comparison's format, so that ptc can be
 // measured side by side with other sandboxes in the same run:
 //
-//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm]
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python]
 //
 // The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
 // tool; 20 awaited calls returning 100 expense items each, summed in the
@@ -55,11 +55,13 @@ type workload struct {
 	members  []string
 	expenses map[string]json.RawMessage
 	scripts  map[string]string
-	expected map[string]string
+	// pyScripts are the workloads in Python.
+	pyScripts map[string]string
+	expected  map[string]string
 }
 
 func newWorkload() *workload {
-	w := &workload{expenses: map[string]json.RawMessage{}, scripts: map[string]string{}, expected: map[string]string{}}
+	w := &workload{expenses: map[string]json.RawMessage{}, scripts: map[string]string{}, pyScripts: map[string]string{}, expected: map[string]string{}}
 	type over struct {
 		Member string  `json:"member"`
 		Total  float64 `json:"total"`
@@ -109,6 +111,23 @@ return over;`
 	w.scripts["spin"] = `while (true) {}`
 	w.scripts["spinAfterAwait"] = `await tools.echo({i: 0}); while (true) {}`
 	w.scripts["membomb"] = `const a = []; for (;;) { const b = []; for (let i = 0; i < 65536; i++) b.push(i); a.push(b); }`
+	// The same workloads in Python (-python). The expense total is summed
+	// item by item, as JavaScript sums it (Python's sum() compensates).
+	w.pyScripts["trivial"] = `return {"ok": 1}`
+	w.pyScripts["chain"] = "s = 0\nfor i in range(100):\n    r = await tools.echo(i=i)\n    s += r[\"i\"]\nreturn {\"sum\": s}"
+	w.pyScripts["expense"] = `members = ` + string(mb) + `
+over = []
+for m in members:
+    items = await tools.get_expenses(member=m)
+    t = 0
+    for it in items:
+        t += it["amount"]
+    if t > ` + strconv.Itoa(limit) + `:
+        over.append({"member": m, "total": round(t * 100) / 100})
+return over`
+	w.pyScripts["spin"] = "while True:\n    pass"
+	w.pyScripts["spinAfterAwait"] = "await tools.echo(i=0)\nwhile True:\n    pass"
+	w.pyScripts["membomb"] = "a = []\nwhile True:\n    a.append(list(range(65536)))"
 	return w
 }
 
@@ -167,7 +186,7 @@ func emit(m map[string]any) {
 type flags struct {
 	mode, name, guestPath string
 	n, warm               int
-	workers               bool
+	workers, python       bool
 }
 
 // bench is one run: its flags, workload, runner and the JSON line it
@@ -190,6 +209,7 @@ func main() {
 	flag.StringVar(&f.name, "peer", "ptc (in-process)", "the name reported")
 	flag.BoolVar(&f.workers, "workers", false, "run executions in isolated worker processes (as ptcd does)")
 	flag.StringVar(&f.guestPath, "wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
+	flag.BoolVar(&f.python, "python", false, "run the workloads as Python scripts (CPython for WASI, found as ptc run finds it)")
 	flag.Parse()
 
 	b := &bench{flags: f, w: newWorkload(), base: map[string]any{"peer": f.name, "mode": f.mode, "go": runtime.Version()}}
@@ -207,6 +227,9 @@ func main() {
 	b.base["init_ms"] = r4(float64(time.Since(t0).Nanoseconds()) / 1e6)
 	b.exec = func(src string, lim ptc.Limits) (*ptc.Result, error) {
 		return r.Execute(context.Background(), ptc.Request{Source: src, Limits: lim})
+	}
+	if f.python {
+		b.usePython()
 	}
 	if f.guestPath != "" {
 		b.useGuest()
@@ -229,6 +252,21 @@ func (b *bench) fail(err error) {
 	b.base["fatal"] = err.Error()
 	emit(b.base)
 	os.Exit(1)
+}
+
+// usePython runs the workloads as Python scripts. The interpreter is
+// compiled (or loaded from its cache) by the first execution; the
+// measurements are of executions, not of that.
+func (b *bench) usePython() {
+	for k, v := range b.w.pyScripts {
+		b.w.scripts[k] = v
+	}
+	b.exec = func(src string, lim ptc.Limits) (*ptc.Result, error) {
+		return b.r.Execute(context.Background(), ptc.Request{Language: ptc.LanguagePython, Source: src, Limits: lim})
+	}
+	if _, err := b.exec("return 1", ptc.Limits{Timeout: 10 * time.Minute}); err != nil {
+		b.fail(err)
+	}
 }
 
 // useGuest runs the workloads as the WebAssembly guest: the module is

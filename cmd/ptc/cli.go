@@ -14,6 +14,7 @@ import (
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/plural"
+	"github.com/ptcrun/ptc/internal/pystub"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
@@ -43,12 +44,15 @@ const usage = `usage:
   ptc resume [FILE|-] [--approve ID|all]... [--deny ID=REASON]... [--answer ID=JSON]...
                [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
-  ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript] [--json] [NAME...]
+  ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript|--python] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
       serve the search and execute tools to an MCP client over stdio (see docs/mcp.md)
+  ptc python install
+      download CPython for WASI, verify its SHA-256 and keep it in the user's cache (docs/python.md)
 
-FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts) or a WebAssembly
-module (.wasm); --language javascript|typescript|wasm runs a file of another name.
+FILE is JavaScript (.js, .mjs, .cjs), TypeScript (.ts, .mts, .cts), a WebAssembly
+module (.wasm) or Python (.py); --language javascript|typescript|wasm|python runs a
+file of another name.
 --json prints the response as the ptc.v1 ExecuteResponse in protobuf's JSON mapping;
 a paused run or resume prints it so always.
 With --server, $PTC_TOKEN holds the bearer token sent to ptcd; --tls connects over TLS
@@ -77,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return testCmd(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "python":
+		return pythonCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -128,7 +134,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var f runFlags
 	fs := flag.NewFlagSet("ptc run", flag.ContinueOnError)
 	fs.StringVar(&f.input, "input", "", "input JSON, or @FILE (@- for stdin)")
-	fs.StringVar(&f.language, "language", "", "javascript, typescript or wasm (default: from the file's extension)")
+	fs.StringVar(&f.language, "language", "", "javascript, typescript, wasm or python (default: from the file's extension)")
 	f.server.register(fs, "run on a ptcd server at ADDR (over a Session stream)")
 	fs.BoolVar(&f.clientDemo, "client-demo-tools", false, "with --server: serve the demo tools from this process as client tools")
 	fs.StringVar(&f.resultSchema, "result-schema", "", "JSON Schema the result must match, or @FILE")
@@ -359,6 +365,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv.register(fs, "list the tools of a ptcd server at ADDR (default: the built-in demo tools)")
 	asJSON := fs.Bool("json", false, "print the whole answer as a ptc.v1 ListToolsResponse in protobuf's JSON mapping")
 	typescript := fs.Bool("typescript", false, "print the TypeScript declarations of the selected tools (and the model prompt)")
+	python := fs.Bool("python", false, "print Python type stubs of the selected tools: TypedDicts for arguments and results, a tools Protocol")
 	query := fs.String("query", "", "rank the tools by relevance to this text")
 	limit := fs.Int("limit", 0, "at most this many tools")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -404,6 +411,12 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, "ptc: --json:", err)
 			return exitUsage
 		}
+	case *python:
+		defs := make([]tools.Definition, 0, len(res.GetTools()))
+		for _, d := range res.GetTools() {
+			defs = append(defs, wire.DefinitionFromPB(d))
+		}
+		fmt.Fprint(stdout, pystub.Generate(defs))
 	case *typescript:
 		fmt.Fprintln(stdout, res.GetTypescript())
 		fmt.Fprintf(stderr, "ptc: %s, about %s with the prompt\n", plural.Count(len(res.GetTools()), "tool", "tools"),

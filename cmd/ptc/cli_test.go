@@ -264,9 +264,9 @@ func TestInputErrors(t *testing.T) {
 // TestScriptExtensions checks that a file ptc cannot tell the language of
 // is refused with the extensions it runs, and that --language runs it.
 func TestScriptExtensions(t *testing.T) {
-	py := writeScript(t, "script.py", `return 1`)
+	rb := writeScript(t, "script.rb", `return 1`)
 	bare := writeScript(t, "script", `return 1`)
-	list := ".js, .mjs, .cjs (JavaScript), .ts, .mts, .cts (TypeScript) and .wasm (WebAssembly); to run it anyway, name its language with --language javascript, typescript or wasm\n"
+	list := ".js, .mjs, .cjs (JavaScript), .ts, .mts, .cts (TypeScript), .wasm (WebAssembly) and .py (Python); to run it anyway, name its language with --language javascript, typescript, wasm or python\n"
 	cases := []struct {
 		name   string
 		args   []string
@@ -274,13 +274,14 @@ func TestScriptExtensions(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"unknown extension", []string{"run", py}, 1, "", "ptc: " + py + " has the extension .py, which ptc does not run: ptc runs " + list},
+		{"unknown extension", []string{"run", rb}, 1, "", "ptc: " + rb + " has the extension .rb, which ptc does not run: ptc runs " + list},
 		{"no extension", []string{"run", bare}, 1, "", "ptc: " + bare + " has no extension: ptc runs " + list},
-		{"--language", []string{"run", py, "--language", "javascript"}, 0, "1\n", ""},
+		{"--language", []string{"run", rb, "--language", "javascript"}, 0, "1\n", ""},
 		{"--language typescript", []string{"run", bare, "--language", "typescript"}, 0, "1\n", ""},
-		{"unknown --language", []string{"run", py, "--language", "python"}, 1, "", "ptc: --language: \"python\" is not a language ptc runs: use javascript, typescript or wasm\n"},
+		{"unknown --language", []string{"run", rb, "--language", "ruby"}, 1, "", "ptc: --language: \"ruby\" is not a language ptc runs: use javascript, typescript, wasm or python\n"},
 		{".mjs", []string{"run", writeScript(t, "s.mjs", `return 2`)}, 0, "2\n", ""},
 		{".cts", []string{"run", writeScript(t, "s.cts", `const n: number = 3; return n`)}, 0, "3\n", ""},
+		{".py", []string{"run", writeScript(t, "s.py", "n = await tools.get_budget_by_level(level='senior')\nreturn n['level']")}, 0, "\"senior\"\n", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

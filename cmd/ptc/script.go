@@ -23,12 +23,14 @@ var extensions = []struct {
 	{".js", ptc.LanguageJavaScript}, {".mjs", ptc.LanguageJavaScript}, {".cjs", ptc.LanguageJavaScript},
 	{".ts", ptc.LanguageTypeScript}, {".mts", ptc.LanguageTypeScript}, {".cts", ptc.LanguageTypeScript},
 	{".wasm", ptc.LanguageWASM},
+	{".py", ptc.LanguagePython},
 }
 
 // supported lists the extensions for a message: ".js, .mjs, .cjs
-// (JavaScript), .ts, .mts, .cts (TypeScript) and .wasm (WebAssembly)".
+// (JavaScript), .ts, .mts, .cts (TypeScript), .wasm (WebAssembly) and .py
+// (Python)".
 func supported() string {
-	names := map[ptc.Language]string{ptc.LanguageJavaScript: "JavaScript", ptc.LanguageTypeScript: "TypeScript", ptc.LanguageWASM: "WebAssembly"}
+	names := map[ptc.Language]string{ptc.LanguageJavaScript: "JavaScript", ptc.LanguageTypeScript: "TypeScript", ptc.LanguageWASM: "WebAssembly", ptc.LanguagePython: "Python"}
 	var groups []string
 	for i := 0; i < len(extensions); {
 		lang := extensions[i].lang
@@ -49,7 +51,7 @@ func languageOf(path string, content []byte, flag string) (ptc.Language, error) 
 	if flag != "" {
 		l, err := core.ParseLanguage(flag)
 		if err != nil {
-			return 0, fmt.Errorf("--language: %q is not a language ptc runs: use javascript, typescript or wasm", flag)
+			return 0, fmt.Errorf("--language: %q is not a language ptc runs: use javascript, typescript, wasm or python", flag)
 		}
 		return ptc.Language(l), nil
 	}
@@ -66,7 +68,7 @@ func languageOf(path string, content []byte, flag string) (ptc.Language, error) 
 	if ext != "" {
 		what = "has the extension " + filepath.Ext(path) + ", which ptc does not run"
 	}
-	return 0, fmt.Errorf("%s %s: ptc runs %s; to run it anyway, name its language with --language javascript, typescript or wasm",
+	return 0, fmt.Errorf("%s %s: ptc runs %s; to run it anyway, name its language with --language javascript, typescript, wasm or python",
 		path, what, supported())
 }
 

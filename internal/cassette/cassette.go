@@ -54,7 +54,7 @@ type Request struct {
 	// ExecutionID is the recorded execution's id (tool idempotency keys
 	// derive from it).
 	ExecutionID string `json:"execution_id,omitempty"`
-	// Language is "javascript", "typescript" or "wasm".
+	// Language is "javascript", "typescript", "wasm" or "python".
 	Language string `json:"language"`
 	// ScriptSHA256 is the hex SHA-256 of the source (or module bytes).
 	ScriptSHA256 string `json:"script_sha256"`

@@ -99,6 +99,9 @@ type Config struct {
 	// bounds.
 	WASM WASM `yaml:"wasm"`
 
+	// Python configures the Python engine's interpreter.
+	Python Python `yaml:"python"`
+
 	// Durable configures resumable executions and their continuations.
 	Durable Durable `yaml:"durable"`
 	// Approvals lists the server tools whose calls need approval.

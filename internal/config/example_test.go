@@ -150,6 +150,10 @@ tool_sources:
 	//   max_nesting: 2000
 	//   max_branch_targets: 10000
 	//   max_data_segments: 500000
+	// python:
+	//   interpreter: ""
+	//   sha256: ""
+	//   cache_dir: ""
 	// durable:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB

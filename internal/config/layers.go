@@ -188,6 +188,7 @@ func settings() []setting {
 		setting{"durable.lease.max_takeovers", "takeovers of one resume after its replica stopped (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Lease.MaxTakeovers} }},
 	)
 	s = append(s, wasmSettings()...)
+	s = append(s, pythonSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)
 	s = append(s, limitSettings("ceilings", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Ceilings) })...)
 	return s

@@ -20,7 +20,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.Workers.validate, c.validateTop, c.validateLimits, c.validateServing, c.validateTLS,
 		c.MCP.validate, c.validateTenants, c.validateTracing, c.Durable.validate, c.Approvals.validate,
-		c.validateSources, c.WASM.validate,
+		c.validateSources, c.WASM.validate, c.Python.validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -29,11 +29,13 @@ const (
 	LanguageJavaScript  Language = 1
 	LanguageTypeScript  Language = 2
 	LanguageWASM        Language = 3
+	LanguagePython      Language = 4
 )
 
-var languageNames = [...]string{"unspecified", "javascript", "typescript", "wasm"}
+var languageNames = [...]string{"unspecified", "javascript", "typescript", "wasm", "python"}
 
-// String returns the language's name: "javascript", "typescript", "wasm".
+// String returns the language's name: "javascript", "typescript", "wasm",
+// "python".
 func (l Language) String() string {
 	if l >= 0 && int(l) < len(languageNames) {
 		return languageNames[l]
@@ -42,7 +44,7 @@ func (l Language) String() string {
 }
 
 // Valid reports whether l names a language (unspecified excluded).
-func (l Language) Valid() bool { return l >= LanguageJavaScript && l <= LanguageWASM }
+func (l Language) Valid() bool { return l >= LanguageJavaScript && l <= LanguagePython }
 
 // Or returns l, or def when l is unspecified.
 func (l Language) Or(def Language) Language {
@@ -54,12 +56,12 @@ func (l Language) Or(def Language) Language {
 
 // ParseLanguage parses a language name as String writes it.
 func ParseLanguage(s string) (Language, error) {
-	for l := LanguageJavaScript; l <= LanguageWASM; l++ {
+	for l := LanguageJavaScript; l <= LanguagePython; l++ {
 		if s == l.String() {
 			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown language %q: use javascript, typescript or wasm", s)
+	return 0, fmt.Errorf("unknown language %q: use javascript, typescript, wasm or python", s)
 }
 
 // Script is a program: source text for JavaScript and TypeScript, a module
@@ -219,6 +221,9 @@ type ToolQuery struct {
 	Names []string
 	// TypeScript asks for TypeScript declarations of the selected tools.
 	TypeScript bool
+	// Language is the language the prompt is written for: LanguagePython
+	// for Python; anything else JavaScript (TypeScript with TypeScript).
+	Language Language
 }
 
 // ToolList describes the selected tools.

@@ -62,6 +62,9 @@ type Config struct {
 	// ModeWorker) it configures the workers' engines and the bounds the
 	// pool checks modules with, and no engine is made in this process.
 	WASM wasm.Config
+	// Python configures the Python engine, created on the first Python
+	// request.
+	Python PythonConfig
 	// Durable seals paused executions into continuations and opens them;
 	// nil refuses resumable executions.
 	Durable *durable.Manager
@@ -101,6 +104,7 @@ type Executor struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+	python   *pythonState
 
 	// resumes are the resumes running here by pause id (retry.go);
 	// closing is cancelled by Close, which waits for them (resumeWG).
@@ -132,7 +136,7 @@ func New(cfg Config) (*Executor, error) {
 		outcomes:  cfg.Outcomes,
 		approve:   cfg.Approve,
 		tracing:   cfg.Tracing,
-		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess"},
+		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess", core.LanguagePython: "inprocess"},
 		resumes:   map[string]*resumeRun{},
 	}
 	e.closing, e.stopClosing = context.WithCancel(context.Background())
@@ -199,6 +203,13 @@ func New(cfg Config) (*Executor, error) {
 	if enabled(core.LanguageWASM) {
 		e.engines[core.LanguageWASM] = lazyWASM{e}
 	}
+	e.python = &pythonState{cfg: cfg.Python}
+	if e.python.cfg.MaxMemory <= 0 {
+		e.python.cfg.MaxMemory = e.policy.Ceilings.MemoryBytes
+	}
+	if enabled(core.LanguagePython) {
+		e.engines[core.LanguagePython] = lazyPython{e.python}
+	}
 	return e, nil
 }
 
@@ -221,6 +232,9 @@ func (e *Executor) Close() error {
 		if werr := e.wasm.Close(context.Background()); err == nil {
 			err = werr
 		}
+	}
+	if perr := e.python.close(); err == nil {
+		err = perr
 	}
 	return err
 }

@@ -73,7 +73,7 @@ func (e *Executor) Prepare(req core.Request, tenant limits.Limits) (*Prepared, *
 func (e *Executor) PrepareContext(ctx context.Context, req core.Request, tenant limits.Limits) (*Prepared, *fault.Error) {
 	req.Language = req.Language.Or(core.LanguageJavaScript)
 	if !req.Language.Valid() {
-		return nil, fault.Reject(fault.CodeInvalidArgument, "unknown language %d; use JAVASCRIPT, TYPESCRIPT or WASM", int32(req.Language))
+		return nil, fault.Reject(fault.CodeInvalidArgument, "unknown language %d; use JAVASCRIPT, TYPESCRIPT, WASM or PYTHON", int32(req.Language))
 	}
 	eng, ok := e.engines[req.Language]
 	if !ok {
@@ -118,6 +118,11 @@ func (e *Executor) PrepareContext(ctx context.Context, req core.Request, tenant 
 		resumable: req.Resumable}
 	if req.Language == core.LanguageWASM {
 		if err := e.prepareModule(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	if req.Language == core.LanguagePython {
+		if err := e.preparePython(); err != nil {
 			return nil, err
 		}
 	}

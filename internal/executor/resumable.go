@@ -286,12 +286,16 @@ func (p *Prepared) serverNames() []string {
 }
 
 // parkable reports whether p's engine runs in this process, so that it
-// can stay parked in memory while paused: every language unless it runs
-// in worker processes (a pool in ModeInProcess runs JavaScript and
+// can stay parked in memory while paused: Python of a resumable execution
+// always does (it runs in this process), every other language unless it
+// runs in worker processes (a pool in ModeInProcess runs JavaScript and
 // TypeScript here too, and WebAssembly always runs here then).
 func (e *Executor) parkable(p *Prepared) bool {
 	if e.parked == nil || e.parked.cfg.Max < 0 {
 		return false
+	}
+	if p.req.Language == core.LanguagePython {
+		return true
 	}
 	return e.pool == nil || e.pool.Facts().Mode == worker.ModeInProcess
 }

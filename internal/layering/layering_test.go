@@ -31,6 +31,8 @@ var (
 var rules = []rule{
 	{mod + "/runtime/...", append(append([]string{}, grpcAndContract...), aboveEngines...),
 		"engines never import gRPC (not even through ptc.v1), the root package or the server"},
+	{mod + "/internal/python", append(append([]string{}, grpcAndContract...), aboveEngines...),
+		"the Python engine, like the engines under runtime/, never imports gRPC, the root package or the server"},
 	{mod + "/bridge/...", append(append([]string{mod + "/runtime/..."}, grpcAndContract...), aboveEngines...),
 		"the bridge sits below the engines and never imports gRPC"},
 	{mod + "/tools/...", append(append([]string{mod + "/runtime/...", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),

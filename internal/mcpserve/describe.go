@@ -36,7 +36,7 @@ const instructions = "ptc runs programs that call tools. Write one program that 
 var executeSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"code":{"type":"string","description":"The program: the body of an async function; await tool calls and return the result."},` +
 	`"input":{"description":"Optional JSON value the program reads as input."},` +
-	`"language":{"type":"string","enum":["javascript","typescript"],"description":"Default javascript."}},` +
+	`"language":{"type":"string","enum":["javascript","typescript","python"],"description":"Default javascript. A python program is the body of an async function too: await tools.name(key=value), return the result."}},` +
 	`"required":["code"],"additionalProperties":false}`)
 
 // executeOutputSchema is the shape of execute's structuredContent.

@@ -50,15 +50,17 @@ func parseExecute(raw json.RawMessage, maxCode int) (executeArgs, string) {
 	if l, ok := fields["language"]; ok && string(l) != "null" {
 		var name string
 		if err := json.Unmarshal(l, &name); err != nil {
-			return a, fmt.Sprintf(`the argument "language" must be "javascript" or "typescript", not %s`, jsonKind(l))
+			return a, fmt.Sprintf(`the argument "language" must be "javascript", "typescript" or "python", not %s`, jsonKind(l))
 		}
 		switch strings.ToLower(strings.TrimSpace(name)) {
 		case "javascript", "js":
 			a.language = core.LanguageJavaScript
 		case "typescript", "ts":
 			a.language = core.LanguageTypeScript
+		case "python", "py":
+			a.language = core.LanguagePython
 		default:
-			return a, fmt.Sprintf(`the language %q is not supported: use "javascript" or "typescript"`, truncate(name, 40))
+			return a, fmt.Sprintf(`the language %q is not supported: use "javascript", "typescript" or "python"`, truncate(name, 40))
 		}
 	}
 	if in, ok := fields["input"]; ok && string(in) != "null" {

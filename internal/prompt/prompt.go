@@ -21,6 +21,8 @@ import (
 type Options struct {
 	// TypeScript asks for TypeScript rather than JavaScript.
 	TypeScript bool
+	// Python asks for Python (it wins over TypeScript).
+	Python bool
 	// Timeout is the wall-clock budget of an execution.
 	Timeout time.Duration
 	// MaxToolCalls is the number of tool calls an execution may make.
@@ -40,6 +42,9 @@ func Prompt(opts Options) string {
 	}
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if opts.Python {
+		return python(opts)
 	}
 	lang := "JavaScript (ES2022)"
 	if opts.TypeScript {
@@ -136,4 +141,24 @@ func ApproxTokens(s string) int {
 	}
 	flush()
 	return n
+}
+
+// python is the prompt for Python scripts.
+func python(opts Options) string {
+	var b strings.Builder
+	b.WriteString("Write a Python 3.12 script for the task. It is the body of an async function: use top-level await and end with `return <value>`.\n")
+	b.WriteString("- Return only what the task needs, as a small JSON value (dict, list, str, int, float, bool, None): filter and summarise in the script. Tool results you do not return never reach you.\n")
+	b.WriteString("- `await tools.<name>(key=value, ...)` (or one dict of arguments) returns the tool's parsed JSON result; names that are not identifiers: `tools[\"shop.price\"](...)`. Only the declared tools exist (their declarations are in TypeScript; arguments and results are the same JSON).\n")
+	b.WriteString("- Run independent calls together with `await asyncio.gather(...)` (or the global `gather`).\n")
+	b.WriteString("- A failed call raises `ToolError` with .name (ToolArgumentError, ToolError or ToolCallLimitError), .code, .message and .errors; catch it with try/except and check e.code; an uncaught one fails the script.\n")
+	b.WriteString("- `input` holds the request's input value (None when absent).\n")
+	b.WriteString("- print() and logging go to logs that are never returned to you.\n")
+	calls := "calls"
+	if opts.MaxToolCalls == 1 {
+		calls = "call"
+	}
+	fmt.Fprintf(&b, "- Limits: %s in total, at most %d tool %s, result at most %s of JSON.\n",
+		duration(opts.Timeout), opts.MaxToolCalls, calls, byteSize(opts.MaxOutputBytes))
+	b.WriteString("- The standard library works (json, re, datetime, decimal, collections, dataclasses, math, statistics, …); not available: pip packages, files, network, subprocesses, threads; asyncio offers gather, create_task, sleep, wait_for, Lock and Semaphore.\n")
+	return b.String()
 }

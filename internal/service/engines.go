@@ -58,6 +58,11 @@ func wasmConfig(c *config.Config) wasm.Config {
 	return wasm.Config{MaxCacheBytes: int64(w.CacheBytes), Bounds: b}
 }
 
+// pythonConfig maps the python section onto the executor's.
+func pythonConfig(c *config.Config) executor.PythonConfig {
+	return executor.PythonConfig{Interpreter: c.Python.Interpreter, SHA256: c.Python.SHA256, CacheDir: c.Python.CacheDir}
+}
+
 // parkedConfig is the executor's bound on parked executions (0 in the
 // file keeps none).
 func parkedConfig(c *config.Config) executor.ParkedConfig {

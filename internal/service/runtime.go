@@ -98,7 +98,7 @@ func newRuntime(ctx context.Context, c *config.Config, o Options, tr telemetry.T
 		}
 		s.OnChange(func() { r.sourceChanged(s) })
 	}
-	ecfg := executor.Config{Registry: r.Registry, Policy: c.Policy(), Tracing: tr, WASM: wasmConfig(c),
+	ecfg := executor.Config{Registry: r.Registry, Policy: c.Policy(), Tracing: tr, WASM: wasmConfig(c), Python: pythonConfig(c),
 		Approve: c.ApprovalRule(), Parked: parkedConfig(c)}
 	if !o.InProcess {
 		w := WorkerConfig(c)

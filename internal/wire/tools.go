@@ -95,7 +95,7 @@ func ToolResultFromPB(r *ptcv1.ToolResult) (json.RawMessage, error) {
 
 // ToolQueryFromPB converts a ListToolsRequest.
 func ToolQueryFromPB(in *ptcv1.ListToolsRequest) core.ToolQuery {
-	return core.ToolQuery{Query: in.GetQuery(), Limit: int(in.GetLimit()), Names: in.GetNames(), TypeScript: in.GetIncludeTypescript()}
+	return core.ToolQuery{Query: in.GetQuery(), Limit: int(in.GetLimit()), Names: in.GetNames(), TypeScript: in.GetIncludeTypescript(), Language: core.Language(in.GetLanguage())}
 }
 
 // ToolQueryPB converts a tool query; a limit beyond int32 is refused.
@@ -103,7 +103,7 @@ func ToolQueryPB(q core.ToolQuery) (*ptcv1.ListToolsRequest, *fault.Error) {
 	if q.Limit > 1<<31-1 || q.Limit < -1<<31 {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "limit %d is out of range", q.Limit)
 	}
-	return &ptcv1.ListToolsRequest{Query: q.Query, Limit: int32(q.Limit), Names: q.Names, IncludeTypescript: q.TypeScript}, nil
+	return &ptcv1.ListToolsRequest{Query: q.Query, Limit: int32(q.Limit), Names: q.Names, IncludeTypescript: q.TypeScript, Language: ptcv1.Language(q.Language)}, nil
 }
 
 // ToolListPB converts a ListTools answer.

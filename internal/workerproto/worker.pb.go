@@ -51,6 +51,8 @@ const (
 	Language_LANGUAGE_TYPESCRIPT Language = 2
 	// LANGUAGE_WASM is a WebAssembly module (Execute.module_sha256).
 	Language_LANGUAGE_WASM Language = 3
+	// LANGUAGE_PYTHON is a Python program run by the WASI interpreter.
+	Language_LANGUAGE_PYTHON Language = 4
 )
 
 // Enum value maps for Language.
@@ -60,12 +62,14 @@ var (
 		1: "LANGUAGE_JAVASCRIPT",
 		2: "LANGUAGE_TYPESCRIPT",
 		3: "LANGUAGE_WASM",
+		4: "LANGUAGE_PYTHON",
 	}
 	Language_value = map[string]int32{
 		"LANGUAGE_UNSPECIFIED": 0,
 		"LANGUAGE_JAVASCRIPT":  1,
 		"LANGUAGE_TYPESCRIPT":  2,
 		"LANGUAGE_WASM":        3,
+		"LANGUAGE_PYTHON":      4,
 	}
 )
 
@@ -2780,12 +2784,13 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x11peak_memory_bytes\x18\x05 \x01(\x03R\x0fpeakMemoryBytes\x12%\n" +
 	"\x0elogs_truncated\x18\x06 \x01(\bR\rlogsTruncated\x12\x14\n" +
 	"\x05clean\x18\a \x01(\bR\x05clean\x12%\n" +
-	"\x0eunknown_module\x18\b \x01(\bR\runknownModule*i\n" +
+	"\x0eunknown_module\x18\b \x01(\bR\runknownModule*~\n" +
 	"\bLanguage\x12\x18\n" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
 	"\x13LANGUAGE_TYPESCRIPT\x10\x02\x12\x11\n" +
-	"\rLANGUAGE_WASM\x10\x03*\xc8\x02\n" +
+	"\rLANGUAGE_WASM\x10\x03\x12\x13\n" +
+	"\x0fLANGUAGE_PYTHON\x10\x04*\xc8\x02\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_KIND_SYNTAX_ERROR\x10\x01\x12\x1b\n" +

@@ -107,6 +107,12 @@ const pageSize = 65536
 
 // execute instantiates ent for one job and runs it under the job's limits.
 func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *runtime.Outcome {
+	return e.executeStreams(ctx, ent, job, nil)
+}
+
+// executeStreams is execute, with the module's stdin and stdout given by
+// s when it is not nil (see RunStreams).
+func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Job, s *streams) *runtime.Outcome {
 	// The job's limits are the effective ones (resolved once, in the
 	// executor); a zero field means no limit, and memory is bounded by the
 	// engine's maximum whatever the job says.
@@ -161,6 +167,13 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	cpu0 := clock.Now()
 	start := time.Now()
 	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
+	if s != nil {
+		stdin, out := s.open(runCtx, st.cpu)
+		cfg = cfg.WithArgs(s.args...).WithStdin(stdin).WithStdout(out)
+		if s.configure != nil {
+			cfg = s.configure(cfg)
+		}
+	}
 	// The wall timer and the CPU watchdog end with the execution: both are
 	// stopped by the deferred calls below, and their callbacks only cancel
 	// runCtx.
@@ -192,6 +205,9 @@ func (e *Engine) execute(ctx context.Context, ent *entry, job *runtime.Job) *run
 	result, full := stdout.result()
 	if ferr := e.classify(runCtx, runErr, usage{elapsed: elapsed, cpu: out.CPUTime, output: stdout.written(), outputFull: full}, alloc, st, stderr, lim); ferr != nil {
 		out.Err = ferr
+		return out
+	}
+	if s != nil {
 		return out
 	}
 	res, ferr := resultJSON(result, lim.MaxOutputBytes)

@@ -17,7 +17,7 @@ from .errors import InvalidRequestError
 from .tools import check_tool_name
 from ._limits import Limits, LimitsDict, check_limits, limits_pb
 
-Language = Literal["javascript", "typescript", "wasm"]
+Language = Literal["javascript", "typescript", "wasm", "python"]
 """Language is the language of a script."""
 
 Overflow = Literal["fail", "truncate"]
@@ -27,6 +27,7 @@ _LANGUAGES = {
     "javascript": pb.LANGUAGE_JAVASCRIPT,
     "typescript": pb.LANGUAGE_TYPESCRIPT,
     "wasm": pb.LANGUAGE_WASM,
+    "python": pb.LANGUAGE_PYTHON,
 }
 _EXECUTION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _OVERFLOW = {"fail": pb.OVERFLOW_POLICY_FAIL, "truncate": pb.OVERFLOW_POLICY_TRUNCATE}
@@ -62,7 +63,7 @@ def execute_request(
     if language is None:
         language = "wasm" if wasm_module is not None or module_sha256 else "javascript"
     if language not in _LANGUAGES:
-        raise InvalidRequestError("language", f"unknown language {language!r} (use javascript, typescript or wasm)")
+        raise InvalidRequestError("language", f"unknown language {language!r} (use javascript, typescript, wasm or python)")
     if language == "wasm":
         if wasm_module is None and not module_sha256:
             raise InvalidRequestError("wasm_module", "a wasm script needs wasm_module or module_sha256")

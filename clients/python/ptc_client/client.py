@@ -44,7 +44,7 @@ class Client:
     limits={"timeout": ...}.
 
     Execution options (typed keyword arguments of execute and run):
-    language ("javascript", "typescript", "wasm"), wasm_module,
+    language ("javascript", "typescript", "wasm", "python"), wasm_module,
     module_sha256, input (a JSON value), limits (Limits or dict),
     allowed_tools, no_server_tools (True gives the script no server tool,
     whatever allowed_tools says: only the caller's client tools),

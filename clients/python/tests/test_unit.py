@@ -71,7 +71,7 @@ def t(**kw) -> ClientTool:
         pytest.param(None, {"limits": {"max_tool_calls": -1}}, "limits.max_tool_calls", "non-negative", id="negative limit"),
         pytest.param(None, {"result_schema": {"type": 5}}, "result_schema.type", "not a JSON Schema type", id="bad result schema"),
         pytest.param(None, {"allowed_tools": ["a b"]}, "allowed_tools[0]", "invalid", id="bad allowed tool"),
-        pytest.param(None, {"language": "python"}, "language", "unknown language", id="unknown language"),
+        pytest.param(None, {"language": "ruby"}, "language", "unknown language", id="unknown language"),
         pytest.param(None, {"cancel_grace": -1}, "cancel_grace", "non-negative", id="negative grace"),
     ],
 )

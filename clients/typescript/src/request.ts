@@ -12,7 +12,7 @@ import { schemaJSON, type SchemaLike } from "./schema.js";
 import { checkToolName } from "./tools.js";
 
 /** Language is the language of a script. */
-export type Language = "javascript" | "typescript" | "wasm";
+export type Language = "javascript" | "typescript" | "wasm" | "python";
 
 /** Overflow is what happens to a result larger than the output limits. */
 export type Overflow = "fail" | "truncate";
@@ -96,6 +96,7 @@ const languages: Record<Language, LanguagePB> = {
   javascript: LanguagePB.JAVASCRIPT,
   typescript: LanguagePB.TYPESCRIPT,
   wasm: LanguagePB.WASM,
+  python: LanguagePB.PYTHON,
 };
 
 const executionIdRE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -110,7 +111,7 @@ export function executeRequestPB(o: ExecuteOptions): ExecuteRequest {
   if (typeof o !== "object" || o === null) throw new InvalidRequestError("request", "the request must be an object");
   const language = o.language ?? (o.wasmModule !== undefined || o.moduleSha256 !== undefined ? "wasm" : "javascript");
   const lang = languages[language];
-  if (lang === undefined) throw new InvalidRequestError("language", `unknown language ${JSON.stringify(language)} (use javascript, typescript or wasm)`);
+  if (lang === undefined) throw new InvalidRequestError("language", `unknown language ${JSON.stringify(language)} (use javascript, typescript, wasm or python)`);
   if (language === "wasm") {
     if (o.wasmModule === undefined && !o.moduleSha256) throw new InvalidRequestError("wasmModule", "a wasm script needs wasmModule or moduleSha256");
     if (o.wasmModule !== undefined && !(o.wasmModule instanceof Uint8Array)) throw new InvalidRequestError("wasmModule", "must be a Uint8Array");

@@ -73,7 +73,7 @@ describe("client-side checks refuse bad requests before anything is sent", () =>
     { name: "negative limit", extra: { limits: { maxToolCalls: -1 } }, path: "limits.maxToolCalls", message: /non-negative/ },
     { name: "bad result schema", extra: { resultSchema: { type: 5 } }, path: "resultSchema.type", message: /not a JSON Schema type/ },
     { name: "bad allowed tool", extra: { allowedTools: ["a b"] }, path: "allowedTools[0]", message: /invalid/ },
-    { name: "unknown language", extra: { language: "python" }, path: "language", message: /unknown language/ },
+    { name: "unknown language", extra: { language: "ruby" }, path: "language", message: /unknown language/ },
   ];
   for (const c of cases) {
     test(c.name, async () => {

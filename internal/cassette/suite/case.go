@@ -258,8 +258,8 @@ func (c *Case) check() error {
 			}
 		}
 	}
-	if s.Language != "" && s.Language != "javascript" && s.Language != "typescript" {
-		return bad("language %q: use javascript or typescript", s.Language)
+	if s.Language != "" && s.Language != "javascript" && s.Language != "typescript" && s.Language != "python" {
+		return bad("language %q: use javascript, typescript or python", s.Language)
 	}
 	e := &s.Expect
 	if e.Result.Kind != 0 && e.ResultFile != "" {

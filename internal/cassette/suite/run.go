@@ -219,6 +219,8 @@ func (c *Case) script(req *ptc.Request) error {
 		switch strings.ToLower(filepath.Ext(s.Script)) {
 		case ".ts", ".mts":
 			req.Language = ptc.LanguageTypeScript
+		case ".py":
+			req.Language = ptc.LanguagePython
 		}
 	default:
 		return nil
@@ -228,6 +230,8 @@ func (c *Case) script(req *ptc.Request) error {
 		req.Language = ptc.LanguageJavaScript
 	case "typescript":
 		req.Language = ptc.LanguageTypeScript
+	case "python":
+		req.Language = ptc.LanguagePython
 	}
 	return nil
 }

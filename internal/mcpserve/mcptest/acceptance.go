@@ -22,7 +22,7 @@ func AcceptanceSteps(src, deniedCode string) []Step {
 		{Name: "missing code", Tool: "execute", Arguments: map[string]any{}},
 		{Name: "code not a string", Tool: "execute", Arguments: map[string]any{"code": false}},
 		{Name: "oversized code", Tool: "execute", Arguments: map[string]any{"code": strings.Repeat("/", MaxCodeBytes+1)}},
-		{Name: "unknown language", Tool: "execute", Arguments: map[string]any{"code": "1", "language": "python"}},
+		{Name: "unknown language", Tool: "execute", Arguments: map[string]any{"code": "1", "language": "ruby"}},
 		{Name: "still serving", Tool: "execute", Arguments: map[string]any{"code": "return [1, 2]"}},
 	}
 }
@@ -70,7 +70,7 @@ func CheckAcceptance(t *testing.T, r Report, expenses, denied string) {
 		"missing code":      `"code" is missing`,
 		"code not a string": `"code" must be a string`,
 		"oversized code":    "more than the 1048576 allowed",
-		"unknown language":  `language "python" is not supported`,
+		"unknown language":  `language "ruby" is not supported`,
 	}
 	for name, want := range errors {
 		if s := step(name); !s.IsError || !strings.Contains(s.Text, want) {

@@ -60,6 +60,10 @@ const (
 	// LANGUAGE_WASM is a WASI preview1 WebAssembly module, given inline in
 	// Script.wasm_module or by digest in Script.module_sha256.
 	Language_LANGUAGE_WASM Language = 3
+	// LANGUAGE_PYTHON is a Python 3.12 program in Script.source, run by the
+	// server's CPython interpreter for WASI. The source is the body of an
+	// async function: top-level `await` works and `return` gives the result.
+	Language_LANGUAGE_PYTHON Language = 4
 )
 
 // Enum value maps for Language.
@@ -69,12 +73,14 @@ var (
 		1: "LANGUAGE_JAVASCRIPT",
 		2: "LANGUAGE_TYPESCRIPT",
 		3: "LANGUAGE_WASM",
+		4: "LANGUAGE_PYTHON",
 	}
 	Language_value = map[string]int32{
 		"LANGUAGE_UNSPECIFIED": 0,
 		"LANGUAGE_JAVASCRIPT":  1,
 		"LANGUAGE_TYPESCRIPT":  2,
 		"LANGUAGE_WASM":        3,
+		"LANGUAGE_PYTHON":      4,
 	}
 )
 
@@ -2095,8 +2101,12 @@ type ListToolsRequest struct {
 	Names []string `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
 	// include_typescript asks for ListToolsResponse.typescript.
 	IncludeTypescript bool `protobuf:"varint,4,opt,name=include_typescript,json=includeTypescript,proto3" json:"include_typescript,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// language is the language ListToolsResponse.prompt is written for:
+	// LANGUAGE_PYTHON for Python programs; unspecified (or any other)
+	// JavaScript, TypeScript with include_typescript.
+	Language      Language `protobuf:"varint,5,opt,name=language,proto3,enum=ptc.v1.Language" json:"language,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsRequest) Reset() {
@@ -2155,6 +2165,13 @@ func (x *ListToolsRequest) GetIncludeTypescript() bool {
 		return x.IncludeTypescript
 	}
 	return false
+}
+
+func (x *ListToolsRequest) GetLanguage() Language {
+	if x != nil {
+		return x.Language
+	}
+	return Language_LANGUAGE_UNSPECIFIED
 }
 
 // ListToolsResponse describes the selected tools.
@@ -3360,12 +3377,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
 	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12,\n" +
 	"\x12output_schema_json\x18\x04 \x01(\tR\x10outputSchemaJson\x12+\n" +
-	"\x11requires_approval\x18\x05 \x01(\bR\x10requiresApproval\"\x83\x01\n" +
+	"\x11requires_approval\x18\x05 \x01(\bR\x10requiresApproval\"\xb1\x01\n" +
 	"\x10ListToolsRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
 	"\x05names\x18\x03 \x03(\tR\x05names\x12-\n" +
-	"\x12include_typescript\x18\x04 \x01(\bR\x11includeTypescript\"\xcb\x01\n" +
+	"\x12include_typescript\x18\x04 \x01(\bR\x11includeTypescript\x12,\n" +
+	"\blanguage\x18\x05 \x01(\x0e2\x10.ptc.v1.LanguageR\blanguage\"\xcb\x01\n" +
 	"\x11ListToolsResponse\x12,\n" +
 	"\x05tools\x18\x01 \x03(\v2\x16.ptc.v1.ToolDefinitionR\x05tools\x12\x1e\n" +
 	"\n" +
@@ -3441,12 +3459,13 @@ const file_ptc_v1_runner_proto_rawDesc = "" +
 	"tracestate\"B\n" +
 	"\rProtocolError\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*i\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*~\n" +
 	"\bLanguage\x12\x18\n" +
 	"\x14LANGUAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LANGUAGE_JAVASCRIPT\x10\x01\x12\x17\n" +
 	"\x13LANGUAGE_TYPESCRIPT\x10\x02\x12\x11\n" +
-	"\rLANGUAGE_WASM\x10\x03*\x84\x03\n" +
+	"\rLANGUAGE_WASM\x10\x03\x12\x13\n" +
+	"\x0fLANGUAGE_PYTHON\x10\x04*\x84\x03\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_KIND_SYNTAX_ERROR\x10\x01\x12\x1b\n" +
@@ -3562,40 +3581,41 @@ var file_ptc_v1_runner_proto_depIdxs = []int32{
 	34, // 26: ptc.v1.LogEntry.at:type_name -> google.protobuf.Duration
 	34, // 27: ptc.v1.ToolCallRecord.started_after:type_name -> google.protobuf.Duration
 	34, // 28: ptc.v1.ToolCallRecord.duration:type_name -> google.protobuf.Duration
-	19, // 29: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
-	22, // 30: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
-	24, // 31: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
-	25, // 32: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
-	27, // 33: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
-	13, // 34: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
-	6,  // 35: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
-	19, // 36: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
-	26, // 37: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
-	31, // 38: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
-	17, // 39: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
-	9,  // 40: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
-	32, // 41: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
-	29, // 42: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
-	30, // 43: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
-	5,  // 44: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
-	34, // 45: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
-	34, // 46: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
-	10, // 47: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
-	33, // 48: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
-	33, // 49: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	6,  // 50: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
-	20, // 51: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
-	23, // 52: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
-	11, // 53: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
-	9,  // 54: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
-	21, // 55: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
-	28, // 56: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
-	12, // 57: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
-	54, // [54:58] is the sub-list for method output_type
-	50, // [50:54] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	0,  // 29: ptc.v1.ListToolsRequest.language:type_name -> ptc.v1.Language
+	19, // 30: ptc.v1.ListToolsResponse.tools:type_name -> ptc.v1.ToolDefinition
+	22, // 31: ptc.v1.ListToolsResponse.matches:type_name -> ptc.v1.ToolMatch
+	24, // 32: ptc.v1.SessionRequest.start:type_name -> ptc.v1.SessionStart
+	25, // 33: ptc.v1.SessionRequest.tool_result:type_name -> ptc.v1.ToolResult
+	27, // 34: ptc.v1.SessionRequest.cancel:type_name -> ptc.v1.CancelExecution
+	13, // 35: ptc.v1.SessionRequest.approval_answer:type_name -> ptc.v1.ActionAnswer
+	6,  // 36: ptc.v1.SessionStart.execute:type_name -> ptc.v1.ExecuteRequest
+	19, // 37: ptc.v1.SessionStart.client_tools:type_name -> ptc.v1.ToolDefinition
+	26, // 38: ptc.v1.ToolResult.error:type_name -> ptc.v1.ToolError
+	31, // 39: ptc.v1.SessionResponse.tool_call:type_name -> ptc.v1.ToolCall
+	17, // 40: ptc.v1.SessionResponse.log:type_name -> ptc.v1.LogEntry
+	9,  // 41: ptc.v1.SessionResponse.result:type_name -> ptc.v1.ExecuteResponse
+	32, // 42: ptc.v1.SessionResponse.protocol_error:type_name -> ptc.v1.ProtocolError
+	29, // 43: ptc.v1.SessionResponse.progress:type_name -> ptc.v1.ToolProgress
+	30, // 44: ptc.v1.SessionResponse.approval_request:type_name -> ptc.v1.ApprovalRequest
+	5,  // 45: ptc.v1.ToolProgress.phase:type_name -> ptc.v1.ToolProgress.Phase
+	34, // 46: ptc.v1.ToolProgress.started_after:type_name -> google.protobuf.Duration
+	34, // 47: ptc.v1.ToolProgress.duration:type_name -> google.protobuf.Duration
+	10, // 48: ptc.v1.ApprovalRequest.action:type_name -> ptc.v1.PendingAction
+	33, // 49: ptc.v1.ApprovalRequest.deadline:type_name -> google.protobuf.Timestamp
+	33, // 50: ptc.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	6,  // 51: ptc.v1.RunnerService.Execute:input_type -> ptc.v1.ExecuteRequest
+	20, // 52: ptc.v1.RunnerService.ListTools:input_type -> ptc.v1.ListToolsRequest
+	23, // 53: ptc.v1.RunnerService.Session:input_type -> ptc.v1.SessionRequest
+	11, // 54: ptc.v1.RunnerService.Resume:input_type -> ptc.v1.ResumeRequest
+	9,  // 55: ptc.v1.RunnerService.Execute:output_type -> ptc.v1.ExecuteResponse
+	21, // 56: ptc.v1.RunnerService.ListTools:output_type -> ptc.v1.ListToolsResponse
+	28, // 57: ptc.v1.RunnerService.Session:output_type -> ptc.v1.SessionResponse
+	12, // 58: ptc.v1.RunnerService.Resume:output_type -> ptc.v1.ResumeResponse
+	55, // [55:59] is the sub-list for method output_type
+	51, // [51:55] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_ptc_v1_runner_proto_init() }

@@ -27,6 +27,7 @@ EXECUTION_STATE_COMPLETED: ExecutionState
 EXECUTION_STATE_REQUIRES_ACTION: ExecutionState
 EXECUTION_STATE_UNSPECIFIED: ExecutionState
 LANGUAGE_JAVASCRIPT: Language
+LANGUAGE_PYTHON: Language
 LANGUAGE_TYPESCRIPT: Language
 LANGUAGE_UNSPECIFIED: Language
 LANGUAGE_WASM: Language
@@ -213,16 +214,18 @@ class Limits(_message.Message):
     def __init__(self, timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., cpu_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., memory_bytes: _Optional[int] = ..., max_tool_calls: _Optional[int] = ..., max_concurrent_tool_calls: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., max_log_bytes: _Optional[int] = ..., max_log_entries: _Optional[int] = ..., max_result_tokens: _Optional[int] = ..., max_pauses: _Optional[int] = ..., max_paused_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
-    __slots__ = ["include_typescript", "limit", "names", "query"]
+    __slots__ = ["include_typescript", "language", "limit", "names", "query"]
     INCLUDE_TYPESCRIPT_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     include_typescript: bool
+    language: Language
     limit: int
     names: _containers.RepeatedScalarFieldContainer[str]
     query: str
-    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., include_typescript: bool = ...) -> None: ...
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., include_typescript: bool = ..., language: _Optional[_Union[Language, str]] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ["approx_tokens", "matches", "prompt", "tools", "typescript"]

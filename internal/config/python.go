@@ -1,0 +1,38 @@
+package config
+
+import (
+	"encoding/hex"
+	"flag"
+)
+
+// Python configures the Python engine: the interpreter module ptcd runs
+// Python scripts with (docs/python.md). Unset, ptcd looks for the pinned
+// interpreter in the user's cache (`ptc python install`) and in
+// node_modules.
+type Python struct {
+	// Interpreter is the path of python.wasm.
+	Interpreter string `yaml:"interpreter"`
+	// SHA256 is its hex SHA-256; the file is refused if it differs. Empty
+	// means the pinned interpreter's digest.
+	SHA256 string `yaml:"sha256"`
+	// CacheDir keeps the interpreter's compiled code, so that a restarted
+	// ptcd loads it in seconds instead of compiling it again.
+	CacheDir string `yaml:"cache_dir"`
+}
+
+func pythonSettings() []setting {
+	return []setting{
+		{"python.interpreter", "path of the CPython for WASI module (python.wasm)", func(c *Config) flag.Value { return stringValue{&c.Python.Interpreter} }},
+		{"python.sha256", "the interpreter's hex SHA-256 (default: the pinned one); a file that differs is refused", func(c *Config) flag.Value { return stringValue{&c.Python.SHA256} }},
+		{"python.cache_dir", "directory keeping the interpreter's compiled code", func(c *Config) flag.Value { return stringValue{&c.Python.CacheDir} }},
+	}
+}
+
+func (p Python) validate() *Error {
+	if p.SHA256 != "" {
+		if b, err := hex.DecodeString(p.SHA256); err != nil || len(b) != 32 {
+			return keyError("python.sha256", "%q is not a SHA-256 digest: give 64 hexadecimal digits (sha256sum python.wasm)", p.SHA256)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package python
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/limits"
+)
+
+// benchRun runs src b.N times and reports the guest's CPU time per run.
+func benchRun(b *testing.B, src string) {
+	e := engine(b)
+	ts := testTools(b)
+	var ex []byte
+	if src == "" {
+		var err error
+		ex, err = os.ReadFile(filepath.Join("..", "..", "examples", "expenses.py"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		src = string(ex)
+		ts = demoTools(b)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var cpu int64
+	for i := 0; i < b.N; i++ {
+		j, _ := job(src, "", limits.Limits{}, ts)
+		out := e.Run(context.Background(), j)
+		if out.Err != nil {
+			b.Fatal(out.Err)
+		}
+		cpu += int64(out.CPUTime)
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// BenchmarkTrivial is the smallest execution: a fresh interpreter, the
+// prelude, `return 1`.
+func BenchmarkTrivial(b *testing.B) { benchRun(b, "return 1") }
+
+// BenchmarkCalls100 awaits 100 calls one after the other; compare with
+// BenchmarkTrivial for the cost of one awaited call.
+func BenchmarkCalls100(b *testing.B) {
+	benchRun(b, "for i in range(100):\n    await tools.echo(i=i)\nreturn 1")
+}
+
+// BenchmarkExpense runs examples/expenses.py against the demo tools (26
+// calls, 200 KB of JSON from the tools).
+func BenchmarkExpense(b *testing.B) { benchRun(b, "") }

@@ -1,0 +1,127 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/core"
+	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/pyinterp"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// shared is the engine every test uses: the interpreter compiles once per
+// test binary (and is loaded from a cache directory kept between runs).
+var shared struct {
+	once sync.Once
+	e    *Engine
+	err  error
+}
+
+func engine(tb testing.TB) *Engine {
+	tb.Helper()
+	shared.once.Do(func() {
+		mod, err := pyinterp.Load("", "")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.e, shared.err = New(context.Background(), Config{Module: mod, CacheDir: filepath.Join(os.TempDir(), "ptc-python-test-cache")})
+	})
+	if shared.err != nil {
+		tb.Fatal(shared.err)
+	}
+	return shared.e
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.e != nil {
+		_ = shared.e.Close(context.Background())
+	}
+	os.Exit(code)
+}
+
+// testTools are tools for the scripts: echo returns its arguments, fail
+// returns a tool error, typed checks its arguments' schema.
+func testTools(tb testing.TB, extra ...tools.Tool) []*tools.Compiled {
+	tb.Helper()
+	ts := []tools.Tool{
+		{Definition: tools.Definition{Name: "echo", Description: "Echo the arguments back."}, Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
+			return c.Arguments, nil
+		}},
+		{Definition: tools.Definition{Name: "fail", Description: "Always fails."}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+			return nil, tools.Errorf("not_found", "no such record")
+		}},
+		{Definition: tools.Definition{Name: "shop.price", Description: "The price of an item."}, Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
+			return json.RawMessage(`{"price": 12.5}`), nil
+		}},
+		{Definition: tools.Definition{Name: "typed", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+			Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }},
+	}
+	ts = append(ts, extra...)
+	out := make([]*tools.Compiled, len(ts))
+	for i, t := range ts {
+		c, err := tools.Compile(t)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// barrierTool blocks every call until n calls are in flight together (or
+// the call's context ends): concurrency proven without timing.
+func barrierTool(n int) tools.Tool {
+	var mu sync.Mutex
+	arrived := 0
+	all := make(chan struct{})
+	return tools.Tool{Definition: tools.Definition{Name: "barrier"}, Handler: func(ctx context.Context, c tools.Call) (json.RawMessage, error) {
+		mu.Lock()
+		arrived++
+		if arrived == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return json.RawMessage(fmt.Sprintf(`{"seq":%d}`, c.Seq)), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+}
+
+// job returns a Python job with the given tools and limits (zero fields
+// take the defaults).
+func job(src, input string, lim limits.Limits, ts []*tools.Compiled) (*runtime.Job, *bridge.Dispatcher) {
+	lim = limits.Policy{Defaults: limits.Defaults()}.Resolve(lim, limits.Limits{})
+	d := bridge.New(bridge.Config{ExecutionID: "x1", Tools: ts, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
+	return &runtime.Job{
+		ExecutionID: "x1",
+		Language:    core.LanguagePython,
+		Source:      src,
+		Input:       json.RawMessage(input),
+		Limits:      lim,
+		Tools:       d,
+		Logs:        runtime.NewLogBuffer(time.Now(), lim, nil),
+	}, d
+}
+
+// run runs src with the test tools and returns its outcome and logs.
+func run(tb testing.TB, src, input string, lim limits.Limits, extra ...tools.Tool) (*runtime.Outcome, []core.LogEntry) {
+	tb.Helper()
+	j, _ := job(src, input, lim, testTools(tb, extra...))
+	out := engine(tb).Run(context.Background(), j)
+	logs, _ := j.Logs.Entries()
+	return out, logs
+}

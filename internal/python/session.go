@@ -1,0 +1,457 @@
+package python
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/tools"
+)
+
+// maxFrameSlack is what a protocol line may take beyond the larger of the
+// output limit and bridge.MaxArgumentBytes: its keys and punctuation.
+const maxFrameSlack = 1 << 10
+
+// errProtocol ends an execution whose interpreter broke the protocol.
+var errProtocol = errors.New("python protocol")
+
+// session is one execution's side of the protocol with the prelude. The
+// guest's goroutine calls Read and Write (stdin and stdout); each started
+// call runs on a goroutine of its own (counted by calls), which queues
+// its completion for the guest to read and ends when the call does — at
+// the latest when the execution's context ends.
+type session struct {
+	job    *runtime.Job
+	caller bridge.Caller
+	// stop ends the execution with a cause (a protocol breach).
+	stop context.CancelCauseFunc
+	// ctx is the execution's context, set by open.
+	ctx      context.Context
+	cpu      func() time.Duration
+	maxFrame int
+	calls    sync.WaitGroup
+
+	mu       sync.Mutex
+	queue    []byte
+	inflight int
+	// ready has a token when queue has grown since the guest last looked.
+	ready chan struct{}
+	// refused is the last call refused for the call budget.
+	refused *bridge.CallError
+
+	// Written by the guest's goroutine only (Write), read after the run.
+	line    []byte
+	result  json.RawMessage
+	failure *failure
+	breach  *fault.Error
+}
+
+// failure is the prelude's report of an uncaught exception.
+type failure struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Stack   string `json:"stack"`
+	Syntax  bool   `json:"syntax"`
+	Tool    string `json:"tool"`
+	Code    string `json:"code"`
+	Name    string `json:"name"`
+	Result  bool   `json:"result"`
+}
+
+func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCauseFunc, code []byte) *session {
+	maxFrame := bridge.MaxArgumentBytes
+	if m := job.Limits.MaxOutputBytes; m > int64(maxFrame) || m <= 0 {
+		maxFrame = bridge.MaxResultBytes
+		if m > 0 && m < int64(maxFrame) {
+			maxFrame = int(m)
+		}
+	}
+	return &session{job: job, caller: caller, stop: stop, maxFrame: maxFrame + maxFrameSlack, ready: make(chan struct{}, 1),
+		queue: slices.Clone(code)}
+}
+
+// open is RunStreams's open: it queues the job for the prelude, after
+// the prelude's code (queued by newSession).
+func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
+	s.ctx, s.cpu = ctx, cpu
+	input := json.RawMessage(bytes.TrimSpace(s.job.Input))
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	var seed *uint64
+	if s.job.Deterministic {
+		seed = &s.job.Seed
+	}
+	hdr, err := json.Marshal(struct {
+		Src   string          `json:"src"`
+		Input json.RawMessage `json:"input"`
+		Names []string        `json:"names"`
+		Seed  *uint64         `json:"seed"`
+	}{s.job.Source, input, s.caller.Names(), seed})
+	if err != nil {
+		// The input was validated as JSON before the job was made.
+		hdr, _ = json.Marshal(map[string]string{"src": "raise ValueError('the input is not JSON')"})
+	}
+	s.queue = append(append(s.queue, hdr...), '\n')
+	return reader{s}, writer{s}
+}
+
+// configure is RunStreams's configure: a deterministic job gets a
+// virtual clock from its ClockStart (runtime.VirtualClockStep a reading)
+// and a random source seeded with its Seed, which also seeds Python's
+// hash randomisation, random, uuid4 and secrets; any other job the host's
+// clocks, real sleeps (ending with the execution) and crypto/rand.
+func (s *session) configure(c wazero.ModuleConfig) wazero.ModuleConfig {
+	if !s.job.Deterministic {
+		return c.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).WithNanosleep(sleeper(s.ctx))
+	}
+	var readings int64
+	var mu sync.Mutex
+	next := func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		readings++
+		return time.Duration(readings) * runtime.VirtualClockStep
+	}
+	start := s.job.ClockStart
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], s.job.Seed)
+	return c.
+		WithWalltime(func() (int64, int32) {
+			t := start.Add(next())
+			return t.Unix(), int32(t.Nanosecond())
+		}, sys.ClockResolution(runtime.VirtualClockStep)).
+		WithNanotime(func() int64 { return int64(next()) }, sys.ClockResolution(runtime.VirtualClockStep)).
+		WithNanosleep(func(int64) {}).
+		WithRandSource(mrand.NewChaCha8(key))
+}
+
+// sleeper returns a nanosleep that ends early when ctx is done.
+func sleeper(ctx context.Context) sys.Nanosleep {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// reader is the guest's stdin: the job, then completions as they come.
+type reader struct{ s *session }
+
+// Read implements io.Reader. With nothing queued it reports the guest
+// idle (a resumable job) and waits for a completion or for the end of the
+// execution, which it reports as the end of the stream.
+func (r reader) Read(p []byte) (int, error) {
+	s := r.s
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			n := copy(p, s.queue)
+			s.queue = s.queue[n:]
+			s.mu.Unlock()
+			return n, nil
+		}
+		inflight := s.inflight
+		s.mu.Unlock()
+		if s.job.Idle != nil {
+			s.job.Idle(inflight, s.cpu())
+		}
+		select {
+		case <-s.ready:
+		case <-s.ctx.Done():
+			return 0, io.EOF
+		}
+	}
+}
+
+// writer is the guest's stdout: protocol lines from the prelude.
+type writer struct{ s *session }
+
+// Write implements io.Writer.
+func (w writer) Write(p []byte) (int, error) {
+	s := w.s
+	if s.breach != nil {
+		return 0, errProtocol
+	}
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(s.line)+len(p) > s.maxFrame {
+				s.tooLong(p)
+				return 0, errProtocol
+			}
+			s.line = append(s.line, p...)
+			break
+		}
+		if len(s.line)+i > s.maxFrame {
+			s.tooLong(p)
+			return 0, errProtocol
+		}
+		s.line = append(s.line, p[:i]...)
+		p = p[i+1:]
+		s.frame(s.line)
+		s.line = s.line[:0]
+		if s.breach != nil {
+			return 0, errProtocol
+		}
+	}
+	return n, nil
+}
+
+// end stops the execution with a breach.
+func (s *session) end(fe *fault.Error) {
+	if s.breach == nil {
+		s.breach = fe
+		s.stop(errProtocol)
+	}
+}
+
+// tooLong ends an execution whose line (s.line, then rest) is over the
+// frame bound: a result over the output limit, or arguments over the
+// bridge's bound.
+func (s *session) tooLong(rest []byte) {
+	head := append(s.line[:len(s.line):len(s.line)], rest[:min(len(rest), 8)]...)
+	if bytes.HasPrefix(head, []byte(`{"r":`)) {
+		max := s.job.Limits.MaxOutputBytes
+		s.end(fault.Breach(fault.KindOutputLimit, max, int64(len(s.line)+len(rest)),
+			"the script's result is more than %d bytes; return a smaller result (summarise, page, or filter)", max))
+		return
+	}
+	s.end(fault.New(fault.KindScript, "the script sent a value of more than %d bytes (tool call arguments may have at most %d bytes)", s.maxFrame-maxFrameSlack, bridge.MaxArgumentBytes))
+}
+
+// frame handles one protocol line. The prelude writes each kind of line
+// with its kind's key first.
+func (s *session) frame(line []byte) {
+	if len(line) < 6 || !bytes.HasPrefix(line, []byte(`{"`)) || line[3] != '"' || line[4] != ':' || line[len(line)-1] != '}' {
+		s.forged()
+		return
+	}
+	switch line[2] {
+	case 'l':
+		var f struct {
+			L string `json:"l"`
+			M string `json:"m"`
+		}
+		if json.Unmarshal(line, &f) != nil {
+			s.forged()
+			return
+		}
+		switch f.L {
+		case "log", "info", "warn", "error", "debug":
+		default:
+			f.L = "log"
+		}
+		s.job.Logs.Write(f.L, f.M)
+	case 'c':
+		var f struct {
+			C int64           `json:"c"`
+			N string          `json:"n"`
+			A json.RawMessage `json:"a"`
+		}
+		if json.Unmarshal(line, &f) != nil {
+			s.forged()
+			return
+		}
+		s.startCall(f.C, f.N, integralFloats(f.A))
+	case 's':
+		var f struct {
+			S int64  `json:"s"`
+			Q string `json:"q"`
+			K int    `json:"k"`
+		}
+		if json.Unmarshal(line, &f) != nil {
+			s.forged()
+			return
+		}
+		hits := s.caller.Search(f.Q, max(f.K, 1))
+		if hits == nil {
+			hits = []bridge.SearchHit{}
+		}
+		b, _ := json.Marshal(hits)
+		s.started()
+		s.complete(f.S, b, nil, "")
+	case 'd':
+		var f struct {
+			D int64  `json:"d"`
+			N string `json:"n"`
+		}
+		if json.Unmarshal(line, &f) != nil {
+			s.forged()
+			return
+		}
+		s.started()
+		d, ok := s.caller.Describe(f.N)
+		if !ok {
+			s.complete(f.D, nil, &bridge.CallError{Name: bridge.NameToolError, Tool: f.N, Code: tools.CodeUnknownTool,
+				Message: fmt.Sprintf("unknown tool %q; use tools.search(query) to find tools", f.N)}, f.N)
+			return
+		}
+		b, _ := json.Marshal(d)
+		s.complete(f.D, b, nil, f.N)
+	case 'r':
+		raw := bytes.TrimSpace(line[5 : len(line)-1])
+		if !json.Valid(raw) {
+			s.forged()
+			return
+		}
+		s.result = append(json.RawMessage(nil), integralFloats(raw)...)
+	case 'e':
+		var f struct {
+			E failure `json:"e"`
+		}
+		if json.Unmarshal(line, &f) != nil {
+			s.forged()
+			return
+		}
+		s.failure = &f.E
+	default:
+		s.forged()
+	}
+}
+
+// forged ends an execution whose fd 1 carried something the prelude does
+// not write: the script wrote to the protocol stream itself.
+func (s *session) forged() {
+	s.end(fault.New(fault.KindScript, "the script wrote to the interpreter's file descriptor 1 directly, which carries ptc's protocol; use print() or logging for logs and return the result"))
+}
+
+// startCall starts a tool call; its completion is queued when it ends.
+func (s *session) startCall(id int64, name string, args json.RawMessage) {
+	s.started()
+	inv := s.caller.Start(s.ctx, name, args)
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		out, err := inv()
+		s.complete(id, out, err, name)
+	}()
+}
+
+// started counts a call the guest will wait for.
+func (s *session) started() {
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+}
+
+// complete queues the completion of call id for the guest.
+func (s *session) complete(id int64, out json.RawMessage, err error, name string) {
+	var b bytes.Buffer
+	b.WriteString(`{"i":`)
+	b.WriteString(strconv.FormatInt(id, 10))
+	if err == nil {
+		b.WriteString(`,"v":`)
+		if len(bytes.TrimSpace(out)) == 0 {
+			b.WriteString("null")
+		} else if cerr := json.Compact(&b, out); cerr != nil {
+			err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "the tool returned invalid JSON"}
+			b.Reset()
+			b.WriteString(`{"i":` + strconv.FormatInt(id, 10))
+		}
+	}
+	if err != nil {
+		var ce *bridge.CallError
+		if !errors.As(err, &ce) {
+			ce = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeToolFailed, Message: err.Error()}
+		}
+		x, _ := json.Marshal(struct {
+			Name    string            `json:"name"`
+			Tool    string            `json:"tool"`
+			Code    string            `json:"code"`
+			Message string            `json:"message"`
+			Errors  []tools.Violation `json:"errors,omitempty"`
+		}{ce.Name, ce.Tool, ce.Code, ce.Message, ce.Errors})
+		b.WriteString(`,"x":`)
+		b.Write(x)
+		if ce.Limit > 0 {
+			s.mu.Lock()
+			s.refused = ce
+			s.mu.Unlock()
+		}
+	}
+	b.WriteString("}\n")
+	s.mu.Lock()
+	s.queue = append(s.queue, b.Bytes()...)
+	s.inflight--
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// finish fills out from what the prelude reported, after the run.
+func (s *session) finish(out *runtime.Outcome) {
+	if s.breach != nil {
+		out.Err = s.breach
+		return
+	}
+	if out.Err != nil {
+		return
+	}
+	switch {
+	case s.failure != nil:
+		out.Err = s.fault(s.failure, out)
+	case s.result != nil:
+		if max := s.job.Limits.MaxOutputBytes; max > 0 && int64(len(s.result)) > max {
+			out.Err = fault.Breach(fault.KindOutputLimit, max, int64(len(s.result)),
+				"the result is %d bytes, more than the limit of %d bytes; return a smaller result", len(s.result), max)
+			return
+		}
+		out.Result = s.result
+	default:
+		out.Err = fault.New(fault.KindScript, "the script ended the interpreter before it returned (os._exit or a fatal error)")
+	}
+}
+
+// fault converts the prelude's report of an uncaught exception.
+func (s *session) fault(f *failure, out *runtime.Outcome) *fault.Error {
+	switch {
+	case f.Syntax:
+		return &fault.Error{Kind: fault.KindSyntax, Message: f.Message, Line: f.Line, Column: f.Col}
+	case f.Type == "MemoryError":
+		lim := s.job.Limits.MemoryBytes
+		fe := fault.Breach(fault.KindMemoryLimit, lim, max(out.PeakMemoryBytes, lim),
+			"the script ran out of memory (limit %d bytes); use less memory or raise memory_bytes", lim)
+		fe.Line, fe.Column, fe.Stack = f.Line, f.Col, f.Stack
+		return fe
+	case f.Name == bridge.NameCallLimitError && f.Code == tools.CodeCallLimit:
+		s.mu.Lock()
+		ce := s.refused
+		s.mu.Unlock()
+		var lim, obs int64
+		if ce != nil {
+			lim, obs = ce.Limit, ce.Observed
+		}
+		fe := fault.Breach(fault.KindToolCallLimit, lim, obs, "%s", f.Message)
+		fe.Line, fe.Column, fe.Stack, fe.Tool = f.Line, f.Col, f.Stack, f.Tool
+		return fe
+	}
+	return &fault.Error{Kind: fault.KindScript, Message: f.Message, Line: f.Line, Column: f.Col, Stack: f.Stack, Tool: f.Tool}
+}
