@@ -24,7 +24,7 @@ func TestPythonResumeAfterRestart(t *testing.T) {
 	if _, err := os.Stat(interp); err != nil {
 		t.Skipf("the Python interpreter is not installed (npm ci): %v", err)
 	}
-	cfg := durableConfig + "python:\n  interpreter: " + interp + "\n"
+	cfg := durableConfig + "python:\n  interpreter: " + interp + "\n  in_supervisor: true\n"
 	src, err := os.ReadFile("../../examples/expenses.py")
 	if err != nil {
 		t.Fatal(err)

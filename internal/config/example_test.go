@@ -154,6 +154,7 @@ tool_sources:
 	//   interpreter: ""
 	//   sha256: ""
 	//   cache_dir: ""
+	//   in_supervisor: false
 	// durable:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB

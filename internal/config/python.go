@@ -18,6 +18,11 @@ type Python struct {
 	// CacheDir keeps the interpreter's compiled code, so that a restarted
 	// ptcd loads it in seconds instead of compiling it again.
 	CacheDir string `yaml:"cache_dir"`
+	// InSupervisor allows Python when workers.mode is worker: Python runs in
+	// ptcd's own process (under the WebAssembly engine's memory, time and
+	// CPU limits, but outside the worker sandbox), so it is refused there
+	// unless the operator sets this.
+	InSupervisor bool `yaml:"in_supervisor"`
 }
 
 func pythonSettings() []setting {
@@ -25,6 +30,7 @@ func pythonSettings() []setting {
 		{"python.interpreter", "path of the CPython for WASI module (python.wasm)", func(c *Config) flag.Value { return stringValue{&c.Python.Interpreter} }},
 		{"python.sha256", "the interpreter's hex SHA-256 (default: the pinned one); a file that differs is refused", func(c *Config) flag.Value { return stringValue{&c.Python.SHA256} }},
 		{"python.cache_dir", "directory keeping the interpreter's compiled code", func(c *Config) flag.Value { return stringValue{&c.Python.CacheDir} }},
+		{"python.in_supervisor", "allow Python with workers.mode worker: it runs in ptcd's own process, outside the worker sandbox", func(c *Config) flag.Value { return boolValue{&c.Python.InSupervisor} }},
 	}
 }
 

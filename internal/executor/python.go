@@ -10,6 +10,7 @@ import (
 	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/python"
 	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // PythonConfig configures the Python engine. The zero value finds the
@@ -28,7 +29,19 @@ type PythonConfig struct {
 	// MaxMemory is the most memory one execution may use (0: the policy's
 	// memory ceiling).
 	MaxMemory int64
+	// OnlyWithConsent refuses Python requests while the executor runs the
+	// other languages in worker processes (Mode ModeWorker): Python runs in
+	// this process, under the WebAssembly engine's limits but outside the
+	// worker sandbox, and an operator must choose that (ptcd's
+	// python.in_supervisor). A Go program's Runner leaves it unset: its
+	// Python runs in the program's own process.
+	OnlyWithConsent bool
 }
+
+// pythonOutsideWorkers is the message of a Python request refused by
+// OnlyWithConsent.
+const pythonOutsideWorkers = "Python scripts run in this server's own process, not in a worker sandbox as JavaScript, " +
+	"TypeScript and WebAssembly do here; this server does not allow that (its operator can, with python.in_supervisor: true)"
 
 // lazyPython is the Python engine: the interpreter is loaded, verified
 // and compiled on the first Python request (about 10 s cold, a few from a
@@ -82,6 +95,9 @@ func (e *Executor) preparePython() *fault.Error {
 	l, ok := e.engines[core.LanguagePython].(lazyPython)
 	if !ok {
 		return nil
+	}
+	if l.p.cfg.OnlyWithConsent && e.pool != nil && e.pool.Facts().Mode == worker.ModeWorker {
+		return fault.Reject(fault.CodeFailedPrecondition, pythonOutsideWorkers)
 	}
 	if _, err := l.engine(); err != nil {
 		return fault.Reject(fault.CodeFailedPrecondition, "%v", err)
