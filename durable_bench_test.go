@@ -36,15 +36,16 @@ func BenchmarkResume(b *testing.B) {
 // lookups (approvals), after its 21 earlier calls (about 200 KB of tool
 // results): the resume includes the rest of the script (the lookups, and
 // the sums over 2,000 items). "end" pauses it once more after everything,
-// at a client tool, to time the resume alone. It reports the
-// continuation's size.
+// at a client tool, to time the resume alone. "worker" re-runs the
+// segment in a worker process, as ptcd does by default (JavaScript in a
+// worker is never parked). It reports the continuation's size.
 func BenchmarkResumeExpense(b *testing.B) {
 	src, err := os.ReadFile("examples/expenses.js")
 	if err != nil {
 		b.Fatal(err)
 	}
 	atEnd := strings.Replace(string(src), "return over;", "await tools.ask({});\nreturn over;", 1)
-	for _, mode := range []string{"rerun", "parked"} {
+	for _, mode := range []string{"rerun", "parked", "worker"} {
 		b.Run(mode, func(b *testing.B) {
 			benchResume(b, mode, string(src), []string{"get_budget_by_level"}, "")
 		})
@@ -60,8 +61,12 @@ func benchResume(b *testing.B, mode, src string, approve []string, client string
 	if mode == "parked" {
 		parked = 0
 	}
-	r, err := ptc.NewRunner(ptc.WithTools(demo.Tools()...), ptc.WithTools(mailTool(&runs)),
-		ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1", Parked: parked}))
+	opts := []ptc.Option{ptc.WithTools(demo.Tools()...), ptc.WithTools(mailTool(&runs)),
+		ptc.WithDurable(ptc.Durable{Keys: testKeys, SigningKey: "k1", Parked: parked})}
+	if mode == "worker" {
+		opts = append(opts, ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true}))
+	}
+	r, err := ptc.NewRunner(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
