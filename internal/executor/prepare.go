@@ -17,7 +17,6 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -220,45 +219,31 @@ func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error 
 		return nil // an engine plugged in by a test: it gets the bytes
 	}
 	if pool := e.wasmWorkers(); pool != nil {
-		return e.prepareModuleInWorkers(ctx, pool, p)
+		// The pool checks the module (its structure here, its compile in a
+		// worker) and keeps its bytes; this process never compiles it.
+		return checkModule(ctx, p, pool.HasModule, pool.CompileModule)
 	}
 	me, err := l.engine()
 	if err != nil {
 		return fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
 	}
 	p.modEng = me
-	if len(p.req.Module) == 0 {
-		h := strings.ToLower(p.req.ModuleSHA256)
-		if !me.Has(h) {
-			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256).Because(fault.ReasonModuleMissing)
-		}
-		p.modHash = h
-		return nil
-	}
-	h, err := me.Compile(ctx, p.req.Module)
-	if err != nil {
-		return compileFault("wasm_module: ", err)
-	}
-	if p.req.ModuleSHA256 != "" && !strings.EqualFold(p.req.ModuleSHA256, h) {
-		return fault.Reject(fault.CodeInvalidArgument, "module_sha256 %q does not match the module's SHA-256 %s", p.req.ModuleSHA256, h)
-	}
-	p.modHash = h
-	return nil
+	return checkModule(ctx, p, me.Has, me.Compile)
 }
 
-// prepareModuleInWorkers is prepareModule when modules run in worker
-// processes: the pool checks the module (its structure here, its compile
-// in a worker) and keeps its bytes; this process never compiles it.
-func (e *Executor) prepareModuleInWorkers(ctx context.Context, pool *worker.Pool, p *Prepared) *fault.Error {
+// checkModule sets p's module hash: the module sent by hash must be held
+// (has), the one sent as bytes is checked and kept (compile) and must
+// match the hash sent with it.
+func checkModule(ctx context.Context, p *Prepared, has func(string) bool, compile func(context.Context, []byte) (string, error)) *fault.Error {
 	if len(p.req.Module) == 0 {
 		h := strings.ToLower(p.req.ModuleSHA256)
-		if !pool.HasModule(h) {
+		if !has(h) {
 			return fault.Reject(fault.CodeFailedPrecondition, "module_sha256 %q is not held by this server; send the module bytes in wasm_module", p.req.ModuleSHA256).Because(fault.ReasonModuleMissing)
 		}
 		p.modHash = h
 		return nil
 	}
-	h, err := pool.CompileModule(ctx, p.req.Module)
+	h, err := compile(ctx, p.req.Module)
 	if err != nil {
 		return compileFault("wasm_module: ", err)
 	}
