@@ -51,6 +51,12 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) (out *runtime.Outcom
 // job.Module is ignored. It returns ErrUnknownModule, and no Outcome, when
 // the engine does not hold that module.
 func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (out *runtime.Outcome, err error) {
+	return e.runHash(ctx, hash, job, nil, "send the module bytes")
+}
+
+// runHash runs the cached module with the given hash, with its stdio given
+// to s when s is not nil; hint ends the ErrUnknownModule error.
+func (e *Engine) runHash(ctx context.Context, hash string, job *runtime.Job, s *streams, hint string) (out *runtime.Outcome, err error) {
 	defer recoverInternal(&out)
 	began := time.Now()
 	ent, ok, err := e.acquireHash(ctx, strings.ToLower(hash))
@@ -58,13 +64,13 @@ func (e *Engine) RunHash(ctx context.Context, hash string, job *runtime.Job) (ou
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w %q: send the module bytes", ErrUnknownModule, hash)
+		return nil, fmt.Errorf("%w %q: %s", ErrUnknownModule, hash, hint)
 	}
 	if err != nil {
 		return &runtime.Outcome{Err: acquireFault(ctx, err, job, time.Since(began))}, nil
 	}
 	defer e.release(ent)
-	return e.execute(ctx, ent, job), nil
+	return e.executeStreams(ctx, ent, job, s), nil
 }
 
 func recoverInternal(out **runtime.Outcome) {

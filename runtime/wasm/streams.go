@@ -2,10 +2,7 @@ package wasm
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -42,18 +39,5 @@ type streams struct {
 func (e *Engine) RunStreams(ctx context.Context, hash string, job *runtime.Job, args []string,
 	open func(ctx context.Context, cpu func() time.Duration) (stdin io.Reader, stdout io.Writer),
 	configure func(wazero.ModuleConfig) wazero.ModuleConfig) (out *runtime.Outcome, err error) {
-	defer recoverInternal(&out)
-	began := time.Now()
-	ent, ok, err := e.acquireHash(ctx, strings.ToLower(hash))
-	if errors.Is(err, ErrClosed) {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w %q: compile the module first", ErrUnknownModule, hash)
-	}
-	if err != nil {
-		return &runtime.Outcome{Err: acquireFault(ctx, err, job, time.Since(began))}, nil
-	}
-	defer e.release(ent)
-	return e.executeStreams(ctx, ent, job, &streams{args: args, open: open, configure: configure}), nil
+	return e.runHash(ctx, hash, job, &streams{args: args, open: open, configure: configure}, "compile the module first")
 }
