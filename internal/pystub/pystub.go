@@ -13,7 +13,8 @@ package pystub
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -98,7 +99,7 @@ func (g *gen) params(s map[string]any) string {
 	}
 	req := required(s)
 	var ps []string
-	for _, k := range sortedKeys(props) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if !identifier(k) {
 			return "**kwargs: Any"
 		}
@@ -125,7 +126,7 @@ func (g *gen) object(name string, s, root map[string]any, depth int) string {
 	req := required(s)
 	var fields []string
 	functional := false
-	for _, k := range sortedKeys(props) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		sub, _ := props[k].(map[string]any)
 		t := g.typeOf(name+className(k), sub, root, depth+1)
 		if !req[k] {
@@ -140,7 +141,7 @@ func (g *gen) object(name string, s, root map[string]any, depth int) string {
 	if functional {
 		// Keys that are not identifiers need the functional form.
 		var kv []string
-		for i, k := range sortedKeys(props) {
+		for i, k := range slices.Sorted(maps.Keys(props)) {
 			kv = append(kv, strconv.Quote(k)+": "+strings.SplitN(fields[i], ": ", 2)[1])
 		}
 		c = fmt.Sprintf("%s = TypedDict(%q, {%s})", name, name, strings.Join(kv, ", "))
@@ -303,15 +304,6 @@ func required(s map[string]any) map[string]bool {
 		}
 	}
 	return req
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // className turns a tool or property name into a CamelCase class name.

@@ -3,9 +3,10 @@ package tsdecl
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -282,7 +283,7 @@ func (c *converter) object(doc *document, s map[string]any, depth int, path stri
 			c.fail(doc, path+"/patternProperties", "patternProperties must be an object")
 			return tUnknown
 		}
-		for _, pat := range sortedKeys(pp) {
+		for _, pat := range slices.Sorted(maps.Keys(pp)) {
 			index = append(index, c.conv(doc, pp[pat], depth+1, false, path+"/patternProperties/"+escapeToken(pat)))
 			if c.docs {
 				indexDoc = append(indexDoc, oneLine("Keys matching /"+pat+"/."))
@@ -291,7 +292,7 @@ func (c *converter) object(doc *document, s map[string]any, depth int, path stri
 	}
 
 	anyOptional := false
-	for _, name := range sortedKeys(props) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		sub := props[name]
 		p := prop{
 			name:     name,
@@ -417,7 +418,7 @@ func (c *converter) literal(doc *document, v any, depth int, path string) *tsTyp
 		return tu
 	case map[string]any:
 		obj := &tsType{kind: kindObject}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			obj.props = append(obj.props, prop{name: k, typ: c.literal(doc, x[k], depth+1, path+"/"+escapeToken(k))})
 		}
 		if len(obj.props) == 0 {
@@ -497,15 +498,6 @@ func resolve(root any, ptr string) (node any, last string, ok bool) {
 
 func escapeToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func jsonKind(v any) string {
