@@ -18,6 +18,7 @@ import (
 // how it ended.
 var treeKeys = map[string][]string{
 	"rpc":           {"rpc.method", "rpc.response.status_code", "ptc.execution.id", "ptc.outcome"},
+	"mcp":           {"mcp.method.name", "gen_ai.operation.name", "gen_ai.tool.name", "network.transport", "ptc.execution.id", "ptc.outcome"},
 	"ptc.admission": nil,
 	"ptc.execute":   {"ptc.execution.id", "ptc.isolation", "ptc.outcome", "ptc.resumed", "ptc.tool_calls"},
 	"execute_tool":  {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.type", "gen_ai.tool.call.id", "ptc.tool.client", "ptc.tool.outcome"},
@@ -62,6 +63,8 @@ func attributedTree(spans []otlptest.Span, traceID, execID string) string {
 				group = "rpc"
 			case strings.HasPrefix(s.Name, "execute_tool "):
 				group = "execute_tool"
+			case strings.HasPrefix(s.Name, "tools/call "):
+				group = "mcp"
 			}
 			line := []string{s.Name, strings.TrimPrefix(s.Kind.String(), "SPAN_KIND_")}
 			if depth == 0 {
