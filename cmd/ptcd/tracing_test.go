@@ -230,7 +230,8 @@ func TestTracingMisconfigured(t *testing.T) {
 // with the caller's W3C trace context in params._meta, exports one trace
 // to a real OTLP receiver: the SERVER span "tools/call execute" under the
 // caller's span, with the admission wait and the execution beneath it and
-// the tool calls beneath the execution.
+// the tool calls beneath the execution — the exact tree, with kinds and
+// the attributes saying which request, execution and tool each span is.
 func TestTracingMCPEndpoint(t *testing.T) {
 	recv := otlptest.Start(t)
 	_, stop, logs := startPtcd(t, "--demo-tools", "--workers.mode", "inprocess", "--workers.insecure-inprocess=true",
@@ -252,12 +253,26 @@ func TestTracingMCPEndpoint(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, logs.String())
 	}
 	spans := recv.Spans()
-	want := "tools/call execute\n" +
-		"  ptc.admission\n" +
-		"  ptc.execute\n" +
-		"    execute_tool get_team_members\n"
-	if tree := otlptest.Tree(spans, caller.TraceID().String()); tree != want {
+	var execID string
+	for _, s := range spans {
+		if s.Name == "ptc.execute" {
+			execID = s.Attrs["ptc.execution.id"]
+		}
+	}
+	want := "tools/call execute SERVER parent=" + caller.SpanID().String() +
+		" mcp.method.name=tools/call gen_ai.operation.name=execute_tool gen_ai.tool.name=execute network.transport=tcp ptc.execution.id=EX ptc.outcome=ok\n" +
+		"  ptc.admission INTERNAL\n" +
+		"  ptc.execute INTERNAL ptc.execution.id=EX ptc.isolation=inprocess ptc.outcome=ok ptc.tool_calls=1\n" +
+		"    execute_tool get_team_members INTERNAL gen_ai.operation.name=execute_tool gen_ai.tool.name=get_team_members gen_ai.tool.type=extension gen_ai.tool.call.id=EX/1 ptc.tool.outcome=ok\n"
+	if tree := attributedTree(spans, caller.TraceID().String(), execID); execID == "" || tree != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", tree, want)
+	}
+	for _, s := range spans {
+		// The session's initialize, sent without the caller's context,
+		// is a trace of its own.
+		if s.TraceID != caller.TraceID().String() && s.Name != "initialize" {
+			t.Errorf("span %s outside the caller's trace", s.Name)
+		}
 	}
 	for _, s := range spans {
 		if s.Name == "tools/call execute" && (s.ParentSpanID != caller.SpanID().String() || s.Attrs["mcp.method.name"] != "tools/call" ||

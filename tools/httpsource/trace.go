@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcrun/ptc/tools"
@@ -17,18 +18,23 @@ import (
 // scopeName is the instrumentation scope of the request spans.
 const scopeName = "github.com/ptcrun/ptc/tools/httpsource"
 
+// errorTypeOther is the error.type of a failure that is neither an HTTP
+// error status nor a *tools.Error (the conventions' fallback value).
+const errorTypeOther = "_OTHER"
+
 // startSpan starts the client span of one request and writes its trace
 // context into the request's headers. The span holds the method, the URL
-// template and the server, never the URL filled with the arguments.
+// template and the server (keys of semantic conventions 1.41.0, as
+// internal/telemetry), never the URL filled with the arguments.
 func (e *endpoint) startSpan(ctx context.Context, req *http.Request) (context.Context, trace.Span) {
 	ctx, span := e.tracer.Start(ctx, e.spanName, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attribute.String("http.request.method", e.method),
-			attribute.String("url.template", e.pathTmpl),
-			attribute.String("server.address", e.host),
-			attribute.Int("server.port", e.port),
-			attribute.String("gen_ai.tool.name", e.tool),
+			semconv.HTTPRequestMethodKey.String(e.method),
+			semconv.URLTemplate(e.pathTmpl),
+			semconv.ServerAddress(e.host),
+			semconv.ServerPort(e.port),
+			semconv.GenAIToolName(e.tool),
 		)
 	}
 	e.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
@@ -36,24 +42,29 @@ func (e *endpoint) startSpan(ctx context.Context, req *http.Request) (context.Co
 }
 
 // endSpan records how a request ended: its status code and body size, or
-// the error code a script sees.
+// its error. error.type is the status code of an error status (4xx, 5xx),
+// as the HTTP conventions say; for a request that failed otherwise (no
+// answer, a body over the cap) it is the error code a script sees.
 func endSpan(span trace.Span, status int, out json.RawMessage, err error) {
 	defer span.End()
 	if !span.IsRecording() {
 		return
 	}
 	if status != 0 {
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
 	}
 	if err == nil {
-		span.SetAttributes(attribute.Int("http.response.body.size", len(out)))
+		span.SetAttributes(semconv.HTTPResponseBodySize(len(out)))
 		return
 	}
-	code := "error"
+	code := errorTypeOther
 	var te *tools.Error
-	if errors.As(err, &te) {
+	switch {
+	case status >= 400:
+		code = strconv.Itoa(status)
+	case errors.As(err, &te):
 		code = te.Code
 	}
-	span.SetAttributes(attribute.String("error.type", code))
+	span.SetAttributes(semconv.ErrorTypeKey.String(code))
 	span.SetStatus(codes.Error, code)
 }

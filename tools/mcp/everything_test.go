@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/ptcrun/ptc/tools"
 )
@@ -207,5 +211,35 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 	out, err = callJSON(t, find(t, s, "remote.echo"), `{"message":"back"}`)
 	if err != nil || string(out) != `"Echo: back"` {
 		t.Fatalf("after reconnect: %s, %v", out, err)
+	}
+}
+
+// TestEverythingStdioSpan: a call to a server run as a child process over
+// stdio is a client span with the MCP attributes of a pipe: the JSON-RPC
+// request id, the protocol version, network.transport pipe, and no session
+// id (stdio has none).
+func TestEverythingStdioSpan(t *testing.T) {
+	bin := everythingBin(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := startSource(t, Config{Name: "everything", Command: bin, Args: []string{"stdio"}, Required: true, TracerProvider: tp})
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "execute_tool")
+	if _, err := find(t, s, "everything.echo").Handler(ctx, tools.Call{Arguments: json.RawMessage(`{"message":"hi"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	var got map[string]string
+	for _, sp := range rec.Ended() {
+		if sp.Name() == "tools/call echo" {
+			got = map[string]string{}
+			for _, a := range sp.Attributes() {
+				got[string(a.Key)] = a.Value.Emit()
+			}
+		}
+	}
+	if _, err := strconv.Atoi(got["jsonrpc.request.id"]); err != nil || got["network.transport"] != "pipe" || got["mcp.protocol.version"] == "" ||
+		got["mcp.method.name"] != "tools/call" || got["mcp.session.id"] != "" {
+		t.Fatalf("tools/call span attributes %v", got)
 	}
 }

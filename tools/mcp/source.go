@@ -438,7 +438,7 @@ func (s *Source) connect(ctx context.Context) (*sdk.ClientSession, *exec.Cmd, er
 
 func (s *Source) newTransport() (sdk.Transport, *exec.Cmd) {
 	if s.cfg.transport != nil {
-		return s.cfg.transport(), nil
+		return requestIDTransport{s.cfg.transport()}, nil
 	}
 	if s.cfg.Command != "" {
 		// The process is stopped by the session's Close (stdin closed, then
@@ -450,7 +450,7 @@ func (s *Source) newTransport() (sdk.Transport, *exec.Cmd) {
 		// Bounds Wait when the server leaves children holding stderr open.
 		cmd.WaitDelay = s.cfg.StopGrace
 		bindLifetime(cmd)
-		return &sdk.CommandTransport{Command: cmd, TerminateDuration: s.cfg.StopGrace}, cmd
+		return requestIDTransport{&sdk.CommandTransport{Command: cmd, TerminateDuration: s.cfg.StopGrace}}, cmd
 	}
 	client := s.cfg.HTTPClient
 	if client == nil {
@@ -577,12 +577,12 @@ func (s *Source) call(ctx context.Context, name, full string, call tools.Call) (
 	if call.IdempotencyKey != "" {
 		params.Meta[MetaIdempotencyKey] = call.IdempotencyKey
 	}
-	ctx, span := s.startSpan(ctx, name, full, params.Meta)
+	ctx, span := s.startSpan(ctx, sess, name, full, params.Meta)
 	if len(params.Meta) == 0 {
 		params.Meta = nil
 	}
 	res, err := sess.CallTool(ctx, params)
-	defer func() { endSpan(span, res, err) }()
+	defer func() { endSpan(ctx, span, res, err) }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
