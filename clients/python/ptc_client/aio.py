@@ -14,8 +14,9 @@ import grpc
 import grpc.aio
 
 from ._calls import Calls
+from ._ending import execute_lost, session_closed, session_failed, session_result, unary_failed
 from ._lost import StartedCalls
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_target
+from ._options import DEFAULT_CANCEL_GRACE, ChannelOptions, call_metadata, channel_options, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._limits import Limits, LimitsDict
@@ -24,7 +25,7 @@ from ._request import Language, Overflow
 from ._serve import serve_async
 from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, RequestError, request_error
+from .errors import CancelledError, RequestError, request_error
 from .tools import ClientTool, PreparedTool
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -135,10 +136,9 @@ class AsyncClient:
         try:
             return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
         except RequestError as e:
-            # A unary call streams nothing back: once the request could have
-            # reached the server, a dropped connection leaves the outcome unknown.
-            if type(e) is RequestError and e.code in LOST_CODES and reached.is_set():
-                raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+            lost = execute_lost(e, reached.is_set(), req.execution_id)
+            if lost is not None:
+                raise lost from e
             raise
         finally:
             watcher.cancel()
@@ -172,9 +172,7 @@ class AsyncClient:
             call.cancel()
             raise
         except grpc.aio.AioRpcError as e:
-            if cancel is not None and cancel.cancelled:
-                raise CancelledError(cancel.reason or "") from e
-            raise request_error(e) from e
+            raise unary_failed(e, cancel) from e
         finally:
             if unsubscribe is not None:
                 unsubscribe()
@@ -309,9 +307,7 @@ class _AsyncSession:
             while True:
                 m = await call.read()
                 if m is grpc.aio.EOF:
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason)
-                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight(), self.started.calls())
+                    raise session_closed(self.cancel_reason, execution_id, self._inflight(), self.started)
                 heard = True
                 kind = m.WhichOneof("msg")
                 if kind == "tool_call":
@@ -329,21 +325,13 @@ class _AsyncSession:
                         if asyncio.iscoroutine(out):
                             await out
                 elif kind == "result":
-                    res = result_from_pb(m.result)
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason, res)
-                    return res
+                    return session_result(m.result, self.cancel_reason)
         except asyncio.CancelledError:
             if self.gave_up and self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason) from None
             raise
         except grpc.aio.AioRpcError as e:
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason) from None
-            code, details = e.code(), e.details() or ""
-            if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self._inflight(), self.started.calls()) from None
-            raise request_error(e) from None
+            raise session_failed(e, self.cancel_reason, heard, execution_id, self._inflight(), self.started) from None
         finally:
             self.ended.set()
             call.cancel()

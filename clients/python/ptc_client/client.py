@@ -13,8 +13,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import grpc
 
 from ._calls import Calls
+from ._ending import execute_lost, session_closed, session_failed, session_result, unary_failed
 from ._lost import Readiness, StartedCalls
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_target
+from ._options import DEFAULT_CANCEL_GRACE, ChannelOptions, call_metadata, channel_options, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._limits import Limits, LimitsDict
@@ -23,7 +24,7 @@ from ._request import Language, Overflow
 from ._serve import serve_sync
 from .cancel import Cancellation
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_sync, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, RequestError, request_error
+from .errors import CancelledError, RequestError, request_error
 from .tools import ClientTool, PreparedTool
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
@@ -173,10 +174,9 @@ class Client:
             try:
                 return self._unary_call(self._stub.Execute, req, cancel, timeout, result_from_pb)
             except RequestError as e:
-                # A unary call streams nothing back: once the request could have
-                # reached the server, a dropped connection leaves the outcome unknown.
-                if type(e) is RequestError and e.code in LOST_CODES and self._readiness.reached(mark):
-                    raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+                lost = execute_lost(e, self._readiness.reached(mark), req.execution_id)
+                if lost is not None:
+                    raise lost from e
                 raise
 
     def resume(
@@ -227,9 +227,7 @@ class Client:
         except grpc.FutureCancelledError:
             raise CancelledError(cancel.reason or "" if cancel is not None else "") from None
         except grpc.RpcError as e:
-            if cancel is not None and cancel.cancelled:
-                raise CancelledError(cancel.reason or "") from e
-            raise request_error(e) from e
+            raise unary_failed(e, cancel) from e
         finally:
             if unsubscribe:
                 unsubscribe()
@@ -387,22 +385,12 @@ class _Session:
                     if self.on_progress is not None:
                         self.on_progress(progress_from_pb(m.progress))
                 elif kind == "result":
-                    res = result_from_pb(m.result)
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason, res)
-                    return res
+                    return session_result(m.result, self.cancel_reason)
                 # protocol_error: sent only for a malformed answer, which
                 # this client never sends; the session goes on.
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason)
-            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight, self.started.calls())
+            raise session_closed(self.cancel_reason, execution_id, self.inflight, self.started)
         except grpc.RpcError as e:
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason) from None
-            code, details = e.code(), e.details() or ""
-            if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self.inflight, self.started.calls()) from None
-            raise request_error(e) from None
+            raise session_failed(e, self.cancel_reason, heard, execution_id, self.inflight, self.started) from None
         finally:
             self.ended.set()
             self.outbox.put(_CLOSE)
