@@ -14,18 +14,19 @@ import grpc
 import grpc.aio
 
 from ._calls import Calls
+from ._ending import execute_lost, session_closed, session_failed, session_result, unary_failed
 from ._lost import StartedCalls
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
+from ._options import DEFAULT_CANCEL_GRACE, ChannelOptions, call_metadata, channel_options, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._limits import Limits, LimitsDict
-from ._request import Language, Overflow, execute_request
+from ._prepare import execution_of, resume_request, session_start, unary_request
+from ._request import Language, Overflow
 from ._serve import serve_async
 from .cancel import Cancellation
-from .client import _execution_of, _resume_request, add_client_tools, check_progress, check_run
 from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_async, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
-from .tools import ClientTool, PreparedTool, prepare_tools
+from .errors import CancelledError, RequestError, request_error
+from .tools import ClientTool, PreparedTool
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
 
@@ -127,28 +128,7 @@ class AsyncClient:
     ) -> Result:
         """execute runs a script against the server's tools in one unary
         call; with resumable=True it may pause (see Client.execute)."""
-        req = execute_request(
-            source,
-            resumable=resumable,
-            language=language,
-            wasm_module=wasm_module,
-            module_sha256=module_sha256,
-            input=input,
-            limits=limits,
-            allowed_tools=allowed_tools,
-            no_server_tools=no_server_tools,
-            result_schema=result_schema,
-            execution_id=execution_id,
-            deterministic=deterministic,
-            seed=seed,
-            clock_start=clock_start,
-            include_tool_results=include_tool_results,
-            require_approval=require_approval,
-            overflow=overflow,
-        )
-        add_client_tools(req, tools, resumable)
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
+        req = unary_request(locals())  # the arguments as one mapping (see _prepare)
         # The watcher notes whether the channel is or becomes READY while
         # the call runs; it ends with the call.
         reached = asyncio.Event()
@@ -156,10 +136,9 @@ class AsyncClient:
         try:
             return await self._unary(self._stub.Execute, req, cancel, timeout, result_from_pb)
         except RequestError as e:
-            # A unary call streams nothing back: once the request could have
-            # reached the server, a dropped connection leaves the outcome unknown.
-            if type(e) is RequestError and e.code in LOST_CODES and reached.is_set():
-                raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+            lost = execute_lost(e, reached.is_set(), req.execution_id)
+            if lost is not None:
+                raise lost from e
             raise
         finally:
             watcher.cancel()
@@ -174,10 +153,8 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> Result:
         """resume goes on with a paused execution (see Client.resume)."""
-        req = _resume_request(continuation, answers, wasm_module)
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
-        return await self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
+        req = resume_request(continuation, answers, wasm_module, cancel)
+        return await self._unary(self._stub.Resume, req, cancel, timeout, execution_of)
 
     async def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         async with self._call():
@@ -195,9 +172,7 @@ class AsyncClient:
             call.cancel()
             raise
         except grpc.aio.AioRpcError as e:
-            if cancel is not None and cancel.cancelled:
-                raise CancelledError(cancel.reason or "") from e
-            raise request_error(e) from e
+            raise unary_failed(e, cancel) from e
         finally:
             if unsubscribe is not None:
                 unsubscribe()
@@ -237,40 +212,7 @@ class AsyncClient:
         run. on_log and on_progress may be coroutine functions (awaited in
         order, before the next message is read), and so may on_approval
         (each approval request is decided in a task of its own)."""
-        prepared = prepare_tools(tools)
-        if on_log is not None and not callable(on_log):
-            raise InvalidRequestError("on_log", "must be callable")
-        check_progress(on_progress, progress_values)
-        check_run(on_approval)
-        check_grace(cancel_grace)
-        if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
-            raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(
-            source,
-            language=language,
-            wasm_module=wasm_module,
-            module_sha256=module_sha256,
-            input=input,
-            limits=limits,
-            allowed_tools=allowed_tools,
-            no_server_tools=no_server_tools,
-            result_schema=result_schema,
-            execution_id=execution_id,
-            deterministic=deterministic,
-            seed=seed,
-            clock_start=clock_start,
-            include_tool_results=include_tool_results,
-            require_approval=require_approval,
-            overflow=overflow,
-        )
-        execute.stream_logs = on_log is not None
-        # Progress always streams: it tells a lost connection which tool
-        # calls had started. on_progress, when set, sees it too.
-        execute.stream_progress = True
-        execute.progress_values = on_progress is not None and progress_values
-        start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
+        prepared, start = session_start(locals())  # (see _prepare)
         # Threads start only for plain-function handlers that are called.
         pool = ThreadPoolExecutor(max_workers=max_handler_threads, thread_name_prefix="ptc-tool")
         try:
@@ -365,9 +307,7 @@ class _AsyncSession:
             while True:
                 m = await call.read()
                 if m is grpc.aio.EOF:
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason)
-                    raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self._inflight(), self.started.calls())
+                    raise session_closed(self.cancel_reason, execution_id, self._inflight(), self.started)
                 heard = True
                 kind = m.WhichOneof("msg")
                 if kind == "tool_call":
@@ -385,21 +325,13 @@ class _AsyncSession:
                         if asyncio.iscoroutine(out):
                             await out
                 elif kind == "result":
-                    res = result_from_pb(m.result)
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason, res)
-                    return res
+                    return session_result(m.result, self.cancel_reason)
         except asyncio.CancelledError:
             if self.gave_up and self.cancel_reason is not None:
                 raise CancelledError(self.cancel_reason) from None
             raise
         except grpc.aio.AioRpcError as e:
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason) from None
-            code, details = e.code(), e.details() or ""
-            if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self._inflight(), self.started.calls()) from None
-            raise request_error(e) from None
+            raise session_failed(e, self.cancel_reason, heard, execution_id, self._inflight(), self.started) from None
         finally:
             self.ended.set()
             call.cancel()

@@ -13,17 +13,19 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import grpc
 
 from ._calls import Calls
+from ._ending import execute_lost, session_closed, session_failed, session_result, unary_failed
 from ._lost import Readiness, StartedCalls
-from ._options import DEFAULT_CANCEL_GRACE, LOST_CODES, ChannelOptions, call_metadata, channel_options, check_grace, check_target
+from ._options import DEFAULT_CANCEL_GRACE, ChannelOptions, call_metadata, channel_options, check_target
 from ._proto import runner_pb2 as pb
 from ._proto import runner_pb2_grpc as pb_grpc
 from ._limits import Limits, LimitsDict
-from ._request import Language, Overflow, execute_request
+from ._prepare import execution_of, resume_request, session_start, unary_request
+from ._request import Language, Overflow
 from ._serve import serve_sync
 from .cancel import Cancellation
-from .durable import Answer, ApprovalCallback, answers_pb, approval_answer, approval_context, decide_sync, pending_from_pb
-from .errors import CancelledError, ConnectionLostError, InvalidRequestError, RequestError, request_error
-from .tools import ClientTool, PreparedTool, prepare_tools
+from .durable import Answer, ApprovalCallback, approval_answer, approval_context, decide_sync, pending_from_pb
+from .errors import CancelledError, RequestError, request_error
+from .tools import ClientTool, PreparedTool
 from .types import LogEntry, ProgressEvent, Result, ToolList, log_from_pb, progress_from_pb, result_from_pb, tool_list_from_pb
 
 _CLOSE = object()  # ends the request stream
@@ -166,37 +168,15 @@ class Client:
         server, execute raises ConnectionLostError (the outcome is unknown:
         the script may have run, side effects included), not a RequestError
         UNAVAILABLE, which means the server was never reached."""
-        req = execute_request(
-            source,
-            resumable=resumable,
-            language=language,
-            wasm_module=wasm_module,
-            module_sha256=module_sha256,
-            input=input,
-            limits=limits,
-            allowed_tools=allowed_tools,
-            no_server_tools=no_server_tools,
-            result_schema=result_schema,
-            execution_id=execution_id,
-            deterministic=deterministic,
-            seed=seed,
-            clock_start=clock_start,
-            include_tool_results=include_tool_results,
-            require_approval=require_approval,
-            overflow=overflow,
-        )
-        add_client_tools(req, tools, resumable)
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
+        req = unary_request(locals())  # the arguments as one mapping (see _prepare)
         with self._call():
             mark = self._readiness.mark()
             try:
                 return self._unary_call(self._stub.Execute, req, cancel, timeout, result_from_pb)
             except RequestError as e:
-                # A unary call streams nothing back: once the request could have
-                # reached the server, a dropped connection leaves the outcome unknown.
-                if type(e) is RequestError and e.code in LOST_CODES and self._readiness.reached(mark):
-                    raise ConnectionLostError(e.code, e.details, req.execution_id, 0) from e
+                lost = execute_lost(e, self._readiness.reached(mark), req.execution_id)
+                if lost is not None:
+                    raise lost from e
                 raise
 
     def resume(
@@ -232,10 +212,8 @@ class Client:
         raises RequestError UNAVAILABLE, reason "RESUME_IN_PROGRESS": retry
         shortly. Other answers, or a retry after the retention, raise
         ContinuationError kind USED."""
-        req = _resume_request(continuation, answers, wasm_module)
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
-        return self._unary(self._stub.Resume, req, cancel, timeout, _execution_of)
+        req = resume_request(continuation, answers, wasm_module, cancel)
+        return self._unary(self._stub.Resume, req, cancel, timeout, execution_of)
 
     def _unary(self, method: Any, req: Any, cancel: Cancellation | None, timeout: float | None, convert: Callable[[Any], Result]) -> Result:
         with self._call():
@@ -249,9 +227,7 @@ class Client:
         except grpc.FutureCancelledError:
             raise CancelledError(cancel.reason or "" if cancel is not None else "") from None
         except grpc.RpcError as e:
-            if cancel is not None and cancel.cancelled:
-                raise CancelledError(cancel.reason or "") from e
-            raise request_error(e) from e
+            raise unary_failed(e, cancel) from e
         finally:
             if unsubscribe:
                 unsubscribe()
@@ -313,77 +289,9 @@ class Client:
         "denied" and the reason). It runs on the handler pool (a coroutine
         function on an event loop of its own). Without on_approval, or if
         it raises, the call is denied."""
-        prepared = prepare_tools(tools)
-        if on_log is not None and not callable(on_log):
-            raise InvalidRequestError("on_log", "must be callable")
-        check_progress(on_progress, progress_values)
-        check_run(on_approval)
-        check_grace(cancel_grace)
-        if isinstance(max_handler_threads, bool) or not isinstance(max_handler_threads, int) or max_handler_threads < 1:
-            raise InvalidRequestError("max_handler_threads", "must be a positive integer")
-        execute = execute_request(
-            source,
-            language=language,
-            wasm_module=wasm_module,
-            module_sha256=module_sha256,
-            input=input,
-            limits=limits,
-            allowed_tools=allowed_tools,
-            no_server_tools=no_server_tools,
-            result_schema=result_schema,
-            execution_id=execution_id,
-            deterministic=deterministic,
-            seed=seed,
-            clock_start=clock_start,
-            include_tool_results=include_tool_results,
-            require_approval=require_approval,
-            overflow=overflow,
-        )
-        execute.stream_logs = on_log is not None
-        # Progress always streams: it tells a lost connection which tool
-        # calls had started. on_progress, when set, sees it too.
-        execute.stream_progress = True
-        execute.progress_values = on_progress is not None and progress_values
-        start = pb.SessionRequest(start=pb.SessionStart(execute=execute, client_tools=[t.definition for t in prepared.values()]))
-        if cancel is not None and cancel.cancelled:
-            raise CancelledError(cancel.reason or "")
+        prepared, start = session_start(locals())  # (see _prepare)
         with self._call():
             return _Session(self._stub, self._metadata, prepared, on_log, on_progress, on_approval, cancel, cancel_grace, max_handler_threads, timeout).run(start)
-
-
-def add_client_tools(req: pb.ExecuteRequest, tools: Iterable[ClientTool] | None, resumable: bool) -> None:
-    """add_client_tools declares the client tools of a resumable execute
-    (calls to them pause the execution), refusing them otherwise."""
-    if tools is not None and resumable is not True:
-        raise InvalidRequestError("tools", "client tools need run (a Session stream), or execute with resumable=True (calls to them pause the execution)")
-    req.client_tools.extend(t.definition for t in prepare_tools(tools, need_handlers=False).values())
-
-
-def _resume_request(continuation: Any, answers: Sequence[Answer], wasm_module: bytes | None) -> pb.ResumeRequest:
-    """_resume_request checks and converts the request of resume."""
-    if not isinstance(continuation, str) or not continuation:
-        raise InvalidRequestError("continuation", "the continuation is empty: pass the continuation of a paused Result")
-    if wasm_module is not None and not isinstance(wasm_module, (bytes, bytearray)):
-        raise InvalidRequestError("wasm_module", "must be bytes")
-    return pb.ResumeRequest(continuation=continuation, answers=answers_pb(answers), wasm_module=bytes(wasm_module or b""))
-
-
-def _execution_of(r: pb.ResumeResponse) -> Result:
-    return result_from_pb(r.execution)
-
-
-def check_progress(on_progress: Any, progress_values: Any) -> None:
-    """check_progress refuses a progress callback that cannot be called."""
-    if on_progress is not None and not callable(on_progress):
-        raise InvalidRequestError("on_progress", "must be callable")
-    if not isinstance(progress_values, bool):
-        raise InvalidRequestError("progress_values", "must be a bool")
-
-
-def check_run(on_approval: Any) -> None:
-    """check_run refuses an approval callback that cannot be called."""
-    if on_approval is not None and not callable(on_approval):
-        raise InvalidRequestError("on_approval", "must be callable")
 
 
 class _Session:
@@ -477,22 +385,12 @@ class _Session:
                     if self.on_progress is not None:
                         self.on_progress(progress_from_pb(m.progress))
                 elif kind == "result":
-                    res = result_from_pb(m.result)
-                    if self.cancel_reason is not None:
-                        raise CancelledError(self.cancel_reason, res)
-                    return res
+                    return session_result(m.result, self.cancel_reason)
                 # protocol_error: sent only for a malformed answer, which
                 # this client never sends; the session goes on.
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason)
-            raise ConnectionLostError(grpc.StatusCode.UNAVAILABLE, "the server closed the session without a result", execution_id, self.inflight, self.started.calls())
+            raise session_closed(self.cancel_reason, execution_id, self.inflight, self.started)
         except grpc.RpcError as e:
-            if self.cancel_reason is not None:
-                raise CancelledError(self.cancel_reason) from None
-            code, details = e.code(), e.details() or ""
-            if heard and code in LOST_CODES:
-                raise ConnectionLostError(code, details, execution_id, self.inflight, self.started.calls()) from None
-            raise request_error(e) from None
+            raise session_failed(e, self.cancel_reason, heard, execution_id, self.inflight, self.started) from None
         finally:
             self.ended.set()
             self.outbox.put(_CLOSE)

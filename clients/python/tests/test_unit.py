@@ -3,11 +3,16 @@ request before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
 
 import pytest
 
-from ptc_client import CancelledError, Cancellation, Client, ClientTool, InvalidRequestError, NotJSONError, dumps_strict, tool
+import ptc_client._prepare
+from ptc_client import AsyncClient, CancelledError, Cancellation, Client, ClientTool, InvalidRequestError, NotJSONError, dumps_strict, tool
+from ptc_client._prepare import OPTIONS
+from ptc_client._request import execute_request
 
 
 def handler(args):
@@ -103,6 +108,60 @@ def test_already_cancelled_sends_nothing():
             c.run("return 1", cancel=cancel)
         with pytest.raises(CancelledError):
             c.execute("return 1", cancel=cancel)
+
+
+_METHODS = [
+    pytest.param(Client.execute, OPTIONS, id="Client.execute"),
+    pytest.param(Client.run, tuple(n for n in OPTIONS if n != "resumable"), id="Client.run"),
+    pytest.param(AsyncClient.execute, OPTIONS, id="AsyncClient.execute"),
+    pytest.param(AsyncClient.run, tuple(n for n in OPTIONS if n != "resumable"), id="AsyncClient.run"),
+]
+
+
+@pytest.mark.parametrize("method, names", _METHODS)
+def test_methods_take_the_execution_options(method, names):
+    # The methods hand their arguments to _prepare by name: each must take
+    # every option execute_request takes, keyword-only, typed and
+    # defaulted alike, and run never resumable.
+    want = inspect.signature(execute_request).parameters
+    got = inspect.signature(method).parameters
+    assert "source" in got
+    for name in names:
+        assert name in got, f"{method.__qualname__} lacks {name}"
+        assert got[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert got[name].annotation == want[name].annotation, name
+        assert got[name].default == want[name].default, name
+    assert set(OPTIONS) - set(names) <= {"resumable"}
+    assert (method.__name__ == "run") == ("resumable" not in got)
+
+
+class _Seen(Exception):
+    pass
+
+
+@pytest.mark.parametrize("method, names", _METHODS)
+def test_methods_pass_every_option_on(monkeypatch, method, names):
+    # Every option reaches execute_request with the caller's value.
+    seen = {}
+
+    def record(source, **options):
+        seen.update(options, source=source)
+        raise _Seen
+
+    monkeypatch.setattr(ptc_client._prepare, "execute_request", record)
+    values = {name: f"<{name}>" for name in names}
+
+    async def call_async():
+        async with AsyncClient("127.0.0.1:1") as c:
+            await getattr(c, method.__name__)("<source>", **values)
+
+    with pytest.raises(_Seen):
+        if method.__qualname__.startswith("AsyncClient"):
+            asyncio.run(call_async())
+        else:
+            with Client("127.0.0.1:1") as c:
+                getattr(c, method.__name__)("<source>", **values)
+    assert seen == {"source": "<source>", **values}
 
 
 def test_tool_decorator():
