@@ -51,6 +51,7 @@ func TestLanguageNumbers(t *testing.T) {
 		{"javascript", ptcv1.Language_LANGUAGE_JAVASCRIPT, 1},
 		{"typescript", ptcv1.Language_LANGUAGE_TYPESCRIPT, 2},
 		{"wasm", ptcv1.Language_LANGUAGE_WASM, 3},
+		{"python", ptcv1.Language_LANGUAGE_PYTHON, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,6 +281,7 @@ func TestMessageFields(t *testing.T) {
 			"2 limit int32",
 			"3 names repeated string",
 			"4 include_typescript bool",
+			"5 language ptc.v1.Language",
 		}},
 		{"ListToolsResponse", []string{
 			"1 tools repeated ptc.v1.ToolDefinition",
