@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"sync"
 	"testing"
 )
@@ -146,5 +147,45 @@ func TestLifecycleConcurrentKills(t *testing.T) {
 	wg.Wait()
 	if e := l.ended(); e.state != stateKilled || lc.killed.Load() != 1 || lc.died.Load() != 0 {
 		t.Fatalf("ended %+v with %d kills and %d deaths, want one kill", e, lc.killed.Load(), lc.died.Load())
+	}
+}
+
+// TestIdleWorkerDeath: a ready worker killed from outside died — its end
+// is its own, though it ran nothing: Stats counts it in Died (and in no
+// counter of the pool's own kills), the exit log records a death, and the
+// pool never hands it an execution.
+func TestIdleWorkerDeath(t *testing.T) {
+	var sink logSink
+	p := newPool(t, Config{Workers: 1, Logger: sink.logger()})
+	p.mu.Lock()
+	var victim *proc
+	for w := range p.procs {
+		victim = w
+	}
+	p.mu.Unlock()
+	if victim == nil || victim.life.current() != stateReady {
+		t.Fatalf("no ready worker: %v", victim)
+	}
+	if err := killPID(victim.pid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "the dead worker to leave the pool", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, in := p.procs[victim]
+		return !in
+	})
+	if s := victim.life.current(); s != stateDied {
+		t.Fatalf("the worker ended %s, want died", s)
+	}
+	if s := p.Stats(); s.Died != 1 || s.Killed != 0 || s.Recycled != 0 || s.Shrunk != 0 {
+		t.Errorf("stats %+v, want one death and nothing else", s)
+	}
+	if d := deathRecords(t, &sink); len(d) != 1 {
+		t.Errorf("%d death records, want 1: %v", len(d), d)
+	}
+	job, _ := newJob(t, `return 6`, testLimits())
+	if out := p.Run(context.Background(), job); out.Err != nil || string(out.Result) != "6" {
+		t.Fatalf("after the death: %s %v", out.Result, out.Err)
 	}
 }
