@@ -252,7 +252,6 @@ func (w *proc) compileChecked(ctx context.Context, es *execState, hash string, b
 	case err != nil && ctx.Err() != nil:
 		// The worker is busy compiling for requests that gave up, or
 		// past the compile timeout: stop it.
-		w.pool.stats.killed.Add(1)
 		w.killFor(es, fault.KindCancelled)
 		<-es.done
 		return false, w.pool.compileStopped(ctx)
@@ -262,7 +261,7 @@ func (w *proc) compileChecked(ctx context.Context, es *execState, hash string, b
 	}
 	r := f.GetCompiled()
 	if r == nil || r.GetSlot() != es.slot || (r.GetError() == "" && r.GetModuleSha256() != hash) {
-		w.stop("it answered a compile with a frame that does not fit")
+		w.stop(stopBroken, "it answered a compile with a frame that does not fit")
 		<-es.done
 		return false, errors.New("the worker process compiling the module broke the frame protocol; send the request again")
 	}

@@ -18,10 +18,12 @@ import (
 // join it with the failed calls; the stderr it quotes is bounded by
 // stderrHead.
 
-// logExit logs how a worker ended, when there is something to tell.
-func (w *proc) logExit(execs map[uint64]*execState, outs map[uint64]*ptcruntime.Outcome, stopped string, waitErr error) {
+// logExit logs how a worker ended (end, from its lifecycle), when there
+// is something to tell. A worker that exited with status 0 on its own
+// failed nothing worth an ERROR: only its stderr, if any, is logged.
+func (w *proc) logExit(execs map[uint64]*execState, outs map[uint64]*ptcruntime.Outcome, end procEnd, waitErr error) {
 	out := strings.TrimSpace(w.stderr.String())
-	died := stopped == "" && waitErr != nil
+	died := end.died() && waitErr != nil
 	if out == "" && !died {
 		return
 	}
@@ -38,8 +40,8 @@ func (w *proc) logExit(execs map[uint64]*execState, outs map[uint64]*ptcruntime.
 	default:
 		attrs = append(attrs, slog.Any("execution_ids", ids))
 	}
-	if stopped != "" {
-		attrs = append(attrs, slog.String("stopped", stopped))
+	if end.state == stateKilled {
+		attrs = append(attrs, slog.String("stopped", end.reason))
 	}
 	if out != "" {
 		attrs = append(attrs, slog.String("stderr", out), slog.Int64("stderr_bytes", w.stderr.written()))

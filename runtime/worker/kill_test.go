@@ -20,7 +20,7 @@ const killChild = "PTC_TEST_KILL_WITHOUT_PROCESS"
 func TestKillWithoutProcess(t *testing.T) {
 	if os.Getenv(killChild) != "" {
 		w := &proc{pool: &Pool{cfg: Config{ExecutionsPerWorker: 1}}}
-		w.stop("a test")
+		w.stop(stopClosed, "a test")
 		w.kill()
 		return
 	}

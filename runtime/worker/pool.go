@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ptcrun/ptc/bridge"
@@ -45,9 +44,9 @@ type Pool struct {
 	// after wg.
 	starter *starter
 
-	stats struct {
-		started, died, recycled, killed, shrunk atomic.Int64
-	}
+	// counts are kept by the workers' lifecycle transitions
+	// (lifecycle.go).
+	counts lifeCounts
 }
 
 // NewPool returns a Pool and, in worker mode, starts its warm workers. The
@@ -132,13 +131,20 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// Stats counts worker processes over the life of a pool.
+// Stats counts worker processes over the life of a pool. The counts are
+// read from the workers' lifecycles: a worker the pool ends itself
+// (Killed, Recycled, Shrunk, or the pool closing) is never counted in Died.
 type Stats struct {
-	// Alive is the number of worker processes running now.
+	// Alive is the number of worker processes in the pool that are ready,
+	// running executions or draining: not those still starting, nor those
+	// the pool is stopping or that have died.
 	Alive int
 	// Started, Died, Recycled and Killed count workers started, ended
-	// unexpectedly, replaced after a breach or their quota, and killed at a
-	// deadline or cancel.
+	// without the pool ending them (a crash, a kill from outside, a
+	// failed start-up handshake), retired after an outcome that leaves
+	// them unclean (a breach, an internal error) or their quota, and
+	// killed at a deadline, a cancel or a limit their execution did not
+	// stop at.
 	Started, Died, Recycled, Killed int64
 	// Shrunk counts idle workers stopped after IdleTimeout.
 	Shrunk int64
@@ -151,10 +157,16 @@ type Stats struct {
 // Stats returns the pool's counters.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
-	alive := len(p.procs)
+	alive := 0
+	for w := range p.procs {
+		if s := w.life.current(); s != stateStarting && !s.final() {
+			alive++
+		}
+	}
 	p.mu.Unlock()
-	return Stats{Alive: alive, Started: p.stats.started.Load(), Died: p.stats.died.Load(),
-		Recycled: p.stats.recycled.Load(), Killed: p.stats.killed.Load(), Shrunk: p.stats.shrunk.Load(),
+	c := &p.counts
+	return Stats{Alive: alive, Started: c.started.Load(), Died: c.died.Load(),
+		Recycled: c.recycled.Load(), Killed: c.killed.Load(), Shrunk: c.shrunk.Load(),
 		ModuleCompiles: p.compiler.compiles.Load(), ModuleHits: p.compiler.hits.Load()}
 }
 

@@ -35,11 +35,13 @@ type proc struct {
 	ready    *wp.Ready
 	startRSS int64
 
-	// active, runs, retired, dead and idleSince are guarded by pool.mu.
-	active  int
-	runs    int
-	retired bool
-	dead    bool
+	// life is where the worker is in its life (lifecycle.go): the one
+	// owner of whether it is ready, busy, draining, killed or dead.
+	life lifecycle
+
+	// active, runs and idleSince are guarded by pool.mu.
+	active int
+	runs   int
 	// idleSince is when the worker last became idle (active went to 0).
 	idleSince time.Time
 
@@ -54,9 +56,6 @@ type proc struct {
 	// poolKill holds the kind and message of a Close.
 	poolKillKind fault.Kind
 	poolKillMsg  string
-	// stopped says why the supervisor ended the worker; empty when it died
-	// on its own.
-	stopped string
 }
 
 func (w *proc) runsSnapshot() int {
@@ -126,7 +125,7 @@ func (w *proc) send(tag uint64, m *wp.SupervisorFrame) error {
 func (w *proc) queue(tag uint64, m *wp.SupervisorFrame) error {
 	err := sendFrame(w.conn, tag, m, true)
 	if err != nil {
-		w.stop("a frame could not be written to it")
+		w.stop(stopBroken, "a frame could not be written to it")
 	}
 	return err
 }
@@ -150,17 +149,14 @@ func (w *proc) kill() {
 // after Close.
 const reasonPoolClosed = "the worker pool was shut down"
 
-// stop kills the worker for a reason of the supervisor's (the first one
-// given is kept, for the log). Every kill the supervisor decides goes
-// through stop, so that the worker's end is not logged as a death; kill
-// alone is for a worker already gone (its connection failed, a write to
-// it failed), whose end is its own.
-func (w *proc) stop(reason string) {
-	w.mu.Lock()
-	if w.stopped == "" {
-		w.stopped = reason
-	}
-	w.mu.Unlock()
+// stop kills the worker for a decision of the supervisor's: it moves to
+// stateKilled with cause and reason (the first stop's are kept, for Stats
+// and the log) and its process is killed. Every kill the supervisor
+// decides goes through stop, so that the worker's end is not a death;
+// kill alone is for a worker already gone (its connection failed, a write
+// to it failed), whose end is its own.
+func (w *proc) stop(cause stopCause, reason string) {
+	w.life.to(stateKilled, cause, reason)
 	w.kill()
 }
 
@@ -170,7 +166,7 @@ func (w *proc) killFor(es *execState, kind fault.Kind) {
 	w.mu.Lock()
 	es.killKind = kind
 	w.mu.Unlock()
-	w.stop("an execution ended " + kind.String() + " and did not stop")
+	w.stop(stopLimit, "an execution ended "+kind.String()+" and did not stop")
 }
 
 // killAll kills the worker; all its executions fail with kind and msg.
@@ -178,7 +174,7 @@ func (w *proc) killAll(kind fault.Kind, msg string) {
 	w.mu.Lock()
 	w.poolKillKind, w.poolKillMsg = kind, msg
 	w.mu.Unlock()
-	w.stop(msg)
+	w.stop(stopClosed, msg)
 }
 
 // spawn starts one worker process and completes its handshake.
@@ -210,9 +206,12 @@ func (p *Pool) spawn() (*proc, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("worker: starting %s: %w", p.cfg.Executable, err)
 	}
-	p.stats.started.Add(1)
 	w.cmd, w.pid, w.stderr = cmd, cmd.Process.Pid, stderr
+	w.life.begin(&p.counts)
 	if err := w.handshake(p.cfg); err != nil {
+		// A worker that does not complete its handshake failed to
+		// start: its end is its own, whoever then kills the process.
+		w.life.to(stateDied, causeNone, "")
 		w.kill()
 		_ = cmd.Wait()
 		_ = conn.Close()

@@ -31,7 +31,7 @@ func (w *proc) readLoop() {
 	defer w.pool.wg.Done()
 	err := w.conn.Serve()
 	if err != nil && !errors.Is(err, ipc.ErrPeerClosed) && !errors.Is(err, ipc.ErrClosed) {
-		w.stop("it broke the frame protocol: " + err.Error())
+		w.stop(stopBroken, "it broke the frame protocol: "+err.Error())
 	}
 	w.kill()
 	waitErr := w.cmd.Wait()
@@ -41,24 +41,19 @@ func (w *proc) readLoop() {
 	execs := w.execs
 	w.execs = nil
 	poolKind, poolMsg := w.poolKillKind, w.poolKillMsg
-	stopped := w.stopped
 	w.mu.Unlock()
 
-	w.pool.mu.Lock()
-	w.dead = true
-	w.pool.mu.Unlock()
-	// A worker the supervisor stopped (a limit, a deadline, the pool
-	// closing) did not die: Stats.Killed and Recycled count those.
-	if len(execs) > 0 && poolKind == fault.KindUnspecified && stopped == "" {
-		w.pool.stats.died.Add(1)
-	}
+	// The process is gone: unless the pool killed it (a limit, a
+	// deadline, retiring, shrinking, the pool closing), it died. The
+	// lifecycle counts which.
+	end := w.life.ended()
 	if errors.Is(err, ipc.ErrPeerClosed) {
 		err = nil
 	}
 	outs := w.failAll(execs, err, waitErr, poolKind, poolMsg)
 	// The record goes out before the outcomes, so that the worker's crash
 	// output is in the log by the time a caller hears of the failure.
-	w.logExit(execs, outs, stopped, waitErr)
+	w.logExit(execs, outs, end, waitErr)
 	for slot, out := range outs {
 		execs[slot].done <- out
 	}
@@ -119,7 +114,7 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		if es != nil && es.wasm {
 			// A guest runs without loop checks: nothing but the end of
 			// its worker stops it.
-			w.stop("a WebAssembly guest broke its " + fe.Kind.String())
+			w.stop(stopLimit, "a WebAssembly guest broke its "+fe.Kind.String())
 		}
 		return nil
 	case *wp.WorkerFrame_Discover:
@@ -175,8 +170,7 @@ func (w *proc) breachKill(es *execState) {
 	running := w.execs[es.slot] == es
 	w.mu.Unlock()
 	if running {
-		w.pool.stats.killed.Add(1)
-		w.stop("an execution broke its " + es.breach.Kind.String() + " and did not stop within " + w.pool.cfg.breachGraceOrDefault().String())
+		w.stop(stopLimit, "an execution broke its "+es.breach.Kind.String()+" and did not stop within "+w.pool.cfg.breachGraceOrDefault().String())
 	}
 }
 

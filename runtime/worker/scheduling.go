@@ -16,7 +16,10 @@ func (p *Pool) signalLocked() {
 	p.changed = make(chan struct{})
 }
 
+// addLocked takes a worker that finished starting into the pool, ready,
+// and starts its reader.
 func (p *Pool) addLocked(w *proc) {
+	w.life.to(stateReady, causeNone, "")
 	p.procs[w] = struct{}{}
 	w.idleSince = time.Now()
 	p.wg.Add(1)
@@ -35,7 +38,7 @@ func (p *Pool) replenishLocked() {
 	}
 	idle := p.spawning
 	for w := range p.procs {
-		if w.active == 0 && !w.retired {
+		if w.life.current() == stateReady {
 			idle++
 		}
 	}
@@ -50,7 +53,7 @@ func (p *Pool) replenishLocked() {
 			p.spawning--
 			if err != nil || p.closed {
 				if w != nil {
-					w.stop(reasonPoolClosed)
+					w.stop(stopClosed, reasonPoolClosed)
 					p.wg.Add(1)
 					go w.readLoop()
 				}
@@ -75,8 +78,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 			return nil, errPoolClosed
 		}
 		if w := p.pickLocked(); w != nil {
-			w.active++
-			w.runs++
+			p.takeLocked(w)
 			p.replenishLocked()
 			p.mu.Unlock()
 			return w, nil
@@ -97,15 +99,14 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 			}
 			if p.closed {
 				p.mu.Unlock()
-				w.stop(reasonPoolClosed)
+				w.stop(stopClosed, reasonPoolClosed)
 				p.wg.Add(1)
 				go w.readLoop()
 				p.wg.Done()
 				return nil, errPoolClosed
 			}
 			p.addLocked(w)
-			w.active++
-			w.runs++
+			p.takeLocked(w)
 			p.mu.Unlock()
 			p.wg.Done()
 			return w, nil
@@ -128,7 +129,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 func (p *Pool) pickLocked() *proc {
 	var idle *proc
 	for w := range p.procs {
-		if w.retired || w.dead || w.active >= p.cfg.ExecutionsPerWorker {
+		if s := w.life.current(); (s != stateReady && s != stateBusy) || w.active >= p.cfg.ExecutionsPerWorker {
 			continue
 		}
 		if w.active > 0 {
@@ -141,8 +142,19 @@ func (p *Pool) pickLocked() *proc {
 	return idle
 }
 
+// takeLocked gives one of worker w's slots to an execution: a ready
+// worker becomes busy.
+func (p *Pool) takeLocked(w *proc) {
+	w.active++
+	w.runs++
+	if w.active == 1 {
+		w.life.to(stateBusy, causeNone, "")
+	}
+}
+
 // release returns a worker's execution slot; a worker that is not clean
-// or reached its quota is retired and stopped once idle.
+// or reached its quota is retired (draining) and stopped once idle. A
+// worker the pool already stopped, or that died, stays as it is.
 func (p *Pool) release(w *proc, clean bool) {
 	recycle := !clean || w.runsSnapshot() >= p.cfg.RecycleAfter
 	if !recycle && w.runsSnapshot()%rssCheckEvery == 0 {
@@ -151,21 +163,26 @@ func (p *Pool) release(w *proc, clean bool) {
 		}
 	}
 	p.mu.Lock()
+	if recycle {
+		w.life.to(stateDraining, stopRecycle, "retired")
+	}
 	w.active--
+	stop := false
 	if w.active == 0 {
 		w.idleSince = time.Now()
+		switch w.life.current() {
+		case stateBusy:
+			w.life.to(stateReady, causeNone, "")
+		case stateDraining:
+			stop = w.life.to(stateKilled, stopDrained, "retired")
+		}
 	}
-	if recycle && !w.retired {
-		w.retired = true
-		p.stats.recycled.Add(1)
-	}
-	stop := w.retired && w.active == 0
 	p.signalLocked()
 	p.replenishLocked()
 	p.shrinkLocked()
 	p.mu.Unlock()
 	if stop {
-		w.stop("retired")
+		w.kill()
 	}
 }
 
@@ -198,7 +215,7 @@ func (p *Pool) shrinkLocked() {
 func (p *Pool) excessIdleLocked() []*proc {
 	var idle []*proc
 	for w := range p.procs {
-		if w.active == 0 && !w.retired && !w.dead {
+		if w.life.current() == stateReady {
 			idle = append(idle, w)
 		}
 	}
@@ -226,12 +243,12 @@ func (p *Pool) shrinkIdle() {
 			p.shrink = time.AfterFunc(left, p.shrinkIdle)
 			break
 		}
-		w.retired = true
-		stop = append(stop, w)
+		if w.life.to(stateKilled, stopIdle, "idle for "+p.cfg.IdleTimeout.String()) {
+			stop = append(stop, w)
+		}
 	}
-	p.stats.shrunk.Add(int64(len(stop)))
 	p.mu.Unlock()
 	for _, w := range stop {
-		w.stop("idle for " + p.cfg.IdleTimeout.String())
+		w.kill()
 	}
 }

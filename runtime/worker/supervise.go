@@ -125,7 +125,7 @@ func (w *proc) serveExec(es *execState) *ptcruntime.Outcome {
 			return <-es.done
 		}
 		if err := w.handle(es.slot, &f); err != nil {
-			w.stop("it broke the frame protocol: " + err.Error())
+			w.stop(stopBroken, "it broke the frame protocol: "+err.Error())
 			return <-es.done
 		}
 	}
@@ -143,7 +143,6 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Dur
 	disarmed := false
 	if t := es.job.Limits.Timeout; t > 0 {
 		deadline = time.AfterFunc(t+grace, func() {
-			p.stats.killed.Add(1)
 			w.killFor(es, fault.KindTimeout)
 		})
 	}
@@ -163,7 +162,6 @@ func (p *Pool) watch(ctx context.Context, w *proc, es *execState, grace time.Dur
 			if deadline != nil && !deadline.Stop() {
 				return // the deadline's kill came first
 			}
-			p.stats.killed.Add(1)
 			w.killFor(es, fault.KindCancelled)
 		})
 	})

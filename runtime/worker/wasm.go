@@ -242,7 +242,7 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 	}
 	r := f.GetCompiled()
 	if r == nil || r.GetSlot() != es.slot || (r.GetError() == "" && r.GetModuleSha256() != m.hash) {
-		w.stop("it answered a compile with a frame that does not fit")
+		w.stop(stopBroken, "it answered a compile with a frame that does not fit")
 		return <-es.done
 	}
 	switch {
@@ -367,8 +367,7 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 		}
 		w.mu.Unlock()
 		killed = true
-		w.pool.stats.killed.Add(1)
-		w.stop("a WebAssembly guest broke its " + fault.KindCPULimit.String())
+		w.stop(stopLimit, "a WebAssembly guest broke its "+fault.KindCPULimit.String())
 	}
 	mu.Lock()
 	t = time.AfterFunc(lim, check)
