@@ -58,12 +58,7 @@ func Prompt(opts Options) string {
 	b.WriteString("- A failed call rejects with `{name, tool, code, message, errors?}`; name is ToolArgumentError (bad arguments; errors lists why), ToolError or ToolCallLimitError. Use try/catch and check err.code; an uncaught error fails the script.\n")
 	b.WriteString("- `input` holds the request's input value.\n")
 	b.WriteString("- console.log/info/warn/error go to logs that are never returned to you.\n")
-	calls := "calls"
-	if opts.MaxToolCalls == 1 {
-		calls = "call"
-	}
-	fmt.Fprintf(&b, "- Limits: %s in total, at most %d tool %s, result at most %s of JSON.\n",
-		duration(opts.Timeout), opts.MaxToolCalls, calls, byteSize(opts.MaxOutputBytes))
+	writeLimits(&b, opts)
 	b.WriteString("- Not available: require, import, fetch, timers (setTimeout, setInterval), filesystem, network.\n")
 	return b.String()
 }
@@ -143,6 +138,17 @@ func ApproxTokens(s string) int {
 	return n
 }
 
+// writeLimits writes the line of the limits a script runs under, the
+// same in every language.
+func writeLimits(b *strings.Builder, opts Options) {
+	calls := "calls"
+	if opts.MaxToolCalls == 1 {
+		calls = "call"
+	}
+	fmt.Fprintf(b, "- Limits: %s in total, at most %d tool %s, result at most %s of JSON.\n",
+		duration(opts.Timeout), opts.MaxToolCalls, calls, byteSize(opts.MaxOutputBytes))
+}
+
 // python is the prompt for Python scripts.
 func python(opts Options) string {
 	var b strings.Builder
@@ -153,12 +159,7 @@ func python(opts Options) string {
 	b.WriteString("- A failed call raises `ToolError` with .name (ToolArgumentError, ToolError or ToolCallLimitError), .code, .message and .errors; catch it with try/except and check e.code; an uncaught one fails the script.\n")
 	b.WriteString("- `input` holds the request's input value (None when absent).\n")
 	b.WriteString("- print() and logging go to logs that are never returned to you.\n")
-	calls := "calls"
-	if opts.MaxToolCalls == 1 {
-		calls = "call"
-	}
-	fmt.Fprintf(&b, "- Limits: %s in total, at most %d tool %s, result at most %s of JSON.\n",
-		duration(opts.Timeout), opts.MaxToolCalls, calls, byteSize(opts.MaxOutputBytes))
+	writeLimits(&b, opts)
 	b.WriteString("- The standard library works (json, re, datetime, decimal, collections, dataclasses, math, statistics, …); not available: pip packages, files, network, subprocesses, threads; asyncio offers gather, create_task, sleep, wait_for, Lock and Semaphore.\n")
 	return b.String()
 }
