@@ -66,12 +66,10 @@ func authServer(e *env) (s *server, mcpAddr string, stop func(), err error) {
 		os.RemoveAll(dir)
 		return nil, "", nil, err
 	}
-	s = &server{mode: e.srv.mode, dir: dir, cfg: cfg, log: newLogTail(1 << 20)}
-	saved := ptcdBinary
-	ptcdBinary = bin
-	err = s.start()
-	ptcdBinary = saved
-	if err != nil {
+	// The binary is the server's own: the other mode's cases run in
+	// parallel and start processes of their own meanwhile.
+	s = &server{mode: e.srv.mode, dir: dir, cfg: cfg, bin: bin, log: newLogTail(1 << 20)}
+	if err := s.start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", nil, err
 	}

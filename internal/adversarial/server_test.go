@@ -46,6 +46,7 @@ type server struct {
 	mode mode
 	dir  string // working directory of ptcd (holds relative-path probes)
 	cfg  string // configuration file
+	bin  string // the ptcd binary; empty for ptcdBinary
 
 	log *logTail // standard error of every process, one after the other
 
@@ -81,7 +82,11 @@ func newServer(t testing.TB, m mode) *server {
 
 // start starts a process and waits until it listens.
 func (s *server) start() error {
-	cmd := exec.Command(ptcdBinary, "--config", s.cfg)
+	bin := s.bin
+	if bin == "" {
+		bin = ptcdBinary
+	}
+	cmd := exec.Command(bin, "--config", s.cfg)
 	cmd.Dir = s.dir
 	// Only what ptcd needs: no caller secrets leak into the tested server.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TMPDIR=" + s.dir}
