@@ -162,7 +162,10 @@ func TestToolWaitIsNotCPU(t *testing.T) {
 			p := newPool(t, Config{Mode: mode, Workers: 1})
 			entered, release := make(chan struct{}, 1), make(chan struct{})
 			l := testLimits()
-			l.CPUTime = 100 * time.Millisecond
+			// Far below the 2 s wait, far above what starting the
+			// script costs even when a collection of the test process's
+			// heap charges its assists to the script's thread.
+			l.CPUTime = 400 * time.Millisecond
 			job, _ := newJob(t, `const r = await tools.block({}); return r.released`, l, blockingTool(entered, release))
 			res := make(chan string, 1)
 			go func() {
