@@ -312,3 +312,26 @@ func TestPostgresTwoManagers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPostgresLeaseRenew measures one lease renewal against a real
+// PostgreSQL server on this machine (over its Unix socket): one UPDATE,
+// one round trip — the Redis store's BenchmarkRedisLeaseRenew, for
+// PostgreSQL.
+func BenchmarkPostgresLeaseRenew(b *testing.B) {
+	dsn := pgtest.NewDatabase(b, pgtest.Start(b))
+	s, err := OpenPostgres(context.Background(), dsn, PostgresOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, _, err := s.Consume(ctx, "b", []byte("r"), time.Minute, time.Now().Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Renew(ctx, "b", 1, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
