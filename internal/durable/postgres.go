@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,6 +137,10 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (Store, 
 	s := &postgresStore{pool: pool, maxBytes: opt.MaxBytes}
 	if err := s.createSchema(ctx, opt.ConnectTimeout+opt.StatementTimeout); err != nil {
 		pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			return nil, fmt.Errorf("durable store: %s: the role may not create the store's tables (grant it CREATE on the schema, or create them as docs/durable.md shows): %w", where, err)
+		}
 		return nil, fmt.Errorf("durable store: %s: %w", where, redact(err, cc.Password))
 	}
 	return s, nil
@@ -150,10 +155,18 @@ func redact(err error, password string) error {
 }
 
 // createSchema runs postgresSchema in one transaction holding the schema
-// lock, within timeout.
+// lock, within timeout, unless the tables are there already: CREATE …
+// IF NOT EXISTS needs CREATE on the schema even when it creates nothing,
+// and a role given only the tables' privileges must still start.
 func (s *postgresStore) createSchema(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var present bool
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass('ptc_durable_states') IS NOT NULL
+AND to_regclass('ptc_durable_uses') IS NOT NULL AND to_regclass('ptc_durable_outcomes') IS NOT NULL`).Scan(&present)
+	if err != nil || present {
+		return err
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(postgresSchemaLock)); err != nil {
 			return err
@@ -300,10 +313,10 @@ FROM ptc_durable_uses WHERE id = $1 AND expires > clock_timestamp()`, id).Scan(&
 	return rec, nil
 }
 
-// fenceArg is a fencing token as a bigint; a token beyond one matches no
-// row.
+// fenceArg is a fencing token as a bigint; a token beyond bigint's range
+// (never issued) becomes -1, which matches no row.
 func fenceArg(fence uint64) int64 {
-	if fence > 1<<62 {
+	if fence > math.MaxInt64 {
 		return -1
 	}
 	return int64(fence)

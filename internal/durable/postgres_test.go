@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -333,5 +334,44 @@ func BenchmarkPostgresLeaseRenew(b *testing.B) {
 		if err := s.Renew(ctx, "b", 1, time.Minute); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestPostgresSchemaRefused: a role that may not create the tables (no
+// CREATE on the schema, PostgreSQL 15's default for public) cannot open
+// an empty database, and the error says why; once the tables exist, the
+// same role opens the store with table privileges alone.
+func TestPostgresSchemaRefused(t *testing.T) {
+	dsn := pgtest.NewDatabase(t, pgtest.Shared(t))
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	role := fmt.Sprintf("plain_%d", time.Now().UnixNano())
+	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "REVOKE CREATE ON SCHEMA public FROM PUBLIC"} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := dsn + " user=" + role
+	if s, err := OpenPostgres(ctx, plain, PostgresOptions{}); err == nil {
+		_ = s.Close()
+		t.Fatal("a role without CREATE created the tables")
+	} else if !strings.Contains(err.Error(), "may not create the store's tables") || !strings.Contains(err.Error(), "permission denied for schema public") {
+		t.Fatalf("error %q does not say why", err)
+	}
+	openOrFatal(t, func() (Store, error) { return OpenPostgres(ctx, dsn, PostgresOptions{}) })
+	if _, err := c.Exec(ctx, "GRANT SELECT, INSERT, UPDATE, DELETE ON ptc_durable_states, ptc_durable_uses, ptc_durable_outcomes TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	s := openOrFatal(t, func() (Store, error) { return OpenPostgres(ctx, plain, PostgresOptions{}) })
+	if first, _, err := s.Consume(ctx, "x", []byte("r"), time.Minute, time.Now().Add(time.Hour)); err != nil || !first {
+		t.Fatalf("consume with table privileges: %v %v", first, err)
+	}
+	// A token no store issues (beyond bigint) fences nothing in.
+	if err := s.Renew(ctx, "x", math.MaxUint64, time.Minute); !errors.Is(err, ErrFenced) {
+		t.Fatalf("renew with a token beyond bigint: %v", err)
 	}
 }
