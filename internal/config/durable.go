@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -80,8 +81,9 @@ type DurableKey struct {
 }
 
 // DurableStore selects the state store: File (one file, bbolt; this
-// replica only) or Redis (shared by replicas). Neither: used
-// continuations are remembered in memory, per replica, until a restart.
+// replica only), Redis or PostgreSQL (shared by replicas); at most one.
+// None: used continuations are remembered in memory, per replica, until
+// a restart.
 type DurableStore struct {
 	File string `yaml:"file,omitempty"`
 	// RedisURLEnv names the environment variable that holds the Redis URL
@@ -89,6 +91,24 @@ type DurableStore struct {
 	RedisURLEnv string `yaml:"redis_url_env,omitempty"`
 	// RedisPrefix prefixes the Redis keys (default "ptc:durable:").
 	RedisPrefix string `yaml:"redis_prefix,omitempty"`
+	// PostgresDSNEnv names the environment variable that holds the
+	// PostgreSQL connection string (it may carry a password).
+	PostgresDSNEnv string `yaml:"postgres_dsn_env,omitempty"`
+	// PostgresDSNFile names a file that holds the PostgreSQL connection
+	// string (a mounted secret), read at start.
+	PostgresDSNFile string `yaml:"postgres_dsn_file,omitempty"`
+}
+
+// stores lists the store keys set, by name.
+func (s DurableStore) stores() []string {
+	var set []string
+	for _, k := range []struct{ name, v string }{{"file", s.File}, {"redis_url_env", s.RedisURLEnv},
+		{"postgres_dsn_env", s.PostgresDSNEnv}, {"postgres_dsn_file", s.PostgresDSNFile}} {
+		if k.v != "" {
+			set = append(set, k.name)
+		}
+	}
+	return set
 }
 
 // Parked bounds the paused executions kept in memory to be resumed without
@@ -152,10 +172,12 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.outcome_retention", "%s is not positive: use a duration such as \"10m\" (how long a Resume's outcome is kept for a retry)", d.OutcomeRetention)
 	case d.OutcomeBytes <= 0:
 		return keyError("durable.outcome_bytes", "%s is not positive: use a size such as 64MiB", d.OutcomeBytes)
-	case d.Store.File != "" && d.Store.RedisURLEnv != "":
-		return keyError("durable.store", "has both file and redis_url_env: give one (file for one replica, Redis for several)")
+	case len(d.Store.stores()) > 1:
+		return keyError("durable.store", "has %s: give one (file for one replica, Redis or PostgreSQL for several)", strings.Join(d.Store.stores(), " and "))
 	case d.Store.RedisURLEnv != "" && !envNameRE.MatchString(d.Store.RedisURLEnv):
 		return keyError("durable.store.redis_url_env", "must name an environment variable (e.g. PTC_REDIS_URL), not hold the URL: it may carry a password")
+	case d.Store.PostgresDSNEnv != "" && !envNameRE.MatchString(d.Store.PostgresDSNEnv):
+		return keyError("durable.store.postgres_dsn_env", "must name an environment variable (e.g. PTC_POSTGRES_DSN), not hold the connection string: it may carry a password (or use postgres_dsn_file)")
 	case d.Parked.Max < 0:
 		return keyError("durable.parked.max", "%d is negative: use 0 to keep no paused execution in memory, or more", d.Parked.Max)
 	case d.Parked.MaxBytes < 0:

@@ -182,6 +182,8 @@ func settings() []setting {
 		setting{"durable.outcome_retention", "how long a Resume's outcome is kept for a retry with the same continuation and answers", func(c *Config) flag.Value { return &c.Durable.OutcomeRetention }},
 		setting{"durable.store.file", "file that keeps large paused states and used continuations (this replica)", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.File} }},
 		setting{"durable.store.redis_url_env", "environment variable holding the Redis URL of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.RedisURLEnv} }},
+		setting{"durable.store.postgres_dsn_env", "environment variable holding the PostgreSQL connection string of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.PostgresDSNEnv} }},
+		setting{"durable.store.postgres_dsn_file", "file holding the PostgreSQL connection string of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.PostgresDSNFile} }},
 		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
 		setting{"durable.lease.ttl", "how long a resume's lease lasts without a renewal before a retry may take the resume over", func(c *Config) flag.Value { return &c.Durable.Lease.TTL }},
 		setting{"durable.lease.renew_every", "how often the replica running a resume renews its lease", func(c *Config) flag.Value { return &c.Durable.Lease.RenewEvery }},
@@ -356,8 +358,10 @@ func UnknownEnv(environ []string, c *Config) []string {
 	for _, k := range c.Durable.Keys {
 		known[k.SecretEnv] = true
 	}
-	if v := c.Durable.Store.RedisURLEnv; v != "" {
-		known[v] = true
+	for _, v := range []string{c.Durable.Store.RedisURLEnv, c.Durable.Store.PostgresDSNEnv} {
+		if v != "" {
+			known[v] = true
+		}
 	}
 	for _, v := range c.Tracing.HeadersFromEnv {
 		known[v] = true

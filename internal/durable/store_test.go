@@ -3,8 +3,6 @@ package durable
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,8 +125,6 @@ func testOutcomes(t *testing.T, s Store) {
 	}
 }
 
-func TestMemoryStore(t *testing.T) { testStore(t, NewMemoryStore(0)) }
-
 // TestMemoryStoreOutcomeBudget fills the memory store's outcome budget:
 // the oldest outcomes are dropped first, and one larger than the whole
 // budget is not kept.
@@ -165,56 +161,6 @@ func TestMemoryStoreOutcomeBudget(t *testing.T) {
 	}
 	if m := s.(*memoryStore); m.outcomeBytes != 80 || m.order.Len() != 2 {
 		t.Fatalf("accounted %d bytes in %d outcomes", m.outcomeBytes, m.order.Len())
-	}
-}
-
-func TestFileStore(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "durable.db")
-	s, err := OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testStore(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Used continuations and kept outcomes survive a restart.
-	s, err = OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if first, _, err := s.Consume(context.Background(), "once", nil, time.Minute, time.Now().Add(time.Hour)); err != nil || first {
-		t.Fatalf("after reopening: %v %v", first, err)
-	}
-	if b, err := s.Outcome(context.Background(), "r1"); err != nil || string(b) != "the outcome" {
-		t.Fatalf("outcome after reopening: %q %v", b, err)
-	}
-}
-
-// TestRedisStore runs the contract against a real Redis server, through
-// two clients as two replicas would.
-func TestRedisStore(t *testing.T) {
-	url := redistest.Start(t)
-	s, err := OpenRedis(context.Background(), url, "test1:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	testStore(t, s)
-	other, err := OpenRedis(context.Background(), url, "test1:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if first, mark, err := other.Consume(context.Background(), "once", []byte("other"), time.Minute, time.Now().Add(time.Hour)); err != nil || first || string(mark.Mark) != "run" {
-		t.Fatalf("another replica consumed it again: %v %q %v", first, mark.Mark, err)
-	}
-	if b, err := other.Outcome(context.Background(), "r1"); err != nil || string(b) != "the outcome" {
-		t.Fatalf("another replica's outcome: %q %v", b, err)
-	}
-	if _, err := OpenRedis(context.Background(), "redis://127.0.0.1:1/0", ""); err == nil {
-		t.Fatal("no error for a server that is not there")
 	}
 }
 
@@ -356,45 +302,6 @@ type skewed struct{ skew atomic.Int64 }
 func (c *skewed) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
 
 func (c *skewed) lapse(string) { c.skew.Add(int64(2 * time.Minute)) }
-
-func TestMemoryStoreLeases(t *testing.T) {
-	var c skewed
-	testLeases(t, newMemoryStore(c.now, 0), time.Minute, c.lapse)
-}
-
-func TestFileStoreLeases(t *testing.T) {
-	s, err := OpenFile(filepath.Join(t.TempDir(), "durable.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var c skewed
-	s.(*boltStore).now = c.now
-	testLeases(t, s, time.Minute, c.lapse)
-}
-
-// TestRedisStoreLeases runs the lease contract against a real Redis
-// server, whose clock decides when a lease lapses: a lease of 1ms lapses
-// by the time Redis is asked again.
-func TestRedisStoreLeases(t *testing.T) {
-	url := redistest.Start(t)
-	s, err := OpenRedis(context.Background(), url, "leases:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	testLeases(t, s, time.Millisecond, func(id string) {
-		// Redis expires the lease key 1ms after it was set; ask until it
-		// has (the first answer almost always says so).
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			if rec, err := s.Used(context.Background(), id); err != nil || !rec.Held {
-				return
-			}
-			runtime.Gosched()
-		}
-		t.Fatalf("the lease of %s did not lapse", id)
-	})
-}
 
 // BenchmarkRedisLeaseRenew measures one lease renewal against a real
 // Redis server on this machine: one Lua script, one round trip — what a

@@ -16,7 +16,7 @@ import (
 // path and name.
 var constructors = map[string][]string{
 	mod + "/internal/executor":       {"New"},
-	mod + "/internal/durable":        {"New", "OpenFile", "OpenRedis"},
+	mod + "/internal/durable":        {"New", "OpenFile", "OpenRedis", "OpenPostgres"},
 	mod + "/internal/admission":      {"New"},
 	mod + "/internal/auth":           {"New"},
 	mod + "/internal/metrics":        {"New"},

@@ -2,10 +2,14 @@ package service
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/durable/pgtest"
 )
 
 // TestDurableLease: the lease section reaches the continuation manager;
@@ -35,6 +39,57 @@ func TestDurableLease(t *testing.T) {
 			ttl, renew := m.Lease()
 			if ttl != tc.ttl || renew != tc.renew || m.MaxTakeovers() != tc.takeovers {
 				t.Fatalf("lease %s, renewed every %s, %d takeovers", ttl, renew, m.MaxTakeovers())
+			}
+		})
+	}
+}
+
+// TestDurablePostgres: the store section's PostgreSQL connection string
+// comes from the environment variable or the file it names, and each way
+// it can be missing or wrong is a start-up error that never quotes the
+// password.
+func TestDurablePostgres(t *testing.T) {
+	dsn := pgtest.Start(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const password = "s3cret-Passw0rd"
+	lookup := env(map[string]string{"PG": dsn, "PG_BAD": "host=127.0.0.1 port=1 user=ptc password=" + password + " connect_timeout=5"})
+	for _, tc := range []struct {
+		name, store, err string
+	}{
+		{"from the environment", "{postgres_dsn_env: PG}", ""},
+		{"from a file", "{postgres_dsn_file: " + write("dsn", dsn+"\n") + "}", ""},
+		{"variable not set", "{postgres_dsn_env: PG_UNSET}", "environment variable PG_UNSET (durable.store.postgres_dsn_env) is not set"},
+		{"no file", "{postgres_dsn_file: " + filepath.Join(dir, "none") + "}", "no such file"},
+		{"empty file", "{postgres_dsn_file: " + write("empty", "\n") + "}", "is empty"},
+		{"file too large", "{postgres_dsn_file: " + write("large", strings.Repeat("x", maxDSNFileBytes+1)) + "}", "larger than 65536 bytes"},
+		{"server not there", "{postgres_dsn_env: PG_BAD}", "postgres at host=127.0.0.1 port=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte("durable:\n  store: " + tc.store + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := durableManager(context.Background(), c, lookup)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = m.Close()
+				return
+			}
+			if err == nil {
+				_ = m.Close()
+				t.Fatalf("no error, want %q", tc.err)
+			}
+			if !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), password) {
+				t.Fatalf("error %q: want %q, without the password", err, tc.err)
 			}
 		})
 	}

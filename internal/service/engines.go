@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/ptcrun/ptc/internal/config"
@@ -75,8 +78,41 @@ func parkedConfig(c *config.Config) executor.ParkedConfig {
 	return executor.ParkedConfig{Max: max, MaxBytes: int64(p.MaxBytes), MaxAge: time.Duration(p.MaxAge)}
 }
 
+// maxDSNFileBytes bounds the file durable.store.postgres_dsn_file names.
+const maxDSNFileBytes = 64 << 10
+
+// postgresDSN reads the PostgreSQL connection string from the
+// environment variable or the file the store section names; surrounding
+// white space (a file's final newline) is dropped. Errors name where it
+// was looked for, never what it holds.
+func postgresDSN(s config.DurableStore, lookupEnv func(string) (string, bool)) (string, error) {
+	if s.PostgresDSNEnv != "" {
+		dsn, ok := lookupEnv(s.PostgresDSNEnv)
+		if !ok || strings.TrimSpace(dsn) == "" {
+			return "", fmt.Errorf("environment variable %s (durable.store.postgres_dsn_env) is not set", s.PostgresDSNEnv)
+		}
+		return strings.TrimSpace(dsn), nil
+	}
+	f, err := os.Open(s.PostgresDSNFile)
+	if err != nil {
+		return "", fmt.Errorf("durable.store.postgres_dsn_file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDSNFileBytes+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("durable.store.postgres_dsn_file: %w", err)
+	case len(b) > maxDSNFileBytes:
+		return "", fmt.Errorf("durable.store.postgres_dsn_file: %s is larger than %d bytes: it should hold one connection string", s.PostgresDSNFile, maxDSNFileBytes)
+	case strings.TrimSpace(string(b)) == "":
+		return "", fmt.Errorf("durable.store.postgres_dsn_file: %s is empty: it should hold one connection string", s.PostgresDSNFile)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // durableManager builds the continuation manager of the durable section,
-// reading the secrets (and the Redis URL) through lookupEnv and opening
+// reading the secrets (and the Redis URL or PostgreSQL connection
+// string) through lookupEnv and opening
 // the store.
 func durableManager(ctx context.Context, c *config.Config, lookupEnv func(string) (string, bool)) (*durable.Manager, error) {
 	d := c.Durable
@@ -103,6 +139,15 @@ func durableManager(ctx context.Context, c *config.Config, lookupEnv func(string
 			return nil, fmt.Errorf("environment variable %s (durable.store.redis_url_env) is not set", d.Store.RedisURLEnv)
 		}
 		cfg.Store, err = durable.OpenRedis(ctx, url, d.Store.RedisPrefix)
+	case d.Store.PostgresDSNEnv != "" || d.Store.PostgresDSNFile != "":
+		var dsn string
+		if dsn, err = postgresDSN(d.Store, lookupEnv); err != nil {
+			return nil, err
+		}
+		// A stored state is at most max_state_bytes and its encryption's
+		// overhead; an outcome at most what the manager opens (256MiB).
+		cfg.Store, err = durable.OpenPostgres(ctx, dsn, durable.PostgresOptions{
+			MaxBytes: max(durable.DefaultPostgresMaxBytes, int(d.MaxStateBytes)+64<<10)})
 	}
 	if err != nil {
 		return nil, err
