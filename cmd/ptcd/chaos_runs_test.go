@@ -2,6 +2,9 @@
 
 package main
 
-// chaosRuns is the number of runs of TestTakeoverChaos in the ordinary
-// tests; -tags chaos runs 1,000.
-const chaosRuns = 50
+// chaosRuns and pgChaosRuns are the numbers of runs of TestTakeoverChaos
+// on Redis and on PostgreSQL in the ordinary tests; -tags chaos runs more.
+const (
+	chaosRuns   = 50
+	pgChaosRuns = 50
+)

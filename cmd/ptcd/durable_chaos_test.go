@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/durable/pgtest"
 	"github.com/ptcrun/ptc/internal/durable/redistest"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -96,12 +97,32 @@ return {who, sum};`
 // chaosEffects is the number of effects a run applies after its pause.
 const chaosEffects = 3
 
-func chaosConfig(toolURL string) string {
+// chaosStore is a shared store the chaos test runs on: the store's
+// configuration lines and the environment that names its server.
+type chaosStore struct {
+	name  string
+	runs  int
+	start func(t *testing.T) (config string, env string)
+}
+
+// chaosStores are the shared stores a takeover must hold on alike.
+var chaosStores = []chaosStore{
+	{"redis", chaosRuns, func(t *testing.T) (string, string) {
+		return "    redis_url_env: PTC_TEST_REDIS\n    redis_prefix: \"chaos:\"\n", "PTC_TEST_REDIS=" + redistest.Start(t)
+	}},
+	{"postgres", pgChaosRuns, func(t *testing.T) (string, string) {
+		dsn := pgtest.Start(t)
+		if dsn == "" {
+			return "", ""
+		}
+		return "    postgres_dsn_env: PTC_TEST_POSTGRES\n", "PTC_TEST_POSTGRES=" + pgtest.NewDatabase(t, dsn)
+	}},
+}
+
+func chaosConfig(store, toolURL string) string {
 	return durableConfig + `  lease: {ttl: 500ms, renew_every: 100ms, max_takeovers: 20}
   store:
-    redis_url_env: PTC_TEST_REDIS
-    redis_prefix: "chaos:"
-tool_sources:
+` + store + `tool_sources:
   - name: fx
     type: http
     tools:
@@ -120,7 +141,7 @@ const (
 )
 
 // TestTakeoverChaos runs executions on two ptcd processes sharing one
-// Redis store and one HTTP tool with side effects. Each run pauses, is
+// store (Redis, then PostgreSQL) and one HTTP tool with side effects. Each run pauses, is
 // resumed on the victim replica, and the victim is killed (SIGKILL) at a
 // random point: a random moment, between a tool's effect and its answer,
 // or after it answered. The caller then retries the same Resume on the
@@ -129,18 +150,30 @@ const (
 // — and every effect must be applied exactly once, its requests carrying
 // one idempotency key however often the call was sent again; a call is
 // sent again only when the victim died before answering (a takeover). The number
-// of runs is chaosRuns (50; 1,000 with -tags chaos, which .ci/run's slow
-// step uses).
+// of runs is chaosRuns on Redis (50; 1,000 with -tags chaos, which
+// .ci/run's slow step uses) and pgChaosRuns on PostgreSQL (50; 200).
 func TestTakeoverChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ptcd binaries")
 	}
-	url := redistest.Start(t)
+	for _, st := range chaosStores {
+		t.Run(st.name, func(t *testing.T) {
+			store, storeEnv := st.start(t)
+			if store == "" {
+				return
+			}
+			takeoverChaos(t, store, storeEnv, st.runs)
+		})
+	}
+}
+
+// takeoverChaos is TestTakeoverChaos on one store: runs runs.
+func takeoverChaos(t *testing.T, store, storeEnv string, runs int) {
 	fx := newEffectServer()
 	ts := httptest.NewServer(fx)
 	defer ts.Close()
-	cfg := chaosConfig(ts.URL)
-	env := []string{durableEnv, "PTC_TEST_REDIS=" + url}
+	cfg := chaosConfig(store, ts.URL)
+	env := []string{durableEnv, storeEnv}
 	start := func() *ptcdProcess { return startProcess(t, cfg, env...) }
 	survivor, victim := start(), start()
 	sc := dialClient(t, survivor.addr)
@@ -151,7 +184,7 @@ func TestTakeoverChaos(t *testing.T) {
 	// takeover measures, for runs whose victim died before answering,
 	// the time from its death to the survivor's answer.
 	var takeover []time.Duration
-	for run := 0; run < chaosRuns; run++ {
+	for run := 0; run < runs; run++ {
 		// Pause on either replica: on the survivor the execution stays
 		// parked there, so a takeover there goes on from memory; on the
 		// victim it dies with it, and the takeover re-runs it.
@@ -266,7 +299,7 @@ func TestTakeoverChaos(t *testing.T) {
 	}
 	t.Logf("%d runs in %s (kill points: %v); %d effect requests sent again with their idempotency key by a takeover; %d retries answered RESUME_IN_PROGRESS or unavailable; "+
 		"%d victims died before answering, their resume answered by the survivor %s after the death (median), %s at most (lease ttl 500ms)",
-		chaosRuns, time.Since(began).Round(time.Second), stats, resent, retries, len(takeover), median.Round(time.Millisecond), worst.Round(time.Millisecond))
+		runs, time.Since(began).Round(time.Second), stats, resent, retries, len(takeover), median.Round(time.Millisecond), worst.Round(time.Millisecond))
 }
 
 // retryResume resumes on c until it gets an answer that is not
