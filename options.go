@@ -125,8 +125,8 @@ func WithWASM(w WASM) Option {
 // lifetime and where used continuations and large states are kept.
 func WithDurable(d Durable) Option {
 	return optionFunc(func(o *options) error {
-		if d.StateFile != "" && d.RedisURL != "" {
-			return fmt.Errorf("ptc: Durable: give StateFile or RedisURL, not both")
+		if n := countSet(d.StateFile, d.RedisURL, d.PostgresDSN); n > 1 {
+			return fmt.Errorf("ptc: Durable: give one of StateFile, RedisURL and PostgresDSN, not %d", n)
 		}
 		if len(d.Keys) > 0 {
 			if _, ok := d.Keys[d.SigningKey]; !ok {
@@ -183,4 +183,15 @@ func (o *options) executorConfig() (executor.Config, error) {
 		cfg.WASM = wasm.Config{CacheDir: w.CacheDir, MaxModules: w.MaxModules, RealClock: w.RealClock, RealRandom: w.RealRandom}
 	}
 	return cfg, nil
+}
+
+// countSet returns how many of vs are not empty.
+func countSet(vs ...string) int {
+	n := 0
+	for _, v := range vs {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }

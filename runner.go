@@ -36,7 +36,8 @@ type Durable struct {
 	// TTL is how long a continuation can be resumed (default 24h).
 	TTL time.Duration
 	// MaxTokenBytes bounds a continuation (default 256 KiB); a paused
-	// state that does not fit is kept in the store (StateFile, RedisURL),
+	// state that does not fit is kept in the store (StateFile, RedisURL,
+	// PostgresDSN),
 	// or the execution ends with KindPauseLimit.
 	MaxTokenBytes int
 	// StateFile keeps used continuations and large paused states in one
@@ -45,12 +46,16 @@ type Durable struct {
 	// RedisURL keeps them in Redis (redis://host:port/db), shared with
 	// every runner and server that uses it.
 	RedisURL string
+	// PostgresDSN keeps them in PostgreSQL (a connection string:
+	// key=value pairs or a postgres:// URL), shared alike; the store's
+	// tables are created when the Runner starts (see docs/durable.md).
+	PostgresDSN string
 	// Parked bounds the paused executions kept in memory to resume
 	// without a re-run (default 64; negative keeps none).
 	Parked int
 	// OutcomeRetention is how long the outcome of a Resume is kept for a
 	// retry with the same continuation and answers (default 10m; never
-	// beyond the continuation's expiry). Without StateFile or RedisURL
+	// beyond the continuation's expiry). Without a store
 	// outcomes are kept in memory, 64 MiB in all.
 	OutcomeRetention time.Duration
 }
@@ -77,6 +82,8 @@ func (d Durable) manager() (*durable.Manager, error) {
 		cfg.Store, err = durable.OpenFile(d.StateFile)
 	case d.RedisURL != "":
 		cfg.Store, err = durable.OpenRedis(context.Background(), d.RedisURL, "")
+	case d.PostgresDSN != "":
+		cfg.Store, err = durable.OpenPostgres(context.Background(), d.PostgresDSN, durable.PostgresOptions{})
 	}
 	if err != nil {
 		return nil, err
