@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
@@ -88,13 +89,26 @@ func (c *Client) ListTools(ctx context.Context, q ToolQuery) (*ToolList, error) 
 // (Request.Resumable) may come back paused, its ClientTools (served by
 // the caller: their handlers are not used) and approvals pending; Resume
 // goes on. Otherwise ClientTools, OnLog, OnProgress and Approve need Run.
+//
+// The Client makes up an ExecutionID when the request has none. If the
+// connection drops once the request could have reached the server, the
+// error is a *ConnectionLostError naming the execution (its outcome is
+// unknown), not a plain Unavailable, which means the server was never
+// reached; repeating the request with that ExecutionID is safe (ptcd
+// returns the outcome instead of running it again).
 func (c *Client) Execute(ctx context.Context, req Request) (*Result, error) {
 	if len(req.ClientTools) > 0 && !req.Resumable {
 		return nil, &Error{Code: InvalidArgument, Message: "client tools need Client.Run (a Session stream), or a resumable request"}
 	}
-	res, err := c.rpc.Execute(ctx, wire.RequestPB(requestCore(req)))
+	if req.ExecutionID == "" {
+		req.ExecutionID = newExecutionID()
+	}
+	// The peer is known once the request went out on a connection: from
+	// then on, a dropped connection leaves the outcome unknown.
+	var p peer.Peer
+	res, err := c.rpc.Execute(ctx, wire.RequestPB(requestCore(req)), grpc.Peer(&p))
 	if err != nil {
-		return nil, remoteError(ctx, err)
+		return nil, lostError(ctx, err, p.Addr != nil, req.ExecutionID, nil)
 	}
 	return resultOf(wire.ResultFromPB(res)), nil
 }
@@ -141,15 +155,27 @@ func (c *Client) Resume(ctx context.Context, continuation string, answers ...Ans
 // "execute_tool" span as its remote parent, so an OpenTelemetry-
 // instrumented handler's spans are children of the call's span. A
 // resumable request is refused: a Session holds its stream instead of
-// pausing.
+// pausing. If the connection drops once the server answered anything, or
+// the server ends the stream without a result, the error is a
+// *ConnectionLostError listing the tool calls known to have started (Run
+// always asks for progress; OnProgress sees it only when set).
 func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool) (*Result, error) {
 	if req.Resumable {
 		return nil, &Error{Code: InvalidArgument, Message: "a resumable request runs with Client.Execute (Run holds a stream and never pauses)"}
+	}
+	if req.ExecutionID == "" {
+		req.ExecutionID = newExecutionID()
 	}
 	all := append(append([]tools.Tool(nil), req.ClientTools...), clientTools...)
 	handlers := make(map[string]tools.Handler, len(all))
 	inline := map[string]bool{}
 	start := &ptcv1.SessionStart{Execute: wire.RequestPB(requestCore(req))}
+	// Progress is always asked for, so that the calls that started are
+	// known if the connection drops; OnProgress sees it only when set.
+	start.Execute.StreamProgress = true
+	var started startedCalls
+	// heard: the server answered something, so the execution started.
+	heard := false
 	for _, t := range all {
 		if t.Handler == nil {
 			return nil, &Error{Code: InvalidArgument, Message: fmt.Sprintf("client tool %q has no handler", t.Name)}
@@ -184,10 +210,11 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 		m, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, &Error{Code: Unavailable, Message: "the server closed the session without a result"}
+				return nil, started.lost(req.ExecutionID, &Error{Code: Unavailable, Message: "the server closed the session without a result"})
 			}
-			return nil, remoteError(ctx, err)
+			return nil, lostError(ctx, err, heard, req.ExecutionID, &started)
 		}
+		heard = true
 		switch msg := m.GetMsg().(type) {
 		case *ptcv1.SessionResponse_Result:
 			return resultOf(wire.ResultFromPB(msg.Result)), nil
@@ -196,9 +223,11 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 				req.OnLog(LogEntry(wire.LogFromPB(msg.Log)))
 			}
 		case *ptcv1.SessionResponse_Progress:
+			ev, args, res, dropped := wire.ProgressFromPB(msg.Progress)
+			pe := progressOf(&ev, args, res, dropped, req.ProgressValues)
+			started.heard(pe)
 			if req.OnProgress != nil {
-				ev, args, res, dropped := wire.ProgressFromPB(msg.Progress)
-				req.OnProgress(progressOf(&ev, args, res, dropped, req.ProgressValues))
+				req.OnProgress(pe)
 			}
 		case *ptcv1.SessionResponse_ProtocolError:
 			// Only a client that broke the protocol gets one; ignore.
@@ -225,8 +254,10 @@ func (c *Client) Run(ctx context.Context, req Request, clientTools ...tools.Tool
 				continue
 			}
 			wg.Add(1)
+			started.serving(1)
 			go func() {
 				defer wg.Done()
+				defer started.serving(-1)
 				out := serveCall(ctx, h, tc)
 				_ = send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_ToolResult{ToolResult: out}})
 			}()

@@ -110,6 +110,8 @@ func TestFlagMistakes(t *testing.T) {
 		{"misspelt flag of tools", []string{"tools", "--qeury", "x"}, "ptc tools: unknown flag --qeury (did you mean --query?); ptc help lists every flag\n"},
 		{"misspelt flag of resume", []string{"resume", "--aprove", "all"}, "ptc resume: unknown flag --aprove (did you mean --approve?); ptc help lists every flag\n"},
 		{"misspelt flag of test", []string{"test", "--updte"}, "ptc test: unknown flag --updte (did you mean --update?); ptc help lists every flag\n"},
+		{"misspelt flag of mcp", []string{"mcp", "--confg", "x.yaml"}, "ptc mcp: unknown flag --confg (did you mean --config?); ptc help lists every flag\n"},
+		{"bad value of mcp", []string{"mcp", "--description-bytes", "many"}, "ptc mcp: invalid value \"many\" for flag -description-bytes: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,15 +27,14 @@ import (
 // --server.
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "serve the tool sources, demo_tools, limits and workers of this ptcd.yaml (see docs/config.md)")
 	var srv serverFlags
 	srv.register(fs, "front a running ptcd at ADDR (its tools, tenants and limits)")
 	inProcess := fs.Bool("inprocess", false, "run scripts in this process instead of worker processes (not a sandbox: trusted scripts only)")
 	descBytes := fs.Int("description-bytes", mcpserve.DefaultDescriptionBytes, "most bytes of tool declarations in execute's description (0: none, point to search)")
 	verbose := fs.Bool("v", false, "log every tool call on stderr")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ptc mcp: unexpected argument %q\n", fs.Arg(0))

@@ -104,6 +104,8 @@ type Config struct {
 
 	// Durable configures resumable executions and their continuations.
 	Durable Durable `yaml:"durable"`
+	// Idempotency keeps Execute and Session outcomes by execution_id.
+	Idempotency Idempotency `yaml:"idempotency"`
 	// Approvals lists the server tools whose calls need approval.
 	Approvals Approvals `yaml:"approvals,omitempty"`
 }
@@ -230,6 +232,7 @@ func Default() *Config {
 	c.Workers = Workers{Mode: "worker", Idle: 2, Max: 64, ExecutionsPerWorker: 1, RecycleAfter: 1000,
 		IdleTimeout: Duration(DefaultIdleTimeout)}
 	c.Durable = defaultDurable()
+	c.Idempotency = defaultIdempotency()
 	c.WASM = defaultWASM()
 	return c
 }

@@ -169,4 +169,9 @@ tool_sources:
 	//     ttl: 15s
 	//     renew_every: 5s
 	//     max_takeovers: 3
+	// idempotency:
+	//   retention: 10m0s
+	//   max_entries: 10000
+	//   max_bytes: 64MiB
+	//   linger: 5s
 }

@@ -189,6 +189,7 @@ func settings() []setting {
 		setting{"durable.lease.renew_every", "how often the replica running a resume renews its lease", func(c *Config) flag.Value { return &c.Durable.Lease.RenewEvery }},
 		setting{"durable.lease.max_takeovers", "takeovers of one resume after its replica stopped (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Lease.MaxTakeovers} }},
 	)
+	s = append(s, idempotencySettings()...)
 	s = append(s, wasmSettings()...)
 	s = append(s, pythonSettings()...)
 	s = append(s, limitSettings("defaults", func(c *Config) *limits.Limits { return (*limits.Limits)(&c.Limits.Defaults) })...)

@@ -19,7 +19,7 @@ import (
 func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.Workers.validate, c.validateTop, c.validateLimits, c.validateServing, c.validateTLS,
-		c.MCP.validate, c.validateTenants, c.validateTracing, c.Durable.validate, c.Approvals.validate,
+		c.MCP.validate, c.validateTenants, c.validateTracing, c.Durable.validate, c.Idempotency.validate, c.Approvals.validate,
 		c.validateSources, c.WASM.validate, c.Python.validate,
 	} {
 		if err := check(); err != nil {

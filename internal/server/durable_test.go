@@ -148,7 +148,7 @@ func TestApprovalsGoClient(t *testing.T) {
 			t.Fatalf("Run: %v %s, runs %d", err, out.Result, runs.Load())
 		}
 	}
-	if len(seen) != 1 || seen[0].Tool != "send" || !seen[0].Approval || !strings.HasPrefix(seen[0].IdempotencyKey, "ex_") {
+	if len(seen) != 1 || seen[0].Tool != "send" || !seen[0].Approval || !strings.HasPrefix(seen[0].IdempotencyKey, "ptc-") {
 		t.Fatalf("the callback saw %+v", seen)
 	}
 	if _, err := p.client.Run(ctx, ptc.Request{Source: "return 1", Resumable: true}); ptc.CodeOf(err) != ptc.InvalidArgument {

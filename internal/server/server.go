@@ -30,6 +30,7 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/idem"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/telemetry"
@@ -57,6 +58,11 @@ type Server struct {
 	// resultGrace bounds how long a Session's result waits for a client
 	// that does not read (WithResultGrace).
 	resultGrace time.Duration
+
+	// idem keeps outcomes by execution_id (WithIdempotency); nil when off.
+	idem *idem.Table[*ptcv1.ExecuteResponse]
+	// idemLinger is how long an Execute nobody waits for goes on.
+	idemLinger time.Duration
 
 	mu       sync.Mutex
 	inflight int
@@ -111,7 +117,9 @@ func (s *Server) CancelAll() { s.cancel() }
 
 // WaitDetached waits for the resumed executions that run on after their
 // Resume call ended (a graceful shutdown waits for them after the gRPC
-// calls; CancelAll ends them). Call it once no new call can arrive.
+// calls; CancelAll ends them), and for the Executes with an execution_id
+// running on after their calls (WithIdempotency). Call it once no new
+// call can arrive.
 func (s *Server) WaitDetached() { s.detached.Wait() }
 
 // InFlight returns the number of executions running or waiting for
@@ -139,7 +147,9 @@ func (s *Server) execContext(rpc context.Context) (context.Context, func()) {
 	}
 }
 
-// Execute runs one script against server tools.
+// Execute runs one script against server tools. With WithIdempotency, a
+// request with an execution_id runs once for every repeat of it
+// (executeOnce).
 func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.ExecuteResponse, error) {
 	req, ferr := wire.RequestFromPB(in)
 	if ferr != nil {
@@ -148,6 +158,9 @@ func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.
 	if len(req.ClientTools) > 0 && !req.Resumable {
 		return nil, wire.Status(fault.Reject(fault.CodeInvalidArgument,
 			"client_tools in Execute need resumable (calls to them pause the execution); Session takes its client tools in SessionStart"))
+	}
+	if s.idem != nil && in.GetExecutionId() != "" {
+		return s.executeOnce(ctx, in, req)
 	}
 	res, ferr := s.Run(ctx, req)
 	if ferr != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
@@ -67,7 +68,10 @@ type session struct {
 }
 
 // Session runs one execution whose client tools are served by the caller
-// over the stream.
+// over the stream. With WithIdempotency, a Session with an execution_id
+// repeated with the same request gets the first one's result (waiting
+// while it runs) instead of running again; the execution stays bound to
+// the first stream, which serves its client tools.
 func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	first, err := stream.Recv()
 	if err != nil {
@@ -123,8 +127,21 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		ss.progressValues = req.ProgressValues
 		req.Observer = ss
 	}
+	// With an execution_id under the record, a repeat gets the first
+	// one's outcome; the first tells the record how it ended, once.
+	finish, kept, err := s.sessionOnce(stream.Context(), start)
+	if err != nil {
+		return err
+	}
+	if kept != nil {
+		return stream.Send(&ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: kept}})
+	}
+	if finish == nil {
+		finish = func(*core.Result, *fault.Error) {}
+	}
 	p, ferr := s.exec.PrepareContext(stream.Context(), req, tenant.ceilings())
 	if ferr != nil {
+		finish(nil, ferr)
 		return wire.Status(ferr)
 	}
 
@@ -132,6 +149,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	defer done()
 	release, ferr := s.admit(ectx, p, tenant)
 	if ferr != nil {
+		finish(nil, ferr)
 		return wire.Status(ferr)
 	}
 	defer release()
@@ -149,6 +167,7 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 	go ss.receive(ctx, cancel)
 
 	res := s.exec.Run(ctx, p)
+	finish(res, nil)
 	s.observe(stream.Context(), req, p, res)
 	s.mem.note(req, res)
 	// No log line can come after the execution returned.

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/idem"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/telemetry"
 	"github.com/ptcrun/ptc/internal/wire"
@@ -114,7 +116,10 @@ func newRuntime(ctx context.Context, c *config.Config, o Options, tr telemetry.T
 	if r.Executor, err = executor.New(ecfg); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	r.Server = server.New(r.Executor, append([]server.Option{server.WithLogger(o.Logger)}, srvOpts...)...)
+	idc := c.Idempotency
+	r.Server = server.New(r.Executor, append([]server.Option{server.WithLogger(o.Logger),
+		server.WithIdempotency(idem.Config{Retention: time.Duration(idc.Retention), MaxEntries: idc.MaxEntries, MaxBytes: int64(idc.MaxBytes), Linger: time.Duration(idc.Linger)})},
+		srvOpts...)...)
 	return r, nil
 }
 

@@ -476,7 +476,14 @@ type ExecuteRequest struct {
 	// execution_id identifies the execution in logs, traces and tool-call
 	// idempotency keys. The server generates one when empty. At most 128 bytes
 	// of ASCII letters, digits and "._:-"; anything else is refused with
-	// INVALID_ARGUMENT.
+	// INVALID_ARGUMENT. A request that sets it is idempotent by it, per tenant,
+	// for the server's idempotency.retention: repeated with the same id and
+	// the same request (every field but execution_id, stream_logs,
+	// stream_progress and progress_values), it returns the first one's outcome,
+	// or waits for it while it runs, instead of running again; another request
+	// with the same id is refused with ALREADY_EXISTS naming the field. An
+	// Execute with an id goes on for idempotency.linger after its last caller
+	// ended its call, for a retry to come back to it, and is then cancelled.
 	ExecutionId string `protobuf:"bytes,6,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
 	// deterministic makes Math.random seeded (from seed) and Date a virtual
 	// clock (starting at clock_start) so that runs can be replayed.
