@@ -80,9 +80,13 @@ func (s *whoServer) hold(name string) (<-chan string, func()) {
 
 // replicaConfig is replica name's ptcd.yaml: the shared durable key and
 // Redis store, and who.am pointing at name's path; forward advertises
-// the replica's address to the others (resume forwarding).
+// the replica's address to the others (durable.forward.advertise).
 func replicaConfig(whoURL, name, addr string, forward bool) string {
-	cfg := durableConfig + `  lease: {ttl: 2s, renew_every: 500ms}
+	cfg := durableConfig
+	if forward {
+		cfg += "  forward: {advertise: \"" + addr + "\"}\n"
+	}
+	cfg += `  lease: {ttl: 2s, renew_every: 500ms}
   store:
     redis_url_env: PTC_TEST_REDIS
     redis_prefix: "replicas:"
@@ -96,9 +100,6 @@ tool_sources:
         url: ` + whoURL + `/who/` + name + `
         input_schema: {type: object}
 `
-	if forward {
-		cfg += "cluster:\n  advertise: " + addr + "\n"
-	}
 	return cfg
 }
 
@@ -293,7 +294,7 @@ func (c *cluster) pauseResume(t *testing.T) (parked, resumed string, took time.D
 // a real HAProxy (HTTP/2 both sides, h2c to the replicas, one balancing
 // decision per request): calls spread over the replicas; executions
 // paused on one are resumed behind the balancer — re-run by whichever
-// replica the Resume reaches, or, with cluster.advertise, forwarded to
+// replica the Resume reaches, or, with durable.forward.advertise, forwarded to
 // the replica that parked them — and a continuation is used once across
 // replicas; one replica drained with SIGTERM under load fails no call;
 // one killed with kill -9 under load costs the clients retries, which
@@ -304,7 +305,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 	const pauses = 12
 	latency := map[bool]time.Duration{}
-	for _, forward := range []bool{false} {
+	for _, forward := range []bool{false, true} {
 		name := map[bool]string{false: "re-run", true: "forwarded"}[forward]
 		t.Run(name, func(t *testing.T) {
 			c := startCluster(t, forward)
