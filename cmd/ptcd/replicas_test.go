@@ -230,8 +230,11 @@ const whoScript = `return await tools.who.am({});`
 // pauseScript names the replica that ran its first segment and the one
 // that ran the segment after the pause (a re-run replays the first call
 // from the journal, so its answer still names the replica that parked).
+// Before it pauses it computes a while: what a re-run does again.
 const pauseScript = `
 const parked = await tools.who.am({});
+let x = 0;
+for (let i = 0; i < 300000; i++) x = (x + i * i) % 1000003;
 await tools.ask({});
 const resumed = await tools.who.am({n: 2});
 return {parked, resumed};`
@@ -267,16 +270,28 @@ func (c *cluster) who(ctx context.Context, retry bool) (string, int, error) {
 	}
 }
 
+// pause pauses pauseScript through the balancer.
+func (c *cluster) pause(t *testing.T) *ptc.Result {
+	t.Helper()
+	res, err := c.client.Execute(context.Background(), ptc.Request{Source: pauseScript, Resumable: true, ClientTools: askTool})
+	if err != nil || !res.RequiresAction() {
+		t.Fatalf("not paused: %v %+v", err, res)
+	}
+	return res
+}
+
 // pauseResume pauses pauseScript through the balancer, resumes it
 // through the balancer and returns where each segment ran and how long
 // the Resume took.
 func (c *cluster) pauseResume(t *testing.T) (parked, resumed string, took time.Duration) {
 	t.Helper()
+	return c.resume(t, c.pause(t))
+}
+
+// resume resumes a paused pauseScript through the balancer.
+func (c *cluster) resume(t *testing.T, res *ptc.Result) (parked, resumed string, took time.Duration) {
+	t.Helper()
 	ctx := context.Background()
-	res, err := c.client.Execute(ctx, ptc.Request{Source: pauseScript, Resumable: true, ClientTools: askTool})
-	if err != nil || !res.RequiresAction() {
-		t.Fatalf("not paused: %v %+v", err, res)
-	}
 	start := time.Now()
 	out, err := c.client.Resume(ctx, res.Continuation, ptc.Answer{CallID: res.Pending[0].CallID, Output: json.RawMessage(`"ok"`)})
 	took = time.Since(start)
@@ -385,6 +400,12 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 				t.Fatalf("%d of %d calls failed while a replica drained", failed, calls)
 			}
 
+			// Executions parked on r0 and r1 before r1 dies.
+			var paused []*ptc.Result
+			for range 4 {
+				paused = append(paused, c.pause(t))
+			}
+
 			// kill -9 r1 under load: retries succeed.
 			failed, calls = c.underLoad(t, true, func() {
 				held, release := c.tool.hold("r1")
@@ -396,9 +417,21 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			if failed != 0 {
 				t.Fatalf("%d of %d calls failed after retries while a replica was killed", failed, calls)
 			}
-			// The survivor resumes what the dead parked... and its own.
-			if _, resumed, _ := c.pauseResume(t); resumed != "r0" {
-				t.Fatalf("resumed on %s with only r0 alive", resumed)
+			// The survivor resumes its own parked executions from memory and
+			// re-runs those the dead replica parked.
+			rerun := 0
+			for _, res := range paused {
+				parked, resumed, _ := c.resume(t, res)
+				if resumed != "r0" {
+					t.Fatalf("resumed on %s with only r0 alive", resumed)
+				}
+				if parked == "r1" {
+					rerun++
+				}
+			}
+			t.Logf("after kill -9: %d of %d paused executions re-run by the survivor, the rest resumed from memory", rerun, len(paused))
+			if rerun == 0 {
+				t.Fatalf("none of %d paused executions was parked on the killed replica", len(paused))
 			}
 		})
 	}
