@@ -20,6 +20,7 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/durable/redistest"
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -151,17 +152,25 @@ backend replicas
 	return b.String()
 }
 
+// haproxyBin finds haproxy (on PATH or in /usr/sbin); without it the
+// test is skipped, except in CI, where it fails.
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	if bin, err := exec.LookPath("haproxy"); err == nil {
+		return bin
+	}
+	if _, err := os.Stat("/usr/sbin/haproxy"); err == nil {
+		return "/usr/sbin/haproxy"
+	}
+	testenv.Missing(t, "haproxy is not installed (the multi-replica test needs a real balancer)", "apt-get install haproxy (.ci/run does)")
+	return ""
+}
+
 // startHAProxy runs haproxy in the foreground and waits until it
 // accepts connections. Without haproxy the test is skipped, except in CI.
 func startHAProxy(t *testing.T, front string, backends []string) {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("haproxy is not installed: .ci/run installs it (Debian package haproxy)")
-		}
-		t.Skip("haproxy is not installed (Debian package haproxy): the multi-replica test needs a real balancer")
-	}
+	bin := haproxyBin(t)
 	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(front, backends)), 0o600); err != nil {
 		t.Fatal(err)
@@ -204,9 +213,7 @@ type cluster struct {
 
 func startCluster(t *testing.T, forward bool) *cluster {
 	t.Helper()
-	if _, err := exec.LookPath("haproxy"); err != nil && os.Getenv("CI") == "" {
-		t.Skip("haproxy is not installed (Debian package haproxy): the multi-replica test needs a real balancer")
-	}
+	haproxyBin(t)
 	url := redistest.Start(t)
 	who := newWhoServer()
 	t.Cleanup(who.Close)
