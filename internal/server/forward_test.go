@@ -55,7 +55,7 @@ var forwardSecret = []byte("0123456789abcdef0123456789abcdef")
 // forwardReplica serves a replica named name on lis: a tool "where"
 // answers its name, parked executions are claimed in dir under its
 // address, and Resumes go through a Forwarder.
-func forwardReplica(t *testing.T, name string, lis net.Listener, dir *owners) {
+func forwardReplica(t *testing.T, name string, lis net.Listener, dir *owners, timeout time.Duration) {
 	t.Helper()
 	reg := tools.NewRegistry()
 	where := tools.Tool{Definition: tools.Definition{Name: "where"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
@@ -74,7 +74,7 @@ func forwardReplica(t *testing.T, name string, lis net.Listener, dir *owners) {
 	}
 	t.Cleanup(func() { _ = ex.Close() })
 	fwd := server.NewForwarder(server.ForwardConfig{Self: lis.Addr().String(), Owners: dir,
-		Keys: [][]byte{server.ForwardKey(forwardSecret)}, ConnectTimeout: 2 * time.Second})
+		Keys: [][]byte{server.ForwardKey(forwardSecret)}, ConnectTimeout: 2 * time.Second, Timeout: timeout})
 	t.Cleanup(func() { _ = fwd.Close() })
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(fwd.Unary))
 	ptcv1.RegisterRunnerServiceServer(gs, server.New(ex))
@@ -95,8 +95,10 @@ func forwardClient(t *testing.T, addr string) ptcv1.RunnerServiceClient {
 
 // TestForwardResume: a Resume reaching another replica runs on the one
 // that parked the execution; a forwarded call is never forwarded again;
-// an owner that cannot be reached leaves the Resume where it landed; a
-// forged forwarding header is refused.
+// an owner that cannot be reached (nothing listens, or it accepts and
+// never speaks HTTP/2 within the connect timeout) leaves the Resume where
+// it landed; a forwarded call outlasting the forwarding timeout ends
+// with DEADLINE_EXCEEDED; a forged forwarding header is refused.
 func TestForwardResume(t *testing.T) {
 	listen := func() net.Listener {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -105,14 +107,36 @@ func TestForwardResume(t *testing.T) {
 		}
 		return l
 	}
-	la, lb := listen(), listen()
+	la, lb, lc := listen(), listen(), listen()
 	dead := listen()
 	deadAddr := dead.Addr().String()
 	_ = dead.Close()
+	// silent accepts connections and never answers.
+	silent := listen()
+	accepted := make(chan []net.Conn, 1)
+	// The acceptor ends when silent is closed, handing over its conns.
+	go func() {
+		var conns []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				accepted <- conns
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = silent.Close()
+		for _, c := range <-accepted {
+			_ = c.Close()
+		}
+	})
 	dir := &owners{by: map[string]string{}}
-	forwardReplica(t, "a", la, dir)
-	forwardReplica(t, "b", lb, dir)
-	a, b := forwardClient(t, la.Addr().String()), forwardClient(t, lb.Addr().String())
+	forwardReplica(t, "a", la, dir, 0)
+	forwardReplica(t, "b", lb, dir, 0)
+	forwardReplica(t, "c", lc, dir, time.Nanosecond)
+	a, b, c := forwardClient(t, la.Addr().String()), forwardClient(t, lb.Addr().String()), forwardClient(t, lc.Addr().String())
 
 	const src = `await tools.ask({}); return await tools.where({});`
 	sign := func(cont string) string {
@@ -123,15 +147,18 @@ func TestForwardResume(t *testing.T) {
 	cases := []struct {
 		name   string
 		owner  string // the directory's answer for every pause; "" the claims
+		via    ptcv1.RunnerServiceClient
 		header func(cont string) string
 		want   string
 		code   codes.Code
 	}{
-		{"forwarded to the replica that parked it", "", nil, "a", codes.OK},
-		{"owner gone: runs where it landed", deadAddr, nil, "b", codes.OK},
-		{"a forwarded call is not forwarded again", la.Addr().String(), sign, "b", codes.OK},
-		{"a forged header is refused", "", func(string) string { return sign("another continuation") }, "", codes.Unauthenticated},
-		{"a header that is not hex is refused", "", func(string) string { return "nope" }, "", codes.Unauthenticated},
+		{"forwarded to the replica that parked it", "", b, nil, "a", codes.OK},
+		{"owner gone: runs where it landed", deadAddr, b, nil, "b", codes.OK},
+		{"owner silent: runs where it landed", silent.Addr().String(), b, nil, "b", codes.OK},
+		{"a forwarded call is not forwarded again", la.Addr().String(), b, sign, "b", codes.OK},
+		{"a forwarded call outlasting the timeout", "", c, nil, "", codes.DeadlineExceeded},
+		{"a forged header is refused", "", b, func(string) string { return sign("another continuation") }, "", codes.Unauthenticated},
+		{"a header that is not hex is refused", "", b, func(string) string { return "nope" }, "", codes.Unauthenticated},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +175,7 @@ func TestForwardResume(t *testing.T) {
 			if tc.header != nil {
 				ctx = metadata.AppendToOutgoingContext(ctx, server.ForwardedHeader, tc.header(cont))
 			}
-			out, err := b.Resume(ctx, &ptcv1.ResumeRequest{Continuation: cont,
+			out, err := tc.via.Resume(ctx, &ptcv1.ResumeRequest{Continuation: cont,
 				Answers: []*ptcv1.ActionAnswer{{CallId: res.GetPendingActions()[0].GetCallId(), Outcome: &ptcv1.ActionAnswer_OutputJson{OutputJson: `1`}}}})
 			if status.Code(err) != tc.code {
 				t.Fatalf("resume: %v, want %s", err, tc.code)
