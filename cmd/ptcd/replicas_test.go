@@ -65,17 +65,20 @@ func (s *whoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // hold starts holding name's calls: each is announced on the channel it
-// returns; the func releases them.
+// returns; the func (idempotent) releases them.
 func (s *whoServer) hold(name string) (<-chan string, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holding, s.release, s.held = name, make(chan struct{}), make(chan string, 64)
 	rel, held := s.release, s.held
+	var once sync.Once
 	return held, func() {
-		s.mu.Lock()
-		s.holding = ""
-		s.mu.Unlock()
-		close(rel)
+		once.Do(func() {
+			s.mu.Lock()
+			s.holding = ""
+			s.mu.Unlock()
+			close(rel)
+		})
 	}
 }
 

@@ -32,6 +32,9 @@ func OpenRedis(ctx context.Context, url, prefix string, timeout time.Duration) (
 	if timeout > 0 {
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = timeout, timeout, timeout
 		opt.MaxRetries = -1
+		// One dial attempt: a store that refuses connections is down now,
+		// not after five attempts 100ms apart.
+		opt.DialerRetries, opt.DialerRetryTimeout = 1, time.Millisecond
 	}
 	c := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
