@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/durable/redistest"
 	"github.com/ptcrun/ptc/internal/testenv"
@@ -230,7 +233,14 @@ func startCluster(t *testing.T, forward bool) *cluster {
 	}
 	front := freeAddr(t)
 	startHAProxy(t, front, addrs)
-	c.client = dialClient(t, front)
+	// No transparent retries by gRPC: a call that fails reaches the
+	// test's own retry loop.
+	cl, err := ptc.Dial(front, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	c.client = cl
 	return c
 }
 
