@@ -28,11 +28,19 @@ type ptcdProcess struct {
 // environment, and waits until it logs its address.
 func startProcess(t *testing.T, config string, env ...string) *ptcdProcess {
 	t.Helper()
+	return startProcessArgs(t, config, []string{"--listen", "127.0.0.1:0"}, env...)
+}
+
+// startProcessArgs is startProcess with the listen flags given.
+func startProcessArgs(t *testing.T, config string, listen []string, env ...string) *ptcdProcess {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "ptcd.yaml")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ptcdBin, "--config", cfg, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--workers.mode", "inprocess", "--workers.insecure-inprocess")
+	args := append([]string{"--config", cfg}, listen...)
+	args = append(args, "--metrics-listen", "", "--workers.mode", "inprocess", "--workers.insecure-inprocess")
+	cmd := exec.Command(ptcdBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

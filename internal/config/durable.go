@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,6 +58,24 @@ type Durable struct {
 	// Lease configures the lease the replica running a resume holds in
 	// the store, and the takeover of a resume whose replica stopped.
 	Lease Lease `yaml:"lease"`
+	// Forward sends a Resume to the replica that parked its execution
+	// (with a Redis store).
+	Forward Forward `yaml:"forward,omitempty"`
+}
+
+// DefaultForwardTimeout is the default of durable.forward.timeout.
+const DefaultForwardTimeout = 5 * time.Minute
+
+// Forward configures resume forwarding (docs/durable.md, "Replicas").
+type Forward struct {
+	// Advertise is this replica's gRPC address as the other replicas
+	// reach it (host:port; in Kubernetes the pod's IP and port). Empty:
+	// no forwarding (a Resume runs where it lands, re-running the
+	// execution when another replica parked it).
+	Advertise string `yaml:"advertise,omitempty"`
+	// Timeout bounds a forwarded Resume (the caller's deadline, when
+	// sooner, applies too).
+	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
 // Lease configures resume leases (docs/durable.md, "Takeover").
@@ -188,6 +208,12 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.lease.ttl", "%s is below 100ms: use a duration such as \"15s\" (how long a retry waits before it takes over the resume of a replica that stopped)", d.Lease.TTL)
 	case d.Lease.RenewEvery <= 0 || d.Lease.RenewEvery >= d.Lease.TTL:
 		return keyError("durable.lease.renew_every", "%s must be positive and shorter than durable.lease.ttl (%s): use about a third of it", d.Lease.RenewEvery, d.Lease.TTL)
+	case d.Forward.Advertise != "" && d.Store.RedisURLEnv == "":
+		return keyError("durable.forward.advertise", "needs a Redis store (durable.store.redis_url_env): replicas find the owner of a paused execution there")
+	case d.Forward.Advertise != "" && !validHostPort(d.Forward.Advertise):
+		return keyError("durable.forward.advertise", "%q is not host:port: give the address other replicas reach this one's gRPC listener at, e.g. 10.0.3.7:50051", d.Forward.Advertise)
+	case d.Forward.Timeout < 0:
+		return keyError("durable.forward.timeout", "%s is negative: use a duration such as \"5m\"", d.Forward.Timeout)
 	case d.Lease.MaxTakeovers < 0:
 		return keyError("durable.lease.max_takeovers", "%d is negative: use 0 to take no resume over, or more", d.Lease.MaxTakeovers)
 	}
@@ -219,4 +245,15 @@ func (a Approvals) validate() *Error {
 		}
 	}
 	return nil
+}
+
+// validHostPort reports whether s is host:port with a host and a port
+// number.
+func validHostPort(s string) bool {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil || h == "" {
+		return false
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n < 65536
 }

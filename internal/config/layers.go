@@ -187,6 +187,8 @@ func settings() []setting {
 		setting{"durable.parked.max", "paused executions kept in memory (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Parked.Max} }},
 		setting{"durable.lease.ttl", "how long a resume's lease lasts without a renewal before a retry may take the resume over", func(c *Config) flag.Value { return &c.Durable.Lease.TTL }},
 		setting{"durable.lease.renew_every", "how often the replica running a resume renews its lease", func(c *Config) flag.Value { return &c.Durable.Lease.RenewEvery }},
+		setting{"durable.forward.advertise", "this replica's address as other replicas reach it: a Resume of an execution parked here is forwarded here", func(c *Config) flag.Value { return stringValue{&c.Durable.Forward.Advertise} }},
+		setting{"durable.forward.timeout", "bound of a Resume forwarded to the replica that parked its execution", func(c *Config) flag.Value { return &c.Durable.Forward.Timeout }},
 		setting{"durable.lease.max_takeovers", "takeovers of one resume after its replica stopped (0: none)", func(c *Config) flag.Value { return intValue{&c.Durable.Lease.MaxTakeovers} }},
 	)
 	s = append(s, idempotencySettings()...)

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
@@ -79,6 +80,11 @@ type Config struct {
 	// Parked bounds the paused executions kept waiting in memory, to be
 	// resumed without a re-run (see parked.go); zero keeps the defaults.
 	Parked ParkedConfig
+	// OnPark, when set, is told each paused execution kept parked in
+	// memory, by pause id, and until when it may stay (Parked.MaxAge): a
+	// replica records there that a Resume of it is best run here
+	// (resume forwarding). It runs before the pause is answered.
+	OnPark func(ctx context.Context, pauseID string, until time.Time)
 	// Tracing makes a span per execution and per tool call; the zero value
 	// makes none.
 	Tracing telemetry.Tracing
@@ -99,6 +105,7 @@ type Executor struct {
 	outcomes OutcomeCodec
 	approve  func(string) bool
 	parked   *parkedSet
+	onPark   func(context.Context, string, time.Time)
 
 	wasmCfg  wasm.Config
 	wasmOnce sync.Once
@@ -135,6 +142,7 @@ func New(cfg Config) (*Executor, error) {
 		durable:   cfg.Durable,
 		outcomes:  cfg.Outcomes,
 		approve:   cfg.Approve,
+		onPark:    cfg.OnPark,
 		tracing:   cfg.Tracing,
 		isolation: map[core.Language]string{core.LanguageJavaScript: "inprocess", core.LanguageTypeScript: "inprocess", core.LanguageWASM: "inprocess", core.LanguagePython: "inprocess"},
 		resumes:   map[string]*resumeRun{},

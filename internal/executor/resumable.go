@@ -196,6 +196,8 @@ func (e *Executor) paused(ctx context.Context, lv *live, journal core.Journal) *
 	lv.logs.Skip(lv.logs.Count())
 	if lv.rc == nil || !e.parked.park(lv, sealed.PauseID) {
 		stop()
+	} else if e.onPark != nil {
+		e.onPark(ctx, sealed.PauseID, now.Add(e.parked.cfg.MaxAge))
 	}
 	res.ModelMessage = core.ModelMessage(res)
 	return res

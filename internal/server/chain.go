@@ -33,6 +33,11 @@ type ChainConfig struct {
 	Auth auth.AuthFunc
 	// Limiter, when set, rate-limits calls after Auth.
 	Limiter ratelimit.Limiter
+	// Forward, when set, runs after Auth and before Limiter on unary
+	// calls: Forwarder.Unary, which sends a Resume to the replica that
+	// parked its execution (the call then counts against its tenant's
+	// rate there, not here).
+	Forward grpc.UnaryServerInterceptor
 }
 
 // Interceptors returns the server options that install the unary and
@@ -93,6 +98,9 @@ func Interceptors(c ChainConfig) []grpc.ServerOption {
 	}
 	unary = append(unary, logging.UnaryServerInterceptor(logger, lopts...), auth.UnaryServerInterceptor(tenantAuth))
 	stream = append(stream, logging.StreamServerInterceptor(logger, lopts...), auth.StreamServerInterceptor(tenantAuth))
+	if c.Forward != nil {
+		unary = append(unary, c.Forward)
+	}
 	if limiter != nil {
 		unary = append(unary, ratelimit.UnaryServerInterceptor(limiter))
 		stream = append(stream, ratelimit.StreamServerInterceptor(limiter))

@@ -50,6 +50,7 @@ type Server struct {
 	cancel context.CancelFunc
 
 	adm     *admission.Controller
+	slots   SlotStore // nil: no shared quota
 	metrics *metrics.Metrics
 	// mem gives memory back after large executions.
 	mem     releaser

@@ -108,11 +108,16 @@ func (s *Server) admit(ctx context.Context, p *executor.Prepared, t tenantOf) (f
 		}
 		return nil, fault.FromContext(err)
 	}
+	shared, ferr := s.sharedSlot(ctx, name, quota)
+	if ferr != nil {
+		release()
+		return nil, ferr
+	}
 	p.SetQueueTime(waited)
 	if s.metrics != nil {
 		s.metrics.ObserveAdmitted(waited)
 	}
-	return release, nil
+	return func() { shared(); release() }, nil
 }
 
 // OutcomePaused is the outcome label of a resumable execution that paused

@@ -33,7 +33,7 @@ type mcpEndpoint struct {
 // newMCP builds the endpoint that will serve on lis (bound to
 // mcp.listen); nil when the section leaves it off (lis is nil then).
 // serve starts it.
-func newMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter *auth.RateLimiter, tc *tls.Config,
+func newMCP(c *config.Config, lis net.Listener, srv *server.Server, authn *auth.Authenticator, limiter limiter, tc *tls.Config,
 	tracing telemetry.Tracing, log *slog.Logger) *mcpEndpoint {
 	if !c.MCP.Enabled() || lis == nil {
 		return nil

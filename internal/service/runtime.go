@@ -35,6 +35,9 @@ type Options struct {
 	// over stdio, which must not take the store's lock from a running
 	// ptcd).
 	NoContinuations bool
+	// onPark is told each execution parked in memory (resume forwarding;
+	// set by New).
+	onPark func(context.Context, string, time.Time)
 }
 
 // withDefaults fills the zero fields.
@@ -101,7 +104,7 @@ func newRuntime(ctx context.Context, c *config.Config, o Options, tr telemetry.T
 		s.OnChange(func() { r.sourceChanged(s) })
 	}
 	ecfg := executor.Config{Registry: r.Registry, Policy: c.Policy(), Tracing: tr, WASM: wasmConfig(c), Python: pythonConfig(c),
-		Approve: c.ApprovalRule(), Parked: parkedConfig(c)}
+		Approve: c.ApprovalRule(), Parked: parkedConfig(c), OnPark: o.onPark}
 	if !o.InProcess {
 		w := WorkerConfig(c)
 		w.Logger = o.Logger

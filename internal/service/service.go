@@ -52,6 +52,7 @@ type Service struct {
 	grpcL net.Listener
 	hsrv  *http.Server
 	mep   *mcpEndpoint
+	cl    *clusterParts
 
 	draining atomic.Bool
 	served   chan error // the gRPC server's end
@@ -95,7 +96,16 @@ func New(ctx context.Context, c *config.Config, o Options) (_ *Service, err erro
 		return nil, err
 	}
 	met := metrics.New(metrics.Gauges{Running: adm.Running, Queued: adm.Queued})
-	if s.rt, err = newRuntime(ctx, c, o, tracing, []server.Option{server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing)}); err != nil {
+	if s.cl, err = openCluster(ctx, c, o.LookupEnv); err != nil {
+		return nil, err
+	}
+	forward, err := s.cl.forwarder(c, o.LookupEnv, s.log)
+	if err != nil {
+		return nil, err
+	}
+	o.onPark = s.cl.onPark(c, s.log)
+	srvOpts := append([]server.Option{server.WithAdmission(adm), server.WithMetrics(met), server.WithTracing(tracing)}, s.cl.serverOptions()...)
+	if s.rt, err = newRuntime(ctx, c, o, tracing, srvOpts); err != nil {
 		return nil, err
 	}
 	pool := s.rt.Executor.Workers()
@@ -104,8 +114,9 @@ func New(ctx context.Context, c *config.Config, o Options) (_ *Service, err erro
 		return metrics.WorkerStats{Alive: st.Alive, Started: st.Started, Died: st.Died, Recycled: st.Recycled, Killed: st.Killed}
 	})
 	// One rate limiter: a tenant's requests count alike over gRPC and MCP.
-	limiter := auth.NewRateLimiter(s.authn)
-	s.newGRPC(tc, met, limiter, tracing)
+	// With a shared store, a tenant's rate holds across the replicas.
+	limiter := s.cl.rateLimiter(auth.NewRateLimiter(s.authn), s.log)
+	s.newGRPC(tc, met, limiter, forward, tracing)
 	if s.lns.metrics != nil {
 		s.hsrv = &http.Server{Handler: met.Handler(s.ready), ReadHeaderTimeout: 5 * time.Second,
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -118,7 +129,7 @@ func New(ctx context.Context, c *config.Config, o Options) (_ *Service, err erro
 // newGRPC builds the gRPC server: the interceptor chain, the transport's
 // bounds, credentials, message sizes and keepalive, RunnerService, health
 // and reflection.
-func (s *Service) newGRPC(tc *tls.Config, met *metrics.Metrics, limiter *auth.RateLimiter, tracing telemetry.Tracing) {
+func (s *Service) newGRPC(tc *tls.Config, met *metrics.Metrics, limiter limiter, forward grpc.UnaryServerInterceptor, tracing telemetry.Tracing) {
 	c := s.cfg
 	creds := insecure.NewCredentials()
 	if tc != nil {
@@ -126,7 +137,7 @@ func (s *Service) newGRPC(tc *tls.Config, met *metrics.Metrics, limiter *auth.Ra
 	}
 	ka := c.GRPC.Keepalive
 	opts := server.Interceptors(server.ChainConfig{Log: s.log, LogPayloads: c.Logging.Level == "debug", Metrics: met,
-		Auth: s.authn.Authenticate, Limiter: limiter})
+		Auth: s.authn.Authenticate, Limiter: limiter, Forward: forward})
 	opts = append(opts, grpcTransport(c, s.authn, s.log)...)
 	opts = append(opts,
 		grpc.Creds(creds),
@@ -268,6 +279,7 @@ func (s *Service) close() {
 	if s.rt != nil {
 		_ = s.rt.Close()
 	}
+	s.cl.close()
 	if s.prov != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), min(time.Duration(s.cfg.ShutdownGrace), maxTracingFlush))
 		if err := s.prov.Shutdown(sctx); err != nil {
@@ -278,4 +290,9 @@ func (s *Service) close() {
 	if s.lns != nil {
 		s.lns.close()
 	}
+}
+
+// limiter rate-limits calls (auth.RateLimiter, auth.SharedRateLimiter).
+type limiter interface {
+	Limit(ctx context.Context) error
 }
