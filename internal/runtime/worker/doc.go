@@ -40,8 +40,10 @@
 // Files by job: config.go (Config, Mode), pool.go (the Pool), scheduling.go
 // (which worker runs what; starting, retiring, replacing), supervise.go
 // (one execution on a worker; deaths classified), receive.go (the
-// supervisor's side of a worker's frames), process.go (starting, talking
-// to and killing a worker process), child.go (the worker's main and its
+// supervisor's side of a worker's frames), lifecycle.go (a worker's
+// states, and starting — the binary re-executed in its own process group
+// — and killing its process), process.go (spawning, the handshake and
+// talking to a worker process), child.go (the worker's main and its
 // executions), lane.go (a worker's execution slots and the warmer that
 // makes their runtimes ahead), harden.go (what a worker puts in force),
 // proxy.go (the call proxy: a script's bridge.Caller inside a worker),

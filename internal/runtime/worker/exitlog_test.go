@@ -27,8 +27,11 @@ func deathRecords(t *testing.T, sink *logSink) []map[string]any {
 
 // TestPoolKillsAreNotDeaths: a worker the pool ends itself — the pool
 // closing while the worker is still starting or while it runs an
-// execution, a WebAssembly guest stopped at its CPU or memory limit — is
-// not logged as a worker that died, and is not counted in Stats.Died.
+// execution, a script stopped at its deadline or cancelled, a WebAssembly
+// guest stopped at its CPU or memory limit, a worker retired after its
+// quota or stopped when idle — is not logged as a worker that died, and
+// is not counted in Stats.Died (which the metrics export as deaths);
+// where the pool's decision has a counter of its own, that counter moved.
 // (A worker killed from outside still is: TestWorkerCrashOutputLogged.)
 func TestPoolKillsAreNotDeaths(t *testing.T) {
 	cases := []struct {
@@ -47,6 +50,71 @@ func TestPoolKillsAreNotDeaths(t *testing.T) {
 			if fe := <-res; fe == nil || fe.Kind != fault.KindCancelled {
 				t.Fatalf("error %v, want CANCELLED", fe)
 			}
+			return p
+		}},
+		{"a script stopped at its deadline", func(t *testing.T, sink *logSink) *Pool {
+			p := newPool(t, Config{Workers: 1, Logger: sink.logger()})
+			l := testLimits()
+			l.Timeout, l.CPUTime = 200*time.Millisecond, time.Minute
+			job, _ := newJob(t, `for (;;) {}`, l)
+			if out := p.Run(context.Background(), job); out.Err == nil || out.Err.Kind != fault.KindTimeout {
+				t.Fatalf("got %v, want TIMEOUT", out.Err)
+			}
+			return p
+		}},
+		{"a script cancelled by its caller", func(t *testing.T, sink *logSink) *Pool {
+			p := newPool(t, Config{Workers: 1, Logger: sink.logger()})
+			entered := make(chan struct{}, 1)
+			job, _ := newJob(t, `await tools.block({}); for (;;) {}`, testLimits(), blockingTool(entered))
+			ctx, cancel := context.WithCancel(context.Background())
+			res := make(chan *fault.Error, 1)
+			go func() { res <- p.Run(ctx, job).Err }()
+			<-entered
+			cancel()
+			if fe := <-res; fe == nil || fe.Kind != fault.KindCancelled {
+				t.Fatalf("error %v, want CANCELLED", fe)
+			}
+			return p
+		}},
+		{"a worker retired after its quota", func(t *testing.T, sink *logSink) *Pool {
+			p := newPool(t, Config{Workers: 1, RecycleAfter: 1, Logger: sink.logger()})
+			for i := 0; i < 3; i++ {
+				job, _ := newJob(t, `return 1`, testLimits())
+				if out := p.Run(context.Background(), job); out.Err != nil {
+					t.Fatal(out.Err)
+				}
+			}
+			waitFor(t, p, "the workers to be recycled", func() bool { return p.Stats().Recycled >= 2 })
+			return p
+		}},
+		{"idle workers stopped", func(t *testing.T, sink *logSink) *Pool {
+			p := newPool(t, Config{Workers: 1, MaxWorkers: 3, IdleTimeout: time.Hour, Logger: sink.logger()})
+			entered, release := make(chan struct{}, 2), make(chan struct{})
+			res := make(chan *fault.Error, 2)
+			for i := 0; i < 2; i++ {
+				job, _ := newJob(t, `await tools.block({}); return 1`, testLimits(), blockingTool(entered, release))
+				go func() { res <- p.Run(context.Background(), job).Err }()
+			}
+			<-entered
+			<-entered
+			close(release)
+			for i := 0; i < 2; i++ {
+				if fe := <-res; fe != nil {
+					t.Fatal(fe)
+				}
+			}
+			waitFor(t, p, "the pool to finish starting workers", func() bool {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				return p.spawning == 0
+			})
+			p.mu.Lock()
+			for w := range p.procs {
+				w.idleSince = time.Now().Add(-2 * time.Hour)
+			}
+			p.mu.Unlock()
+			p.shrinkIdle()
+			waitFor(t, p, "the pool to shrink", func() bool { return p.Stats().Shrunk >= 1 })
 			return p
 		}},
 		{"a guest stopped at its CPU limit", func(t *testing.T, sink *logSink) *Pool {

@@ -2,8 +2,14 @@ package worker
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The life of a worker process, as one state machine. Every change of a
@@ -209,4 +215,63 @@ func (l *lifecycle) ended() procEnd {
 		e.cause, e.reason = l.cause, l.reason
 	}
 	return e
+}
+
+// The process behind a lifecycle has one way in and one way out, both
+// here: start re-executes the binary (Config.Executable, the ptcd or
+// program binary that calls Main, child.go) as a worker in its own
+// process group; kill ends that process group. The pool decides an end
+// through stop (or, under its own lock in scheduling.go, by moving the
+// lifecycle to stateKilled before kill), so the lifecycle knows the end
+// was the pool's before the process is gone; kill without such a move is
+// for a worker already gone (its connection or a write to it failed),
+// whose end is its own. Whatever ends the process, the reader
+// (receive.go) reaps it and asks ended how it ended.
+
+// start starts the worker process with only the supervisor's pid in its
+// environment (the worker checks it and removes it, lineage.go), only its
+// two pipe ends as extra descriptors (3 to read, 4 to write), its own
+// process group, SIGKILL as its parent-death signal and, if netns, a
+// private network namespace. The starter's thread starts it.
+func (p *Pool) start(r, wr *os.File, netns bool) (*exec.Cmd, *head, error) {
+	cmd := exec.Command(p.cfg.Executable, workerArg)
+	cmd.Env = []string{supervisorEnv + "=" + strconv.Itoa(os.Getpid())}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{r, wr}
+	stderr := &head{max: stderrHead}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if netns {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
+	if err := p.starter.start(cmd); err != nil {
+		return nil, nil, err
+	}
+	return cmd, stderr, nil
+}
+
+// stop kills the worker for a decision of the supervisor's: it moves to
+// stateKilled with cause and reason (the first stop's are kept, for Stats
+// and the log) and its process is killed. Every kill the supervisor
+// decides goes through stop, so that the worker's end is not a death;
+// kill alone is for a worker already gone (its connection failed, a write
+// to it failed), whose end is its own.
+func (w *proc) stop(cause stopCause, reason string) {
+	w.life.to(stateKilled, cause, reason)
+	w.kill()
+}
+
+// kill ends the worker process (its whole process group). A proc whose
+// process was never started has nothing to kill: kill(-0) would signal
+// the supervisor's own process group.
+func (w *proc) kill() {
+	w.killOnce.Do(func() {
+		if w.pid <= 0 {
+			return
+		}
+		_ = unix.Kill(-w.pid, unix.SIGKILL)
+		if w.cmd != nil && w.cmd.Process != nil {
+			_ = w.cmd.Process.Kill()
+		}
+	})
 }

@@ -11,10 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/internal/fault"
@@ -22,8 +20,9 @@ import (
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 )
 
-// The worker process as the supervisor sees it: starting it, the
-// handshake, sending to it, killing it, and what it says on stderr.
+// The worker process as the supervisor sees it: spawning it (the process
+// itself is started and killed in lifecycle.go), the handshake, sending
+// to it, and what it says on stderr.
 
 // proc is one worker process, as the supervisor sees it.
 type proc struct {
@@ -130,35 +129,9 @@ func (w *proc) queue(tag uint64, m *wp.SupervisorFrame) error {
 	return err
 }
 
-// kill ends the worker process (its whole process group). A proc whose
-// process was never started has nothing to kill: kill(-0) would signal
-// the supervisor's own process group.
-func (w *proc) kill() {
-	w.killOnce.Do(func() {
-		if w.pid <= 0 {
-			return
-		}
-		_ = unix.Kill(-w.pid, unix.SIGKILL)
-		if w.cmd != nil && w.cmd.Process != nil {
-			_ = w.cmd.Process.Kill()
-		}
-	})
-}
-
 // reasonPoolClosed is why the pool stops a worker that finished starting
 // after Close.
 const reasonPoolClosed = "the worker pool was shut down"
-
-// stop kills the worker for a decision of the supervisor's: it moves to
-// stateKilled with cause and reason (the first stop's are kept, for Stats
-// and the log) and its process is killed. Every kill the supervisor
-// decides goes through stop, so that the worker's end is not a death;
-// kill alone is for a worker already gone (its connection failed, a write
-// to it failed), whose end is its own.
-func (w *proc) stop(cause stopCause, reason string) {
-	w.life.to(stateKilled, cause, reason)
-	w.kill()
-}
 
 // killFor kills the worker because execution es overran; es fails with
 // kind, the worker's other executions with INTERNAL.
@@ -229,28 +202,6 @@ func (p *Pool) spawn() (*proc, error) {
 	}
 	p.mu.Unlock()
 	return w, nil
-}
-
-// start starts the worker process with only the supervisor's pid in its
-// environment (the worker checks it and removes it, lineage.go), only its
-// two pipe ends as extra descriptors (3 to read, 4 to write), its own
-// process group, SIGKILL as its parent-death signal and, if netns, a
-// private network namespace. The starter's thread starts it.
-func (p *Pool) start(r, wr *os.File, netns bool) (*exec.Cmd, *head, error) {
-	cmd := exec.Command(p.cfg.Executable, workerArg)
-	cmd.Env = []string{supervisorEnv + "=" + strconv.Itoa(os.Getpid())}
-	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{r, wr}
-	stderr := &head{max: stderrHead}
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if netns {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
-	}
-	if err := p.starter.start(cmd); err != nil {
-		return nil, nil, err
-	}
-	return cmd, stderr, nil
 }
 
 // handshake sends Init and waits for Ready, at most StartTimeout. No other
