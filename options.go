@@ -7,8 +7,8 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/wire"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 

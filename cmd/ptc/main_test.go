@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/testenv"
-	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // ptcBin is the ptc binary built by TestMain: the CLI tests run what a

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // ptcdBin is the ptcd binary built by TestMain, for the tests of what a

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ptcrun/ptc/internal/plural"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // report is what `ptcd check` prints and ptcd logs at start: which

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // TestCheckReport starts a worker as `ptcd check` does and checks the

@@ -3,7 +3,7 @@
 // and the JSON shapes of errors and batch calls. docs/wasm-abi.md describes
 // the protocol in full.
 //
-// Both sides use it: the host (runtime/wasm) and the Go guest SDK
+// Both sides use it: the host (internal/runtime/wasm) and the Go guest SDK
 // (bridge/guest), so it imports only the standard library and must stay
 // buildable for GOOS=wasip1. It is internal: guests written in Go use
 // bridge/guest, guests in other languages docs/wasm-abi.md.

@@ -3,8 +3,8 @@ package abi_test
 import (
 	"testing"
 
-	"github.com/ptcrun/ptc/bridge"
 	"github.com/ptcrun/ptc/internal/abi"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/tools"
 )
 

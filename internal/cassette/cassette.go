@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"

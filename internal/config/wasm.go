@@ -31,7 +31,7 @@ type WASM struct {
 }
 
 // defaultWASM is the wasm section's defaults: the engine's
-// (runtime/wasm's Config.WithDefaults; internal/service tests that the
+// (internal/runtime/wasm's Config.WithDefaults; internal/service tests that the
 // two agree).
 func defaultWASM() WASM {
 	return WASM{

@@ -22,12 +22,12 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/lru"
+	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/js"
+	"github.com/ptcrun/ptc/internal/runtime/ts"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/telemetry"
-	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/js"
-	"github.com/ptcrun/ptc/runtime/ts"
-	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/internal/wire"
-	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
 

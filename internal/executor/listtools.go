@@ -72,8 +72,7 @@ func (e *Executor) ListTools(q core.ToolQuery, allows func(name string) bool, te
 	}
 	out.Tools = defs
 	lim := e.policy.Resolve(limits.Limits{}, tenant)
-	out.Prompt = prompt.Prompt(prompt.Options{TypeScript: q.TypeScript, Python: q.Language == core.LanguagePython, Timeout: lim.Timeout,
-		MaxToolCalls: int(lim.MaxToolCalls), MaxOutputBytes: lim.MaxOutputBytes})
+	out.Prompt = prompt.Prompt(prompt.Options{TypeScript: q.TypeScript, Python: q.Language == core.LanguagePython, Limits: lim})
 	modelText := out.Prompt
 	if q.TypeScript {
 		ts, err := tsdecl.Generate(defs, tsdecl.Options{})

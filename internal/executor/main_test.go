@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // TestMain doubles as the worker entry point: the executors with worker

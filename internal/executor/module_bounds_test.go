@@ -10,8 +10,8 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // localsBombModule is a module of 28 bytes whose one function declares

@@ -8,8 +8,8 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/prompt"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/internal/truncate"
-	"github.com/ptcrun/ptc/runtime"
 )
 
 // MaxUntruncatedBytes bounds the result an engine may produce for the

@@ -8,8 +8,8 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/internal/truncate"
-	"github.com/ptcrun/ptc/runtime"
 )
 
 // TestFitOutputTooManyValues: a result with more values than truncation

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/durable"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 	"github.com/ptcrun/ptc/tools"
 )
 

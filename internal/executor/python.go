@@ -9,8 +9,8 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/python"
-	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // PythonConfig configures the Python engine. The zero value finds the

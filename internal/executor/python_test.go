@@ -10,7 +10,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/pyinterp"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // TestPythonOnlyWithConsent: with scripts in worker processes, a Python

@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // A resumable execution runs in segments: from its start, or from a

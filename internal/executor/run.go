@@ -9,13 +9,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/internal/limits"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/internal/telemetry"
-	"github.com/ptcrun/ptc/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
 

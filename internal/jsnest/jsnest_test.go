@@ -11,7 +11,7 @@ import (
 // test data) stay far below the nesting limit.
 func TestNestingEstimateOfRealScripts(t *testing.T) {
 	var files []string
-	for _, pattern := range []string{"../../examples/*/*.js", "../../examples/*.js", "../../runtime/ts/testdata/*.js", "../../examples/*/*.ts", "../../runtime/ts/testdata/*.ts"} {
+	for _, pattern := range []string{"../../examples/*/*.js", "../../examples/*.js", "../runtime/ts/testdata/*.js", "../../examples/*/*.ts", "../runtime/ts/testdata/*.ts"} {
 		m, _ := filepath.Glob(pattern)
 		files = append(files, m...)
 	}

@@ -22,7 +22,7 @@ var constructors = map[string][]string{
 	mod + "/internal/metrics":        {"New"},
 	mod + "/internal/server":         {"New"},
 	mod + "/internal/telemetry/otlp": {"New"},
-	mod + "/runtime/worker":          {"NewPool", "Check"},
+	mod + "/internal/runtime/worker": {"NewPool", "Check"},
 	mod + "/tools/mcp":               {"Start"},
 	mod + "/tools/httpsource":        {"New"},
 	"google.golang.org/grpc":         {"NewServer"},

@@ -29,21 +29,25 @@ var (
 )
 
 var rules = []rule{
-	{mod + "/runtime/...", append(append([]string{}, grpcAndContract...), aboveEngines...),
+	{mod + "/internal/runtime/...", append(append([]string{}, grpcAndContract...), aboveEngines...),
 		"engines never import gRPC (not even through ptc.v1), the root package or the server"},
 	{mod + "/internal/python", append(append([]string{}, grpcAndContract...), aboveEngines...),
 		"the Python engine, like the engines under runtime/, never imports gRPC, the root package or the server"},
-	{mod + "/bridge/...", append(append([]string{mod + "/runtime/..."}, grpcAndContract...), aboveEngines...),
+	{mod + "/internal/bridge", append(append([]string{mod + "/internal/runtime/..."}, grpcAndContract...), aboveEngines...),
 		"the bridge sits below the engines and never imports gRPC"},
-	{mod + "/tools/...", append(append([]string{mod + "/runtime/...", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
+	{mod + "/bridge/...", append(append([]string{mod + "/internal/runtime/..."}, grpcAndContract...), aboveEngines...),
+		"the guest SDK sits below the engines and never imports gRPC"},
+	{mod + "/tools/...", append(append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
 		"tools never import engines or the bridge"},
 	{mod + "/internal/workerproto", grpcAndContract, "the worker protocol has its own messages"},
-	{mod + "/internal/durableproto", append(append([]string{mod + "/runtime/...", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
+	{mod + "/internal/durableproto", append(append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
 		"the encoding of paused executions has its own messages"},
-	{mod + "/internal/durable", append(append([]string{mod + "/runtime/...", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
+	{mod + "/internal/durable", append(append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/..."}, grpcAndContract...), aboveEngines...),
 		"continuations know the request model, not the engines, the bridge or the wire"},
-	{mod + "/internal/core", append([]string{mod + "/runtime/...", mod + "/bridge/...", "google.golang.org/grpc"}, aboveEngines...),
+	{mod + "/internal/core", append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/...", "google.golang.org/grpc"}, aboveEngines...),
 		"the request model is below every layer that uses it"},
+	{mod + "/runtime", []string{mod + "/..."}, "runtime is the engines' home in the layout: documentation only"},
+	{mod + "/bridge", []string{mod + "/..."}, "bridge is the dispatcher's home in the layout: documentation only"},
 	{mod + "/internal/fault", []string{mod + "/..."}, "fault imports nothing of ptc"},
 	{mod + "/internal/limits", []string{mod + "/..."}, "limits imports nothing of ptc"},
 	{mod + "/internal/cpuclock", []string{mod + "/..."}, "cpuclock imports nothing of ptc"},
@@ -53,20 +57,20 @@ var rules = []rule{
 	{mod + "/internal/executor", []string{mod, mod + "/internal/server", mod + "/cmd/...", "google.golang.org/grpc", mod + "/proto/ptc/v1"},
 		"the executor sits below the root package and knows no wire"},
 	{mod, []string{mod + "/internal/server", mod + "/cmd/..."}, "the root package sits below the server and the commands"},
-	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/runtime/...", mod + "/bridge/..."},
+	{mod + "/internal/wire", []string{mod, mod + "/internal/executor", mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/..."},
 		"conversions know the model and the contract, not the engines"},
-	{mod + "/internal/mcpserve", append([]string{mod + "/runtime/...", mod + "/bridge/..."}, append(append([]string{}, grpcAndContract...), aboveEngines...)...),
+	{mod + "/internal/mcpserve", append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/..."}, append(append([]string{}, grpcAndContract...), aboveEngines...)...),
 		"the MCP front end speaks the request model to a backend it is given; it knows no engine, no gRPC and no server"},
 	{mod + "/internal/truncate", []string{mod + "/..."}, "truncation imports nothing of ptc but JSON's one scanner"},
-	{mod + "/bridge/...", []string{"go.opentelemetry.io/..."}, "the bridge reports tool calls to observers; it knows no tracing"},
-	{mod + "/runtime/...", []string{"go.opentelemetry.io/..."}, "engines know no tracing: the executor and the bridge's observers make the spans"},
+	{mod + "/internal/bridge", []string{"go.opentelemetry.io/..."}, "the bridge reports tool calls to observers; it knows no tracing"},
+	{mod + "/internal/runtime/...", []string{"go.opentelemetry.io/..."}, "engines know no tracing: the executor and the bridge's observers make the spans"},
 	{mod + "/internal/telemetry", append([]string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", "google.golang.org/grpc"}, aboveEngines...),
 		"spans are made with the OpenTelemetry API only"},
 	{mod, []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/...", mod + "/internal/telemetry/otlp"},
 		"the library uses the OpenTelemetry API; the SDK and exporters are ptcd's"},
 	{mod + "/tools/...", []string{openTelemetrySDK, "go.opentelemetry.io/otel/exporters/..."},
 		"tool sources use the OpenTelemetry API only"},
-	{mod + "/internal/config", append([]string{mod + "/runtime/...", mod + "/bridge/...", mod + "/internal/durable", mod + "/internal/telemetry/...",
+	{mod + "/internal/config", append([]string{mod + "/internal/runtime/...", mod + "/internal/bridge", mod + "/bridge/...", mod + "/internal/durable", mod + "/internal/telemetry/...",
 		mod + "/internal/mcpserve", mod + "/internal/service", mod + "/tools/mcp", mod + "/tools/httpsource", "go.opentelemetry.io/..."}, aboveEngines...),
 		"the configuration is data and its validation; internal/service builds the running objects"},
 }
@@ -100,7 +104,7 @@ func TestLayering(t *testing.T) {
 	}
 	// The closure is transitive: the root package reaches gRPC through its
 	// Client; were it not, every rule below would pass vacuously.
-	if !contains(deps[mod], "google.golang.org/grpc") || !contains(deps[mod+"/runtime/worker"], mod+"/tools") {
+	if !contains(deps[mod], "google.golang.org/grpc") || !contains(deps[mod+"/internal/runtime/worker"], mod+"/tools") {
 		t.Fatal("go list did not report transitive dependencies")
 	}
 	checked := 0

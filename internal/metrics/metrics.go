@@ -42,7 +42,7 @@ const (
 )
 
 // WorkerStats is what the worker process pool reports (the fields match
-// runtime/worker's Stats, so its Pool.Stats adapts in one line).
+// internal/runtime/worker's Stats, so its Pool.Stats adapts in one line).
 type WorkerStats struct {
 	// Alive is the number of worker processes running now.
 	Alive int

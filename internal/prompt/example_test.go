@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/prompt"
 )
 
 func ExamplePrompt() {
-	fmt.Print(prompt.Prompt(prompt.Options{Timeout: 20 * time.Second, MaxToolCalls: 50, MaxOutputBytes: 256 << 10}))
+	fmt.Print(prompt.Prompt(prompt.Options{Limits: limits.Limits{Timeout: 20 * time.Second, MaxToolCalls: 50, MaxOutputBytes: 256 << 10}}))
 	// Output:
 	// Write a JavaScript (ES2022) script for the task. It is the body of an async function: use top-level await and end with `return <value>`.
 	// - Return only what the task needs, as a small JSON value: filter and summarise in the script. Tool results you do not return never reach you.

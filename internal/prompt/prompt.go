@@ -16,32 +16,29 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 )
 
-// Options are the facts the prompt states. Pass the effective limits of
-// the execution; zero fields take the default limits of ptc.
+// Options are the facts the prompt states.
 type Options struct {
 	// TypeScript asks for TypeScript rather than JavaScript.
 	TypeScript bool
 	// Python asks for Python (it wins over TypeScript).
 	Python bool
-	// Timeout is the wall-clock budget of an execution.
-	Timeout time.Duration
-	// MaxToolCalls is the number of tool calls an execution may make.
-	MaxToolCalls int
-	// MaxOutputBytes bounds the size of the result JSON.
-	MaxOutputBytes int64
+	// Limits are the effective limits of the execution; the prompt states
+	// its timeout, tool-call budget and result size, and a zero field of
+	// the three takes ptc's default.
+	Limits limits.Limits
 }
 
 // Prompt returns the instructions, a few hundred tokens of plain text.
 func Prompt(opts Options) string {
 	d := limits.Defaults()
-	if opts.Timeout <= 0 {
-		opts.Timeout = d.Timeout
+	if opts.Limits.Timeout <= 0 {
+		opts.Limits.Timeout = d.Timeout
 	}
-	if opts.MaxToolCalls <= 0 {
-		opts.MaxToolCalls = int(d.MaxToolCalls)
+	if opts.Limits.MaxToolCalls <= 0 {
+		opts.Limits.MaxToolCalls = d.MaxToolCalls
 	}
-	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = d.MaxOutputBytes
+	if opts.Limits.MaxOutputBytes <= 0 {
+		opts.Limits.MaxOutputBytes = d.MaxOutputBytes
 	}
 	if opts.Python {
 		return python(opts)
@@ -141,12 +138,13 @@ func ApproxTokens(s string) int {
 // writeLimits writes the line of the limits a script runs under, the
 // same in every language.
 func writeLimits(b *strings.Builder, opts Options) {
+	l := opts.Limits
 	calls := "calls"
-	if opts.MaxToolCalls == 1 {
+	if l.MaxToolCalls == 1 {
 		calls = "call"
 	}
 	fmt.Fprintf(b, "- Limits: %s in total, at most %d tool %s, result at most %s of JSON.\n",
-		duration(opts.Timeout), opts.MaxToolCalls, calls, byteSize(opts.MaxOutputBytes))
+		duration(l.Timeout), l.MaxToolCalls, calls, byteSize(l.MaxOutputBytes))
 }
 
 // python is the prompt for Python scripts.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/limits"
 )
 
 func TestPromptContent(t *testing.T) {
@@ -24,22 +26,22 @@ func TestPromptContent(t *testing.T) {
 		},
 		{
 			name: "custom limits",
-			opts: Options{Timeout: 90 * time.Second, MaxToolCalls: 25, MaxOutputBytes: 64 << 10},
+			opts: Options{Limits: limits.Limits{Timeout: 90 * time.Second, MaxToolCalls: 25, MaxOutputBytes: 64 << 10}},
 			want: []string{"1m30s in total", "at most 25 tool calls", "at most 64 KiB of JSON"},
 		},
 		{
 			name: "odd limits",
-			opts: Options{Timeout: 1500 * time.Millisecond, MaxToolCalls: 1, MaxOutputBytes: 1500},
+			opts: Options{Limits: limits.Limits{Timeout: 1500 * time.Millisecond, MaxToolCalls: 1, MaxOutputBytes: 1500}},
 			want: []string{"2s in total", "at most 1 tool call,", "at most 1500 bytes of JSON"},
 		},
 		{
 			name: "minutes and sub-second",
-			opts: Options{Timeout: 2 * time.Minute},
+			opts: Options{Limits: limits.Limits{Timeout: 2 * time.Minute}},
 			want: []string{"2m in total"},
 		},
 		{
 			name: "sub-second",
-			opts: Options{Timeout: 250 * time.Millisecond},
+			opts: Options{Limits: limits.Limits{Timeout: 250 * time.Millisecond}},
 			want: []string{"250ms in total"},
 		},
 		{
@@ -70,7 +72,7 @@ func TestPromptContent(t *testing.T) {
 // own estimate and by the cruder four-bytes-per-token rule.
 func TestPromptCompact(t *testing.T) {
 	const budget = 350
-	for _, opts := range []Options{{}, {TypeScript: true, Timeout: 5 * time.Minute, MaxToolCalls: 100000, MaxOutputBytes: 16 << 20}} {
+	for _, opts := range []Options{{}, {TypeScript: true, Limits: limits.Limits{Timeout: 5 * time.Minute, MaxToolCalls: 100000, MaxOutputBytes: 16 << 20}}} {
 		p := Prompt(opts)
 		if n := ApproxTokens(p); n > budget {
 			t.Errorf("prompt is about %d tokens, over the %d budget:\n%s", n, budget, p)

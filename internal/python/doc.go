@@ -1,8 +1,9 @@
 // Package python is ptc's Python engine: it runs a script in CPython 3.12
 // compiled for WASI (the interpreter module is given by the caller, see
-// internal/pyinterp), as a guest of the WebAssembly engine (runtime/wasm),
-// under the same limits: memory is the guest's linear memory, time and CPU
-// are the guest's, logs and output are bounded and classified alike.
+// internal/pyinterp), as a guest of the WebAssembly engine
+// (internal/runtime/wasm), under the same limits: memory is the guest's
+// linear memory, time and CPU are the guest's, logs and output are bounded
+// and classified alike.
 //
 // The interpreter starts a prelude (prelude.py) that reads the job from
 // its stdin, runs the script's body as the body of an async function, and
@@ -18,6 +19,6 @@
 // instead of compiling it again); every execution instantiates it afresh,
 // so no state survives from one execution to the next.
 //
-// The package imports runtime, runtime/wasm, bridge, tools and internal
-// packages, never gRPC.
+// The package imports internal/runtime, internal/runtime/wasm,
+// internal/bridge, tools and other internal packages, never gRPC.
 package python

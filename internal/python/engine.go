@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime"
-	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 //go:embed prelude.py

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/limits"
-	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/internal/runtime"
 )
 
 // FuzzProtocol feeds arbitrary bytes to the host's side of the protocol,

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/pyinterp"
-	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
 

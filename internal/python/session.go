@@ -18,9 +18,9 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/ptcrun/ptc/bridge"
+	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
-	"github.com/ptcrun/ptc/runtime"
+	"github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
 

@@ -10,10 +10,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )

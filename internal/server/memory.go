@@ -8,7 +8,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/executor"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // Giving memory back after large executions. What ptcd holds for one

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/ptcrun/ptc/internal/executor"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/server"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 )
 
 // selfRSS returns this process's resident memory from /proc.

@@ -24,10 +24,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/server"
 	"github.com/ptcrun/ptc/internal/wire"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
-	"github.com/ptcrun/ptc/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 // TestConfigDefaultsAreTheEngines checks that the defaults the

@@ -11,8 +11,8 @@ import (
 	"github.com/ptcrun/ptc/internal/config"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/executor"
-	"github.com/ptcrun/ptc/runtime/wasm"
-	"github.com/ptcrun/ptc/runtime/worker"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 )
 
 // WorkerConfig maps the workers section onto the worker pool's

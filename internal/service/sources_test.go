@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/runtime/worker"
 	"github.com/ptcrun/ptc/internal/telemetry"
-	"github.com/ptcrun/ptc/runtime/worker"
 	"github.com/ptcrun/ptc/tools"
 )
 

@@ -6,7 +6,7 @@
 // depend on the gRPC contract (ptc.v1) or on gRPC.
 //
 // Each frame is one message in an internal/ipc frame (a length and a tag
-// that routes it, see runtime/worker/transport.go) over a pair of pipes per
+// that routes it, see internal/runtime/worker/transport.go) over a pair of pipes per
 // worker. The supervisor writes SupervisorFrame messages and reads
 // WorkerFrame messages; each side bounds the size of every frame it reads. A worker is untrusted input to the
 // supervisor: every field it sends is checked before use.

@@ -1,6 +1,6 @@
 // Command loop runs a tight compute loop of input.n iterations (default
 // 50,000,000) and returns the checksum: the benchmark of per-loop
-// termination checks (see runtime/wasm's WithoutLoopChecks).
+// termination checks (see internal/runtime/wasm's WithoutLoopChecks).
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -o loop.wasm ./examples/wasm/loop
 package main

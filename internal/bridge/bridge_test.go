@@ -1,0 +1,240 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ptcrun/ptc/internal/bridge"
+	"github.com/ptcrun/ptc/tools"
+)
+
+func compile(t *testing.T, tl tools.Tool) *tools.Compiled {
+	t.Helper()
+	c, err := tools.Compile(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCallOutcomes(t *testing.T) {
+	ret := func(s string) tools.Handler {
+		return func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(s), nil }
+	}
+	strict := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`)
+	d := bridge.New(bridge.Config{ExecutionID: "ex", MaxCalls: 100, MaxConcurrent: 4, KeepResults: true, Tools: []*tools.Compiled{
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "ok", InputSchema: strict}, Handler: ret(`{"x":1}`)}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "typed", OutputSchema: json.RawMessage(`{"type":"string"}`)}, Handler: ret(`1`)}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "trusted", OutputSchema: json.RawMessage(`{"type":"string"}`)}, Handler: ret(`1`), TrustOutput: true}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "badjson"}, Handler: ret(`{`)}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "empty"}, Handler: ret(``)}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "fails"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+			return nil, errors.New("disk on fire")
+		}}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "coded"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+			return nil, tools.Errorf("rate_limited", "slow down")
+		}}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "panics"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { panic("x") }}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "key"}, Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
+			return json.Marshal(c.IdempotencyKey)
+		}}),
+	}})
+	cases := []struct {
+		name, tool, args, out, code, errName string
+	}{
+		{"ok", "ok", `{"n":1}`, `{"x":1}`, "", ""},
+		{"invalid args", "ok", `{"n":"1"}`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"args not json", "ok", `{`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"args too large", "ok", `{"s":"` + strings.Repeat("x", bridge.MaxArgumentBytes) + `"}`, "", tools.CodeInvalidArguments, bridge.NameArgumentError},
+		{"unknown", "nope", `{}`, "", tools.CodeUnknownTool, bridge.NameToolError},
+		{"output schema", "typed", `{}`, "", tools.CodeInvalidOutput, bridge.NameToolError},
+		{"trusted output", "trusted", `{}`, `1`, "", ""},
+		{"output not json", "badjson", `{}`, "", tools.CodeInvalidOutput, bridge.NameToolError},
+		{"empty output is null", "empty", ``, `null`, "", ""},
+		{"plain error", "fails", `{}`, "", tools.CodeToolFailed, bridge.NameToolError},
+		{"coded error", "coded", `{}`, "", "rate_limited", bridge.NameToolError},
+		{"panic", "panics", `{}`, "", tools.CodePanic, bridge.NameToolError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := d.Call(context.Background(), tc.tool, json.RawMessage(tc.args))
+			if tc.code == "" {
+				if err != nil || string(out) != tc.out {
+					t.Fatalf("out %s err %v", out, err)
+				}
+				return
+			}
+			var ce *bridge.CallError
+			if !errors.As(err, &ce) || ce.Code != tc.code || ce.Name != tc.errName || ce.Tool != tc.tool {
+				t.Fatalf("err %#v", err)
+			}
+		})
+	}
+	// The panic's value and stack never reach the script.
+	_, err := d.Call(context.Background(), "panics", nil)
+	if strings.Contains(err.Error(), "x\"") || strings.Contains(err.Error(), "goroutine") {
+		t.Fatalf("panic leaks: %v", err)
+	}
+	out, _ := d.Call(context.Background(), "key", nil)
+	tr := d.Trace()
+	if string(out) != `"ex/`+itoa(tr[len(tr)-1].Seq)+`"` {
+		t.Fatalf("idempotency key %s", out)
+	}
+	// Unknown tools are not calls; everything else is, in order.
+	for i, r := range tr {
+		if r.Seq != int32(i+1) {
+			t.Fatalf("seq %d at %d", r.Seq, i)
+		}
+	}
+	if big := tr[3]; !strings.Contains(string(big.Arguments), `"$truncated":true`) || !json.Valid(big.Arguments) {
+		t.Fatalf("large arguments traced as %.80s", big.Arguments)
+	}
+	if tr[0].Result == nil || !tr[0].OK || tr[0].ResultBytes != 7 {
+		t.Fatalf("record %+v", tr[0])
+	}
+}
+
+func itoa(n int32) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCallBudget(t *testing.T) {
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }})
+	d := bridge.New(bridge.Config{MaxCalls: 2, Tools: []*tools.Compiled{c}})
+	for i := 0; i < 2; i++ {
+		if _, err := d.Call(context.Background(), "t", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := d.Call(context.Background(), "t", nil)
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) || ce.Code != tools.CodeCallLimit || ce.Kind().String() != "TOOL_CALL_LIMIT" || ce.Limit != 2 || ce.Observed != 3 {
+		t.Fatalf("err %+v", err)
+	}
+	// The refused call is counted and traced, as the contract says.
+	if tr := d.Trace(); d.Calls() != 3 || len(tr) != 3 || tr[2].Seq != 3 || tr[2].ErrorCode != tools.CodeCallLimit || tr[2].OK {
+		t.Fatalf("calls %d trace %+v", d.Calls(), tr)
+	}
+}
+
+// TestRefusedCallsCountedAndBounded: every call counts against the budget
+// and in Calls, unknown tools included; the trace keeps at most
+// MaxRefusedRecords of the calls refused past the budget.
+func TestRefusedCallsCountedAndBounded(t *testing.T) {
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return nil, nil }})
+	d := bridge.New(bridge.Config{MaxCalls: 2, Tools: []*tools.Compiled{c}})
+	if _, err := d.Call(context.Background(), "nope", nil); err == nil {
+		t.Fatal("unknown tool called")
+	}
+	if _, err := d.Call(context.Background(), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	const flood = 1000
+	for i := 0; i < flood; i++ {
+		var ce *bridge.CallError
+		if _, err := d.Call(context.Background(), "t", nil); !errors.As(err, &ce) || ce.Code != tools.CodeCallLimit {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	tr := d.Trace()
+	if d.Calls() != 2+flood || len(tr) != 2+bridge.MaxRefusedRecords {
+		t.Fatalf("calls %d, trace %d records", d.Calls(), len(tr))
+	}
+	if tr[0].ErrorCode != tools.CodeUnknownTool || tr[0].Seq != 1 || !tr[1].OK || tr[2].Seq != 3 {
+		t.Fatalf("trace %+v", tr[:3])
+	}
+}
+
+func TestCancelledWhileQueued(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t"}, Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return json.RawMessage(`1`), nil
+	}})
+	d := bridge.New(bridge.Config{MaxConcurrent: 1, Tools: []*tools.Compiled{c}})
+	first := d.Start(context.Background(), "t", nil)
+	done := make(chan error)
+	go func() { _, err := first(); done <- err }()
+	<-started // the only slot is taken
+	ctx, cancel := context.WithCancel(context.Background())
+	second := d.Start(ctx, "t", nil)
+	cancel()
+	_, err := second()
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) || ce.Code != tools.CodeCancelled {
+		t.Fatalf("queued call: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartNow checks the entry for a goroutine that must not wait for a
+// concurrency slot: a call that can run at once holds its slot, one that
+// cannot says so and waits for a slot when invoked, and refused calls run
+// at once.
+func TestStartNow(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 4)
+	c := compile(t, tools.Tool{Definition: tools.Definition{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
+			started <- struct{}{}
+			<-release
+			return json.RawMessage(`1`), nil
+		}})
+	d := bridge.New(bridge.Config{MaxConcurrent: 1, MaxCalls: 4, Tools: []*tools.Compiled{c}})
+	first, now := d.StartNow(context.Background(), "t", nil)
+	if !now {
+		t.Fatal("the only slot was free, yet the call would wait")
+	}
+	// The first call holds the slot before it is invoked.
+	second, now := d.StartNow(context.Background(), "t", nil)
+	if now {
+		t.Fatal("a second call claims to run at once with one slot taken")
+	}
+	if _, now := d.StartNow(context.Background(), "nope", nil); !now {
+		t.Error("a refused call (unknown tool) would wait")
+	}
+	if _, now := d.StartNow(context.Background(), "t", json.RawMessage(`[]`)); !now {
+		t.Error("a refused call (invalid arguments) would wait")
+	}
+	if _, now := d.StartNow(context.Background(), "t", nil); !now {
+		t.Error("a refused call (over the budget) would wait")
+	}
+	done := make(chan error, 2)
+	go func() { _, err := second(); done <- err }()
+	go func() { _, err := first(); done <- err }()
+	<-started
+	select {
+	case <-started:
+		t.Fatal("two calls ran at once with one slot")
+	default:
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Calls() != 5 {
+		t.Errorf("%d calls counted, want 5", d.Calls())
+	}
+	// A call that holds a slot and finds its context ended releases it.
+	ctx, cancel := context.WithCancel(context.Background())
+	d2 := bridge.New(bridge.Config{MaxConcurrent: 1, Tools: []*tools.Compiled{c}})
+	held, now := d2.StartNow(ctx, "t", nil)
+	cancel()
+	var ce *bridge.CallError
+	if _, err := held(); !now || !errors.As(err, &ce) || ce.Code != tools.CodeCancelled {
+		t.Fatalf("cancelled held call: now %v, %v", now, err)
+	}
+	again, now := d2.StartNow(context.Background(), "t", nil)
+	if !now {
+		t.Error("the slot of a cancelled call was not released")
+	}
+	if _, err := again(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,67 @@
+package worker
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	ptcruntime "github.com/ptcrun/ptc/internal/runtime"
+)
+
+// Between executions. An execution's heap must never be charged to the
+// next one on the same worker: the watchdog measures the live heap the
+// last garbage collection marked, and after an execution that held
+// hundreds of MiB that figure still counts them until the next collection.
+// So a worker running one execution at a time measures its baseline again
+// at the start of each execution, collecting first when the last figure is
+// stale; and after a large execution it gives the memory back to the
+// system before it starts the next (the supervisor's RSS check then sees
+// the worker's real size).
+
+// settler orders a worker's clean-up after an execution before the next
+// execution's start.
+type settler struct {
+	mu sync.Mutex
+}
+
+const (
+	// staleHeap is how far the live heap may be above the baseline at the
+	// start of an execution before it is collected and measured again.
+	staleHeap = 4 << 20
+	// releaseAfter is the heap growth of an execution above which the
+	// worker returns its memory to the system afterwards.
+	releaseAfter = 32 << 20
+)
+
+// begin returns the live heap the next execution is measured against.
+// With several executions per worker the baseline is the idle heap
+// measured at start-up (the others' data is theirs).
+func (c *child) begin() int64 {
+	if c.density != 1 {
+		return c.baseLive
+	}
+	c.settle.mu.Lock()
+	defer c.settle.mu.Unlock()
+	live := liveHeap()
+	if live > c.baseLive+staleHeap {
+		// The last collection ran while an earlier execution held data.
+		runtime.GC()
+		live = liveHeap()
+	}
+	c.baseLive = live
+	return live
+}
+
+// end writes the execution's Done frame (done) and, after a large
+// execution, returns the worker's free memory to the system before the
+// next execution may begin.
+func (c *child) end(out *ptcruntime.Outcome, done func()) {
+	if c.density != 1 || out.PeakMemoryBytes <= releaseAfter {
+		done()
+		return
+	}
+	c.settle.mu.Lock()
+	defer c.settle.mu.Unlock()
+	done()
+	debug.FreeOSMemory()
+}
