@@ -40,6 +40,14 @@ go build -o "$work/ptc" ./cmd/ptc
 "$work/imagetool" unpack -layout "$work/image1" -rootfs "$work/rootfs"
 [ -e "$work/rootfs/bin/sh" ] && fail "the image has a shell"
 
+echo "-- the manifests' ptcd.yaml (deploy/kubernetes/base/configmap.yaml) is valid for this ptcd"
+awk '/^  ptcd.yaml: \|/{f=1; next} f && /^[^ ]/{f=0} f{sub(/^    /, ""); print}' \
+  deploy/kubernetes/base/configmap.yaml >"$work/ptcd.yaml"
+[ -s "$work/ptcd.yaml" ] || fail "no ptcd.yaml in deploy/kubernetes/base/configmap.yaml"
+PTC_DURABLE_KEY=0123456789abcdef0123456789abcdef PTC_REDIS_URL=redis://127.0.0.1:1/0 \
+  "$work/rootfs/usr/local/bin/ptcd" --config "$work/ptcd.yaml" --print-config >/dev/null ||
+  fail "ptcd refuses the ConfigMap's ptcd.yaml"
+
 # bundle DIR ARGS... writes a runc bundle whose config runs the image's
 # entrypoint with ARGS.
 bundle() {
