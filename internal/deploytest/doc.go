@@ -5,5 +5,7 @@
 // the rendered objects obey ptc's policy rules (the restricted Pod Security
 // profile, probes, resources by the capacity formula, drain timing, no
 // `latest` images). It is a test-only package: nothing links it, so the
-// Kubernetes modules stay out of ptcd and ptc.
+// Kubernetes modules stay out of ptcd and ptc. Its tests are left out
+// under the race detector (they start no goroutine), which spares CI a
+// second compile of the Kubernetes API packages.
 package deploytest
