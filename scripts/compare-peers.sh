@@ -41,7 +41,7 @@ case "$LOAD_NICE" in ''|*[!0-9]*) echo "compare-peers: LOAD_NICE wants a nicenes
 PEERS_DIR="${PEERS_DIR:-/tmp/peers}"
 OUT="${OUT:-/tmp/ptc-peers}"
 ROUNDS="${ROUNDS:-3}"; N="${N:-100}"; WARM="${WARM:-30}"
-PEERS="${PEERS:-goja wazero-go qjs ivm monty nodevm}"
+PEERS="${PEERS-goja wazero-go qjs ivm monty nodevm}"  # PEERS="" runs ptc alone
 mkdir -p "$OUT"
 RAW="$OUT/raw-$(date +%Y%m%d-%H%M%S).jsonl"
 go build -o "$OUT/ptc-peerbench" ./cmd/ptc-peerbench || exit 1
