@@ -50,7 +50,7 @@ for ((i = 0; i < 300; i++)); do
   sleep 0.1
 done
 for ((i = 0; i < RUNS; i++)); do
-  "$OUT/ptc" run "$OUT/script.js" --server "$GRPC" >/dev/null || { echo "ptc run failed" >&2; exit 1; }
+  "$OUT/ptc" run "$OUT/script.js" --server "$GRPC" >/dev/null 2>"$OUT/ptc-run.err" || { echo "ptc run failed:" >&2; cat "$OUT/ptc-run.err" >&2; exit 1; }
 done
 sleep "$SETTLE"
 PIDS=($(tree "$PTCD"))
@@ -62,7 +62,7 @@ S1=$(date +%s.%N); LA1="$(cut -d' ' -f1-3 /proc/loadavg)"
 HZ=$(getconf CLK_TCK)
 total=0; totalns=0
 for p in "${PIDS[@]}"; do
-  t1=$(ticks "$p"); n1=$(oncpu "$p"); [ -n "$t1" ] || { echo "pid $p: exited during the measurement" >&2; continue; }
+  t1=$(ticks "$p"); n1=$(oncpu "$p"); [ -n "$t1" ] || { echo "pid $p: exited during the measurement (a worker beyond the idle ones stopped after workers.idle_timeout, or recycled)" >&2; continue; }
   d=$((t1 - ${T0[$p]:-0})); total=$((total + d)); dn=$((n1 - ${N0[$p]:-0})); totalns=$((totalns + dn))
   role=worker; [ "$p" = "$PTCD" ] && role=ptcd
   awk -v d="$d" -v dn="$dn" -v hz="$HZ" -v s0="$S0" -v s1="$S1" -v p="$p" -v r="$role" \
