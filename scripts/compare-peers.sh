@@ -14,17 +14,67 @@
 # `npm ci` or `ptc python install` provides; WITH_PYTHON=0 leaves them out).
 # Raw JSON lines and a markdown table go to OUT
 # (default /tmp/ptc-peers).
+#
+# Every driver run records the load average (/proc/loadavg: 1, 5 and 15
+# minutes) before and after it, and the report prints them beside each row:
+# a figure taken on a busy machine is not an idle figure. With --load N
+# (or LOAD=N) every configuration runs twice in each round: once with no
+# added load and once while N busy-loop processes run at niceness LOAD_NICE
+# (default 0) for the duration of that driver run; the report has one table
+# per condition. The busy loops are this script's children, stopped by
+# process id when the run ends or the script exits.
 #   ROUNDS=3 N=100 bash scripts/compare-peers.sh
+#   ROUNDS=2 N=100 bash scripts/compare-peers.sh --load 2
 set -uo pipefail
 cd "$(dirname "$0")/.."
+LOAD="${LOAD:-0}"; LOAD_NICE="${LOAD_NICE:-0}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --load) LOAD="${2:-}"; shift 2 ;;
+    --load=*) LOAD="${1#--load=}"; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    *) echo "compare-peers: unknown argument $1 (want --load N)" >&2; exit 2 ;;
+  esac
+done
+case "$LOAD" in ''|*[!0-9]*) echo "compare-peers: --load wants a whole number of busy-loop processes, got '$LOAD'" >&2; exit 2 ;; esac
+case "$LOAD_NICE" in ''|*[!0-9]*) echo "compare-peers: LOAD_NICE wants a niceness 0-19, got '$LOAD_NICE'" >&2; exit 2 ;; esac
 PEERS_DIR="${PEERS_DIR:-/tmp/peers}"
 OUT="${OUT:-/tmp/ptc-peers}"
 ROUNDS="${ROUNDS:-3}"; N="${N:-100}"; WARM="${WARM:-30}"
-PEERS="${PEERS:-goja wazero-go qjs ivm monty nodevm}"
+PEERS="${PEERS-goja wazero-go qjs ivm monty nodevm}"  # PEERS="" runs ptc alone
 mkdir -p "$OUT"
 RAW="$OUT/raw-$(date +%Y%m%d-%H%M%S).jsonl"
 go build -o "$OUT/ptc-peerbench" ./cmd/ptc-peerbench || exit 1
 GOOS=wasip1 GOARCH=wasm go build -trimpath -ldflags='-s -w' -o "$OUT/ptc-guest.wasm" ./cmd/ptc-peerbench/guest || exit 1
+
+BUSY=()
+busy_start() { # n: start n busy loops at niceness LOAD_NICE
+  local i
+  for ((i = 0; i < $1; i++)); do
+    nice -n "$LOAD_NICE" bash -c 'while :; do :; done' &
+    BUSY+=("$!")
+  done
+}
+busy_stop() {
+  [ ${#BUSY[@]} -gt 0 ] || return 0
+  kill "${BUSY[@]}" 2>/dev/null; wait "${BUSY[@]}" 2>/dev/null; BUSY=()
+}
+trap busy_stop EXIT
+trap 'busy_stop; exit 130' INT TERM
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# measured peer mode n load: one driver run with load busy loops beside it;
+# its JSON line gains the synthetic load and the load averages around it.
+measured() {
+  local p="$1" m="$2" n="$3" l="$4" la0 la1 out
+  busy_start "$l"
+  la0="$(loadavg)"
+  out="$(one "$p" "$m" "$n")"
+  la1="$(loadavg)"
+  busy_stop
+  [ -n "$out" ] || return 0
+  echo "$out" | sed "s/^{/{\"synthetic_load\":$l,\"loadavg_before\":\"$la0\",\"loadavg_after\":\"$la1\",/"
+}
 
 one() { # peer mode n
   local p="$1" m="$2" n="$3"
@@ -39,38 +89,58 @@ one() { # peer mode n
   esac 2>/dev/null | head -1
 }
 
+CONDS=(0); [ "$LOAD" -gt 0 ] && CONDS=(0 "$LOAD")
+echo "{\"env\":true,\"nproc\":$(nproc),\"loadavg\":\"$(loadavg)\",\"synthetic_load\":$LOAD,\"load_nice\":$LOAD_NICE}" >>"$RAW"
 ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python) $PEERS)
 for ((r = 0; r < ROUNDS; r++)); do
   k=$((r % ${#ALL[@]})); ORDER=("${ALL[@]:k}" "${ALL[@]:0:k}")
-  echo "round $r: ${ORDER[*]}" >&2
+  echo "round $r: ${ORDER[*]} (load average $(loadavg))" >&2
   for p in "${ORDER[@]}"; do
-    for m in trivial chain expense; do one "$p" "$m" "$N" >>"$RAW"; done
+    for l in "${CONDS[@]}"; do
+      for m in trivial chain expense; do measured "$p" "$m" "$N" "$l" >>"$RAW"; done
+    done
   done
 done
 for p in "${ALL[@]}"; do
-  for m in spin spinAfterAwait membomb; do one "$p" "$m" 1 >>"$RAW"; done
+  for m in spin spinAfterAwait membomb; do measured "$p" "$m" 1 0 >>"$RAW"; done
 done
 
 python3 - "$RAW" >"$OUT/RESULTS.md" <<'PY'
 import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+env = next((r for r in rows if r.get("env")), {})
+rows = [r for r in rows if not r.get("env")]
 def q(s, p):
     s = sorted(s); pos = (len(s) - 1) * p; lo = int(pos); hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-timed, limits = {}, {}
+timed, limits, las = {}, {}, {}
 for r in rows:
+    l = r.get("synthetic_load", 0)
     if r.get("samples"):
-        timed.setdefault((r["peer"], r["mode"]), []).extend(r["samples"])
+        timed.setdefault((l, r["peer"], r["mode"]), []).extend(r["samples"])
+        for k in ("loadavg_before", "loadavg_after"):
+            if r.get(k):
+                las.setdefault((l, r["peer"]), []).append(float(r[k].split()[0]))
     elif r.get("mode") in ("spin", "spinAfterAwait", "membomb"):
         limits[(r["peer"], r["mode"])] = r
-peers = list(dict.fromkeys(p for p, _ in timed))
-print("| peer | trivial median ms | trivial p99 | chain (100 calls) median ms | per-call µs | expense median ms | expense p99 |")
-print("|---|---|---|---|---|---|---|")
-for p in peers:
-    t, c, e = (timed.get((p, m)) for m in ("trivial", "chain", "expense"))
-    f = lambda s, x: f"{q(s, x):.3f}" if s else "—"
-    per = f"{(q(c, .5) - q(t, .5)) * 10:.1f}" if t and c else "—"
-    print(f"| {p} | {f(t, .5)} | {f(t, .99)} | {f(c, .5)} | {per} | {f(e, .5)} | {f(e, .99)} |")
+def span(v):
+    return "—" if not v else f"{min(v):.2f}" if min(v) == max(v) else f"{min(v):.2f}–{max(v):.2f}"
+print(f"{env.get('nproc', '?')} cores; load average at the start {env.get('loadavg', '?')} (1, 5, 15 min).")
+print("The last column is the 1-minute load average read before and after each driver run of that row.")
+for l in sorted(dict.fromkeys(k[0] for k in timed)):
+    print()
+    if l == 0:
+        print("No added load:")
+    else:
+        print(f"Under a synthetic load of {l} busy-loop process(es) at niceness {env.get('load_nice', '?')}:")
+    print()
+    print("| peer | trivial median ms | trivial p99 | chain (100 calls) median ms | per-call µs | expense median ms | expense p99 | load average (1 min) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p in dict.fromkeys(k[1] for k in timed if k[0] == l):
+        t, c, e = (timed.get((l, p, m)) for m in ("trivial", "chain", "expense"))
+        f = lambda s, x: f"{q(s, x):.3f}" if s else "—"
+        per = f"{(q(c, .5) - q(t, .5)) * 10:.1f}" if t and c else "—"
+        print(f"| {p} | {f(t, .5)} | {f(t, .99)} | {f(c, .5)} | {per} | {f(e, .5)} | {f(e, .99)} | {span(las.get((l, p)))} |")
 print()
 print("| peer | while(true){} (100 ms) | after an awaited call (100 ms) | memory bomb (64 MB) |")
 print("|---|---|---|---|")

@@ -61,8 +61,8 @@ func (x *exec) checkChars(what string, n float64) {
 	}
 }
 
-// guardBuiltins installs the size and recursion guards on the built-ins
-// every script can reach.
+// guardBuiltins installs the size guards on the built-ins reachable from
+// values (groupSizes, lazy.go).
 func (x *exec) guardBuiltins() {
 	x.guardStrings()
 	x.guardArrays()
@@ -97,7 +97,7 @@ func toInteger(f float64) float64 {
 func (x *exec) guardStrings() {
 	vm := x.vm
 	proto := x.proto("String")
-	repeat := x.method(proto, "repeat", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
+	x.method(proto, "repeat", func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
 		s, n, ok := thisString(call)
 		if !ok {
 			return orig(call)
@@ -108,12 +108,6 @@ func (x *exec) guardStrings() {
 		}
 		return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{count}})
 	})
-	if repeat != nil {
-		// An intrinsic RangeError, for the guards' own errors.
-		x.rawRangeError = func() goja.Value {
-			return repeat(goja.FunctionCall{This: vm.ToValue(""), Arguments: []goja.Value{vm.ToValue(-1)}})
-		}
-	}
 	pad := func(name string) {
 		x.method(proto, name, func(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Value) goja.Value {
 			s, _, ok := thisString(call)

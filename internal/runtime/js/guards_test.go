@@ -1,6 +1,7 @@
 package js_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,29 @@ func TestSizeGuards(t *testing.T) {
 			src := `try { ` + c.expr + `; return "allocated" } catch (e) { return [e.name, e instanceof RangeError, /memory limit/.test(e.message)] }`
 			out, _, _ := run(t, e, src, runOpts{limits: lim})
 			if out.Err != nil || string(out.Result) != `["RangeError",true,true]` {
+				t.Fatalf("result %s, error %v", out.Result, out.Err)
+			}
+		})
+	}
+}
+
+// TestSizeGuardsWithoutAccess: code that reads no property still meets
+// the size guards where it can reach a guarded built-in implicitly (an
+// array converted to a string calls its join): naming Array installs them
+// (lazy.go, groupSizes).
+func TestSizeGuardsWithoutAccess(t *testing.T) {
+	cases := []struct{ name, expr string }{
+		{"concatenation", `'' + Array(2 ** 32 - 1)`},
+		{"template literal", "`${Array(2 ** 28)}`"},
+		{"String", `String(Array(2 ** 32 - 1))`},
+	}
+	e := js.New()
+	lim := limits.Limits{MemoryBytes: 64 << 20, Timeout: time.Minute, CPUTime: time.Minute}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := `try { return ` + c.expr + ` } catch (e) { return '' + e }`
+			out, _, _ := run(t, e, src, runOpts{limits: lim})
+			if out.Err != nil || !strings.HasPrefix(string(out.Result), `"RangeError: `) || !strings.Contains(string(out.Result), "memory limit") {
 				t.Fatalf("result %s, error %v", out.Result, out.Err)
 			}
 		})

@@ -13,11 +13,15 @@ import (
 // or spells an identifier with escapes. Every piece of code a script runs
 // is scanned before it is compiled (the program, and whatever eval and the
 // Function constructors compile), so a guard is in place before the code
-// that could reach its built-in runs. The size guards of built-ins
+// that could reach its built-in runs. The guards of built-ins
 // reachable from values (Array.prototype, Function.prototype,
-// String.prototype…) are installed in every execution; their counting
-// stand-ins and the scan guards, for code that may read a property (or
-// names what the global object inherits).
+// String.prototype…) — their size guards, counting stand-ins and scan
+// guards — are installed for code that may read a property (or names what
+// the global object inherits); the size guards also for code that names a
+// source of arrays (groupSizes). Code that does neither, such as
+// `return {ok: 1}`, does not instantiate those prototypes' methods. The
+// recursion guards (recursion.go) and the Function constructors' guards
+// are installed in every execution.
 
 // group is a set of guards installed together.
 type group uint16
@@ -41,7 +45,16 @@ const (
 	// groupBigInt: the BigInt built-ins bound what they build
 	// (bigint.go); reachable through the name or a BigInt's constructor.
 	groupBigInt
-	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt
+	// groupSizes: the size guards of the built-ins reachable from values
+	// (String.prototype, Array.prototype, Array.from,
+	// Function.prototype.apply; guards.go). Code reaches them by reading
+	// a property, through the global object, or implicitly (an array
+	// converted to a string calls its join): the arrays code can convert
+	// without reading a property (which any `[` or `...` counts as) come
+	// from Array, input or a tool, whose names call for the group.
+	// groupValues brings it too.
+	groupSizes
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt | groupSizes
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -59,6 +72,10 @@ var watchedNames = []struct {
 	{"BigInt64Array", groupTyped | groupBigInt}, {"BigUint64Array", groupTyped | groupBigInt}, {"BigInt", groupBigInt},
 	{"Date", groupCollections}, {"Map", groupCollections}, {"Set", groupCollections},
 	{"WeakMap", groupCollections}, {"WeakSet", groupCollections}, {"BigInt", groupBigInt},
+	// The globals that make or convert arrays and strings, and the
+	// values that come from outside.
+	{"Array", groupSizes}, {"String", groupSizes}, {"Function", groupSizes}, {"Object", groupSizes},
+	{"input", groupSizes}, {"tools", groupSizes},
 	// Object.prototype's properties, which the global object inherits:
 	// `o = {toString: toLocaleString}` needs no property access.
 	{"constructor", groupValues}, {"__defineGetter__", groupValues}, {"__defineSetter__", groupValues},
@@ -83,7 +100,7 @@ func groupsOf(info jsnest.Info) group {
 	}
 	var g group
 	if info.Access {
-		g |= groupValues | groupBigInt
+		g |= groupValues | groupBigInt | groupSizes
 	}
 	if info.RegExps {
 		g |= groupRegExp
@@ -99,6 +116,9 @@ func groupsOf(info jsnest.Info) group {
 			g |= w.group
 		}
 	}
+	if g&groupValues != 0 {
+		g |= groupSizes
+	}
 	return g
 }
 
@@ -110,11 +130,19 @@ func scan(src string) (group, jsnest.Info, *jsnest.Error) {
 
 // install installs the guard groups of g not installed yet.
 func (x *exec) install(g group) {
+	if g&groupValues != 0 {
+		// The size guards wrap built-ins that groupValues counts: they
+		// go first.
+		g |= groupSizes
+	}
 	g &^= x.installed
 	if g == 0 {
 		return
 	}
 	x.installed |= g
+	if g&groupSizes != 0 {
+		x.guardBuiltins()
+	}
 	if g&groupEval != 0 {
 		x.guardEval()
 	}

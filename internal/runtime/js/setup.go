@@ -12,7 +12,9 @@ import (
 
 // newRuntime makes the execution's runtime with everything that does not
 // depend on the job: the runtime itself and the guards every script gets
-// (they read the job's limits when called, not when installed).
+// (they read the job's limits when called, not when installed). The
+// guards of the built-ins reachable from values come with the program's
+// groups (lazy.go).
 func (x *exec) newRuntime() {
 	vm := goja.New()
 	// eval and the Function constructors parse with these options.
@@ -39,8 +41,18 @@ func (x *exec) newRuntime() {
 		if f, ok := array.Get("isArray").(*goja.Object); ok {
 			x.isArray, _ = f.Export().(func(goja.FunctionCall) goja.Value)
 		}
+		// An intrinsic RangeError, for the guards' own errors: the one
+		// the Array constructor throws for a negative length.
+		if ctor, ok := goja.AssertConstructor(array); ok {
+			x.rawRangeError = func() goja.Value {
+				_, err := ctor(nil, vm.ToValue(-1))
+				if ex, ok := err.(*goja.Exception); ok {
+					return ex.Value()
+				}
+				return nil
+			}
+		}
 	}
-	x.guardBuiltins()
 	x.guardFunction()
 	x.guardRecursion()
 	x.countValueBuiltins()

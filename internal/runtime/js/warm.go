@@ -25,6 +25,9 @@ func (e *Engine) Warm() (run func(context.Context, *runtime.Job, Source) *runtim
 		}
 	}()
 	x.newRuntime()
+	// Most programs read properties: their size guards are made ahead
+	// too (more guards than a program needs are harmless).
+	x.install(groupSizes)
 	var mu sync.Mutex
 	return func(ctx context.Context, job *runtime.Job, src Source) *runtime.Outcome {
 		c := e.compile(src)
