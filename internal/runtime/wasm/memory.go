@@ -247,3 +247,31 @@ func (p *regionPool) close() {
 	p.free = nil
 	p.closed = true
 }
+
+// size returns the bytes of memory the execution holds now.
+func (a *allocator) size() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n uint64
+	for _, m := range a.mems {
+		n += m.size
+	}
+	return n
+}
+
+// setLimit lowers or raises the limit of an execution whose memories
+// were allocated ahead of its job (Started.Run); it refuses, changing
+// nothing, when they already hold more than limit.
+func (a *allocator) setLimit(limit uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n uint64
+	for _, m := range a.mems {
+		n += m.size
+	}
+	if n > limit {
+		return false
+	}
+	a.limit = limit
+	return true
+}
