@@ -231,6 +231,7 @@ func Default() *Config {
 		IdleTimeout: Duration(DefaultIdleTimeout)}
 	c.Durable = defaultDurable()
 	c.WASM = defaultWASM()
+	c.Python.Warm = DefaultPythonWarm
 	return c
 }
 
