@@ -28,7 +28,7 @@ func benchRun(b *testing.B, src string, ready bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	var cpu int64
+	var cpu, peak int64
 	for i := 0; i < b.N; i++ {
 		j, _ := job(src, "", limits.Limits{}, ts)
 		if ready {
@@ -41,8 +41,10 @@ func benchRun(b *testing.B, src string, ready bool) {
 			b.Fatal(out.Err)
 		}
 		cpu += int64(out.CPUTime)
+		peak = max(peak, out.PeakMemoryBytes)
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 }
 
 // BenchmarkTrivial is the smallest execution: a fresh interpreter, the
