@@ -36,14 +36,11 @@ type allocator struct {
 
 // Allocate implements experimental.MemoryAllocator.
 func (a *allocator) Allocate(_, max uint64) experimental.LinearMemory {
-	capBytes := max
-	if capBytes > a.limit {
-		capBytes = a.limit
-	}
-	m := &linearMemory{a: a, max: capBytes}
+	// The limit is read under the lock: setLimit may change it (Started.Run).
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := &linearMemory{a: a, max: min(max, a.limit)}
 	a.mems = append(a.mems, m)
-	a.mu.Unlock()
 	return m
 }
 
