@@ -4,12 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/limits"
 )
 
-// benchRun runs src b.N times and reports the guest's CPU time per run.
+// benchRun runs src b.N times and reports the guest's CPU time per run
+// and the median wall time of a run.
 // With ready, each run waits (untimed) for an interpreter started ahead
 // of it: the latency of a request the pool keeps up with. Without, runs
 // follow each other as fast as they can, the pool refilling beside them.
@@ -29,6 +32,7 @@ func benchRun(b *testing.B, src string, ready bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var cpu, peak int64
+	var lat []time.Duration
 	for i := 0; i < b.N; i++ {
 		j, _ := job(src, "", limits.Limits{}, ts)
 		if ready {
@@ -36,7 +40,9 @@ func benchRun(b *testing.B, src string, ready bool) {
 			waitWarm(b, e, 1)
 			b.StartTimer()
 		}
+		t0 := time.Now()
 		out := e.Run(context.Background(), j)
+		lat = append(lat, time.Since(t0))
 		if out.Err != nil {
 			b.Fatal(out.Err)
 		}
@@ -45,6 +51,8 @@ func benchRun(b *testing.B, src string, ready bool) {
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 }
 
 // BenchmarkTrivial is the smallest execution: a fresh interpreter, the
