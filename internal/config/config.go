@@ -234,6 +234,7 @@ func Default() *Config {
 	c.Durable = defaultDurable()
 	c.Idempotency = defaultIdempotency()
 	c.WASM = defaultWASM()
+	c.Python.Warm = DefaultPythonWarm
 	return c
 }
 

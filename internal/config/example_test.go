@@ -155,6 +155,7 @@ tool_sources:
 	//   sha256: ""
 	//   cache_dir: ""
 	//   in_supervisor: false
+	//   warm: 2
 	// durable:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB

@@ -36,6 +36,9 @@ type PythonConfig struct {
 	// python.in_supervisor). A Go program's Runner leaves it unset: its
 	// Python runs in the program's own process.
 	OnlyWithConsent bool
+	// Warm is how many interpreters are kept started ahead of Python
+	// requests once the first one has loaded the interpreter (0: none).
+	Warm int
 }
 
 // pythonOutsideWorkers is the message of a Python request refused by
@@ -70,7 +73,7 @@ func (l lazyPython) engine() (*python.Engine, error) {
 		if dir == "" {
 			dir = pyinterp.CompileCacheDir()
 		}
-		l.p.eng, l.p.err = python.New(context.Background(), python.Config{Module: mod, CacheDir: dir, MaxMemory: l.p.cfg.MaxMemory})
+		l.p.eng, l.p.err = python.New(context.Background(), python.Config{Module: mod, CacheDir: dir, MaxMemory: l.p.cfg.MaxMemory, Warm: l.p.cfg.Warm})
 	})
 	if l.p.eng == nil && l.p.err == nil {
 		// Close ran first.

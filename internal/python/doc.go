@@ -16,8 +16,17 @@
 //
 // The interpreter module is compiled once per Engine (wazero's
 // compilation cache in a directory makes a restarted process load it
-// instead of compiling it again); every execution instantiates it afresh,
-// so no state survives from one execution to the next.
+// instead of compiling it again); every execution runs on an instance of
+// its own, so no state survives from one execution to the next. With
+// Config.Warm, a pool (pool.go) keeps that many instances started ahead
+// of requests: each has booted and loaded the prelude and waits on its
+// stdin for a job; an execution takes one whose memory fits its limit
+// (else starts its own) and the pool starts a replacement. What an
+// interpreter does before its job (its start) is not charged to the job;
+// from the job on, its time, CPU, memory and logs are the job's. Its
+// clocks and random source are the same fixed ones for every start and
+// become the job's when the job begins (sources.go), so an execution
+// behaves alike on an instance started for it or ahead of it.
 //
 // The package imports internal/runtime, internal/runtime/wasm,
 // internal/bridge, tools and other internal packages, never gRPC.

@@ -77,6 +77,10 @@ type Config struct {
 	// wasm.Config.NoLoopChecks): only for a process the supervisor kills
 	// at the deadline.
 	NoLoopChecks bool
+	// Warm is how many interpreters are kept started ahead of requests,
+	// their prelude loaded and waiting for a job (0: none; every execution
+	// starts its own).
+	Warm int
 }
 
 // Engine runs Python jobs. It is safe for concurrent use; Close releases
@@ -86,6 +90,8 @@ type Engine struct {
 	hash string
 	// code is the prelude's code object, marshalled, with its length line.
 	code []byte
+	// pool holds interpreters started ahead of requests (nil: none).
+	pool *pool
 }
 
 var _ runtime.Engine = (*Engine)(nil)
@@ -121,6 +127,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = w.Close(context.Background())
 		return nil, err
 	}
+	if cfg.Warm > 0 {
+		e.pool = newPool(e, cfg.Warm)
+	}
 	return e, nil
 }
 
@@ -142,19 +151,38 @@ func (e *Engine) compilePrelude(ctx context.Context) ([]byte, error) {
 	return append([]byte(strconv.Itoa(code.Len())+"\n"), code.Bytes()...), nil
 }
 
-// Close releases the compiled interpreter.
-func (e *Engine) Close(ctx context.Context) error { return e.w.Close(ctx) }
+// Close stops the interpreters started ahead of requests and releases
+// the compiled interpreter.
+func (e *Engine) Close(ctx context.Context) error {
+	if e.pool != nil {
+		e.pool.close()
+	}
+	return e.w.Close(ctx)
+}
 
-// Run implements runtime.Engine.
+// Run implements runtime.Engine: the job runs on an interpreter started
+// ahead of it when the pool has one its limits fit, else on one started
+// for it.
 func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 	caller := job.Tools
 	if caller == nil {
 		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
+	if w := e.pool.take(job.Limits.MemoryBytes); w != nil {
+		if out, ok := e.runWarm(ctx, job, caller, w); ok {
+			return out
+		}
+	}
+	return e.runFresh(ctx, job, caller)
+}
+
+// runFresh runs job on an interpreter started for it.
+func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.Caller) *runtime.Outcome {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	s := newSession(job, caller, stop, e.code)
-	out, err := e.w.RunStreams(ctx, e.hash, job, append(slices.Clone(flags), "-c", boot), s.open, s.configure)
+	s := newSession(e.code)
+	s.attach(job, caller, stop)
+	out, err := e.w.RunStreams(ctx, e.hash, job, e.args(), s.open, s.configure)
 	// The calls still running end with the execution's context, which
 	// RunStreams has ended.
 	s.calls.Wait()
@@ -164,3 +192,20 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 	s.finish(out)
 	return out
 }
+
+// runWarm runs job on w. It reports false, having run nothing of the
+// job, when w's interpreter ended before it read the job (it crashed
+// while it waited): the caller runs the job on a fresh one.
+func (e *Engine) runWarm(ctx context.Context, job *runtime.Job, caller bridge.Caller, w *warm) (*runtime.Outcome, bool) {
+	s := w.s
+	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, w.inst.Stop) })
+	s.calls.Wait()
+	if !s.begun && ctx.Err() == nil && (out.Err == nil || out.Err.Kind == fault.KindScript) {
+		return nil, false
+	}
+	s.finish(out)
+	return out, true
+}
+
+// args are the interpreter's arguments: the boot program.
+func (e *Engine) args() []string { return append(slices.Clone(flags), "-c", boot) }

@@ -30,8 +30,10 @@ func FuzzProtocol(f *testing.F) {
 		lim := limits.Limits{MaxOutputBytes: 1 << 10, MaxToolCalls: 4}
 		d := bridge.New(bridge.Config{ExecutionID: "f", MaxCalls: 4})
 		job := &runtime.Job{Limits: lim, Tools: d, Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
-		s := newSession(job, d, cancel, nil)
+		s := newSession(nil)
+		s.attach(job, d, cancel)
 		s.open(ctx, func() time.Duration { return 0 })
+		s.begin()
 		_, _ = writer{s}.Write(b)
 		cancel(nil)
 		s.calls.Wait()

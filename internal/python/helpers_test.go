@@ -34,7 +34,7 @@ func engine(tb testing.TB) *Engine {
 			shared.err = err
 			return
 		}
-		shared.e, shared.err = New(context.Background(), Config{Module: mod, CacheDir: filepath.Join(os.TempDir(), "ptc-python-test-cache")})
+		shared.e, shared.err = New(context.Background(), Config{Module: mod, CacheDir: filepath.Join(os.TempDir(), "ptc-python-test-cache"), Warm: 2})
 	})
 	if shared.err != nil {
 		tb.Fatal(shared.err)
@@ -121,7 +121,24 @@ func job(src, input string, lim limits.Limits, ts []*tools.Compiled) (*runtime.J
 func run(tb testing.TB, src, input string, lim limits.Limits, extra ...tools.Tool) (*runtime.Outcome, []core.LogEntry) {
 	tb.Helper()
 	j, _ := job(src, input, lim, testTools(tb, extra...))
-	out := engine(tb).Run(context.Background(), j)
+	e := engine(tb)
+	// The run takes an interpreter started ahead of it (unless its memory
+	// limit is below what one holds): the path of a request the pool keeps
+	// up with. TestFreshAndWarmAgree covers interpreters started for a job.
+	waitWarm(tb, e, 1)
+	out := e.Run(context.Background(), j)
 	logs, _ := j.Logs.Entries()
 	return out, logs
+}
+
+// waitWarm waits until e's pool holds n interpreters started ahead of
+// requests.
+func waitWarm(tb testing.TB, e *Engine, n int) {
+	tb.Helper()
+	if e.pool == nil {
+		tb.Fatal("the engine keeps no interpreters started")
+	}
+	for e.pool.waiting() < n {
+		<-e.pool.added
+	}
 }

@@ -3,20 +3,16 @@ package python
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
@@ -37,15 +33,29 @@ var errProtocol = errors.New("python protocol")
 // its completion for the guest to read and ends when the call does — at
 // the latest when the execution's context ends.
 type session struct {
-	job    *runtime.Job
-	caller bridge.Caller
-	// stop ends the execution with a cause (a protocol breach).
-	stop context.CancelCauseFunc
-	// ctx is the execution's context, set by open.
-	ctx      context.Context
-	cpu      func() time.Duration
+	// job, caller, stop and maxFrame are set by attach, before it closes
+	// attached; stop ends the execution with a cause (a protocol breach).
+	job      *runtime.Job
+	caller   bridge.Caller
+	stop     func(error)
 	maxFrame int
-	calls    sync.WaitGroup
+	attached chan struct{}
+	// hdr is the job's first line for the prelude, set by attach.
+	hdr []byte
+	// ctx ends with the execution (with the instance, for an interpreter
+	// started ahead of its job); set by open with cpu, the guest's CPU
+	// time since its job began.
+	ctx   context.Context
+	cpu   func() time.Duration
+	calls sync.WaitGroup
+	// waiting, when not nil, is closed when the guest first waits for its
+	// job: the interpreter has done all its job-independent work.
+	waiting     chan struct{}
+	waitingOnce sync.Once
+	// begun (the guest's goroutine only, read after the run) is whether
+	// the guest was given its job; src are its clocks and random source.
+	begun bool
+	src   sources
 
 	mu       sync.Mutex
 	queue    []byte
@@ -76,7 +86,14 @@ type failure struct {
 	Result  bool   `json:"result"`
 }
 
-func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCauseFunc, code []byte) *session {
+func newSession(code []byte) *session {
+	return &session{ready: make(chan struct{}, 1), attached: make(chan struct{}), queue: slices.Clone(code), src: newSources()}
+}
+
+// attach gives the session its job: the guest reads it once it has
+// loaded the prelude (at once, when the job came first). stop ends the
+// execution with a cause.
+func (s *session) attach(job *runtime.Job, caller bridge.Caller, stop func(error)) {
 	maxFrame := bridge.MaxArgumentBytes
 	if m := job.Limits.MaxOutputBytes; m > int64(maxFrame) || m <= 0 {
 		maxFrame = bridge.MaxResultBytes
@@ -84,79 +101,48 @@ func newSession(job *runtime.Job, caller bridge.Caller, stop context.CancelCause
 			maxFrame = int(m)
 		}
 	}
-	return &session{job: job, caller: caller, stop: stop, maxFrame: maxFrame + maxFrameSlack, ready: make(chan struct{}, 1),
-		queue: slices.Clone(code)}
-}
-
-// open is RunStreams's open: it queues the job for the prelude, after
-// the prelude's code (queued by newSession).
-func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
-	s.ctx, s.cpu = ctx, cpu
-	input := json.RawMessage(bytes.TrimSpace(s.job.Input))
+	input := json.RawMessage(bytes.TrimSpace(job.Input))
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
 	var seed *uint64
-	if s.job.Deterministic {
-		seed = &s.job.Seed
+	if job.Deterministic {
+		seed = &job.Seed
 	}
 	hdr, err := json.Marshal(struct {
 		Src   string          `json:"src"`
 		Input json.RawMessage `json:"input"`
 		Names []string        `json:"names"`
 		Seed  *uint64         `json:"seed"`
-	}{s.job.Source, input, s.caller.Names(), seed})
+	}{job.Source, input, caller.Names(), seed})
 	if err != nil {
 		// The input was validated as JSON before the job was made.
 		hdr, _ = json.Marshal(map[string]string{"src": "raise ValueError('the input is not JSON')"})
 	}
-	s.queue = append(append(s.queue, hdr...), '\n')
+	s.job, s.caller, s.stop, s.maxFrame = job, caller, stop, maxFrame+maxFrameSlack
+	s.hdr = append(hdr, '\n')
+	close(s.attached)
+}
+
+// open is RunStreams's (and StartStreams's) open.
+func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
+	s.ctx, s.cpu = ctx, cpu
 	return reader{s}, writer{s}
 }
 
-// configure is RunStreams's configure: a deterministic job gets a
-// virtual clock from its ClockStart (runtime.VirtualClockStep a reading)
-// and a random source seeded with its Seed, which also seeds Python's
-// hash randomisation, random, uuid4 and secrets; any other job the host's
-// clocks, real sleeps (ending with the execution) and crypto/rand.
-func (s *session) configure(c wazero.ModuleConfig) wazero.ModuleConfig {
-	if !s.job.Deterministic {
-		return c.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).WithNanosleep(sleeper(s.ctx))
-	}
-	var readings int64
-	var mu sync.Mutex
-	next := func() time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		readings++
-		return time.Duration(readings) * runtime.VirtualClockStep
-	}
-	start := s.job.ClockStart
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], s.job.Seed)
-	return c.
-		WithWalltime(func() (int64, int32) {
-			t := start.Add(next())
-			return t.Unix(), int32(t.Nanosecond())
-		}, sys.ClockResolution(runtime.VirtualClockStep)).
-		WithNanotime(func() int64 { return int64(next()) }, sys.ClockResolution(runtime.VirtualClockStep)).
-		WithNanosleep(func(int64) {}).
-		WithRandSource(mrand.NewChaCha8(key))
-}
+// configure is RunStreams's configure: the clocks, sleeps and random
+// source are the session's (see sources).
+func (s *session) configure(c wazero.ModuleConfig) wazero.ModuleConfig { return s.src.configure(c) }
 
-// sleeper returns a nanosleep that ends early when ctx is done.
-func sleeper(ctx context.Context) sys.Nanosleep {
-	return func(ns int64) {
-		if ns <= 0 {
-			return
-		}
-		t := time.NewTimer(time.Duration(ns))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
+// begin is called by the guest's first read once the prelude's code is
+// read, with the job attached: the job's clocks and random source replace
+// the start's, and the job's line is queued.
+func (s *session) begin() {
+	s.begun = true
+	s.src.begin(s.job, s.ctx)
+	s.mu.Lock()
+	s.queue = append(s.queue, s.hdr...)
+	s.mu.Unlock()
 }
 
 // reader is the guest's stdin: the job, then completions as they come.
@@ -177,6 +163,19 @@ func (r reader) Read(p []byte) (int, error) {
 		}
 		inflight := s.inflight
 		s.mu.Unlock()
+		if !s.begun {
+			// The prelude is loaded and waits for its job.
+			if s.waiting != nil {
+				s.waitingOnce.Do(func() { close(s.waiting) })
+			}
+			select {
+			case <-s.attached:
+			case <-s.ctx.Done():
+				return 0, io.EOF
+			}
+			s.begin()
+			continue
+		}
 		if s.job.Idle != nil {
 			s.job.Idle(inflight, s.cpu())
 		}
@@ -194,6 +193,10 @@ type writer struct{ s *session }
 // Write implements io.Writer.
 func (w writer) Write(p []byte) (int, error) {
 	s := w.s
+	if !s.begun {
+		// The prelude writes nothing before its job.
+		return 0, errProtocol
+	}
 	if s.breach != nil {
 		return 0, errProtocol
 	}

@@ -60,3 +60,28 @@ func TestWASMSectionReachesTheEngine(t *testing.T) {
 		t.Fatalf("wasmConfig = %+v", w)
 	}
 }
+
+// TestPythonSectionReachesTheEngine checks that python.warm reaches the
+// executor's Python configuration, its default and a value from the file.
+func TestPythonSectionReachesTheEngine(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want int
+	}{
+		{"default", "", config.DefaultPythonWarm},
+		{"set", "python:\n  warm: 5\n", 5},
+		{"none", "python:\n  warm: 0\n", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pythonConfig(c).Warm; got != tc.want {
+				t.Fatalf("pythonConfig(...).Warm = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

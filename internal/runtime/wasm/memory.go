@@ -36,14 +36,11 @@ type allocator struct {
 
 // Allocate implements experimental.MemoryAllocator.
 func (a *allocator) Allocate(_, max uint64) experimental.LinearMemory {
-	capBytes := max
-	if capBytes > a.limit {
-		capBytes = a.limit
-	}
-	m := &linearMemory{a: a, max: capBytes}
+	// The limit is read under the lock: setLimit may change it (Started.Run).
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := &linearMemory{a: a, max: min(max, a.limit)}
 	a.mems = append(a.mems, m)
-	a.mu.Unlock()
 	return m
 }
 
@@ -246,4 +243,32 @@ func (p *regionPool) close() {
 	}
 	p.free = nil
 	p.closed = true
+}
+
+// size returns the bytes of memory the execution holds now.
+func (a *allocator) size() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n uint64
+	for _, m := range a.mems {
+		n += m.size
+	}
+	return n
+}
+
+// setLimit lowers or raises the limit of an execution whose memories
+// were allocated ahead of its job (Started.Run); it refuses, changing
+// nothing, when they already hold more than limit.
+func (a *allocator) setLimit(limit uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n uint64
+	for _, m := range a.mems {
+		n += m.size
+	}
+	if n > limit {
+		return false
+	}
+	a.limit = limit
+	return true
 }

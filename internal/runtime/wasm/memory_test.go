@@ -42,6 +42,47 @@ func TestAllocator(t *testing.T) {
 	}
 }
 
+// TestAllocatorSetLimit: a memory allocated before its job learns the
+// job's limit later (Started.Run); a limit below what it holds is refused
+// and changes nothing, a limit it fits bounds its later growth.
+func TestAllocatorSetLimit(t *testing.T) {
+	cases := []struct {
+		name   string
+		held   uint64
+		limit  uint64
+		ok     bool
+		grow   uint64
+		growOK bool
+	}{
+		{"lowered, growth within it", 2 * pageSize, 4 * pageSize, true, 4 * pageSize, true},
+		{"lowered, growth past it", 2 * pageSize, 3 * pageSize, true, 4 * pageSize, false},
+		{"exactly what it holds", 2 * pageSize, 2 * pageSize, true, 3 * pageSize, false},
+		{"below what it holds", 3 * pageSize, 2 * pageSize, false, 8 * pageSize, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &allocator{limit: 16 * pageSize}
+			defer a.release()
+			m := a.Allocate(0, 1<<32)
+			if m.Reallocate(tc.held) == nil {
+				t.Fatal("Reallocate failed")
+			}
+			if a.size() != tc.held {
+				t.Fatalf("size %d, want %d", a.size(), tc.held)
+			}
+			if ok := a.setLimit(tc.limit); ok != tc.ok {
+				t.Fatalf("setLimit(%d) = %v, want %v", tc.limit, ok, tc.ok)
+			}
+			if ok := m.Reallocate(tc.grow) != nil; ok != tc.growOK {
+				t.Fatalf("Reallocate(%d) ok = %v, want %v", tc.grow, ok, tc.growOK)
+			}
+			if a.limitHit() != !tc.growOK {
+				t.Fatalf("limit hit %v, want %v", a.limitHit(), !tc.growOK)
+			}
+		})
+	}
+}
+
 // TestRecycledMemoryIsCleared: a region that served one execution shows
 // only zeroes to the next, at start and as it grows, including the part
 // beyond what a pooled region keeps resident.

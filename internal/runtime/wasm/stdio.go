@@ -201,3 +201,11 @@ func validText(b []byte) string {
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
+
+// setLogs sends the lines written from now on to logs: an instance
+// started ahead of its job gets the job's logs when the job begins.
+func (w *logWriter) setLogs(logs *runtime.LogBuffer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.logs = logs
+}
