@@ -41,6 +41,7 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 		v, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
 		r.NoNewPrivs = v == 1
 	}
+	raiseOOMScore()
 	r.EnvironmentSize = int32(len(os.Environ()))
 	r.InheritedFds = c.inherited
 	r.OpenFds = openFDs()
@@ -69,6 +70,19 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 	c.vmData.Store(c.status.vmData())
 	r.BaselineHeapBytes = c.baseLive
 	return r
+}
+
+// workerOOMScoreAdj is the oom_score_adj a worker gives itself: the most
+// the kernel allows, so that when the host (or the container's cgroup)
+// runs out of memory the kernel's OOM killer ends a worker — one
+// execution, reported as a crash of its worker — before the supervisor,
+// which serves every execution. Raising one's own score needs no
+// privilege; a host whose /proc refuses it leaves the score as it was.
+const workerOOMScoreAdj = 1000
+
+// raiseOOMScore sets the worker's oom_score_adj to workerOOMScoreAdj.
+func raiseOOMScore() {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(workerOOMScoreAdj)), 0)
 }
 
 // procStatus reads /proc/self/status through a descriptor opened once
