@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 // clockResolution is what the interpreter's clocks report as their
@@ -63,7 +64,7 @@ func (c *sources) begin(job *runtime.Job, ctx context.Context) {
 		c.rand, c.sleep = mrand.NewChaCha8(key), func(int64) {}
 		return
 	}
-	c.virtual, c.base, c.rand, c.sleep = false, time.Now().Add(-time.Duration(c.readings)*runtime.VirtualClockStep), rand.Reader, sleeper(ctx)
+	c.virtual, c.base, c.rand, c.sleep = false, time.Now().Add(-time.Duration(c.readings)*runtime.VirtualClockStep), rand.Reader, wasm.Sleeper(ctx)
 }
 
 // configure sets the module's clocks, sleep and random source to c's.
@@ -100,18 +101,3 @@ type readerFunc func(p []byte) (int, error)
 
 // Read implements io.Reader.
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
-
-// sleeper returns a nanosleep that ends early when ctx is done.
-func sleeper(ctx context.Context) func(ns int64) {
-	return func(ns int64) {
-		if ns <= 0 {
-			return
-		}
-		t := time.NewTimer(time.Duration(ns))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
-}

@@ -402,8 +402,9 @@ type cryptoReader struct{}
 
 func (cryptoReader) Read(p []byte) (int, error) { return rand.Read(p) }
 
-// sleeper returns a nanosleep that ends early when ctx is done.
-func sleeper(ctx context.Context) func(ns int64) {
+// Sleeper returns a nanosleep (wazero's sys.Nanosleep) that ends early
+// when ctx is done: a guest's sleep never outlives its execution.
+func Sleeper(ctx context.Context) func(ns int64) {
 	return func(ns int64) {
 		if ns <= 0 {
 			return

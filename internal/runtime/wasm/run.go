@@ -158,7 +158,7 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 		WithStdout(stdout).
 		WithStderr(stderr)
 	if e.opts.RealClock {
-		cfg = cfg.WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(runCtx))
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithNanosleep(Sleeper(runCtx))
 	}
 	if e.opts.RealRandom {
 		cfg = cfg.WithRandSource(cryptoReader{})
