@@ -149,6 +149,29 @@ func (x *exec) stringify(v goja.Value) (res goja.Value, err error) {
 	return res, nil
 }
 
+// argumentsJSON serialises a tool call's arguments as stringify does,
+// into bytes handed to the call as they are (no detour through a JS
+// string): the JSON, or nil when v has no JSON representation.
+func (x *exec) argumentsJSON(v goja.Value) (res []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && isUncatchable(e) {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	if ex := x.vm.Try(func() {
+		if b, ok := x.serialise(v, nil, nil, 0); ok {
+			res = b
+		}
+	}); ex != nil {
+		return nil, ex
+	}
+	return res, nil
+}
+
 // propertyList is the property list of an array replacer: its string and
 // number elements (and String and Number objects), without repeats.
 func (x *exec) propertyList(r *goja.Object) []jsonKey {
