@@ -54,7 +54,14 @@ const (
 	// from Array, input or a tool, whose names call for the group.
 	// groupValues brings it too.
 	groupSizes
-	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt | groupSizes
+	// groupTools and groupConsole: the `tools` and `console` globals
+	// (setup.go's lazyGlobal), defined only for code that names them or
+	// reaches the global object; each costs a getter, a native function,
+	// even when the object behind it is never built.
+	groupTools
+	groupConsole
+	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt | groupSizes |
+		groupTools | groupConsole
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -75,7 +82,7 @@ var watchedNames = []struct {
 	// The globals that make or convert arrays and strings, and the
 	// values that come from outside.
 	{"Array", groupSizes}, {"String", groupSizes}, {"Function", groupSizes}, {"Object", groupSizes},
-	{"input", groupSizes}, {"tools", groupSizes},
+	{"input", groupSizes}, {"tools", groupSizes | groupTools}, {"console", groupConsole},
 	// Object.prototype's properties, which the global object inherits:
 	// `o = {toString: toLocaleString}` needs no property access.
 	{"constructor", groupValues}, {"__defineGetter__", groupValues}, {"__defineSetter__", groupValues},
@@ -140,6 +147,14 @@ func (x *exec) install(g group) {
 		return
 	}
 	x.installed |= g
+	// The globals first, in the order setup defined them before they
+	// became lazy.
+	if g&groupTools != 0 {
+		x.lazyGlobal(x.vm.GlobalObject(), "tools", x.toolsObject)
+	}
+	if g&groupConsole != 0 {
+		x.lazyGlobal(x.vm.GlobalObject(), "console", x.consoleObject)
+	}
 	if g&groupSizes != 0 {
 		x.guardBuiltins()
 	}

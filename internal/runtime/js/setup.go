@@ -96,8 +96,7 @@ func (x *exec) setup() *fault.Error {
 			}
 		}
 	}
-	x.lazyGlobal(g, "tools", x.toolsObject)
-	x.lazyGlobal(g, "console", x.consoleObject)
+	// tools and console come with the program's groups (lazy.go).
 	x.install(x.c.groups)
 	if x.c.generators {
 		x.guardGeneratorFunction()

@@ -42,10 +42,16 @@ func (x *exec) stringifyJS(value, replacer, space goja.Value) goja.Value {
 // outputOver (see room), so that no buffer much larger than the limit is
 // ever built.
 func (x *exec) serialise(value, replacer, space goja.Value, limit int) ([]byte, bool) {
+	return x.serialiseInto(nil, value, replacer, space, limit)
+}
+
+// serialiseInto is serialise appending to buf (empty, its capacity a
+// guess at the size of the text).
+func (x *exec) serialiseInto(buf []byte, value, replacer, space goja.Value, limit int) ([]byte, bool) {
 	if value == nil {
 		value = goja.Undefined()
 	}
-	st := &jsonState{x: x, max: int(x.maxStringChars()), limit: limit}
+	st := &jsonState{x: x, max: int(x.maxStringChars()), limit: limit, b: buf}
 	if r, ok := replacer.(*goja.Object); ok {
 		if fn, ok := goja.AssertFunction(r); ok {
 			st.replacer = fn
@@ -144,6 +150,34 @@ func (x *exec) stringify(v goja.Value) (res goja.Value, err error) {
 		}
 	}()
 	if ex := x.vm.Try(func() { res = x.stringifyJS(v, nil, nil) }); ex != nil {
+		return nil, ex
+	}
+	return res, nil
+}
+
+// argumentsBuffer is the capacity the JSON of a call's arguments starts
+// with: most arguments are a few small fields, and growing from nothing
+// to their size takes several allocations.
+const argumentsBuffer = 64
+
+// argumentsJSON serialises a tool call's arguments as stringify does,
+// into bytes handed to the call as they are (no detour through a JS
+// string): the JSON, or nil when v has no JSON representation.
+func (x *exec) argumentsJSON(v goja.Value) (res []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && isUncatchable(e) {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	if ex := x.vm.Try(func() {
+		if b, ok := x.serialiseInto(make([]byte, 0, argumentsBuffer), v, nil, nil, 0); ok {
+			res = b
+		}
+	}); ex != nil {
 		return nil, ex
 	}
 	return res, nil

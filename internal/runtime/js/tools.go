@@ -132,7 +132,7 @@ func (x *exec) toolFunc(name string) goja.Value {
 		if goja.IsUndefined(arg) {
 			args = json.RawMessage("{}")
 		} else {
-			s, err := x.stringify(arg)
+			s, err := x.argumentsJSON(arg)
 			if err != nil {
 				if isUncatchable(err) {
 					panic(err)
@@ -146,10 +146,10 @@ func (x *exec) toolFunc(name string) goja.Value {
 					Code: tools.CodeInvalidArguments, Message: "arguments cannot be converted to JSON: " + msg}, site))
 				return vm.ToValue(p)
 			}
-			if s == nil || goja.IsUndefined(s) {
+			if s == nil {
 				args = json.RawMessage("{}")
 			} else {
-				args = json.RawMessage(s.String())
+				args = s
 			}
 		}
 		if x.aw != nil {
