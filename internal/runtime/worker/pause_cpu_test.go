@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,7 +66,14 @@ func stopDuring(p *Pool, marked <-chan struct{}, hold time.Duration) error {
 func TestPausedSegmentCPUIsThreadCPU(t *testing.T) {
 	const hold = time.Second
 	marked := make(chan struct{}, 1)
-	idled := make(chan time.Duration, 16)
+	// idled carries the worker's reports that the script waits, numbered
+	// in the order they were made: the first is the wait for mark, the
+	// second the wait for wait.
+	type report struct {
+		n   int
+		cpu time.Duration
+	}
+	idled := make(chan report, 16)
 	waited := make(chan time.Duration, 1)
 	mark := tools.Tool{Definition: tools.Definition{Name: "mark", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
@@ -76,17 +84,18 @@ func TestPausedSegmentCPUIsThreadCPU(t *testing.T) {
 	// and keeps the CPU time reported then.
 	wait := tools.Tool{Definition: tools.Definition{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
-			// Reports of earlier waits were all made before this call
-			// arrived (frames are handled in order).
-			for len(idled) > 0 {
-				<-idled
-			}
-			select {
-			case cpu := <-idled:
-				waited <- cpu
-				return json.RawMessage(`{}`), nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			// The report of this wait may be handled before this handler
+			// runs or after: it is told by its number, not its timing.
+			for {
+				select {
+				case r := <-idled:
+					if r.n == 2 {
+						waited <- r.cpu
+						return json.RawMessage(`{}`), nil
+					}
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
 		}}
 	p := newPool(t, Config{Workers: -1, MaxWorkers: 1})
@@ -97,9 +106,11 @@ let s = 0;
 for (let i = 0; i < 2e6; i++) { s = (s + i) % 1000003; }
 await tools.wait({});
 return s;`, l, mark, wait)
+	// Reports are made in the order of the worker's frames.
+	var reports atomic.Int32
 	job.Idle = func(_ int, cpu time.Duration) {
 		select {
-		case idled <- cpu:
+		case idled <- report{int(reports.Add(1)), cpu}:
 		default:
 		}
 	}
