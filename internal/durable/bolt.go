@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -18,8 +17,7 @@ type boltStore struct {
 	db  *bbolt.DB
 	now func() time.Time
 
-	mu      sync.Mutex
-	sweepAt time.Time
+	sweeps sweepGate
 }
 
 var (
@@ -66,14 +64,7 @@ func (s *boltStore) live(v []byte) bool {
 
 // maybeSweep drops expired entries at most once a minute.
 func (s *boltStore) maybeSweep() {
-	s.mu.Lock()
-	now := s.now()
-	due := !now.Before(s.sweepAt)
-	if due {
-		s.sweepAt = now.Add(time.Minute)
-	}
-	s.mu.Unlock()
-	if due {
+	if s.sweeps.due(s.now()) {
 		s.sweep()
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,8 +28,7 @@ type postgresStore struct {
 	pool     *pgxpool.Pool
 	maxBytes int
 
-	mu      sync.Mutex
-	sweepAt time.Time
+	sweeps sweepGate
 }
 
 // Defaults of PostgresOptions.
@@ -198,14 +196,7 @@ func pgErr(err error) error {
 
 // maybeSweep deletes expired rows at most once a minute (per replica).
 func (s *postgresStore) maybeSweep(ctx context.Context) {
-	s.mu.Lock()
-	now := time.Now()
-	due := !now.Before(s.sweepAt)
-	if due {
-		s.sweepAt = now.Add(time.Minute)
-	}
-	s.mu.Unlock()
-	if due {
+	if s.sweeps.due(time.Now()) {
 		_, _ = s.sweep(ctx)
 	}
 }

@@ -93,8 +93,8 @@ type memoryStore struct {
 	order           *list.List
 	outcomeBytes    int64
 	maxOutcomeBytes int64
-	// sweepAt is when expired entries are dropped next.
-	sweepAt time.Time
+	// sweeps spaces the drops of expired entries.
+	sweeps sweepGate
 }
 
 type memEntry struct {
@@ -142,10 +142,9 @@ func newMemoryStore(now func() time.Time, maxOutcomeBytes int64) *memoryStore {
 
 func (m *memoryStore) sweepLocked() {
 	now := m.now()
-	if now.Before(m.sweepAt) {
+	if !m.sweeps.due(now) {
 		return
 	}
-	m.sweepAt = now.Add(time.Minute)
 	for id, e := range m.bodies {
 		if !now.Before(e.expires) {
 			delete(m.bodies, id)
@@ -276,3 +275,23 @@ func (m *memoryStore) Outcome(_ context.Context, id string) ([]byte, error) {
 }
 
 func (m *memoryStore) Close() error { return nil }
+
+// sweepGate spaces a store's sweeps of expired entries a minute apart:
+// expired entries are invisible at once, so dropping them is only
+// housekeeping, and a sweep per request would cost every request a scan.
+type sweepGate struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// due reports whether a sweep is due at now; when it is, the next one is
+// due a minute later.
+func (g *sweepGate) due(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Before(g.next) {
+		return false
+	}
+	g.next = now.Add(time.Minute)
+	return true
+}
