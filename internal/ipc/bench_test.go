@@ -25,6 +25,13 @@ import (
 //     connection itself (Mailbox.Next) while Serve stands by; the child
 //     answers from its Serve thread (Handler → Send). No hand-off between
 //     goroutines on either side.
+//   - peer=mailbox: the child answers as the supervisor does, from a
+//     goroutine that waits for each frame in Mailbox.Next and sends the
+//     answer itself, so both sides wait in Mailbox.Next; spin=on spins
+//     before blocking as configured by default (Options.SpinBudget),
+//     spin=off never spins, spin=on-whatever-load spins even when the
+//     host has more runnable threads than CPUs (what the spin would gain
+//     were the host idle, measured on a loaded one).
 //   - transport=ipc-socket: the same over a Unix socket pair instead of
 //     two pipes.
 //   - wait=handoff: Serve reads and hands the frame to the waiting
@@ -70,6 +77,37 @@ func BenchmarkRoundTrip(b *testing.B) {
 				})
 			})
 		})
+		for _, sp := range []struct {
+			name, child string
+			opt         Options
+		}{
+			{"spin=on", "echo-mailbox", Options{}},
+			{"spin=off", "echo-mailbox-nospin", Options{SpinBudget: -1}},
+			{"spin=on-whatever-load", "echo-mailbox-noprobe", Options{loadavg: "-"}},
+		} {
+			opt, child := sp.opt, sp.child
+			b.Run("transport=ipc/wait=mailbox/peer=mailbox/"+sp.name+"/"+vm, func(b *testing.B) {
+				c, _ := startPeer(b, child, opt)
+				m, err := c.Mailbox(1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				lockIf(locked, func() {
+					ctx := context.Background()
+					benchRoundTrips(b, func(v uint64) uint64 {
+						binary.LittleEndian.PutUint64(payload, v)
+						if err := c.Send(1, payload); err != nil {
+							b.Fatal(err)
+						}
+						var got uint64
+						if err := m.Next(ctx, func(p []byte) error { got = binary.LittleEndian.Uint64(p); return nil }); err != nil {
+							b.Fatal(err)
+						}
+						return got
+					})
+				})
+			})
+		}
 		b.Run("transport=ipc-socket/wait=mailbox/"+vm, func(b *testing.B) {
 			fd, cf := socketpair(b)
 			c, err := New(fd, fd, Options{})
