@@ -53,6 +53,7 @@
 //
 //   - it is off while the host is oversubscribed: more threads runnable
 //     than CPUs, or a one-minute load average above the number of CPUs
+//     plus one, since the spinning sides of an exchange count in it
 //     (/proc/loadavg, read with pread at most once a millisecond on a
 //     descriptor opened with the connection). There a spinning thread
 //     takes the CPU its peer needs to answer — the kernel may place a

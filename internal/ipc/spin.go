@@ -62,8 +62,11 @@ const hostLoadEvery = time.Millisecond
 // runnable now than it has CPUs (the fourth field of /proc/loadavg,
 // runnable/total; the count includes the reader itself, which runs as it
 // reads), or a load average over the last minute above the number of
-// CPUs (the first field: a host that was busy a moment ago most likely
-// still is, whatever one look at it shows). The file is read with pread
+// CPUs plus one (the first field: a host that was busy a moment ago most
+// likely still is, whatever one look at it shows; the one is for the
+// threads of this very exchange, which count in the load average while
+// they spin — two sides spinning in turn on a host with nothing else to
+// do show a load of up to 2). The file is read with pread
 // on a descriptor opened with the connection (a worker that locks down
 // later keeps it), at most once per hostLoadEvery. On an oversubscribed
 // host a spin takes a CPU that a runnable thread — maybe the peer, about
@@ -92,7 +95,7 @@ func (h *hostLoad) oversubscribed(now time.Time) bool {
 		return false
 	}
 	load, runnable := parseLoadavg(h.buf[:n])
-	h.busy = runnable > h.cpus || load > 100*h.cpus
+	h.busy = runnable > h.cpus || load > 100*(h.cpus+1)
 	return h.busy
 }
 
