@@ -24,6 +24,9 @@ const (
 	// probeMax bounds the back-off of a reader that stopped spinning: it
 	// tries one spin after 1, 2, 4, … up to probeMax waits without.
 	probeMax = 64
+	// minDescheduled is the shortest spin that can show the thread was
+	// descheduled.
+	minDescheduled = 10 * time.Microsecond
 )
 
 // spinState decides whether the holder of the reading role spins before
@@ -231,7 +234,10 @@ spin:
 		s.caught++
 	}
 	if err == nil {
-		s.learn(caught, 2*used < wall)
+		// Descheduled: less than half the wall time on the CPU. A spin
+		// of a few microseconds cannot tell (the clocks' own reads weigh
+		// in it), and being descheduled takes longer.
+		s.learn(caught, wall > minDescheduled && 2*used < wall)
 	}
 	return caught, err
 }
