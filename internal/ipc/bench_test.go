@@ -10,9 +10,11 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -345,4 +347,50 @@ func childNetpollerAnswer() int {
 		}
 		go func() { _ = w.write(p) }()
 	}
+}
+
+// BenchmarkSpinTry measures one try of a spinning reader on an empty
+// pipe: a non-blocking read(2) (what the spin does), a poll(2) with no
+// timeout (which a read would still have to follow), a read followed by
+// sched_yield(2), and the load of an atomic flag (what a spin on shared
+// memory would do, for scale).
+func BenchmarkSpinTry(b *testing.B) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	buf := make([]byte, 64<<10)
+	b.Run("op=read", func(b *testing.B) {
+		for range b.N {
+			if _, err := unix.Read(p[0], buf); err != unix.EAGAIN {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=poll0", func(b *testing.B) {
+		fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}}
+		for range b.N {
+			if n, err := unix.Poll(fds, 0); err != unix.EINTR && (n != 0 || err != nil) {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("op=read+yield", func(b *testing.B) {
+		for range b.N {
+			if _, err := unix.Read(p[0], buf); err != unix.EAGAIN {
+				b.Fatal(err)
+			}
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+	})
+	b.Run("op=atomic", func(b *testing.B) {
+		var flag atomic.Bool
+		for range b.N {
+			if flag.Load() {
+				b.Fatal("set")
+			}
+		}
+	})
 }
