@@ -10,9 +10,11 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -25,6 +27,13 @@ import (
 //     connection itself (Mailbox.Next) while Serve stands by; the child
 //     answers from its Serve thread (Handler → Send). No hand-off between
 //     goroutines on either side.
+//   - peer=mailbox: the child answers as the supervisor does, from a
+//     goroutine that waits for each frame in Mailbox.Next and sends the
+//     answer itself, so both sides wait in Mailbox.Next; spin=on spins
+//     before blocking as configured by default (Options.SpinBudget),
+//     spin=off never spins, spin=on-whatever-load spins even when the
+//     host has more runnable threads than CPUs (what the spin would gain
+//     were the host idle, measured on a loaded one).
 //   - transport=ipc-socket: the same over a Unix socket pair instead of
 //     two pipes.
 //   - wait=handoff: Serve reads and hands the frame to the waiting
@@ -70,6 +79,37 @@ func BenchmarkRoundTrip(b *testing.B) {
 				})
 			})
 		})
+		for _, sp := range []struct {
+			name, child string
+			opt         Options
+		}{
+			{"spin=on", "echo-mailbox", Options{}},
+			{"spin=off", "echo-mailbox-nospin", Options{SpinBudget: -1}},
+			{"spin=on-whatever-load", "echo-mailbox-noprobe", Options{loadavg: "-"}},
+		} {
+			opt, child := sp.opt, sp.child
+			b.Run("transport=ipc/wait=mailbox/peer=mailbox/"+sp.name+"/"+vm, func(b *testing.B) {
+				c, _ := startPeer(b, child, opt)
+				m, err := c.Mailbox(1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				lockIf(locked, func() {
+					ctx := context.Background()
+					benchRoundTrips(b, func(v uint64) uint64 {
+						binary.LittleEndian.PutUint64(payload, v)
+						if err := c.Send(1, payload); err != nil {
+							b.Fatal(err)
+						}
+						var got uint64
+						if err := m.Next(ctx, func(p []byte) error { got = binary.LittleEndian.Uint64(p); return nil }); err != nil {
+							b.Fatal(err)
+						}
+						return got
+					})
+				})
+			})
+		}
 		b.Run("transport=ipc-socket/wait=mailbox/"+vm, func(b *testing.B) {
 			fd, cf := socketpair(b)
 			c, err := New(fd, fd, Options{})
@@ -307,4 +347,50 @@ func childNetpollerAnswer() int {
 		}
 		go func() { _ = w.write(p) }()
 	}
+}
+
+// BenchmarkSpinTry measures one try of a spinning reader on an empty
+// pipe: a non-blocking read(2) (what the spin does), a poll(2) with no
+// timeout (which a read would still have to follow), a read followed by
+// sched_yield(2), and the load of an atomic flag (what a spin on shared
+// memory would do, for scale).
+func BenchmarkSpinTry(b *testing.B) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	buf := make([]byte, 64<<10)
+	b.Run("op=read", func(b *testing.B) {
+		for range b.N {
+			if _, err := unix.Read(p[0], buf); err != unix.EAGAIN {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=poll0", func(b *testing.B) {
+		fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}}
+		for range b.N {
+			if n, err := unix.Poll(fds, 0); err != unix.EINTR && (n != 0 || err != nil) {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("op=read+yield", func(b *testing.B) {
+		for range b.N {
+			if _, err := unix.Read(p[0], buf); err != unix.EAGAIN {
+				b.Fatal(err)
+			}
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+	})
+	b.Run("op=atomic", func(b *testing.B) {
+		var flag atomic.Bool
+		for range b.N {
+			if flag.Load() {
+				b.Fatal("set")
+			}
+		}
+	})
 }

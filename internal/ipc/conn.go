@@ -3,7 +3,9 @@ package ipc
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +37,12 @@ type Options struct {
 	// before the connection fails with ErrWriteTimeout. Default 10 s;
 	// negative means no limit.
 	WriteTimeout time.Duration
+	// SpinBudget is how long a goroutine waiting in Mailbox.Next retries
+	// the empty pipe before it blocks in poll, while its recent waits
+	// predict a frame soon (a frame that comes while the reader spins
+	// costs no wake-up of a sleeping thread). Default DefaultSpinBudget;
+	// negative never spins.
+	SpinBudget time.Duration
 	// Handler receives the frames that no mailbox claims, on whichever
 	// goroutine is reading: the one in Serve or a Mailbox.Next. payload is
 	// valid only until Handler returns. Handler must not block for long
@@ -44,6 +52,10 @@ type Options struct {
 	// error fails the connection: Serve and every waiting Next return it.
 	// Without a Handler such frames are dropped.
 	Handler func(tag uint64, payload []byte) error
+
+	// loadavg is the file the spin reads the host's runnable threads
+	// from: "" is /proc/loadavg, "-" none (tests).
+	loadavg string
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +76,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.SpinBudget == 0 {
+		o.SpinBudget = DefaultSpinBudget
 	}
 	return o
 }
@@ -86,6 +101,9 @@ type Conn struct {
 	cfd  int // eventfd, readable once the connection is closed or failed
 	lfd  int // eventfd that wakes the mailbox holding the reading role
 	once sync.Once
+	// down is set once err is: a spinning reader looks at it between
+	// tries instead of taking mu.
+	down atomic.Bool
 
 	mu sync.Mutex
 	// users counts goroutines that may use the descriptors; they are
@@ -124,6 +142,7 @@ func New(r, w int, opt Options) (*Conn, error) {
 	c.space.L = &c.mu
 	c.rs.buf = make([]byte, opt.ReadBufferBytes)
 	c.rs.short = true
+	c.rs.spin = spinState{budget: max(opt.SpinBudget, 0), score: scoreMax, host: hostLoad{fd: -1, cpus: runtime.NumCPU()}}
 	fail := func(err error) (*Conn, error) {
 		for _, fd := range []int{c.cfd, c.lfd} {
 			if fd >= 0 {
@@ -143,6 +162,13 @@ func New(r, w int, opt Options) (*Conn, error) {
 	}
 	if c.lfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fail(fmt.Errorf("ipc: eventfd: %w", err))
+	}
+	if c.rs.spin.budget > 0 && opt.loadavg != "-" {
+		path := opt.loadavg
+		if path == "" {
+			path = "/proc/loadavg"
+		}
+		c.rs.spin.host.fd = openHostLoad(path)
 	}
 	return c, nil
 }
@@ -187,6 +213,7 @@ func (c *Conn) Close() error {
 	if c.err == nil {
 		c.err = ErrClosed
 	}
+	c.down.Store(true)
 	c.wakeAllLocked()
 	if c.users == 0 {
 		c.closeFDs()
@@ -233,6 +260,9 @@ func (c *Conn) closeFDs() {
 		if c.wfd != c.rfd {
 			fds = append(fds, c.wfd)
 		}
+		if c.rs.spin.host.fd >= 0 {
+			fds = append(fds, c.rs.spin.host.fd)
+		}
 		for _, fd := range fds {
 			_ = unix.Close(fd)
 		}
@@ -252,6 +282,7 @@ func (c *Conn) failLocked(err error) {
 		return
 	}
 	c.err = err
+	c.down.Store(true)
 	c.wakeAllLocked()
 }
 

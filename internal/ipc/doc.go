@@ -36,6 +36,48 @@
 // buffer and handed out in place (no copy, no allocation); only frames a
 // reader takes for another goroutine's mailbox are copied.
 //
+// # Spinning before blocking
+//
+// On an idle host a thread blocked in poll sleeps on a CPU that sleeps
+// too, and waking it costs more than the crossing itself (a pipe round
+// trip: 15–17 µs idle on the project's 2-vCPU VM against 6 µs when the
+// CPUs are busy anyway). A goroutine waiting in Mailbox.Next that finds
+// the pipe empty therefore first retries the non-blocking read for up to
+// Options.SpinBudget (DefaultSpinBudget, 50 µs) before it polls: the
+// worker's lane right after it sent a tool call, the supervisor's
+// execution goroutine right after it answered one or sent an Execute.
+// With both sides on CPUs of their own a round trip then costs 8.4 µs at
+// the median (BenchmarkRoundTrip, peer=mailbox, with each side pinned to
+// a CPU) where blocking costs what the wake-up costs. The spin adapts so
+// that it never costs a loaded host throughput and an idle one nothing:
+//
+//   - it is off while the host is oversubscribed: more threads runnable
+//     than CPUs, or a one-minute load average above the number of CPUs
+//     plus one, since the spinning sides of an exchange count in it
+//     (/proc/loadavg, read with pread at most once a millisecond on a
+//     descriptor opened with the connection). There a spinning thread
+//     takes the CPU its peer needs to answer — the kernel may place a
+//     woken peer on the waker's CPU when none is idle — and forcing the
+//     spin costs 1–2 µs at the median and more in the mean
+//     (spin=on-whatever-load);
+//   - it is off after spins that fail: a spin that catches its frame
+//     adds two to a score, one that runs out of budget takes one away,
+//     and the reader spins while the score is positive; at zero it
+//     probes with one spin after 1, 2, 4, … 64 waits. A spin during
+//     which the thread had the CPU less than half the time (it was
+//     descheduled) sets the score to zero at once;
+//   - each try is one read(2) — no poll first, no sched_yield between
+//     tries, which would hand whole time slices to any runnable thread,
+//     niced ones included; the spin checks Close, the connection's
+//     failure and the caller's context between tries;
+//   - a blocked wait costs nothing, so an idle connection costs at most
+//     one spin per wait and no CPU while it waits (scripts/idle-cpu.sh:
+//     0.00 % of a core for an idle ptcd, as before).
+//
+// The CPU time a thread spent spinning is counted per mailbox
+// (Mailbox.SpinCPU), read from the thread's CPU clock, so that the worker
+// leaves it out of the script's CPU time: a wait is not work.
+//
 // # Failure and shutdown
 //
 // A peer that exits or is killed ends the stream: Serve, every Next and
@@ -58,7 +100,9 @@
 // often. A shared-memory ring with futex wake-ups would save at most the
 // poll, while a hostile worker could rewrite a frame the supervisor is
 // reading and its death would need separate detection; pipes give the
-// same latency with the kernel's copy and end-of-stream. A round trip
+// same latency with the kernel's copy and end-of-stream; spinning on the
+// pipe (above) gives a spinning reader what spinning on shared memory
+// would, one read(2) per try, without either. A round trip
 // through this package costs 8 µs (BenchmarkRoundTrip, wait=mailbox) —
 // the pipe-and-poll floor — and 2.4 context switches; the worker pool's
 // structure before it (netpoller, a goroutine per call on each side)

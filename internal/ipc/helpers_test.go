@@ -198,3 +198,35 @@ func startPeer(tb testing.TB, name string, opt Options) (*Conn, *child) {
 	tb.Cleanup(func() { _ = c.Close() })
 	return c, startChild(tb, name, r, w)
 }
+
+// childEchoMailbox is the child program "echo-mailbox": it answers each
+// frame of tag 1 as the supervisor answers a worker's tool calls, from a
+// goroutine that waits for the frame in Mailbox.Next and then sends the
+// answer itself. "echo-mailbox-nospin" never spins (Options.SpinBudget),
+// "echo-mailbox-noprobe" spins whatever the host's load.
+func childEchoMailbox(opt Options) int {
+	c, err := New(3, 4, opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo-mailbox child:", err)
+		return 2
+	}
+	defer c.Close()
+	m, err := c.Mailbox(1)
+	if err != nil {
+		return 2
+	}
+	var v [8]byte
+	for {
+		err := m.Next(context.Background(), func(p []byte) error { copy(v[:], p); return nil })
+		if errors.Is(err, ErrPeerClosed) {
+			return 0
+		}
+		if err == nil {
+			err = c.Send(1, v[:])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "echo-mailbox child:", err)
+			return 1
+		}
+	}
+}

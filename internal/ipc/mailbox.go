@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,9 @@ type Mailbox struct {
 	// woken for (registered once per context); stop cancels the wake-up.
 	done <-chan struct{}
 	stop func() bool
+
+	// spun is the CPU time the owner's thread spent spinning in Next.
+	spun spinCPU
 }
 
 // Mailbox returns the mailbox for frames carrying tag. Frames of the tag
@@ -172,6 +176,14 @@ func (m *Mailbox) Next(ctx context.Context, fn func(payload []byte) error) error
 	}
 }
 
+// SpinCPU returns the CPU time the threads of the goroutines waiting in
+// Next spent retrying the empty pipe before blocking (Options.SpinBudget),
+// read from their CPU clocks: a caller that charges its thread's CPU time
+// to someone (a script's CPU limit) subtracts it, since it is waiting,
+// not work. It is exact for a goroutine locked to its thread. Safe to call
+// from any goroutine.
+func (m *Mailbox) SpinCPU() time.Duration { return time.Duration(m.spun.total.Load()) }
+
 // watchLocked arranges for the end of ctx to wake the reading role's
 // poll, once per context.
 func (m *Mailbox) watchLocked(ctx context.Context) {
@@ -248,6 +260,16 @@ func (m *Mailbox) lead(ctx context.Context, fn func([]byte) error) error {
 			return done(err)
 		}
 		if c.rs.short {
+			// The pipe was empty: spin first if a frame is expected
+			// soon, then block.
+			got, err := c.spinRead(ctx, &m.spun)
+			if err != nil {
+				c.fail(err)
+				return done(err)
+			}
+			if got {
+				continue
+			}
 			res, err := c.poll(c.rfd, pollIn, true, -1)
 			if err != nil {
 				c.fail(err)

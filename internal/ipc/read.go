@@ -15,6 +15,8 @@ type readState struct {
 	// was empty, so the next read would most likely find nothing and the
 	// reader polls first.
 	short bool
+	// spin decides whether a wait spins before it polls.
+	spin spinState
 
 	// A frame larger than buf is read into a buffer of its own: big holds
 	// the bytes received so far, bigN its size and bigTag its tag.

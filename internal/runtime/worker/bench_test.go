@@ -67,6 +67,31 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("engine=worker", func(b *testing.B) { run(b, newPool(b, Config{})) })
 }
 
+// BenchmarkAwaitedCall measures the cost of one awaited tool call: each
+// execution awaits 100 calls in sequence; "per-call-µs" is the median
+// execution over 100 (the script's loop and the execution's own cost
+// included, as compare-peers counts them).
+func BenchmarkAwaitedCall(b *testing.B) {
+	const calls = 100
+	run := func(b *testing.B, eng ptcruntime.Engine) {
+		src := fmt.Sprintf(`let s = 0; for (let i = 0; i < %d; i++) s += (await tools.math.add({a: i, b: 1})).sum; return s`, calls)
+		ds := make([]time.Duration, 0, b.N/calls+1)
+		for i := 0; i < b.N; i += calls {
+			job, _ := newJob(b, src, testLimits())
+			start := time.Now()
+			if out := eng.Run(context.Background(), job); out.Err != nil {
+				b.Fatal(out.Err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		b.StopTimer()
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3/calls, "per-call-µs")
+	}
+	b.Run("engine=js", func(b *testing.B) { run(b, js.New()) })
+	b.Run("engine=worker", func(b *testing.B) { run(b, newPool(b, Config{})) })
+}
+
 // BenchmarkThroughput runs trivial executions from 16 concurrent callers.
 func BenchmarkThroughput(b *testing.B) {
 	run := func(b *testing.B, eng ptcruntime.Engine) {

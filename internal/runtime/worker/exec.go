@@ -57,11 +57,13 @@ func (e *executor) warm() *warmRuntime {
 // run executes job. baseLive is the live heap that does not belong to the
 // execution (the worker's idle heap, or the current heap in-process);
 // shared means other executions may use the same heap; onBreach, if set,
-// is told of a breach as soon as the watchdog detects it; warm is the
+// is told of a breach as soon as the watchdog detects it; spun, if set,
+// returns the CPU time the thread spent waiting for tool answers (a spin
+// before blocking, internal/ipc), which is not the script's; warm is the
 // runtime made for it ahead (nil: one is made now). The calling goroutine
 // is locked to its OS thread for the run so that the thread's CPU clock
 // measures the script alone.
-func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64), warm *warmRuntime) *ptcruntime.Outcome {
+func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64, shared bool, onBreach func(*fault.Error, time.Duration, int64), spun func() time.Duration, warm *warmRuntime) *ptcruntime.Outcome {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if e.threadSetup != nil {
@@ -72,6 +74,7 @@ func (e *executor) run(ctx context.Context, job *ptcruntime.Job, baseLive int64,
 	defer cancel(nil)
 	wd := newWatchdog(job.Limits.CPUTime, job.Limits.MemoryBytes, baseLive, shared, cancel)
 	wd.onBreach = onBreach
+	wd.leaveOut(spun)
 	wd.start()
 
 	inner := *job

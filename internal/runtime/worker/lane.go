@@ -190,10 +190,10 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		if eng, err := c.wasmEngine(); err != nil {
 			out = &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the worker's WebAssembly engine is unavailable")}
 		} else {
-			out, unknown = c.exec.runWASM(ctx, eng, job, base, c.density > 1, onBreach)
+			out, unknown = c.exec.runWASM(ctx, eng, job, base, c.density > 1, onBreach, l.mb.SpinCPU)
 		}
 	} else {
-		out = c.exec.run(ctx, job, base, c.density > 1, onBreach, warm)
+		out = c.exec.run(ctx, job, base, c.density > 1, onBreach, l.mb.SpinCPU, warm)
 	}
 	x.release()
 	// An execution stopped because it paused was idle: the worker is as

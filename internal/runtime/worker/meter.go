@@ -106,6 +106,10 @@ type watchdog struct {
 
 	heap   *heapSampler
 	stopCh chan struct{}
+	// spun, when set, returns the thread's CPU time spent waiting (not
+	// the script's); spun0 is its value at the start.
+	spun  func() time.Duration
+	spun0 time.Duration
 
 	mu        sync.Mutex
 	timer     *time.Timer
@@ -137,6 +141,24 @@ func newWatchdog(cpuLimit time.Duration, memLimit, baseLive int64, shared bool, 
 	return w
 }
 
+// leaveOut makes the CPU time spun reports, from now on, not count as
+// the script's (nil: nothing is left out).
+func (w *watchdog) leaveOut(spun func() time.Duration) {
+	if spun != nil {
+		w.spun, w.spun0 = spun, spun()
+	}
+}
+
+// cpuNow returns the CPU time the execution's thread has used so far,
+// without what it spent waiting.
+func (w *watchdog) cpuNow() time.Duration {
+	cpu := clockNow(w.clock) - w.cpu0
+	if w.spun != nil {
+		cpu -= w.spun() - w.spun0
+	}
+	return cpu
+}
+
 // start arms the first check and the GC notifications.
 func (w *watchdog) start() {
 	w.mu.Lock()
@@ -160,7 +182,7 @@ func (w *watchdog) start() {
 // breach like any other.
 func (w *watchdog) stop() (time.Duration, int64, *fault.Error) {
 	close(w.stopCh)
-	cpu := clockNow(w.clock) - w.cpu0
+	cpu := w.cpuNow()
 	_, obj := w.heap.read()
 	w.mu.Lock()
 	w.stopped = true
@@ -194,7 +216,7 @@ func (w *watchdog) stop() (time.Duration, int64, *fault.Error) {
 
 // used returns the CPU time the execution's thread has used so far.
 func (w *watchdog) used() time.Duration {
-	return max(clockNow(w.clock)-w.cpu0, 0)
+	return max(w.cpuNow(), 0)
 }
 
 // memoryBreach is the MEMORY_LIMIT of an execution that held used bytes.
@@ -249,7 +271,7 @@ func (w *watchdog) nextLocked(busy bool) time.Duration {
 // check measures CPU and heap once. It reports whether the script used
 // CPU since the last check, and whether the limit was breached.
 func (w *watchdog) check() (busy, breached bool) {
-	cpu := clockNow(w.clock) - w.cpu0
+	cpu := w.cpuNow()
 	live, obj, goal, cycles := w.heap.readGoal()
 	now := time.Now()
 	w.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/fault"
 )
@@ -61,3 +62,51 @@ func TestWatchdogPeakWithinLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchdogLeavesOutWaits: CPU time the thread spent waiting for a tool
+// answer (spinning before it blocked, as internal/ipc reports it) is not
+// the script's. The thread burns some CPU; the waits reported cover all of
+// it and more, so the execution is charged nothing.
+func TestWatchdogLeavesOutWaits(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, tc := range []struct {
+		name string
+		spun bool
+	}{
+		{"waits reported", true},
+		{"no report", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var waited time.Duration
+			w := newWatchdog(0, 0, 0, false, func(error) {})
+			if tc.spun {
+				w.leaveOut(func() time.Duration { return waited })
+			}
+			// Burn CPU on this thread until its clock shows it.
+			for clockNow(w.clock)-w.cpu0 <= 0 {
+				burn()
+			}
+			waited = time.Hour
+			used := w.used()
+			_, _, fe := w.stop()
+			if fe != nil {
+				t.Fatal(fe)
+			}
+			if tc.spun != (used == 0) {
+				t.Fatalf("charged %s; waits reported %v", used, tc.spun)
+			}
+		})
+	}
+}
+
+// burn spends a little CPU.
+func burn() {
+	x := 1
+	for i := range 100000 {
+		x = x*31 + i
+	}
+	sink = x
+}
+
+var sink int

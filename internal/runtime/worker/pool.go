@@ -95,7 +95,7 @@ func (p *Pool) Run(ctx context.Context, job *ptcruntime.Job) *ptcruntime.Outcome
 		job = &j
 	}
 	if p.cfg.Mode == ModeInProcess {
-		return p.exec.run(ctx, job, inProcessBaseline(job.Limits.MemoryBytes), true, nil, nil)
+		return p.exec.run(ctx, job, inProcessBaseline(job.Limits.MemoryBytes), true, nil, nil, nil)
 	}
 	if isWASM(job) {
 		return p.runWASM(ctx, job)

@@ -277,7 +277,7 @@ func (c *child) wasmEngine() (*wasm.Engine, error) {
 // as the guest cannot be interrupted). unknown means the worker does not
 // hold the module and the job did not carry it.
 func (e *executor) runWASM(ctx context.Context, eng *wasm.Engine, job *ptcruntime.Job, baseLive int64, shared bool,
-	onBreach func(*fault.Error, time.Duration, int64)) (out *ptcruntime.Outcome, unknown bool) {
+	onBreach func(*fault.Error, time.Duration, int64), spun func() time.Duration) (out *ptcruntime.Outcome, unknown bool) {
 	if e.threadSetup != nil {
 		e.threadSetup()
 	}
@@ -287,6 +287,7 @@ func (e *executor) runWASM(ctx context.Context, eng *wasm.Engine, job *ptcruntim
 	// the heap watchdog would count the linear memory with the worker's
 	// own heap.
 	wd := newWatchdog(job.Limits.CPUTime, 0, baseLive, shared, cancel)
+	wd.leaveOut(spun)
 	wd.onBreach = func(fe *fault.Error, cpu time.Duration, peak int64) {
 		onBreach(wasmBreach(fe), cpu, peak)
 	}
