@@ -101,10 +101,12 @@ _mloads = marshal.loads
 def _recv():
     buf = _inbuf[0]
     while len(buf) < 4:
-        buf = _more(buf, 1 << 16)
+        buf = _more(buf, 1 << 12)
     n = 4 + _from_bytes(buf[:4], "little")
     while len(buf) < n:
-        buf = _more(buf, max(n - len(buf), 1 << 16))
+        # A small read for a small frame: the interpreter allocates what
+        # it asks for.
+        buf = _more(buf, max(n - len(buf), 1 << 12))
     _inbuf[0] = buf[n:]
     return _mloads(buf[4:n])
 
@@ -293,7 +295,11 @@ def _complete(msg):
     if c is None:
         return
     if tag == 0:
-        c._settle(v, None)
+        # _settle, inlined for the common case.
+        c.done = True
+        c.value = v
+        if c.waiters:
+            _ready.extend(c.waiters)
     elif tag == 1:
         c._settle(_loads(v.decode()), None)
     else:
