@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -363,19 +362,19 @@ func (s *session) started() {
 	s.mu.Unlock()
 }
 
-// complete queues the completion of call id for the guest.
+// complete queues the completion of call id for the guest, as a frame
+// of marshal data (see marshal.go).
 func (s *session) complete(id int64, out json.RawMessage, err error, name string) {
-	var b bytes.Buffer
-	b.WriteString(`{"i":`)
-	b.WriteString(strconv.FormatInt(id, 10))
+	var frame []byte
 	if err == nil {
-		b.WriteString(`,"v":`)
+		var text bytes.Buffer
 		if len(bytes.TrimSpace(out)) == 0 {
-			b.WriteString("null")
-		} else if cerr := json.Compact(&b, out); cerr != nil {
+			text.WriteString("null")
+		} else if cerr := json.Compact(&text, out); cerr != nil {
 			err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "the tool returned invalid JSON"}
-			b.Reset()
-			b.WriteString(`{"i":` + strconv.FormatInt(id, 10))
+		}
+		if err == nil {
+			frame = appendValueFrame(make([]byte, 0, 64+text.Len()), id, text.Bytes())
 		}
 	}
 	if err != nil {
@@ -390,17 +389,15 @@ func (s *session) complete(id int64, out json.RawMessage, err error, name string
 			Message string            `json:"message"`
 			Errors  []tools.Violation `json:"errors,omitempty"`
 		}{ce.Name, ce.Tool, ce.Code, ce.Message, ce.Errors})
-		b.WriteString(`,"x":`)
-		b.Write(x)
+		frame = appendErrorFrame(nil, id, x)
 		if ce.Limit > 0 {
 			s.mu.Lock()
 			s.refused = ce
 			s.mu.Unlock()
 		}
 	}
-	b.WriteString("}\n")
 	s.mu.Lock()
-	s.queue = append(s.queue, b.Bytes()...)
+	s.queue = append(s.queue, frame...)
 	s.inflight--
 	s.mu.Unlock()
 	select {
