@@ -196,11 +196,18 @@ type wasmJob struct {
 	// resent: the bytes were sent because the worker did not hold the
 	// module; unknown: the worker's last answer was that it does not.
 	resent, unknown bool
+	// python: the module is the Python interpreter (python.go), of which
+	// a worker keeps warm interpreters started ahead.
+	python bool
+	warm   int
 }
 
 // frame fills the module fields of an Execute frame.
 func (m *wasmJob) frame(x *wp.Execute) {
 	x.Language = wp.Language_LANGUAGE_WASM
+	if m.python {
+		x.Language = wp.Language_LANGUAGE_PYTHON
+	}
 	x.ModuleSha256 = m.hash
 }
 
@@ -211,7 +218,8 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 	if len(m.bin) == 0 || (!m.resent && w.holds(m.hash)) {
 		return nil
 	}
-	c := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Compile{Compile: &wp.Compile{Slot: es.slot, Module: m.bin}}}
+	c := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Compile{Compile: &wp.Compile{Slot: es.slot, Module: m.bin,
+		Python: m.python, PythonWarm: uint32(max(m.warm, 0))}}}
 	if err := w.send(es.lane, c); err != nil {
 		return <-es.done
 	}

@@ -1,0 +1,36 @@
+package python
+
+import (
+	"context"
+	"time"
+)
+
+// This file is what a worker process needs of the engine (see
+// internal/runtime/worker/python.go): the module as it is compiled, and a
+// hook on the guest's CPU clock.
+
+// StripDebug returns the interpreter module as New compiles it: without
+// its DWARF custom sections (about half of the pinned module). A
+// supervisor hands this form to its worker processes, so the bytes it
+// sends and hashes are those the workers compile.
+func StripDebug(module []byte) ([]byte, error) { return stripDebug(module) }
+
+// cpuWatchKey keys the watch WithCPUWatch adds to a context.
+type cpuWatchKey struct{}
+
+// WithCPUWatch returns ctx carrying watch: Run, given that context, calls
+// watch once the job begins, on the guest's goroutine, with the guest's
+// CPU clock (the CPU time its thread used since the job began). An
+// interpreter compiled with NoLoopChecks cannot be stopped by a cancelled
+// context while it computes, so the process that runs it watches the CPU
+// limit itself through this clock and has the interpreter's process
+// killed when it is spent. watch must return at once.
+func WithCPUWatch(ctx context.Context, watch func(cpu func() time.Duration)) context.Context {
+	return context.WithValue(ctx, cpuWatchKey{}, watch)
+}
+
+// cpuWatchOf returns the watch WithCPUWatch put in ctx, nil if none.
+func cpuWatchOf(ctx context.Context) func(cpu func() time.Duration) {
+	w, _ := ctx.Value(cpuWatchKey{}).(func(cpu func() time.Duration))
+	return w
+}
