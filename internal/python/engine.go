@@ -182,7 +182,7 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 	defer stop(nil)
 	s := newSession(e.code)
 	s.watch = cpuWatchOf(ctx)
-	s.attach(job, caller, stop)
+	s.attach(job, caller, stopHook(ctx, s, stop))
 	out, err := e.w.RunStreams(ctx, e.hash, job, e.args(), s.open, s.configure)
 	// The calls still running end with the execution's context, which
 	// RunStreams has ended.
@@ -200,7 +200,7 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 func (e *Engine) runWarm(ctx context.Context, job *runtime.Job, caller bridge.Caller, w *warm) (*runtime.Outcome, bool) {
 	s := w.s
 	s.watch = cpuWatchOf(ctx)
-	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, w.inst.Stop) })
+	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, stopHook(ctx, s, w.inst.Stop)) })
 	s.calls.Wait()
 	if !s.begun && ctx.Err() == nil && (out.Err == nil || out.Err.Kind == fault.KindScript) {
 		return nil, false

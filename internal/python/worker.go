@@ -3,6 +3,8 @@ package python
 import (
 	"context"
 	"time"
+
+	"github.com/ptcrun/ptc/internal/fault"
 )
 
 // This file is what a worker process needs of the engine (see
@@ -33,4 +35,33 @@ func WithCPUWatch(ctx context.Context, watch func(cpu func() time.Duration)) con
 func cpuWatchOf(ctx context.Context) func(cpu func() time.Duration) {
 	w, _ := ctx.Value(cpuWatchKey{}).(func(cpu func() time.Duration))
 	return w
+}
+
+// stopWatchKey keys the watch WithStopWatch adds to a context.
+type stopWatchKey struct{}
+
+// WithStopWatch returns ctx carrying watch: Run, given that context, calls
+// watch with the breach when it stops the guest for one (a protocol line
+// it must not write, a result over the output limit). An interpreter
+// compiled with NoLoopChecks that computes on after that is not stopped
+// by its cancelled context: the process that runs it has its process
+// killed when the guest has not ended soon after. watch must return at
+// once.
+func WithStopWatch(ctx context.Context, watch func(*fault.Error)) context.Context {
+	return context.WithValue(ctx, stopWatchKey{}, watch)
+}
+
+// stopHook returns stop, followed by the call of the stop watch in ctx
+// (if any) with the session's breach.
+func stopHook(ctx context.Context, s *session, stop func(error)) func(error) {
+	watch, _ := ctx.Value(stopWatchKey{}).(func(*fault.Error))
+	if watch == nil {
+		return stop
+	}
+	return func(err error) {
+		stop(err)
+		if s.breach != nil {
+			watch(s.breach)
+		}
+	}
 }

@@ -155,8 +155,56 @@ func (e *executor) runPython(ctx context.Context, eng *python.Engine, job *ptcru
 	}
 	w := &pyCPUWatch{limit: job.Limits.CPUTime, onBreach: onBreach}
 	defer w.stop()
-	out = eng.Run(python.WithCPUWatch(ctx, w.arm), job)
+	s := &pyStopWatch{onBreach: onBreach}
+	defer s.stop()
+	ctx = python.WithStopWatch(python.WithCPUWatch(ctx, w.arm), s.arm)
+	out = eng.Run(ctx, job)
 	return out, false
+}
+
+// guestStopGrace is how long a Python guest the engine stopped for a
+// breach may take to end (one blocked in a read of its stdin ends at
+// once) before the worker reports the breach, which has the supervisor
+// kill the worker: a guest compiled without loop checks that computes on
+// is stopped by nothing else.
+const guestStopGrace = 2 * time.Second
+
+// pyStopWatch reports a Python guest's breach when the guest has not
+// ended guestStopGrace after the engine stopped it.
+type pyStopWatch struct {
+	onBreach func(*fault.Error, time.Duration, int64)
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+// arm starts the grace (python.WithStopWatch).
+func (w *pyStopWatch) arm(fe *fault.Error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.t != nil || w.onBreach == nil {
+		return
+	}
+	w.t = time.AfterFunc(guestStopGrace, func() {
+		w.mu.Lock()
+		stopped := w.stopped
+		w.stopped = true
+		w.mu.Unlock()
+		if !stopped {
+			w.onBreach(fe, 0, 0)
+		}
+	})
+}
+
+// stop disarms the watch: the guest has ended.
+func (w *pyStopWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.t != nil {
+		w.t.Stop()
+	}
 }
 
 // pyCPUWatch reports a Python guest's CPU breach: it reads the guest's
