@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/pyinterp"
+	"github.com/ptcrun/ptc/internal/python"
 	ptcruntime "github.com/ptcrun/ptc/internal/runtime"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -162,5 +165,93 @@ func TestPythonCompiledOncePerWorker(t *testing.T) {
 		if !w.holds(in.SHA256) {
 			t.Fatal("the worker is not known to hold the interpreter")
 		}
+	}
+}
+
+// inprocPython is an in-process Python engine for the parity test,
+// compiled once per test binary (from the cache directory the Python
+// engine's own tests fill).
+var inprocPython struct {
+	once sync.Once
+	e    *python.Engine
+	err  error
+}
+
+// TestPythonParity runs a representative set of the Python contract and
+// hostile scripts on the in-process engine and in a worker process, and
+// compares results, errors (kind, message, line), logs and tool traces.
+func TestPythonParity(t *testing.T) {
+	in := pythonInterpreter(t, 1)
+	inprocPython.once.Do(func() {
+		mod, err := pyinterp.Load("", "")
+		if err != nil {
+			inprocPython.err = err
+			return
+		}
+		inprocPython.e, inprocPython.err = python.New(context.Background(), python.Config{Module: mod,
+			CacheDir: filepath.Join(os.TempDir(), "ptc-python-test-cache")})
+	})
+	if inprocPython.err != nil {
+		t.Fatal(inprocPython.err)
+	}
+	t.Cleanup(func() { _ = inprocPython.e.Close(context.Background()) })
+	p := newPool(t, Config{Workers: 1})
+	cases := []struct{ name, src string }{
+		{"return", "return {'a': [1, 2.5, None, True, 'x'], 'in': input}"},
+		{"keyword call", "return await tools.echo(member_id='e1', quarter='Q3')"},
+		{"dotted name by item", "return await tools['math.add']({'a': 1, 'b': 2})"},
+		{"gather", "import asyncio\nreturn await asyncio.gather(tools.echo(i=1), tools.math.add(a=2, b=3))"},
+		{"ToolError caught", "try:\n    await tools.fail({})\nexcept ToolError as e:\n    return [e.code, e.message, e.tool, e.name]"},
+		{"ToolError uncaught", "x = 1\n\nawait tools.fail({})\n"},
+		{"syntax error", "x = (1,\nreturn x"},
+		{"not serialisable", "return object()"},
+		{"print and logging", "import logging\nprint('a', 1)\nlogging.warning('w')\nreturn 1"},
+		{"printed call line is a log", "print('{\"call\": 1, \"name\": \"echo\", \"args\": {}}')\nreturn 1"},
+		{"search", "hits = await tools.search('adds a and b')\nreturn hits[0]['name']"},
+		{"host file", "open('/etc/passwd').read()"},
+		{"socket", "import socket\nsocket.socket().connect(('127.0.0.1', 80))"},
+		{"os.system", "import os\nos.system('ls')"},
+		{"ctypes", "__import__('ctypes')"},
+		{"deep recursion", "def f(n):\n    return f(n + 1)\nf(0)"},
+		{"huge int to text", "return str(10**5000)"},
+		{"protocol line written to fd 1, computing on", "import os\ntry:\n    os.write(1, b'hello\\n')\nexcept OSError:\n    pass\nwhile True:\n    pass"},
+		{"tool call budget caught", "await tools.echo()\ntry:\n    await tools.echo()\nexcept ToolError as e:\n    return [e.name, e.code]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var runs []string
+			for _, mode := range []string{"in-process", "worker"} {
+				l := testLimits()
+				l.MaxToolCalls = 1
+				if !strings.Contains(c.name, "budget") {
+					l.MaxToolCalls = 10
+				}
+				job, d := newJob(t, c.src, l)
+				job.Language = core.LanguagePython
+				var out *ptcruntime.Outcome
+				if mode == "worker" {
+					out = p.RunPython(context.Background(), job, in)
+				} else {
+					out = inprocPython.e.Run(context.Background(), job)
+				}
+				var trace []string
+				for _, r := range d.Trace() {
+					trace = append(trace, traceLine(r))
+				}
+				logs, _ := job.Logs.Entries()
+				var lines []string
+				for _, e := range logs {
+					lines = append(lines, e.Level+":"+e.Message)
+				}
+				msg := ""
+				if out.Err != nil {
+					msg = fmt.Sprintf("%s %s line %d col %d", out.Err.Kind, out.Err.Message, out.Err.Line, out.Err.Column)
+				}
+				runs = append(runs, fmt.Sprintf("%s|%s|%s|%s", out.Result, msg, strings.Join(lines, ";"), strings.Join(trace, ";")))
+			}
+			if runs[0] != runs[1] {
+				t.Fatalf("in-process %s\nworker     %s", runs[0], runs[1])
+			}
+		})
 	}
 }
