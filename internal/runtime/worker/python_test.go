@@ -2,6 +2,9 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/python"
 	ptcruntime "github.com/ptcrun/ptc/internal/runtime"
+	wp "github.com/ptcrun/ptc/internal/workerproto"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -63,12 +67,36 @@ func pythonJob(t testing.TB, src string, l limits.Limits, extra ...tools.Tool) *
 
 // TestPythonInWorkers: a Python script runs in a worker process (the
 // worker, not this process, is busy while it waits on a call, and killing
-// it ends the execution as it ends a JavaScript one), its tool calls
-// cross to the supervisor, each limit ends it with its kind, and the
-// worker compiles the interpreter once.
+// it ends the execution as it ends a JavaScript one), the worker compiles
+// the interpreter once, its tool calls cross to the supervisor, the
+// contract and hostile scripts behave as in-process, and each limit ends
+// it with its kind. One pool serves every subtest: a worker compiles the
+// interpreter on its first Python execution (seconds), so the subtests
+// that stop their worker come last.
 func TestPythonInWorkers(t *testing.T) {
 	in := pythonInterpreter(t, 1)
-	p := newPool(t, Config{Workers: 1})
+	p := newPool(t, Config{Workers: 1, MaxWorkers: 1})
+
+	t.Run("compiled once per worker", func(t *testing.T) {
+		var pids []int
+		for i := range 3 {
+			out := p.RunPython(context.Background(), pythonJob(t, "return 40 + 2", testLimits()), in)
+			if out.Err != nil || string(out.Result) != "42" {
+				t.Fatalf("run %d: %s %v", i, out.Result, out.Err)
+			}
+			p.mu.Lock()
+			for w := range p.procs {
+				if !w.holds(in.SHA256) {
+					t.Error("the worker is not known to hold the interpreter")
+				}
+				pids = append(pids, w.pid)
+			}
+			p.mu.Unlock()
+		}
+		if len(pids) != 3 || pids[0] != pids[1] || pids[1] != pids[2] {
+			t.Fatalf("workers %v, want the same one for every run", pids)
+		}
+	})
 
 	t.Run("tool calls", func(t *testing.T) {
 		src := "r = await tools.math.add(a=1, b=2)\n" +
@@ -88,6 +116,7 @@ func TestPythonInWorkers(t *testing.T) {
 			t.Fatalf("logs %+v", logs)
 		}
 	})
+	t.Run("parity with in-process", func(t *testing.T) { pythonParity(t, p, in) })
 	t.Run("limits", func(t *testing.T) {
 		lim := func(f func(*limits.Limits)) limits.Limits {
 			l := testLimits()
@@ -145,29 +174,6 @@ func TestPythonInWorkers(t *testing.T) {
 	})
 }
 
-// TestPythonCompiledOncePerWorker: a worker makes its Python engine from
-// the first Compile frame; later executions name the interpreter by hash.
-func TestPythonCompiledOncePerWorker(t *testing.T) {
-	in := pythonInterpreter(t, 0)
-	p := newPool(t, Config{Workers: 1, MaxWorkers: 1})
-	for i := range 3 {
-		out := p.RunPython(context.Background(), pythonJob(t, "return 40 + 2", testLimits()), in)
-		if out.Err != nil || string(out.Result) != "42" {
-			t.Fatalf("run %d: %s %v", i, out.Result, out.Err)
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.procs) != 1 {
-		t.Fatalf("%d workers, want 1", len(p.procs))
-	}
-	for w := range p.procs {
-		if !w.holds(in.SHA256) {
-			t.Fatal("the worker is not known to hold the interpreter")
-		}
-	}
-}
-
 // inprocPython is an in-process Python engine for the parity test,
 // compiled once per test binary (from the cache directory the Python
 // engine's own tests fill).
@@ -177,11 +183,10 @@ var inprocPython struct {
 	err  error
 }
 
-// TestPythonParity runs a representative set of the Python contract and
-// hostile scripts on the in-process engine and in a worker process, and
+// pythonParity runs a representative set of the Python contract and
+// hostile scripts on the in-process engine and in a worker of p, and
 // compares results, errors (kind, message, line), logs and tool traces.
-func TestPythonParity(t *testing.T) {
-	in := pythonInterpreter(t, 1)
+func pythonParity(t *testing.T, p *Pool, in *PythonInterpreter) {
 	inprocPython.once.Do(func() {
 		mod, err := pyinterp.Load("", "")
 		if err != nil {
@@ -195,7 +200,6 @@ func TestPythonParity(t *testing.T) {
 		t.Fatal(inprocPython.err)
 	}
 	t.Cleanup(func() { _ = inprocPython.e.Close(context.Background()) })
-	p := newPool(t, Config{Workers: 1})
 	cases := []struct{ name, src string }{
 		{"return", "return {'a': [1, 2.5, None, True, 'x'], 'in': input}"},
 		{"keyword call", "return await tools.echo(member_id='e1', quarter='Q3')"},
@@ -254,4 +258,39 @@ func TestPythonParity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunPythonRefused: a Python job the pool cannot run ends INTERNAL
+// with why: on an in-process pool, without an interpreter, and with a
+// module a worker cannot make its Python engine from (it is not the
+// interpreter); an Execute frame naming no interpreter is refused.
+func TestRunPythonRefused(t *testing.T) {
+	empty := []byte("\x00asm\x01\x00\x00\x00")
+	sum := sha256.Sum256(empty)
+	notPython := &PythonInterpreter{Module: empty, SHA256: hex.EncodeToString(sum[:])}
+	cases := []struct {
+		name string
+		mode Mode
+		in   *PythonInterpreter
+		msg  string
+	}{
+		{"in-process pool", ModeInProcess, notPython, "does not run Python"},
+		{"no interpreter", ModeWorker, nil, "no Python interpreter"},
+		{"not the interpreter", ModeWorker, notPython, "could not compile"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPool(t, Config{Mode: c.mode, Workers: -1})
+			out := p.RunPython(context.Background(), pythonJob(t, "return 1", testLimits()), c.in)
+			if out.Err == nil || out.Err.Kind != fault.KindInternal || !strings.Contains(out.Err.Message, c.msg) {
+				t.Fatalf("outcome %s %v, want INTERNAL containing %q", out.Result, out.Err, c.msg)
+			}
+		})
+	}
+	t.Run("execute frame without the interpreter's hash", func(t *testing.T) {
+		_, err := jobOf(&wp.Execute{Language: wp.Language_LANGUAGE_PYTHON, Limits: testLimits().Values()})
+		if !errors.Is(err, errNoPython) {
+			t.Fatalf("error %v, want %v", err, errNoPython)
+		}
+	})
 }
