@@ -32,6 +32,11 @@ import (
 // the worker at the deadline and on a breach, and memory is the engine's
 // limit with RLIMIT_DATA behind it — all as for WebAssembly (wasm.go).
 
+// pythonCompileTimeout bounds the wait for a worker to make its Python
+// engine: the compile takes about 3 s on an idle 2-core host, 10 s under
+// load. A variable for its test.
+var pythonCompileTimeout = 5 * time.Minute
+
 // PythonInterpreter is the interpreter a Pool runs Python jobs with.
 type PythonInterpreter struct {
 	// Module is the interpreter module as python.StripDebug returns it,

@@ -78,7 +78,21 @@ func TestPythonInWorkers(t *testing.T) {
 	p := newPool(t, Config{Workers: 1, MaxWorkers: 1})
 
 	t.Run("compiled once per worker", func(t *testing.T) {
+		// The first request's context ends long before the worker has
+		// compiled the interpreter (seconds): it ends TIMEOUT, and the
+		// worker keeps what it compiled for the next ones.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		first := p.RunPython(ctx, pythonJob(t, "return 1", testLimits()), in)
+		if first.Err == nil || first.Err.Kind != fault.KindTimeout || !strings.Contains(first.Err.Message, "compiled the Python interpreter") {
+			t.Fatalf("first request: %s %v, want TIMEOUT while the interpreter compiled", first.Result, first.Err)
+		}
 		var pids []int
+		p.mu.Lock()
+		for w := range p.procs {
+			pids = append(pids, w.pid)
+		}
+		p.mu.Unlock()
 		for i := range 3 {
 			out := p.RunPython(context.Background(), pythonJob(t, "return 40 + 2", testLimits()), in)
 			if out.Err != nil || string(out.Result) != "42" {
@@ -93,7 +107,7 @@ func TestPythonInWorkers(t *testing.T) {
 			}
 			p.mu.Unlock()
 		}
-		if len(pids) != 3 || pids[0] != pids[1] || pids[1] != pids[2] {
+		if len(pids) != 4 || pids[0] != pids[1] || pids[1] != pids[2] || pids[2] != pids[3] {
 			t.Fatalf("workers %v, want the same one for every run", pids)
 		}
 	})
@@ -287,6 +301,16 @@ func TestRunPythonRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("compile past its bound", func(t *testing.T) {
+		in := pythonInterpreter(t, 0)
+		defer func(d time.Duration) { pythonCompileTimeout = d }(pythonCompileTimeout)
+		pythonCompileTimeout = time.Millisecond
+		p := newPool(t, Config{Workers: -1})
+		out := p.RunPython(context.Background(), pythonJob(t, "return 1", testLimits()), in)
+		if out.Err == nil || out.Err.Kind != fault.KindInternal || !strings.Contains(out.Err.Message, "did not compile the Python interpreter within") {
+			t.Fatalf("outcome %s %v, want INTERNAL naming the compile bound", out.Result, out.Err)
+		}
+	})
 	t.Run("execute frame without the interpreter's hash", func(t *testing.T) {
 		_, err := jobOf(&wp.Execute{Language: wp.Language_LANGUAGE_PYTHON, Limits: testLimits().Values()})
 		if !errors.Is(err, errNoPython) {
