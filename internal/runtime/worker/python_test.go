@@ -214,26 +214,32 @@ func pythonParity(t *testing.T, p *Pool, in *PythonInterpreter) {
 		t.Fatal(inprocPython.err)
 	}
 	t.Cleanup(func() { _ = inprocPython.e.Close(context.Background()) })
-	cases := []struct{ name, src string }{
-		{"return", "return {'a': [1, 2.5, None, True, 'x'], 'in': input}"},
-		{"keyword call", "return await tools.echo(member_id='e1', quarter='Q3')"},
-		{"dotted name by item", "return await tools['math.add']({'a': 1, 'b': 2})"},
-		{"gather", "import asyncio\nreturn await asyncio.gather(tools.echo(i=1), tools.math.add(a=2, b=3))"},
-		{"ToolError caught", "try:\n    await tools.fail({})\nexcept ToolError as e:\n    return [e.code, e.message, e.tool, e.name]"},
-		{"ToolError uncaught", "x = 1\n\nawait tools.fail({})\n"},
-		{"syntax error", "x = (1,\nreturn x"},
-		{"not serialisable", "return object()"},
-		{"print and logging", "import logging\nprint('a', 1)\nlogging.warning('w')\nreturn 1"},
-		{"printed call line is a log", "print('{\"call\": 1, \"name\": \"echo\", \"args\": {}}')\nreturn 1"},
-		{"search", "hits = await tools.search('adds a and b')\nreturn hits[0]['name']"},
-		{"host file", "open('/etc/passwd').read()"},
-		{"socket", "import socket\nsocket.socket().connect(('127.0.0.1', 80))"},
-		{"os.system", "import os\nos.system('ls')"},
-		{"ctypes", "__import__('ctypes')"},
-		{"deep recursion", "def f(n):\n    return f(n + 1)\nf(0)"},
-		{"huge int to text", "return str(10**5000)"},
-		{"protocol line written to fd 1, computing on", "import os\ntry:\n    os.write(1, b'hello\\n')\nexcept OSError:\n    pass\nwhile True:\n    pass"},
-		{"tool call budget caught", "await tools.echo()\ntry:\n    await tools.echo()\nexcept ToolError as e:\n    return [e.name, e.code]"},
+	cases := []struct {
+		name, src string
+		// det runs the script deterministically (seeded random, virtual
+		// clock).
+		det bool
+	}{
+		{name: "deterministic random, clock and uuid", src: "import random, time, uuid, datetime\nreturn [random.random(), time.time(), str(uuid.uuid4()), datetime.datetime.now().isoformat()]", det: true},
+		{name: "return", src: "return {'a': [1, 2.5, None, True, 'x'], 'in': input}"},
+		{name: "keyword call", src: "return await tools.echo(member_id='e1', quarter='Q3')"},
+		{name: "dotted name by item", src: "return await tools['math.add']({'a': 1, 'b': 2})"},
+		{name: "gather", src: "import asyncio\nreturn await asyncio.gather(tools.echo(i=1), tools.math.add(a=2, b=3))"},
+		{name: "ToolError caught", src: "try:\n    await tools.fail({})\nexcept ToolError as e:\n    return [e.code, e.message, e.tool, e.name]"},
+		{name: "ToolError uncaught", src: "x = 1\n\nawait tools.fail({})\n"},
+		{name: "syntax error", src: "x = (1,\nreturn x"},
+		{name: "not serialisable", src: "return object()"},
+		{name: "print and logging", src: "import logging\nprint('a', 1)\nlogging.warning('w')\nreturn 1"},
+		{name: "printed call line is a log", src: "print('{\"call\": 1, \"name\": \"echo\", \"args\": {}}')\nreturn 1"},
+		{name: "search", src: "hits = await tools.search('adds a and b')\nreturn hits[0]['name']"},
+		{name: "host file", src: "open('/etc/passwd').read()"},
+		{name: "socket", src: "import socket\nsocket.socket().connect(('127.0.0.1', 80))"},
+		{name: "os.system", src: "import os\nos.system('ls')"},
+		{name: "ctypes", src: "__import__('ctypes')"},
+		{name: "deep recursion", src: "def f(n):\n    return f(n + 1)\nf(0)"},
+		{name: "huge int to text", src: "return str(10**5000)"},
+		{name: "protocol line written to fd 1, computing on", src: "import os\ntry:\n    os.write(1, b'hello\\n')\nexcept OSError:\n    pass\nwhile True:\n    pass"},
+		{name: "tool call budget caught", src: "await tools.echo()\ntry:\n    await tools.echo()\nexcept ToolError as e:\n    return [e.name, e.code]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,6 +252,9 @@ func pythonParity(t *testing.T, p *Pool, in *PythonInterpreter) {
 				}
 				job, d := newJob(t, c.src, l)
 				job.Language = core.LanguagePython
+				if c.det {
+					job.Determinism = core.Determinism{Deterministic: true, Seed: 42, ClockStart: time.Date(2026, 12, 6, 15, 0, 0, 0, time.UTC)}
+				}
 				var out *ptcruntime.Outcome
 				if mode == "worker" {
 					out = p.RunPython(context.Background(), job, in)
