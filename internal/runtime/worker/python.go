@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -137,8 +138,11 @@ func (l *lane) compilePython(m *wp.Compile) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	// The engine (and its interpreters started ahead) grew the data
-	// segment: measured again for the next execution's RLIMIT_DATA.
+	// Compiling left hundreds of MiB of garbage in the heap: returned to
+	// the system now, off any execution's path. The engine (and its
+	// interpreters started ahead) grew the data segment: measured again
+	// for the next execution's RLIMIT_DATA.
+	debug.FreeOSMemory()
 	l.c.vmData.Store(l.c.status.vmData())
 	_ = sendFrame(l.c.conn, m.GetSlot(), &wp.WorkerFrame{Msg: &wp.WorkerFrame_Compiled{Compiled: r}}, false)
 }
