@@ -24,7 +24,8 @@ func TestPythonResumeAfterRestart(t *testing.T) {
 	if _, err := os.Stat(interp); err != nil {
 		t.Skipf("the Python interpreter is not installed (npm ci): %v", err)
 	}
-	cfg := durableConfig + "python:\n  interpreter: " + interp + "\n  in_supervisor: true\n"
+	// The default workers.mode (worker): Python runs in worker processes.
+	cfg := durableConfig + "python:\n  interpreter: " + interp + "\n"
 	src, err := os.ReadFile("../../examples/expenses.py")
 	if err != nil {
 		t.Fatal(err)

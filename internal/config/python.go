@@ -18,10 +18,10 @@ type Python struct {
 	// CacheDir keeps the interpreter's compiled code, so that a restarted
 	// ptcd loads it in seconds instead of compiling it again.
 	CacheDir string `yaml:"cache_dir"`
-	// InSupervisor allows Python when workers.mode is worker: Python runs in
-	// ptcd's own process (under the WebAssembly engine's memory, time and
-	// CPU limits, but outside the worker sandbox), so it is refused there
-	// unless the operator sets this.
+	// InSupervisor runs Python in ptcd's own process even when workers.mode
+	// is worker (under the WebAssembly engine's memory, time and CPU
+	// limits, but outside the worker sandbox). Unset, Python runs in the
+	// worker processes, as JavaScript and WebAssembly do.
 	InSupervisor bool `yaml:"in_supervisor"`
 	// Warm is how many interpreters are kept started ahead of requests
 	// (their prelude loaded, waiting for a job); 0 starts one per request.
@@ -40,7 +40,7 @@ func pythonSettings() []setting {
 		{"python.interpreter", "path of the CPython for WASI module (python.wasm)", func(c *Config) flag.Value { return stringValue{&c.Python.Interpreter} }},
 		{"python.sha256", "the interpreter's hex SHA-256 (default: the pinned one); a file that differs is refused", func(c *Config) flag.Value { return stringValue{&c.Python.SHA256} }},
 		{"python.cache_dir", "directory keeping the interpreter's compiled code", func(c *Config) flag.Value { return stringValue{&c.Python.CacheDir} }},
-		{"python.in_supervisor", "allow Python with workers.mode worker: it runs in ptcd's own process, outside the worker sandbox", func(c *Config) flag.Value { return boolValue{&c.Python.InSupervisor} }},
+		{"python.in_supervisor", "run Python in ptcd's own process, outside the worker sandbox, even with workers.mode worker", func(c *Config) flag.Value { return boolValue{&c.Python.InSupervisor} }},
 		{"python.warm", "interpreters kept started ahead of Python requests (0: none)", func(c *Config) flag.Value { return intValue{&c.Python.Warm} }},
 	}
 }

@@ -215,6 +215,11 @@ func New(cfg Config) (*Executor, error) {
 	if e.python.cfg.MaxMemory <= 0 {
 		e.python.cfg.MaxMemory = e.policy.Ceilings.MemoryBytes
 	}
+	if e.pool != nil && e.pool.Facts().Mode == worker.ModeWorker && !cfg.Python.InProcess {
+		// Python runs in the worker processes, as WebAssembly does.
+		e.python.pool = e.pool
+		e.isolation[core.LanguagePython] = "worker"
+	}
 	if enabled(core.LanguagePython) {
 		e.engines[core.LanguagePython] = lazyPython{e.python}
 	}

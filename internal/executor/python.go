@@ -29,26 +29,22 @@ type PythonConfig struct {
 	// MaxMemory is the most memory one execution may use (0: the policy's
 	// memory ceiling).
 	MaxMemory int64
-	// OnlyWithConsent refuses Python requests while the executor runs the
-	// other languages in worker processes (Mode ModeWorker): Python runs in
-	// this process, under the WebAssembly engine's limits but outside the
-	// worker sandbox, and an operator must choose that (ptcd's
-	// python.in_supervisor). A Go program's Runner leaves it unset: its
-	// Python runs in the program's own process.
-	OnlyWithConsent bool
+	// InProcess runs Python in this process even while the executor runs
+	// the other languages in worker processes (Mode ModeWorker): under the
+	// WebAssembly engine's limits but outside the worker sandbox (ptcd's
+	// python.in_supervisor). Unset, Python runs in the workers when they
+	// are worker processes, and in this process otherwise.
+	InProcess bool
 	// Warm is how many interpreters are kept started ahead of Python
 	// requests once the first one has loaded the interpreter (0: none).
 	Warm int
 }
 
-// pythonOutsideWorkers is the message of a Python request refused by
-// OnlyWithConsent.
-const pythonOutsideWorkers = "Python scripts run in this server's own process, not in a worker sandbox as JavaScript, " +
-	"TypeScript and WebAssembly do here; this server does not allow that (its operator can, with python.in_supervisor: true)"
-
 // lazyPython is the Python engine: the interpreter is loaded, verified
 // and compiled on the first Python request (about 10 s cold, a few from a
 // cache directory), so executors that run no Python never pay for it.
+// With worker processes (pool set) this process only loads and verifies
+// the interpreter, and hands it to the workers, which compile it.
 type lazyPython struct{ p *pythonState }
 
 type pythonState struct {
@@ -56,6 +52,26 @@ type pythonState struct {
 	once sync.Once
 	eng  *python.Engine
 	err  error
+	// pool runs Python in worker processes (nil: in this process);
+	// interp is the interpreter it is given, loaded once (modOnce).
+	pool    *worker.Pool
+	modOnce sync.Once
+	interp  *worker.PythonInterpreter
+	modErr  error
+}
+
+// interpreter loads and verifies the interpreter for the workers, once;
+// the error of a failed load is kept.
+func (l lazyPython) interpreter() (*worker.PythonInterpreter, error) {
+	l.p.modOnce.Do(func() {
+		mod, err := pyinterp.Load(l.p.cfg.Interpreter, l.p.cfg.SHA256)
+		if err != nil {
+			l.p.modErr = err
+			return
+		}
+		l.p.interp, l.p.modErr = worker.NewPythonInterpreter(mod, l.p.cfg.Warm)
+	})
+	return l.p.interp, l.p.modErr
 }
 
 // engine loads the interpreter once; the error of a failed load is kept
@@ -84,6 +100,13 @@ func (l lazyPython) engine() (*python.Engine, error) {
 
 // Run implements runtime.Engine.
 func (l lazyPython) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
+	if l.p.pool != nil {
+		in, err := l.interpreter()
+		if err != nil {
+			return &runtime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the Python engine is unavailable: "+err.Error())}
+		}
+		return l.p.pool.RunPython(ctx, job, in)
+	}
 	eng, err := l.engine()
 	if err != nil {
 		return &runtime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the Python engine is unavailable: "+err.Error())}
@@ -99,8 +122,11 @@ func (e *Executor) preparePython() *fault.Error {
 	if !ok {
 		return nil
 	}
-	if l.p.cfg.OnlyWithConsent && e.pool != nil && e.pool.Facts().Mode == worker.ModeWorker {
-		return fault.Reject(fault.CodeFailedPrecondition, pythonOutsideWorkers)
+	if l.p.pool != nil {
+		if _, err := l.interpreter(); err != nil {
+			return fault.Reject(fault.CodeFailedPrecondition, "%v", err)
+		}
+		return nil
 	}
 	if _, err := l.engine(); err != nil {
 		return fault.Reject(fault.CodeFailedPrecondition, "%v", err)

@@ -181,7 +181,8 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	s := newSession(e.code)
-	s.attach(job, caller, stop)
+	s.watch = cpuWatchOf(ctx)
+	s.attach(job, caller, stopHook(ctx, s, stop))
 	out, err := e.w.RunStreams(ctx, e.hash, job, e.args(), s.open, s.configure)
 	// The calls still running end with the execution's context, which
 	// RunStreams has ended.
@@ -198,7 +199,8 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 // while it waited): the caller runs the job on a fresh one.
 func (e *Engine) runWarm(ctx context.Context, job *runtime.Job, caller bridge.Caller, w *warm) (*runtime.Outcome, bool) {
 	s := w.s
-	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, w.inst.Stop) })
+	s.watch = cpuWatchOf(ctx)
+	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, stopHook(ctx, s, w.inst.Stop)) })
 	s.calls.Wait()
 	if !s.begun && ctx.Err() == nil && (out.Err == nil || out.Err.Kind == fault.KindScript) {
 		return nil, false

@@ -55,6 +55,9 @@ type session struct {
 	// the guest was given its job; src are its clocks and random source.
 	begun bool
 	src   sources
+	// watch, when set (WithCPUWatch), is given the guest's CPU clock when
+	// the job begins.
+	watch func(cpu func() time.Duration)
 
 	mu       sync.Mutex
 	queue    []byte
@@ -142,6 +145,9 @@ func (s *session) begin() {
 	s.mu.Lock()
 	s.queue = append(s.queue, s.hdr...)
 	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch(s.cpu)
+	}
 }
 
 // reader is the guest's stdin: the job, then completions as they come.

@@ -64,7 +64,7 @@ func wasmConfig(c *config.Config) wasm.Config {
 // pythonConfig maps the python section onto the executor's.
 func pythonConfig(c *config.Config) executor.PythonConfig {
 	return executor.PythonConfig{Interpreter: c.Python.Interpreter, SHA256: c.Python.SHA256, CacheDir: c.Python.CacheDir,
-		OnlyWithConsent: !c.Python.InSupervisor, Warm: c.Python.Warm}
+		InProcess: c.Python.InSupervisor, Warm: c.Python.Warm}
 }
 
 // parkedConfig is the executor's bound on parked executions (0 in the

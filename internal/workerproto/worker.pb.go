@@ -1419,7 +1419,14 @@ type Compile struct {
 	// slot identifies the execution the module is compiled for.
 	Slot uint64 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	// module is the module's bytes.
-	Module        []byte `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	Module []byte `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	// python means the module is the Python interpreter (verified by the
+	// supervisor): the worker makes its Python engine from it, once, and
+	// keeps it for the Python executions that name its hash.
+	Python bool `protobuf:"varint,3,opt,name=python,proto3" json:"python,omitempty"`
+	// python_warm is how many interpreters the worker's Python engine keeps
+	// started ahead of Python executions (0: none).
+	PythonWarm    uint32 `protobuf:"varint,4,opt,name=python_warm,json=pythonWarm,proto3" json:"python_warm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1466,6 +1473,20 @@ func (x *Compile) GetModule() []byte {
 		return x.Module
 	}
 	return nil
+}
+
+func (x *Compile) GetPython() bool {
+	if x != nil {
+		return x.Python
+	}
+	return false
+}
+
+func (x *Compile) GetPythonWarm() uint32 {
+	if x != nil {
+		return x.PythonWarm
+	}
+	return 0
 }
 
 // Compiled answers a Compile frame.
@@ -2699,10 +2720,13 @@ const file_ptc_worker_v1_worker_proto_rawDesc = "" +
 	"\x04logs\x18\t \x01(\bR\x04logs\x12\x1c\n" +
 	"\tresumable\x18\n" +
 	" \x01(\bR\tresumable\x12#\n" +
-	"\rmodule_sha256\x18\v \x01(\tR\fmoduleSha256\"5\n" +
+	"\rmodule_sha256\x18\v \x01(\tR\fmoduleSha256\"n\n" +
 	"\aCompile\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x16\n" +
-	"\x06module\x18\x02 \x01(\fR\x06module\"s\n" +
+	"\x06module\x18\x02 \x01(\fR\x06module\x12\x16\n" +
+	"\x06python\x18\x03 \x01(\bR\x06python\x12\x1f\n" +
+	"\vpython_warm\x18\x04 \x01(\rR\n" +
+	"pythonWarm\"s\n" +
 	"\bCompiled\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12#\n" +
 	"\rmodule_sha256\x18\x02 \x01(\tR\fmoduleSha256\x12\x14\n" +

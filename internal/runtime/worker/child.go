@@ -96,6 +96,9 @@ type child struct {
 	wasmOnce sync.Once
 	wasm     *wasm.Engine
 	wasmErr  error
+	// python is the Python engine, made by the first Compile frame that
+	// carries the interpreter (python.go).
+	python pyEngine
 	// status reads /proc/self/status after the lockdown.
 	status *procStatus
 	// settle orders the clean-up after an execution before the next one.

@@ -57,8 +57,12 @@ func jobOf(m *wp.Execute) (*ptcruntime.Job, error) {
 		if m.GetModuleSha256() == "" {
 			return nil, errors.New("a WebAssembly execution needs its module's SHA-256")
 		}
+	case core.LanguagePython:
+		if m.GetModuleSha256() == "" {
+			return nil, errNoPython
+		}
 	default:
-		return nil, errors.New("workers run JavaScript, TypeScript and WebAssembly only")
+		return nil, errors.New("workers run JavaScript, TypeScript, WebAssembly and Python only")
 	}
 	job := &ptcruntime.Job{
 		ExecutionID:  m.GetExecutionId(),

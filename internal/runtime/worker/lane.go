@@ -77,7 +77,11 @@ func (l *lane) run() {
 			return
 		}
 		if c := in.GetCompile(); c != nil {
-			l.compile(c)
+			if c.GetPython() {
+				l.compilePython(c)
+			} else {
+				l.compile(c)
+			}
 			continue
 		}
 		m := in.GetExecute()
@@ -86,7 +90,7 @@ func (l *lane) run() {
 			continue
 		}
 		var warm *warmRuntime
-		if m.GetLanguage() != wp.Language_LANGUAGE_WASM {
+		if lang := m.GetLanguage(); lang != wp.Language_LANGUAGE_WASM && lang != wp.Language_LANGUAGE_PYTHON {
 			warm = l.c.takeWarm()
 		}
 		l.execute(m, warm)
@@ -179,20 +183,23 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 		job.Logs = logs
 	}
 	base := c.begin()
-	restore := c.tightenLimits(base, job.Limits.MemoryBytes, job.Language == core.LanguageWASM)
+	restore := c.tightenLimits(base, job.Limits.MemoryBytes, job.Language == core.LanguageWASM || job.Language == core.LanguagePython)
 	onBreach := func(fe *fault.Error, cpu time.Duration, peak int64) {
 		_ = sendFrame(c.conn, slot, &wp.WorkerFrame{Msg: &wp.WorkerFrame_Breach{Breach: &wp.Breach{
 			Slot: slot, Error: errorPB(fe), CpuTimeNanos: int64(cpu), PeakMemoryBytes: peak}}}, false)
 	}
 	var out *ptcruntime.Outcome
 	unknown := false
-	if job.Language == core.LanguageWASM {
+	switch job.Language {
+	case core.LanguagePython:
+		out, unknown = c.exec.runPython(ctx, c.python.get(job.ModuleSHA256), job, onBreach)
+	case core.LanguageWASM:
 		if eng, err := c.wasmEngine(); err != nil {
 			out = &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the worker's WebAssembly engine is unavailable")}
 		} else {
 			out, unknown = c.exec.runWASM(ctx, eng, job, base, c.density > 1, onBreach, l.mb.SpinCPU)
 		}
-	} else {
+	default:
 		out = c.exec.run(ctx, job, base, c.density > 1, onBreach, l.mb.SpinCPU, warm)
 	}
 	x.release()

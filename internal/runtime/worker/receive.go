@@ -94,11 +94,18 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		return w.done(m.Done)
 	case *wp.WorkerFrame_Breach:
 		fe := errorFromPB(m.Breach.GetError())
-		if fe == nil || (fe.Kind != fault.KindMemoryLimit && fe.Kind != fault.KindCPULimit) {
+		// A guest the engine stopped for a protocol breach or its output
+		// limit, and which computes on, is reported too (python.go).
+		guestStop := fe != nil && (fe.Kind == fault.KindScript || fe.Kind == fault.KindOutputLimit)
+		if fe == nil || (fe.Kind != fault.KindMemoryLimit && fe.Kind != fault.KindCPULimit && !guestStop) {
 			return errors.New("breach frame without a limit breach")
 		}
 		w.mu.Lock()
 		es := w.execs[m.Breach.GetSlot()]
+		if es != nil && guestStop && !es.wasm {
+			w.mu.Unlock()
+			return errors.New("breach frame without a limit breach (a script error reported for a JavaScript execution)")
+		}
 		if es != nil && es.breach == nil {
 			es.breach = fe
 			es.breachCPU = nonNegativeDuration(m.Breach.GetCpuTimeNanos())

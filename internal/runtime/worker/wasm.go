@@ -196,11 +196,18 @@ type wasmJob struct {
 	// resent: the bytes were sent because the worker did not hold the
 	// module; unknown: the worker's last answer was that it does not.
 	resent, unknown bool
+	// python: the module is the Python interpreter (python.go), of which
+	// a worker keeps warm interpreters started ahead.
+	python bool
+	warm   int
 }
 
 // frame fills the module fields of an Execute frame.
 func (m *wasmJob) frame(x *wp.Execute) {
 	x.Language = wp.Language_LANGUAGE_WASM
+	if m.python {
+		x.Language = wp.Language_LANGUAGE_PYTHON
+	}
 	x.ModuleSha256 = m.hash
 }
 
@@ -211,13 +218,29 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 	if len(m.bin) == 0 || (!m.resent && w.holds(m.hash)) {
 		return nil
 	}
-	c := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Compile{Compile: &wp.Compile{Slot: es.slot, Module: m.bin}}}
+	c := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Compile{Compile: &wp.Compile{Slot: es.slot, Module: m.bin,
+		Python: m.python, PythonWarm: uint32(max(m.warm, 0))}}}
 	if err := w.send(es.lane, c); err != nil {
 		return <-es.done
 	}
+	wctx := ctx
+	if m.python {
+		// The interpreter is compiled once per worker and kept: a request
+		// that ends meanwhile (its deadline, resumable executions' budget,
+		// or its caller) waits for the compile rather than throw it away,
+		// which would make every request too short for it fail alike.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), pythonCompileTimeout)
+		defer cancel()
+	}
 	var f wp.WorkerFrame
-	err := es.mb.Next(ctx, func(b []byte) error { return proto.Unmarshal(b, &f) })
+	err := es.mb.Next(wctx, func(b []byte) error { return proto.Unmarshal(b, &f) })
 	switch {
+	case err != nil && wctx.Err() != nil && m.python:
+		w.killFor(es, fault.KindCancelled)
+		<-es.done
+		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal,
+			"the worker did not compile the Python interpreter within %s; check the server's load and logs", pythonCompileTimeout)}
 	case err != nil && ctx.Err() != nil:
 		// The worker is busy compiling for an execution that will not
 		// run: stop it.
@@ -258,6 +281,15 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		return &ptcruntime.Outcome{Err: fault.New(fault.KindInternal, "the worker could not compile the module: %s", r.GetError())}
 	}
 	w.sent(m.hash)
+	if m.python && ctx.Err() != nil {
+		// The worker holds the interpreter now, and serves on.
+		es.clean = true
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
+				"the execution ran out of time while its worker compiled the Python interpreter (once per worker); run it again")}
+		}
+		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
+	}
 	return nil
 }
 
