@@ -21,6 +21,9 @@ type Pool struct {
 	modules *modules  // WebAssembly modules to send to workers
 	// compiler compiles requests' modules in workers (compile.go).
 	compiler *compiler
+	// pyCompiles bounds the workers compiling the Python interpreter at
+	// once (python.go): one slot per token.
+	pyCompiles chan struct{}
 	log      *slog.Logger
 
 	mu       sync.Mutex
@@ -64,7 +67,7 @@ func NewPool(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{cfg: cfg, procs: map[*proc]struct{}{}, changed: make(chan struct{}), log: cfg.Logger, modules: &modules{max: cfg.MaxModuleBytesKept},
-		compiler: newCompiler(cfg.WASM)}
+		compiler: newCompiler(cfg.WASM), pyCompiles: make(chan struct{}, pythonCompiles)}
 	if cfg.Mode == ModeInProcess {
 		p.exec = newExecutor(cfg.ProgramCache)
 		return p, nil

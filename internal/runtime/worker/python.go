@@ -38,6 +38,17 @@ import (
 // load. A variable for its test.
 var pythonCompileTimeout = 5 * time.Minute
 
+// pythonCompiles is how many workers of a pool may compile the Python
+// interpreter at once. A compile takes seconds of CPU that no execution
+// is charged for, and every worker that replaces one killed (a Python
+// script past its deadline, any script past its CPU limit) compiles again
+// on its first Python job: unbounded, a burst of cheap requests that get
+// workers killed would have every worker compiling at once, and the
+// server's cores with them. One at a time caps what such requests cost
+// the server at one core, and costs an honest burst on fresh workers
+// nothing on a small host, where parallel compiles share its cores.
+const pythonCompiles = 1
+
 // PythonInterpreter is the interpreter a Pool runs Python jobs with.
 type PythonInterpreter struct {
 	// Module is the interpreter module as python.StripDebug returns it,
@@ -271,3 +282,27 @@ func (w *pyCPUWatch) stop() {
 // errNoPython is the refusal of a Python Execute frame without the
 // interpreter's hash.
 var errNoPython = errors.New("a Python execution needs its interpreter's SHA-256")
+
+// pythonCompileSlot waits for one of the pool's slots for compiling the
+// Python interpreter (pythonCompiles) and returns its release; while the
+// other slots are taken the execution waits, its worker reserved for it,
+// until one frees or ctx ends. An execution whose ctx ends first gets its
+// outcome instead (TIMEOUT or CANCELLED), and its worker, which has done
+// nothing, serves on.
+func (p *Pool) pythonCompileSlot(ctx context.Context, es *execState) (release func(), out *ptcruntime.Outcome) {
+	select {
+	case p.pyCompiles <- struct{}{}:
+	default:
+		select {
+		case p.pyCompiles <- struct{}{}:
+		case <-ctx.Done():
+			es.clean = true
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
+					"the execution ran out of time waiting for a worker to compile the Python interpreter (one worker compiles it at a time, once per worker); run it again")}
+			}
+			return nil, &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
+		}
+	}
+	return func() { <-p.pyCompiles }, nil
+}

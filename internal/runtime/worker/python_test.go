@@ -327,3 +327,54 @@ func TestRunPythonRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestPythonCompileSlot: while another worker compiles the interpreter
+// (the pool's one slot taken), an execution that needs a compile waits,
+// and ends TIMEOUT at its deadline or CANCELLED with its caller, without
+// a compile; its worker serves on, and once the slot is free the
+// execution gets it.
+func TestPythonCompileSlot(t *testing.T) {
+	empty := []byte("\x00asm\x01\x00\x00\x00")
+	sum := sha256.Sum256(empty)
+	notPython := &PythonInterpreter{Module: empty, SHA256: hex.EncodeToString(sum[:])}
+	p := newPool(t, Config{Workers: 1, MaxWorkers: 1})
+	p.pyCompiles <- struct{}{} // another worker compiles
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The caller's deadline: as an executor gives the pool (the
+	// execution's own clock starts after the compile).
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		kind fault.Kind
+		msg  string
+	}{
+		{"deadline", short, fault.KindTimeout, "waiting for a worker to compile the Python interpreter"},
+		{"caller cancels", cancelled, fault.KindCancelled, "cancelled by the caller"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := p.RunPython(c.ctx, pythonJob(t, "return 1", testLimits()), notPython)
+			if out.Err == nil || out.Err.Kind != c.kind || !strings.Contains(out.Err.Message, c.msg) {
+				t.Fatalf("outcome %s %v, want %s containing %q", out.Result, out.Err, c.kind, c.msg)
+			}
+		})
+	}
+	job, _ := newJob(t, `return 2`, testLimits())
+	if out := p.Run(context.Background(), job); out.Err != nil || string(out.Result) != "2" {
+		t.Fatalf("the worker after the waits: %s %v", out.Result, out.Err)
+	}
+	if st := p.Stats(); st.Died != 0 {
+		t.Fatalf("a worker died: %+v", st)
+	}
+	<-p.pyCompiles // the other compile ends
+	out := p.RunPython(context.Background(), pythonJob(t, "return 1", testLimits()), notPython)
+	if out.Err == nil || !strings.Contains(out.Err.Message, "could not compile") {
+		t.Fatalf("outcome %s %v, want the compile's own error once the slot is free", out.Result, out.Err)
+	}
+	if n := len(p.pyCompiles); n != 0 {
+		t.Fatalf("%d compile slots held after the executions", n)
+	}
+}

@@ -218,6 +218,13 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 	if len(m.bin) == 0 || (!m.resent && w.holds(m.hash)) {
 		return nil
 	}
+	if m.python {
+		release, out := w.pool.pythonCompileSlot(ctx, es)
+		if out != nil {
+			return out
+		}
+		defer release()
+	}
 	c := &wp.SupervisorFrame{Msg: &wp.SupervisorFrame_Compile{Compile: &wp.Compile{Slot: es.slot, Module: m.bin,
 		Python: m.python, PythonWarm: uint32(max(m.warm, 0))}}}
 	if err := w.send(es.lane, c); err != nil {
