@@ -38,7 +38,7 @@ type completion struct {
 	site goja.StackFrame
 }
 
-// exec is one execution. Its methods, except the watchdog goroutines and
+// exec is one execution. Its methods, except the watchdog callbacks and
 // the tool-call goroutines it starts, run on the VM goroutine.
 type exec struct {
 	e      *Engine
@@ -48,6 +48,8 @@ type exec struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// unwatch stops watch's callback (nil before watch).
+	unwatch func() bool
 
 	vm *goja.Runtime
 	// rawOwnDescriptor and rawOwnSymbols are goja's own
@@ -151,6 +153,9 @@ func (x *exec) run() (out *runtime.Outcome) {
 			out.Err = panicFault(r, debug.Stack())
 		}
 		x.stopCPU()
+		if x.unwatch != nil {
+			x.unwatch()
+		}
 		out.Err = x.limitHit(out.Err)
 		// Calls the script started but never waited for run like any
 		// other call at the end of an execution: on a goroutine, with the
@@ -169,7 +174,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 		out.Err = err
 		return out
 	}
-	go x.watch()
+	x.watch()
 
 	x.startCPU()
 	fnVal, err := x.vm.RunProgram(x.c.prg)
@@ -266,18 +271,18 @@ func (x *exec) limitHit(fe *fault.Error) *fault.Error {
 	return fe
 }
 
-// watch interrupts the VM when the execution's context ends. It returns
-// when the execution finishes.
+// watch has the VM interrupted when the execution's context ends, by a
+// callback that context.AfterFunc runs on a goroutine of its own then: an
+// execution whose context does not end starts no goroutine. run stops it
+// when the execution finishes, before it cancels the context itself.
 func (x *exec) watch() {
-	select {
-	case <-x.ctx.Done():
+	x.unwatch = context.AfterFunc(x.ctx, func() {
 		if errors.Is(context.Cause(x.ctx), errTimeoutCause) {
 			x.vm.Interrupt(reasonTimeout)
 		} else {
 			x.vm.Interrupt(reasonCancelled)
 		}
-	case <-x.finished:
-	}
+	})
 }
 
 func (x *exec) startCPU() {
