@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/dop251/goja"
+
 	"github.com/ptcrun/ptc/internal/runtime"
 )
 
@@ -53,6 +55,7 @@ func (e *Engine) prepare(g group) (x *exec, err error) {
 	}()
 	x = newExec(e)
 	x.newRuntime()
+	x.aheadOfMain()
 	// The tools and console globals are defined after input, as a
 	// runtime made at the start of its job defines them (setup).
 	x.install(g &^ (groupTools | groupConsole))
@@ -117,3 +120,21 @@ func (e *Engine) refill() {
 		}
 	}()
 }
+
+// aheadOfMain does ahead what every script's start does the first time:
+// goja makes the Promise constructor and prototype when the first async
+// function is called (the script is one), and the AsyncFunction
+// constructor that the script's function reaches is guarded before the
+// script runs (guardAsyncFunction, which then finds it guarded). The
+// function made for it is ptc's own and is dropped: nothing of a script
+// runs.
+func (x *exec) aheadOfMain() {
+	x.vm.Get("Promise")
+	_, _, _ = x.vm.NewPromise()
+	if fn, err := x.vm.RunProgram(asyncProgram); err == nil {
+		x.guardAsyncFunction(fn)
+	}
+}
+
+// asyncProgram evaluates to an async function.
+var asyncProgram = goja.MustCompile("async.js", `(async function () {})`, true)

@@ -109,11 +109,14 @@ func TestWarmRuntimes(t *testing.T) {
 		{"JSON guard", `try { JSON.parse("[".repeat(5000) + "]".repeat(5000)); return "parsed" } catch (e) { return e.name }`},
 		{"global names", `return Object.getOwnPropertyNames(globalThis).join()`},
 		{"thrown", `throw new TypeError("no")`},
+		{"AsyncFunction nesting", `try { Object.getPrototypeOf(async function () {}).constructor("return " + "[".repeat(5000) + "]".repeat(5000)); return "compiled" } catch (e) { return e.name }`},
+		{"AsyncFunction shape", `try { (async function () {}).constructor("}); globalThis.leak = 1; (async function () {") } catch (e) { return [e.name, typeof globalThis.leak] } return typeof globalThis.leak`},
+		{"Promise", `return [typeof Promise, String(Promise), await Promise.resolve(3)]`},
 	}
-	// Each program runs after every other, so each meets runtimes made
-	// with the other programs' groups.
-	for range 3 {
+	// Each program runs in a runtime made ahead for every program.
+	for _, ahead := range cases {
 		for _, c := range cases {
+			js.FillWarm(warm, ahead.src)
 			got := warm.RunSource(context.Background(), job(c.src), js.Source{Code: c.src})
 			ref := cold.RunSource(context.Background(), job(c.src), js.Source{Code: c.src})
 			if string(got.Result) != string(ref.Result) || (got.Err == nil) != (ref.Err == nil) ||
