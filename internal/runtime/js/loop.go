@@ -95,8 +95,9 @@ type exec struct {
 	// 256th checks the limits (scans.go).
 	iterSteps uint64
 
-	// done carries completed tool calls to the VM goroutine. Tool-call
-	// goroutines give up sending once finished is closed.
+	// done carries completed tool calls to the VM goroutine (made by the
+	// first spawn). Tool-call goroutines give up sending once finished is
+	// closed.
 	done     chan completion
 	finished chan struct{}
 	pending  int
@@ -131,7 +132,7 @@ type exec struct {
 }
 
 func newExec(e *Engine) *exec {
-	return &exec{e: e, done: make(chan completion, 16), finished: make(chan struct{})}
+	return &exec{e: e, finished: make(chan struct{})}
 }
 
 // attach gives an execution its job; its runtime may already exist (Warm).
@@ -476,6 +477,11 @@ type queuedCall struct {
 // invocation returns (the execution's context bounds it) and its result
 // is handed over, or dropped once the execution has finished.
 func (x *exec) spawn(c queuedCall) {
+	if x.done == nil {
+		// Made by the first call that needs it: most executions
+		// start none (inline calls run on the VM goroutine).
+		x.done = make(chan completion, 16)
+	}
 	x.pending++
 	x.wg.Add(1)
 	go func() {
