@@ -2,10 +2,12 @@ package ptc_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
 
@@ -62,4 +64,30 @@ func BenchmarkTrivialExecuteTypeScript(b *testing.B) {
 			b.Fatal(err, res.Error)
 		}
 	}
+}
+
+// BenchmarkAwaitedCallExecute is one in-process execution of 100
+// sequential awaited calls to an echo tool through the whole Runner, as
+// cmd/ptc-peerbench's chain workload: µs/call is the execution's time
+// over its 100 calls (the execution's own cost included).
+func BenchmarkAwaitedCallExecute(b *testing.B) {
+	r, err := ptc.NewRunner(ptc.WithTools(tools.Tool{
+		Definition: tools.Definition{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler:    func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil },
+		Inline:     true,
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	src := "let s = 0;\nfor (let i = 0; i < 100; i++) { const r = await tools.echo({i}); s += r.i; }\nreturn {sum: s};"
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := r.Execute(ctx, ptc.Request{Source: src})
+		if err != nil || res.Error != nil || string(res.Result) != `{"sum":4950}` {
+			b.Fatal(err, res.Error)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100/1000, "µs/call")
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -457,6 +458,10 @@ func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, st
 	d.cfg.Observer.CallFinished(ctx, ev)
 }
 
+// anyObject is the input schema of a tool that declares none (tools.Compile
+// gives it this one): any JSON object matches it.
+var anyObject = []byte(`{"type":"object"}`)
+
 // checkArgs bounds and validates a call's arguments.
 func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallError) {
 	name := t.Name
@@ -472,6 +477,16 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 		// the tool would see other arguments than the script sent.
 		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: "arguments are not valid UTF-8; JSON text must be UTF-8"}
+	}
+	if bytes.Equal(t.Input.Raw(), anyObject) {
+		// The schema asks for an object and nothing more: the decoding
+		// Validate would do (which refuses what is not JSON and merged
+		// names) is the whole check. What fails it is reported below.
+		if v, err := jsonval.Decode(args); err == nil {
+			if _, ok := v.(map[string]any); ok {
+				return args, nil
+			}
+		}
 	}
 	vs, err := t.Input.Validate(args)
 	if errors.Is(err, jsonval.ErrMergedNames) {

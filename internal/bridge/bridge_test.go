@@ -238,3 +238,48 @@ func TestStartNow(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAnyObjectArguments checks the arguments of a tool that declares no
+// input schema (any object), whose check skips the schema validator:
+// each gives what it gives with the same schema spelt otherwise, which
+// the validator checks.
+func TestAnyObjectArguments(t *testing.T) {
+	echo := func(_ context.Context, c tools.Call) (json.RawMessage, error) { return c.Arguments, nil }
+	d := bridge.New(bridge.Config{MaxCalls: 100, MaxConcurrent: 1, Tools: []*tools.Compiled{
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "declared"}, Handler: echo}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "spelt", InputSchema: json.RawMessage(`{ "type": "object" }`)}, Handler: echo}),
+	}})
+	cases := []struct {
+		name, args string
+		// code is the error's code, "" for a call that succeeds.
+		code string
+	}{
+		{"object", `{"a":[1,{"b":null}],"c":"\u00e9"}`, ""},
+		{"empty object", `{}`, ""},
+		{"no arguments", ``, ""},
+		{"array", `[1,2]`, tools.CodeInvalidArguments},
+		{"number", `5`, tools.CodeInvalidArguments},
+		{"string", `"x"`, tools.CodeInvalidArguments},
+		{"null", `null`, tools.CodeInvalidArguments},
+		{"not JSON", `{"a":`, tools.CodeInvalidArguments},
+		{"trailing text", `{} {}`, tools.CodeInvalidArguments},
+		{"merged names", `{"\ud800":1,"\ud801":2}`, tools.CodeInvalidArguments},
+		{"too deep", strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000), tools.CodeInvalidArguments},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := d.Call(context.Background(), "declared", json.RawMessage(tc.args))
+			ref, referr := d.Call(context.Background(), "spelt", json.RawMessage(tc.args))
+			var ce, rce *bridge.CallError
+			errors.As(err, &ce)
+			errors.As(referr, &rce)
+			switch {
+			case tc.code == "" && (err != nil || string(out) != string(ref)):
+				t.Fatalf("got %s %v, the validator %s %v", out, err, ref, referr)
+			case tc.code != "" && (ce == nil || rce == nil || ce.Code != tc.code ||
+				ce.Message != strings.ReplaceAll(rce.Message, "spelt", "declared")):
+				t.Fatalf("got %#v, the validator %#v", err, referr)
+			}
+		})
+	}
+}

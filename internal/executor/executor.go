@@ -40,6 +40,10 @@ const (
 	// wasmModuleFactor: a WebAssembly module may be this many times
 	// MaxSourceBytes.
 	wasmModuleFactor = 16
+	// inProcessWarm is how many JavaScript runtimes the in-process engine
+	// keeps made ahead of the executions that will use them (each runs
+	// one execution): two, so that a burst of two does not wait.
+	inProcessWarm = 2
 )
 
 // Config configures an Executor. The zero value runs every language
@@ -198,7 +202,7 @@ func New(cfg Config) (*Executor, error) {
 				e.isolation[core.LanguageWASM] = "worker"
 			}
 		} else {
-			j := js.New()
+			j := js.New(js.WithWarmRuntimes(inProcessWarm))
 			e.engines[core.LanguageJavaScript] = j
 			e.engines[core.LanguageTypeScript] = ts.NewEngine(j, 0)
 		}

@@ -73,3 +73,36 @@ func BenchmarkTrivialProperty(b *testing.B) {
 		}
 	}
 }
+
+// benchWarm is benchJob on an engine that keeps runtimes made ahead
+// (WithWarmRuntimes), each run in one made before its timer starts (and
+// none made while it runs): the cost on an execution's path when
+// executions come further apart than a runtime takes to make.
+func benchWarm(b *testing.B, src string, calls int) {
+	e := js.New(js.WithWarmRuntimes(1))
+	js.NoRefill(e)
+	ts := testTools(b)
+	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		js.FillWarm(e, src)
+		d := bridge.New(bridge.Config{ExecutionID: "b", Tools: ts, MaxCalls: lim.MaxToolCalls, MaxConcurrent: lim.MaxConcurrentToolCalls})
+		job := &runtime.Job{Source: src, Input: json.RawMessage("null"), Limits: lim, Tools: d, Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
+		b.StartTimer()
+		if out := e.Run(context.Background(), job); out.Err != nil {
+			b.Fatal(out.Err)
+		}
+	}
+	if calls > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(calls)/1000, "µs/call")
+	}
+}
+
+// BenchmarkTrivialWarm is BenchmarkTrivial in a runtime made ahead.
+func BenchmarkTrivialWarm(b *testing.B) { benchWarm(b, `return {ok: 1}`, 0) }
+
+// BenchmarkAwaitedCallWarm is BenchmarkAwaitedCall in a runtime made ahead.
+func BenchmarkAwaitedCallWarm(b *testing.B) {
+	benchWarm(b, `let s = 0; for (let i = 0; i < 100; i++) { s += (await tools.ident({a: i, b: 1})).a; } return s`, 100)
+}

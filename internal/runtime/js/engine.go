@@ -39,6 +39,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlclark/regexp2"
@@ -77,6 +78,13 @@ type Engine struct {
 	// (builtins.go), found by the first execution that counts it.
 	builtinsMu sync.Mutex
 	builtins   map[string][]builtinKey
+
+	// warm holds runtimes made ahead (WithWarmRuntimes; nil: none),
+	// warmGroups the guard groups they get, warming whether the goroutine
+	// that fills it runs (warm.go).
+	warm       chan *exec
+	warmGroups atomic.Uint32
+	warming    atomic.Bool
 }
 
 // Option configures an Engine.
@@ -250,7 +258,10 @@ func (e *Engine) RunSource(ctx context.Context, job *runtime.Job, src Source) *r
 		se := *c.syntaxEr
 		return &runtime.Outcome{Err: &se}
 	}
-	x := newExec(e)
+	x := e.takeWarm(c.groups)
+	if x == nil {
+		x = newExec(e)
+	}
 	x.attach(ctx, job, c, src.MapPosition)
 	return x.run()
 }

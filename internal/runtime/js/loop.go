@@ -38,7 +38,7 @@ type completion struct {
 	site goja.StackFrame
 }
 
-// exec is one execution. Its methods, except the watchdog goroutines and
+// exec is one execution. Its methods, except the watchdog callbacks and
 // the tool-call goroutines it starts, run on the VM goroutine.
 type exec struct {
 	e      *Engine
@@ -48,6 +48,8 @@ type exec struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// unwatch stops watch's callback (nil before watch).
+	unwatch func() bool
 
 	vm *goja.Runtime
 	// rawOwnDescriptor and rawOwnSymbols are goja's own
@@ -93,8 +95,9 @@ type exec struct {
 	// 256th checks the limits (scans.go).
 	iterSteps uint64
 
-	// done carries completed tool calls to the VM goroutine. Tool-call
-	// goroutines give up sending once finished is closed.
+	// done carries completed tool calls to the VM goroutine (made by the
+	// first spawn). Tool-call goroutines give up sending once finished is
+	// closed.
 	done     chan completion
 	finished chan struct{}
 	pending  int
@@ -129,7 +132,7 @@ type exec struct {
 }
 
 func newExec(e *Engine) *exec {
-	return &exec{e: e, done: make(chan completion, 16), finished: make(chan struct{})}
+	return &exec{e: e, finished: make(chan struct{})}
 }
 
 // attach gives an execution its job; its runtime may already exist (Warm).
@@ -151,6 +154,9 @@ func (x *exec) run() (out *runtime.Outcome) {
 			out.Err = panicFault(r, debug.Stack())
 		}
 		x.stopCPU()
+		if x.unwatch != nil {
+			x.unwatch()
+		}
 		out.Err = x.limitHit(out.Err)
 		// Calls the script started but never waited for run like any
 		// other call at the end of an execution: on a goroutine, with the
@@ -169,7 +175,7 @@ func (x *exec) run() (out *runtime.Outcome) {
 		out.Err = err
 		return out
 	}
-	go x.watch()
+	x.watch()
 
 	x.startCPU()
 	fnVal, err := x.vm.RunProgram(x.c.prg)
@@ -266,18 +272,18 @@ func (x *exec) limitHit(fe *fault.Error) *fault.Error {
 	return fe
 }
 
-// watch interrupts the VM when the execution's context ends. It returns
-// when the execution finishes.
+// watch has the VM interrupted when the execution's context ends, by a
+// callback that context.AfterFunc runs on a goroutine of its own then: an
+// execution whose context does not end starts no goroutine. run stops it
+// when the execution finishes, before it cancels the context itself.
 func (x *exec) watch() {
-	select {
-	case <-x.ctx.Done():
+	x.unwatch = context.AfterFunc(x.ctx, func() {
 		if errors.Is(context.Cause(x.ctx), errTimeoutCause) {
 			x.vm.Interrupt(reasonTimeout)
 		} else {
 			x.vm.Interrupt(reasonCancelled)
 		}
-	case <-x.finished:
-	}
+	})
 }
 
 func (x *exec) startCPU() {
@@ -471,6 +477,11 @@ type queuedCall struct {
 // invocation returns (the execution's context bounds it) and its result
 // is handed over, or dropped once the execution has finished.
 func (x *exec) spawn(c queuedCall) {
+	if x.done == nil {
+		// Made by the first call that needs it: most executions
+		// start none (inline calls run on the VM goroutine).
+		x.done = make(chan completion, 16)
+	}
 	x.pending++
 	x.wg.Add(1)
 	go func() {

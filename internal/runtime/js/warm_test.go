@@ -84,3 +84,45 @@ func TestWarm(t *testing.T) {
 		}
 	})
 }
+
+// TestWarmRuntimes runs jobs on an engine that keeps runtimes made ahead
+// (WithWarmRuntimes) and checks that each execution gets a fresh runtime
+// — what one execution leaves in its global object, another never sees —
+// and the same outcome as on an engine that makes each runtime at the
+// start of its job, whichever program's guard groups the runtime was
+// made with.
+func TestWarmRuntimes(t *testing.T) {
+	warm, cold := js.New(js.WithWarmRuntimes(2)), js.New()
+	job := func(src string) *runtime.Job {
+		lim := limits.DefaultPolicy().Resolve(limits.Limits{MemoryBytes: 1 << 20}, limits.Limits{})
+		return &runtime.Job{ExecutionID: "w", Source: src, Input: json.RawMessage(`{"n":2}`), Limits: lim,
+			Tools: bridge.New(bridge.Config{Tools: testTools(t), MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
+	}
+	cases := []struct {
+		name, src string
+	}{
+		{"trivial", `return {ok: 1}`},
+		{"marks the global object", `const seen = typeof globalThis.mark; globalThis.mark = 1; return seen`},
+		{"changes a built-in", `const seen = typeof Array.prototype.extra; Array.prototype.extra = 1; return seen`},
+		{"tool call", `return [input.n, await tools.add({a: 1, b: 2})]`},
+		{"string guard", `try { "ab".repeat(1e6); return "built" } catch (e) { return e.name }`},
+		{"JSON guard", `try { JSON.parse("[".repeat(5000) + "]".repeat(5000)); return "parsed" } catch (e) { return e.name }`},
+		{"global names", `return Object.getOwnPropertyNames(globalThis).join()`},
+		{"thrown", `throw new TypeError("no")`},
+		{"AsyncFunction nesting", `try { Object.getPrototypeOf(async function () {}).constructor("return " + "[".repeat(5000) + "]".repeat(5000)); return "compiled" } catch (e) { return e.name }`},
+		{"AsyncFunction shape", `try { (async function () {}).constructor("}); globalThis.leak = 1; (async function () {") } catch (e) { return [e.name, typeof globalThis.leak] } return typeof globalThis.leak`},
+		{"Promise", `return [typeof Promise, String(Promise), await Promise.resolve(3)]`},
+	}
+	// Each program runs in a runtime made ahead for every program.
+	for _, ahead := range cases {
+		for _, c := range cases {
+			js.FillWarm(warm, ahead.src)
+			got := warm.RunSource(context.Background(), job(c.src), js.Source{Code: c.src})
+			ref := cold.RunSource(context.Background(), job(c.src), js.Source{Code: c.src})
+			if string(got.Result) != string(ref.Result) || (got.Err == nil) != (ref.Err == nil) ||
+				(got.Err != nil && (got.Err.Kind != ref.Err.Kind || got.Err.Message != ref.Err.Message)) {
+				t.Fatalf("%s: warm %s %v, made at the start %s %v", c.name, got.Result, got.Err, ref.Result, ref.Err)
+			}
+		}
+	}
+}
