@@ -24,7 +24,7 @@ type Pool struct {
 	// pyCompiles bounds the workers compiling the Python interpreter at
 	// once (python.go): one slot per token.
 	pyCompiles chan struct{}
-	log      *slog.Logger
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	procs    map[*proc]struct{}
