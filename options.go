@@ -145,10 +145,15 @@ func (o *options) durableOrZero() Durable {
 	return *o.durable
 }
 
+// pythonWarm is how many Python interpreters a Runner keeps started ahead
+// of Python scripts once it has run one (ptcd's python.warm default).
+const pythonWarm = 2
+
 // executorConfig builds the executor's configuration from every option:
 // the one place where they take effect.
 func (o *options) executorConfig() (executor.Config, error) {
-	cfg := executor.Config{Registry: o.registry, Policy: limits.DefaultPolicy()}
+	cfg := executor.Config{Registry: o.registry, Policy: limits.DefaultPolicy(),
+		Python: executor.PythonConfig{Warm: pythonWarm}}
 	if cfg.Registry == nil {
 		cfg.Registry = tools.NewRegistry()
 	}

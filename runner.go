@@ -95,11 +95,14 @@ func (d Durable) manager() (*durable.Manager, error) {
 	return m, err
 }
 
-// Isolation says where a Runner runs JavaScript and TypeScript
-// (WebAssembly always runs in the calling process, under wazero's own
-// limits). The zero value runs them in the calling process: the fastest,
-// for embedding trusted workloads, where memory is guarded only against
-// single huge allocations and CPU time is the VM's running time.
+// Isolation says where a Runner runs scripts. The zero value runs every
+// language in the calling process: the fastest, for embedding trusted
+// workloads, where JavaScript's memory is guarded only against single
+// huge allocations and CPU time is the VM's running time (WebAssembly
+// and Python, under wazero's own limits). With WorkerProcesses, every
+// language runs in the worker processes. Once a Runner has run Python,
+// it keeps two interpreters started ahead of the next Python scripts,
+// in the workers or in this process (about 10 MiB each).
 type Isolation struct {
 	// WorkerProcesses runs each script in a pre-started worker process
 	// (this binary, re-executed) with an OS memory limit, a heap watchdog,

@@ -84,6 +84,7 @@ one() { # peer mode n
     ptc-wasm) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (worker processes)" ;;
     ptc-wasm-inproc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (in-process)" ;;
     ptc-python) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -peer "ptc Python, CPython for WASI (in-process)" ;;
+    ptc-python-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -workers -peer "ptc Python, CPython for WASI (worker processes)" ;;
     goja|wazero-go|wazero-min) timeout -s KILL 300 "$PEERS_DIR/bin/peersbench" -peer "$p" -mode "$m" -n "$n" -warm "$WARM" -guest "$PEERS_DIR/bin/guest.wasm" ;;
     *) (cd "$PEERS_DIR" && timeout -s KILL 300 node --expose-gc drivers/bench.mjs --peer "$p" --mode "$m" --n "$n" --warm "$WARM") ;;
   esac 2>/dev/null | head -1
@@ -91,7 +92,7 @@ one() { # peer mode n
 
 CONDS=(0); [ "$LOAD" -gt 0 ] && CONDS=(0 "$LOAD")
 echo "{\"env\":true,\"nproc\":$(nproc),\"loadavg\":\"$(loadavg)\",\"synthetic_load\":$LOAD,\"load_nice\":$LOAD_NICE}" >>"$RAW"
-ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python) $PEERS)
+ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python ptc-python-worker) $PEERS)
 for ((r = 0; r < ROUNDS; r++)); do
   k=$((r % ${#ALL[@]})); ORDER=("${ALL[@]:k}" "${ALL[@]:0:k}")
   echo "round $r: ${ORDER[*]} (load average $(loadavg))" >&2
