@@ -48,6 +48,8 @@ func TestHostile(t *testing.T) {
 		{name: "sys.stdout deleted, then a failure", src: "import sys\ndel sys.stdout\nraise ValueError('boom')", kinds: []fault.Kind{fault.KindScript}, msg: "ValueError: boom"},
 		{name: "standard streams closed", src: "import os\nos.close(0)\nos.close(1)\nos.close(2)\nreturn 8", kinds: []fault.Kind{fault.KindScript}, msg: "ended the interpreter"},
 		{name: "result nested too deeply", src: "x = []\nfor i in range(100000):\n    x = [x]\nreturn x", kinds: []fault.Kind{fault.KindScript}, msg: "return value is not JSON"},
+		{name: "result line forged before the result", src: "import os\nos.write(1, b'{\"r\": 42}\\n')\nreturn 7", kinds: []fault.Kind{fault.KindScript}, msg: "file descriptor 1"},
+		{name: "failure line forged before the result", src: "import os\nos.write(1, b'{\"e\": {\"type\": \"MemoryError\"}}\\n')\nreturn 7", kinds: []fault.Kind{fault.KindScript}, msg: "file descriptor 1"},
 		{name: "os._exit", src: "import os\nos._exit(0)", kinds: []fault.Kind{fault.KindScript}, msg: "ended the interpreter"},
 	}
 	for _, c := range cases {

@@ -261,6 +261,12 @@ func (s *session) frame(line []byte) {
 		s.forged()
 		return
 	}
+	if (line[2] == 'r' || line[2] == 'e') && (s.result != nil || s.failure != nil) {
+		// The prelude reports once, then ends the interpreter: a second
+		// report is the script's own.
+		s.forged()
+		return
+	}
 	switch line[2] {
 	case 'l':
 		var f struct {
