@@ -46,7 +46,7 @@ const (
 )
 
 var families = []family{famEscape, famBomb, famFlood, famTools, famSession, famProtocol, famConcurrency, famExecID, famAccounting,
-	famJSONConv, famApprovals, famWrapper, famTransport, famExhaustion, famModuleBomb}
+	famJSONConv, famApprovals, famWrapper, famTransport, famExhaustion, famModuleBomb, famPython}
 
 // tcase is one adversarial case.
 type tcase struct {

@@ -23,5 +23,6 @@ func allCases() []tcase {
 	cs = append(cs, mcpTransportCases()...)
 	cs = append(cs, exhaustionCases()...)
 	cs = append(cs, moduleBombCases()...)
+	cs = append(cs, pythonCases()...)
 	return cs
 }

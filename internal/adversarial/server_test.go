@@ -90,6 +90,9 @@ func (s *server) start() error {
 	cmd.Dir = s.dir
 	// Only what ptcd needs: no caller secrets leak into the tested server.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TMPDIR=" + s.dir}
+	if p := pythonInterpreterPath(); p != "" {
+		cmd.Env = append(cmd.Env, "PTC_PYTHON_INTERPRETER="+p)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err

@@ -45,6 +45,11 @@ func TestHostile(t *testing.T) {
 		{name: "protocol line written to fd 1", src: "import os\nos.write(1, b'hello\\n')", kinds: []fault.Kind{fault.KindScript}, msg: "file descriptor 1"},
 		{name: "protocol stdin read", src: "import os\nreturn os.read(0, 10)", kinds: []fault.Kind{fault.KindTimeout}, lim: &limits.Limits{Timeout: time.Second}},
 		{name: "sys.exit", src: "raise SystemExit(0)", kinds: []fault.Kind{fault.KindScript}, msg: "SystemExit"},
+		{name: "sys.stdout deleted, then a failure", src: "import sys\ndel sys.stdout\nraise ValueError('boom')", kinds: []fault.Kind{fault.KindScript}, msg: "ValueError: boom"},
+		{name: "standard streams closed", src: "import os\nos.close(0)\nos.close(1)\nos.close(2)\nreturn 8", kinds: []fault.Kind{fault.KindScript}, msg: "ended the interpreter"},
+		{name: "result nested too deeply", src: "x = []\nfor i in range(100000):\n    x = [x]\nreturn x", kinds: []fault.Kind{fault.KindScript}, msg: "return value is not JSON"},
+		{name: "result line forged before the result", src: "import os\nos.write(1, b'{\"r\": 42}\\n')\nreturn 7", kinds: []fault.Kind{fault.KindScript}, msg: "file descriptor 1"},
+		{name: "failure line forged before the result", src: "import os\nos.write(1, b'{\"e\": {\"type\": \"MemoryError\"}}\\n')\nreturn 7", kinds: []fault.Kind{fault.KindScript}, msg: "file descriptor 1"},
 		{name: "os._exit", src: "import os\nos._exit(0)", kinds: []fault.Kind{fault.KindScript}, msg: "ended the interpreter"},
 	}
 	for _, c := range cases {
@@ -83,5 +88,28 @@ func TestInterpreterFilesStayPut(t *testing.T) {
 		if i != 1 && string(out.Result) != "true" {
 			t.Fatalf("run %d: the standard library reads %s", i, out.Result)
 		}
+	}
+}
+
+// TestStreamsReplaced: a script that replaces or removes sys.stdout and
+// sys.stderr still returns its result (the prelude keeps its own
+// references), and what it prints into its replacement stays there.
+func TestStreamsReplaced(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"StringIO and None", "import sys, io\nsys.stdout = io.StringIO()\nsys.stderr = None\nprint('hidden')\nreturn 9", "9"},
+		{"deleted", "import sys\ndel sys.stdout, sys.stderr\nreturn 'ok'", `"ok"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, logs := run(t, c.src, "", limits.Limits{})
+			if out.Err != nil || string(out.Result) != c.want {
+				t.Fatalf("outcome %s %v, want %s", out.Result, out.Err, c.want)
+			}
+			for _, l := range logs {
+				if strings.Contains(l.Message, "hidden") {
+					t.Fatalf("logs %+v hold what the script printed into its own stream", logs)
+				}
+			}
+		})
 	}
 }

@@ -170,6 +170,14 @@ class _NoInput:
 sys.stdout = sys.__stdout__ = _LogStream("log")
 sys.stderr = sys.__stderr__ = _LogStream("error")
 sys.stdin = sys.__stdin__ = _NoInput()
+# The prelude's own references: a script may replace or delete sys.stdout
+# and sys.stderr (sys.stdout = None), which must not break the report.
+_streams = (sys.stdout, sys.stderr)
+
+
+def _flush():
+    for s in _streams:
+        s.flush()
 
 
 def _setup_logging():
@@ -570,15 +578,13 @@ def _main():
         exec(code, g)
         value = _run(g.pop("__ptc_main__")())
     except BaseException as e:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush()
         _send({"e": _failure(e)})
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     try:
         text = _dumps(value)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RecursionError) as e:
         _send({"e": {"type": "TypeError", "message": "the script's return value is not JSON: %s" % e, "result": True}})
         return
     _send_text('{"r":%s}' % text)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -260,6 +261,12 @@ func (s *session) frame(line []byte) {
 		s.forged()
 		return
 	}
+	if (line[2] == 'r' || line[2] == 'e') && (s.result != nil || s.failure != nil) {
+		// The prelude reports once, then ends the interpreter: a second
+		// report is the script's own.
+		s.forged()
+		return
+	}
 	switch line[2] {
 	case 'l':
 		var f struct {
@@ -419,6 +426,12 @@ func (s *session) finish(out *runtime.Outcome) {
 		return
 	}
 	if out.Err != nil {
+		if s.failure == nil && s.result == nil && out.Err.Kind == fault.KindScript && strings.HasPrefix(out.Err.Message, "the module exited with code") {
+			// The prelude could not report: the script closed or broke
+			// the interpreter's standard streams, or the interpreter
+			// failed. Say so in the script's terms.
+			out.Err.Message = "the script ended the interpreter before it returned (it closed the interpreter's standard streams, or a fatal error): " + out.Err.Message
+		}
 		return
 	}
 	switch {

@@ -159,6 +159,11 @@ func TestPythonInWorkers(t *testing.T) {
 				if out.Err.Limit == 0 {
 					t.Errorf("breach %v has no limit", out.Err)
 				}
+				// The peak is memory, never a CPU or time breach's
+				// observed nanoseconds.
+				if c.kind != fault.KindMemoryLimit && out.PeakMemoryBytes > c.lim.MemoryBytes {
+					t.Errorf("peak memory %d bytes above the %d-byte limit after a %s breach", out.PeakMemoryBytes, c.lim.MemoryBytes, c.kind)
+				}
 				// A worker stopped for a breach is replaced (and its successor
 				// compiles the interpreter): the next script runs.
 				if next := p.RunPython(context.Background(), pythonJob(t, "return 2", testLimits()), in); next.Err != nil || string(next.Result) != "2" {

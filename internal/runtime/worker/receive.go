@@ -109,7 +109,12 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 		if es != nil && es.breach == nil {
 			es.breach = fe
 			es.breachCPU = nonNegativeDuration(m.Breach.GetCpuTimeNanos())
-			es.breachPeak = max(m.Breach.GetPeakMemoryBytes(), fe.Observed, 0)
+			es.breachPeak = max(m.Breach.GetPeakMemoryBytes(), 0)
+			if fe.Kind == fault.KindMemoryLimit {
+				// Only a memory breach observes bytes; a CPU breach
+				// observes nanoseconds.
+				es.breachPeak = max(es.breachPeak, fe.Observed)
+			}
 			if h := w.pool.breachSeen; h != nil {
 				h()
 			}
