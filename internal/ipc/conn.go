@@ -95,12 +95,17 @@ func (o Options) withDefaults() Options {
 // reaches the goroutine that waits for it with no hand-off between
 // threads.
 type Conn struct {
-	opt  Options
-	rfd  int // read end of the pipe from the peer
-	wfd  int // write end of the pipe to the peer
-	cfd  int // eventfd, readable once the connection is closed or failed
-	lfd  int // eventfd that wakes the mailbox holding the reading role
-	once sync.Once
+	opt Options
+	rfd int // read end of the pipe from the peer
+	wfd int // write end of the pipe to the peer
+	cfd int // eventfd, readable once the connection is closed or failed
+	lfd int // eventfd that wakes the mailbox holding the reading role
+	sw  *serveWait
+	// downCh is closed once the connection is closed or failed (Serve
+	// waits on it while it steps back).
+	downCh   chan struct{}
+	downOnce sync.Once
+	once     sync.Once
 	// down is set once err is: a spinning reader looks at it between
 	// tries instead of taking mu.
 	down atomic.Bool
@@ -138,7 +143,7 @@ type Conn struct {
 // (each end of a pipe is its own open file; the peer's are distinct).
 func New(r, w int, opt Options) (*Conn, error) {
 	opt = opt.withDefaults()
-	c := &Conn{opt: opt, rfd: r, wfd: w, cfd: -1, lfd: -1, boxes: map[uint64]*Mailbox{}}
+	c := &Conn{opt: opt, rfd: r, wfd: w, cfd: -1, lfd: -1, boxes: map[uint64]*Mailbox{}, downCh: make(chan struct{})}
 	c.space.L = &c.mu
 	c.rs.buf = make([]byte, opt.ReadBufferBytes)
 	c.rs.short = true
@@ -162,6 +167,9 @@ func New(r, w int, opt Options) (*Conn, error) {
 	}
 	if c.lfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fail(fmt.Errorf("ipc: eventfd: %w", err))
+	}
+	if c.sw, err = newServeWait(r, c.cfd); err != nil {
+		return fail(err)
 	}
 	if c.rs.spin.budget > 0 && opt.loadavg != "-" {
 		path := opt.loadavg
@@ -266,6 +274,7 @@ func (c *Conn) closeFDs() {
 		for _, fd := range fds {
 			_ = unix.Close(fd)
 		}
+		c.sw.close()
 	})
 }
 
@@ -293,6 +302,7 @@ func (c *Conn) wakeAllLocked() {
 	if !c.closed || c.users > 0 {
 		signalEventfd(c.cfd)
 	}
+	c.downOnce.Do(func() { close(c.downCh) })
 	for _, m := range c.followers {
 		m.waiting = false
 		m.signal()

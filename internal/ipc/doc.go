@@ -24,10 +24,15 @@
 // Mailbox.Next reads the connection itself whenever no other goroutine
 // does, so the reply goes from the system call to the waiter — the
 // worker's VM goroutine sends its tool call and reads the answer with no
-// hand-off at all. While a mailbox reads, Serve stands back (one wasted
-// wake-up per millisecond at most); while none does, Serve reads what
-// arrives, so a peer can always write and the frames of a mailbox whose
-// owner is busy wait in its queue.
+// hand-off at all. While a mailbox reads, Serve stands back for 1 ms,
+// doubling up to 8 ms while mailboxes keep reading (one wasted wake-up per
+// step back); while none does, Serve reads what arrives, so a peer can
+// always write and the frames of a mailbox whose owner is busy wait in
+// its queue. Serve waits parked in the runtime's poller (an epoll set
+// watching the read end one-shot, re-armed only when Serve waits), not in
+// poll(2): a goroutine blocked in a system call keeps its P, and with
+// Serve and a mailbox both blocked a 2-P process has none free, so sysmon
+// took one back after 20 µs on every call and woke a thread to run it.
 //
 // Frames sent while another goroutine writes are queued and written with
 // its frames in one system call (Send), and Queue plus Flush write frames
