@@ -77,7 +77,7 @@ func pythonCases() []tcase {
 		// The first Python request loads the interpreter (26 MB) into
 		// ptcd, which keeps it to send each new worker: a one-time cost,
 		// after which the cases below bound ptcd's growth.
-		{name: "python-interpreter-loaded-once", family: famPython, modes: worker, bound: bound, serverGrowth: 160 * MiB,
+		{name: "python-interpreter-loaded-once", family: famPython, modes: worker, bound: bound, serverGrowth: 160 * MiB, fast: true,
 			do: pyDo(pyReq("return 1")), want: succeeds("1")},
 		{name: "python-and-javascript-concurrently", family: famPython, modes: worker, bound: bound,
 			serverGrowth: 96 * MiB, serverSettle: 48 * MiB, do: mixedPythonJS(3), want: checkedByDo,

@@ -296,7 +296,9 @@ func TestCaseTable(t *testing.T) {
 		for _, m := range []mode{worker, inprocess} {
 			k := key{f, m}
 			fmt.Fprintf(&b, "%-12s %-10s %5d %5d %7d %8d\n", f, m, all[k], fast[k], defects[k], residuals[k])
-			if fast[k] == 0 {
+			if fast[k] == 0 && all[k] > 0 {
+				// A family that runs in one mode only (python: worker
+				// mode, ptcd's default) needs its fast case there.
 				t.Errorf("family %s has no fast case free of known defects in %s mode", f, m)
 			}
 		}

@@ -23,8 +23,10 @@ import (
 // startupPaths are opened by processes starting up or by ptc's own
 // bookkeeping (the Go runtime re-reads the CPUs it may use; the metrics'
 // process collector reads the boot time from /proc/stat when it is
-// gathered), never at a script's request.
-var startupPaths = regexp.MustCompile(`^(/etc/ld\.so\.|/lib|/usr/lib|/sys/kernel/mm/|/sys/fs/cgroup/|/sys/devices/system/cpu/|/proc/self/|/proc/thread-self/|/proc/[0-9]+/|/proc$|/proc/stat$|/dev/null$|/etc/localtime$|/dev/urandom$)`)
+// gathered; each worker connection reads the host's load for its spin,
+// /proc/loadavg, opened when the connection is made), never at a
+// script's request.
+var startupPaths = regexp.MustCompile(`^(/etc/ld\.so\.|/lib|/usr/lib|/sys/kernel/mm/|/sys/fs/cgroup/|/sys/devices/system/cpu/|/proc/self/|/proc/thread-self/|/proc/[0-9]+/|/proc$|/proc/stat$|/proc/loadavg$|/dev/null$|/etc/localtime$|/dev/urandom$)`)
 
 // fileCall matches a traced file syscall and its path argument.
 var fileCall = regexp.MustCompile(`^\s*(\d+)\s+([a-z0-9_]+)\((?:AT_FDCWD|-?\d+)?,?\s*"([^"]*)"`)
