@@ -189,14 +189,29 @@ func (e *executor) runPython(ctx context.Context, eng *python.Engine, job *ptcru
 // is stopped by nothing else.
 const guestStopGrace = 2 * time.Second
 
-// pyStopWatch reports a Python guest's breach when the guest has not
-// ended guestStopGrace after the engine stopped it.
-type pyStopWatch struct {
-	onBreach func(*fault.Error, time.Duration, int64)
-
+// guestWatch is the state both watches of a Python guest keep: the timer
+// armed once, and whether the watch has ended (fired or stopped).
+type guestWatch struct {
 	mu      sync.Mutex
 	t       *time.Timer
 	stopped bool
+}
+
+// stop disarms the watch: the guest has ended.
+func (w *guestWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// pyStopWatch reports a Python guest's breach when the guest has not
+// ended guestStopGrace after the engine stopped it.
+type pyStopWatch struct {
+	guestWatch
+	onBreach func(*fault.Error, time.Duration, int64)
 }
 
 // arm starts the grace (python.WithStopWatch).
@@ -217,26 +232,13 @@ func (w *pyStopWatch) arm(fe *fault.Error) {
 	})
 }
 
-// stop disarms the watch: the guest has ended.
-func (w *pyStopWatch) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	if w.t != nil {
-		w.t.Stop()
-	}
-}
-
 // pyCPUWatch reports a Python guest's CPU breach: it reads the guest's
 // clock when the limit could first have been used (one thread uses at
 // most wall time), then again when the rest could have been.
 type pyCPUWatch struct {
+	guestWatch
 	limit    time.Duration
 	onBreach func(*fault.Error, time.Duration, int64)
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
 }
 
 // arm starts the watch on the guest's clock (python.WithCPUWatch).
@@ -269,16 +271,6 @@ func (w *pyCPUWatch) arm(cpu func() time.Duration) {
 	w.t = time.AfterFunc(w.limit, check)
 }
 
-// stop disarms the watch.
-func (w *pyCPUWatch) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	if w.t != nil {
-		w.t.Stop()
-	}
-}
-
 // errNoPython is the refusal of a Python Execute frame without the
 // interpreter's hash.
 var errNoPython = errors.New("a Python execution needs its interpreter's SHA-256")
@@ -297,11 +289,7 @@ func (p *Pool) pythonCompileSlot(ctx context.Context, es *execState) (release fu
 		case p.pyCompiles <- struct{}{}:
 		case <-ctx.Done():
 			es.clean = true
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
-					"the execution ran out of time waiting for a worker to compile the Python interpreter (one worker compiles it at a time, once per worker); run it again")}
-			}
-			return nil, &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
+			return nil, compileEnded(ctx, es, "the execution ran out of time waiting for a worker to compile the Python interpreter (one worker compiles it at a time, once per worker); run it again")
 		}
 	}
 	return func() { <-p.pyCompiles }, nil

@@ -253,11 +253,7 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 		// run: stop it.
 		w.killFor(es, fault.KindCancelled)
 		<-es.done
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
-				"the execution ran out of time while its module was compiled")}
-		}
-		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
+		return compileEnded(ctx, es, "the execution ran out of time while its module was compiled")
 	case err != nil:
 		w.kill()
 		out := <-es.done
@@ -291,13 +287,19 @@ func (w *proc) compile(ctx context.Context, es *execState, m *wasmJob) *ptcrunti
 	if m.python && ctx.Err() != nil {
 		// The worker holds the interpreter now, and serves on.
 		es.clean = true
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(),
-				"the execution ran out of time while its worker compiled the Python interpreter (once per worker); run it again")}
-		}
-		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
+		return compileEnded(ctx, es, "the execution ran out of time while its worker compiled the Python interpreter (once per worker); run it again")
 	}
 	return nil
+}
+
+// compileEnded is the outcome of an execution whose ctx ended before a
+// compile let it start: TIMEOUT with timedOut at its deadline, CANCELLED
+// when its caller cancelled it.
+func compileEnded(ctx context.Context, es *execState, timedOut string) *ptcruntime.Outcome {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &ptcruntime.Outcome{Err: fault.Breach(fault.KindTimeout, es.job.Limits.Timeout.Nanoseconds(), time.Since(es.started).Nanoseconds(), "%s", timedOut)}
+	}
+	return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindCancelled, ctx.Err(), "the execution was cancelled by the caller")}
 }
 
 // wasmEngine returns the worker's WebAssembly engine, made on first use.
