@@ -183,7 +183,7 @@ if [ -n "${PTCD_BIN:-}" ]; then
   trap 'kill "$ptcd_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
   addr=""
   for _ in $(seq 1 300); do
-    addr="$(sed -n 's/.*"msg":"ptcd listening".*"addr":"\([^"]*\)".*/\1/p' "$log" | head -1)"
+    addr="$(sed -n 's/.*"msg":"ptcd listening".*"addr":"\([^"]*\)".*/\1/p' "$log" | sed -n 1p)"
     [ -n "$addr" ] && break
     kill -0 "$ptcd_pid" 2>/dev/null || { cat "$log"; exit 1; }
     sleep 0.1

@@ -87,7 +87,7 @@ one() { # peer mode n
     ptc-python-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -workers -peer "ptc Python, CPython for WASI (worker processes)" ;;
     goja|wazero-go|wazero-min) timeout -s KILL 300 "$PEERS_DIR/bin/peersbench" -peer "$p" -mode "$m" -n "$n" -warm "$WARM" -guest "$PEERS_DIR/bin/guest.wasm" ;;
     *) (cd "$PEERS_DIR" && timeout -s KILL 300 node --expose-gc drivers/bench.mjs --peer "$p" --mode "$m" --n "$n" --warm "$WARM") ;;
-  esac 2>/dev/null | head -1
+  esac 2>/dev/null | sed -n 1p
 }
 
 CONDS=(0); [ "$LOAD" -gt 0 ] && CONDS=(0 "$LOAD")

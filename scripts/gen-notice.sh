@@ -34,8 +34,8 @@ rule=$(printf '=%.0s' {1..72})
 # entry NAME DIR prints one piece of software and its licence.
 entry() {
 	local name=$1 dir=$2 lic notice kind
-	lic=$(find "$dir" -maxdepth 1 -type f \( -iname 'licen[cs]e*' -o -iname 'copying*' \) | sort | head -1)
-	notice=$(find "$dir" -maxdepth 1 -type f -iname 'notice*' | sort | head -1)
+	lic=$(find "$dir" -maxdepth 1 -type f \( -iname 'licen[cs]e*' -o -iname 'copying*' \) | sort | sed -n 1p)
+	notice=$(find "$dir" -maxdepth 1 -type f -iname 'notice*' | sort | sed -n 1p)
 	if [[ -z $lic ]]; then
 		echo "gen-notice: $name has no licence file in $dir" >&2
 		exit 1
