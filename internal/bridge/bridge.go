@@ -60,6 +60,28 @@ type Caller interface {
 // *CallError.
 type Invocation func() (json.RawMessage, error)
 
+// Awaiter is implemented by a Caller whose calls are answered by
+// messages it receives — a worker's call proxy, whose calls run in the
+// supervisor — rather than by running Invocations. An engine then waits
+// for the answers itself, on the script's own goroutine and for any of
+// its calls at once: no goroutine per call and no hand-off between
+// threads, which cost more than the call itself when the answer crosses a
+// process boundary. It is how an engine waits, not something a script can
+// see: every Caller works without it.
+type Awaiter interface {
+	// Begin starts a call as Start does (numbered in the order of Begin
+	// calls) and returns its ticket, never 0; the call's answer comes
+	// from Await. A call to an inline tool may be held back until the
+	// next Await, so that calls made together go out together.
+	Begin(ctx context.Context, name string, args json.RawMessage) (ticket uint32)
+	// Await sends what Begin held back, then waits for the answer to any
+	// call begun and not yet answered, in the order the answers arrive:
+	// its ticket, and its JSON result or *CallError. When ctx ends first
+	// it returns ticket 0 and ctx's error; answers to calls never awaited
+	// are dropped.
+	Await(ctx context.Context) (ticket uint32, result json.RawMessage, err error)
+}
+
 func failed(err error) Invocation {
 	return func() (json.RawMessage, error) { return nil, err }
 }

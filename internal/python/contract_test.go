@@ -75,46 +75,48 @@ func TestContract(t *testing.T) {
 		{name: "stdlib", src: "import json, re, decimal, dataclasses, collections, datetime, math\nreturn [json.dumps({'a': 1}), re.sub('a', 'b', 'aa'), str(decimal.Decimal('1.1') + 1)]",
 			want: `["{\"a\": 1}","bb","2.1"]`},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			out, logs := run(t, c.src, c.input, limits.Limits{}, c.extra...)
-			if c.kind == fault.KindUnspecified {
-				if out.Err != nil {
-					t.Fatalf("error %v (line %d)\n%s", out.Err, out.Err.Line, out.Err.Stack)
+	for _, via := range callers {
+		for _, c := range cases {
+			t.Run(via.name+"/"+c.name, func(t *testing.T) {
+				out, logs := runVia(t, via.awaited, c.src, c.input, limits.Limits{}, c.extra...)
+				if c.kind == fault.KindUnspecified {
+					if out.Err != nil {
+						t.Fatalf("error %v (line %d)\n%s", out.Err, out.Err.Line, out.Err.Stack)
+					}
+					if string(out.Result) != c.want {
+						t.Fatalf("result %s, want %s", out.Result, c.want)
+					}
+				} else {
+					if out.Err == nil {
+						t.Fatalf("result %s, want a %s", out.Result, c.kind)
+					}
+					if out.Err.Kind != c.kind || !strings.Contains(out.Err.Message, c.msg) {
+						t.Fatalf("error %s %q, want %s containing %q", out.Err.Kind, out.Err.Message, c.kind, c.msg)
+					}
+					if c.line != 0 && out.Err.Line != c.line {
+						t.Errorf("line %d, want %d\n%s", out.Err.Line, c.line, out.Err.Stack)
+					}
+					if c.col != 0 && out.Err.Column != c.col {
+						t.Errorf("column %d, want %d", out.Err.Column, c.col)
+					}
+					if out.Err.Tool != c.tool {
+						t.Errorf("tool %q, want %q", out.Err.Tool, c.tool)
+					}
+					if strings.Contains(out.Err.Stack, "prelude") || strings.Contains(out.Err.Stack, "<string>") {
+						t.Errorf("the stack shows the prelude:\n%s", out.Err.Stack)
+					}
 				}
-				if string(out.Result) != c.want {
-					t.Fatalf("result %s, want %s", out.Result, c.want)
+				if c.logs != nil {
+					var got []string
+					for _, l := range logs {
+						got = append(got, l.Level+":"+l.Message)
+					}
+					if strings.Join(got, "|") != strings.Join(c.logs, "|") {
+						t.Errorf("logs %q, want %q", got, c.logs)
+					}
 				}
-			} else {
-				if out.Err == nil {
-					t.Fatalf("result %s, want a %s", out.Result, c.kind)
-				}
-				if out.Err.Kind != c.kind || !strings.Contains(out.Err.Message, c.msg) {
-					t.Fatalf("error %s %q, want %s containing %q", out.Err.Kind, out.Err.Message, c.kind, c.msg)
-				}
-				if c.line != 0 && out.Err.Line != c.line {
-					t.Errorf("line %d, want %d\n%s", out.Err.Line, c.line, out.Err.Stack)
-				}
-				if c.col != 0 && out.Err.Column != c.col {
-					t.Errorf("column %d, want %d", out.Err.Column, c.col)
-				}
-				if out.Err.Tool != c.tool {
-					t.Errorf("tool %q, want %q", out.Err.Tool, c.tool)
-				}
-				if strings.Contains(out.Err.Stack, "prelude") || strings.Contains(out.Err.Stack, "<string>") {
-					t.Errorf("the stack shows the prelude:\n%s", out.Err.Stack)
-				}
-			}
-			if c.logs != nil {
-				var got []string
-				for _, l := range logs {
-					got = append(got, l.Level+":"+l.Message)
-				}
-				if strings.Join(got, "|") != strings.Join(c.logs, "|") {
-					t.Errorf("logs %q, want %q", got, c.logs)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -120,7 +120,24 @@ func job(src, input string, lim limits.Limits, ts []*tools.Compiled) (*runtime.J
 // run runs src with the test tools and returns its outcome and logs.
 func run(tb testing.TB, src, input string, lim limits.Limits, extra ...tools.Tool) (*runtime.Outcome, []core.LogEntry) {
 	tb.Helper()
-	j, _ := job(src, input, lim, testTools(tb, extra...))
+	return runVia(tb, false, src, input, lim, extra...)
+}
+
+// callers are the two ways calls reach the engine: Invocations run on
+// goroutines of the session's (the Dispatcher in-process), and answers
+// the guest's goroutine awaits itself (a worker's call proxy).
+var callers = []struct {
+	name    string
+	awaited bool
+}{{"invocations", false}, {"awaited", true}}
+
+// runVia is run; with awaited, the job's Caller is a bridge.Awaiter.
+func runVia(tb testing.TB, awaited bool, src, input string, lim limits.Limits, extra ...tools.Tool) (*runtime.Outcome, []core.LogEntry) {
+	tb.Helper()
+	j, d := job(src, input, lim, testTools(tb, extra...))
+	if awaited {
+		j.Tools = &answering{Dispatcher: d, answers: make(chan answered, 1024)}
+	}
 	e := engine(tb)
 	// The run takes an interpreter started ahead of it (unless its memory
 	// limit is below what one holds): the path of a request the pool keeps
@@ -141,4 +158,48 @@ func waitWarm(tb testing.TB, e *Engine, n int) {
 	for e.pool.waiting() < n {
 		<-e.pool.added
 	}
+}
+
+// answering is a Caller that answers its calls itself (bridge.Awaiter),
+// over a Dispatcher, as a worker's call proxy does: each begun call runs
+// on a goroutine of its own and its answer queues for Await in the order
+// the calls end.
+type answering struct {
+	*bridge.Dispatcher
+	mu      sync.Mutex
+	begun   uint32
+	answers chan answered
+}
+
+type answered struct {
+	ticket uint32
+	out    json.RawMessage
+	err    error
+}
+
+func (a *answering) Begin(ctx context.Context, name string, args json.RawMessage) uint32 {
+	a.mu.Lock()
+	a.begun++
+	t := a.begun
+	a.mu.Unlock()
+	inv := a.Dispatcher.Start(ctx, name, args)
+	go func() {
+		out, err := inv()
+		a.answers <- answered{t, out, err}
+	}()
+	return t
+}
+
+func (a *answering) Await(ctx context.Context) (uint32, json.RawMessage, error) {
+	select {
+	case x := <-a.answers:
+		return x.ticket, x.out, x.err
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
+}
+
+// Start must not be used with an Awaiter.
+func (a *answering) Start(context.Context, string, json.RawMessage) bridge.Invocation {
+	panic("the engine started a call without Begin")
 }

@@ -34,16 +34,18 @@ func TestLimits(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			out, _ := run(t, c.src, "", c.lim, hang)
-			if out.Err == nil || out.Err.Kind != c.kind {
-				t.Fatalf("outcome %s %v, want %s", out.Result, out.Err, c.kind)
-			}
-			if out.Err.Limit == 0 {
-				t.Errorf("breach %v has no limit", out.Err)
-			}
-		})
+	for _, via := range callers {
+		for _, c := range cases {
+			t.Run(via.name+"/"+c.name, func(t *testing.T) {
+				out, _ := runVia(t, via.awaited, c.src, "", c.lim, hang)
+				if out.Err == nil || out.Err.Kind != c.kind {
+					t.Fatalf("outcome %s %v, want %s", out.Result, out.Err, c.kind)
+				}
+				if out.Err.Limit == 0 {
+					t.Errorf("breach %v has no limit", out.Err)
+				}
+			})
+		}
 	}
 }
 

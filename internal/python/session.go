@@ -59,6 +59,12 @@ type session struct {
 	// watch, when set (WithCPUWatch), is given the guest's CPU clock when
 	// the job begins.
 	watch func(cpu func() time.Duration)
+	// aw is the caller when it answers calls itself (a worker's call
+	// proxy): calls begin on the guest's goroutine and their answers are
+	// awaited there, in Read, with tickets mapping them to the prelude's
+	// call ids (the guest's goroutine only).
+	aw      bridge.Awaiter
+	tickets map[uint32]ticketed
 
 	mu       sync.Mutex
 	queue    []byte
@@ -73,6 +79,13 @@ type session struct {
 	result  json.RawMessage
 	failure *failure
 	breach  *fault.Error
+}
+
+// ticketed is a call begun through an Awaiter: the prelude's id for it
+// and the tool's name.
+type ticketed struct {
+	id   int64
+	name string
 }
 
 // failure is the prelude's report of an uncaught exception.
@@ -123,6 +136,7 @@ func (s *session) attach(job *runtime.Job, caller bridge.Caller, stop func(error
 		hdr, _ = json.Marshal(map[string]string{"src": "raise ValueError('the input is not JSON')"})
 	}
 	s.job, s.caller, s.stop, s.maxFrame = job, caller, stop, maxFrame+maxFrameSlack
+	s.aw, _ = caller.(bridge.Awaiter)
 	s.hdr = append(hdr, '\n')
 	close(s.attached)
 }
@@ -184,6 +198,18 @@ func (r reader) Read(p []byte) (int, error) {
 		}
 		if s.job.Idle != nil {
 			s.job.Idle(inflight, s.cpu())
+		}
+		if len(s.tickets) > 0 {
+			// The answer comes to this goroutine: wait for it here.
+			t, out, err := s.aw.Await(s.ctx)
+			if t == 0 {
+				return 0, io.EOF
+			}
+			if c, ok := s.tickets[t]; ok {
+				delete(s.tickets, t)
+				s.complete(c.id, out, err, c.name)
+			}
+			continue
 		}
 		select {
 		case <-s.ready:
@@ -356,9 +382,17 @@ func (s *session) forged() {
 	s.end(fault.New(fault.KindScript, "the script wrote to the interpreter's file descriptor 1 directly, which carries ptc's protocol; use print() or logging for logs and return the result"))
 }
 
-// startCall starts a tool call; its completion is queued when it ends.
+// startCall starts a tool call; its completion is queued when it ends
+// (by Read, for a caller that is an Awaiter).
 func (s *session) startCall(id int64, name string, args json.RawMessage) {
 	s.started()
+	if s.aw != nil {
+		if s.tickets == nil {
+			s.tickets = map[uint32]ticketed{}
+		}
+		s.tickets[s.aw.Begin(s.ctx, name, args)] = ticketed{id, name}
+		return
+	}
 	inv := s.caller.Start(s.ctx, name, args)
 	s.calls.Add(1)
 	go func() {

@@ -107,7 +107,7 @@ type exec struct {
 	// aw is the job's Caller when it answers calls itself (a worker's call
 	// proxy): calls are begun through it and their answers awaited on the
 	// VM goroutine; tickets holds the promises of the calls not answered.
-	aw      awaiter
+	aw      bridge.Awaiter
 	tickets map[uint32]queuedCall
 
 	// keys interns property names across the tool results of the execution.
@@ -138,7 +138,7 @@ func newExec(e *Engine) *exec {
 // attach gives an execution its job; its runtime may already exist (Warm).
 func (x *exec) attach(ctx context.Context, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) {
 	x.job, x.c, x.mapPos, x.began = job, c, mapPos, time.Now()
-	x.aw, _ = job.Tools.(awaiter)
+	x.aw, _ = job.Tools.(bridge.Awaiter)
 	if job.Limits.Timeout > 0 {
 		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
 	} else {

@@ -1,7 +1,6 @@
 package js
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,30 +228,8 @@ func (x *exec) callError(err error, site goja.StackFrame) goja.Value {
 	return obj
 }
 
-// awaiter is implemented by a bridge.Caller whose calls are answered by
-// messages it receives — a worker's call proxy, whose calls run in the
-// supervisor — rather than by running Invocations. The engine then waits
-// for the answers itself, on the VM goroutine and for any of its calls at
-// once: no goroutine per call and no hand-off between threads, which cost
-// more than the call itself when the answer crosses a process boundary.
-// It is how the engine waits, not something a script can see: every
-// Caller works without it.
-type awaiter interface {
-	// Begin starts a call as Start does (numbered in the order of Begin
-	// calls) and returns its ticket, never 0; the call's answer comes
-	// from Await. A call to an inline tool may be held back until the
-	// next Await, so that calls made together go out together.
-	Begin(ctx context.Context, name string, args json.RawMessage) (ticket uint32)
-	// Await sends what Begin held back, then waits for the answer to any
-	// call begun and not yet answered, in the order the answers arrive:
-	// its ticket, and its JSON result or *bridge.CallError. When ctx ends
-	// first it returns ticket 0 and ctx's error; answers to calls never
-	// awaited are dropped.
-	Await(ctx context.Context) (ticket uint32, result json.RawMessage, err error)
-}
-
 // await waits, on the VM goroutine, for the answer to any call begun
-// through the job's awaiter, and returns it for delivery; an error means
+// through the job's bridge.Awaiter, and returns it for delivery; an error means
 // the execution's context ended.
 func (x *exec) await() (completion, error) {
 	for {

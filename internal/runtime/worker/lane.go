@@ -192,7 +192,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	unknown := false
 	switch job.Language {
 	case core.LanguagePython:
-		out, unknown = c.exec.runPython(ctx, c.python.get(job.ModuleSHA256), job, onBreach)
+		out, unknown = c.exec.runPython(ctx, c.python.get(job.ModuleSHA256), job, onBreach, l.mb.SpinCPU)
 	case core.LanguageWASM:
 		if eng, err := c.wasmEngine(); err != nil {
 			out = &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the worker's WebAssembly engine is unavailable")}

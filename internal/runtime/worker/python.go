@@ -164,21 +164,35 @@ func (l *lane) compilePython(m *wp.Compile) {
 // guest's own clock (an interpreter started ahead runs on a thread of its
 // own), reports a breach through onBreach, and the supervisor then stops
 // the worker, as for WebAssembly. unknown means the worker has no engine
-// for the job's interpreter.
+// for the job's interpreter. The guest's goroutine waits for tool answers
+// itself (the lane's call proxy is a bridge.Awaiter); spun, if set,
+// returns the CPU time waiters spent spinning for them (internal/ipc),
+// which is not the script's and is left out of its CPU time.
 func (e *executor) runPython(ctx context.Context, eng *python.Engine, job *ptcruntime.Job,
-	onBreach func(*fault.Error, time.Duration, int64)) (out *ptcruntime.Outcome, unknown bool) {
+	onBreach func(*fault.Error, time.Duration, int64), spun func() time.Duration) (out *ptcruntime.Outcome, unknown bool) {
 	if eng == nil {
 		return &ptcruntime.Outcome{Err: fault.Wrap(fault.KindInternal, wasm.ErrUnknownModule, "the worker does not hold the Python interpreter")}, true
 	}
 	if e.threadSetup != nil {
 		e.threadSetup()
 	}
-	w := &pyCPUWatch{limit: job.Limits.CPUTime, onBreach: onBreach}
+	waited := func() time.Duration { return 0 }
+	if spun != nil {
+		spun0 := spun()
+		waited = func() time.Duration { return spun() - spun0 }
+	}
+	w := &pyCPUWatch{limit: job.Limits.CPUTime, onBreach: onBreach, waited: waited}
 	defer w.stop()
 	s := &pyStopWatch{onBreach: onBreach}
 	defer s.stop()
 	ctx = python.WithStopWatch(python.WithCPUWatch(ctx, w.arm), s.arm)
+	if job.Idle != nil {
+		inner := *job
+		inner.Idle = func(inflight int, cpu time.Duration) { job.Idle(inflight, max(cpu-waited(), 0)) }
+		job = &inner
+	}
 	out = eng.Run(ctx, job)
+	out.CPUTime = max(out.CPUTime-waited(), 0)
 	return out, false
 }
 
@@ -239,6 +253,9 @@ type pyCPUWatch struct {
 	guestWatch
 	limit    time.Duration
 	onBreach func(*fault.Error, time.Duration, int64)
+	// waited is the CPU time the guest's thread spent spinning for tool
+	// answers since the job began: not the script's.
+	waited func() time.Duration
 }
 
 // arm starts the watch on the guest's clock (python.WithCPUWatch).
@@ -254,6 +271,9 @@ func (w *pyCPUWatch) arm(cpu func() time.Duration) {
 	var check func()
 	check = func() {
 		used := cpu()
+		if w.waited != nil {
+			used -= w.waited()
+		}
 		w.mu.Lock()
 		if w.stopped {
 			w.mu.Unlock()
