@@ -169,7 +169,9 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
 	if w := e.pool.take(job.Limits.MemoryBytes); w != nil {
-		if out, ok := e.runWarm(ctx, job, caller, w); ok {
+		out, ok := e.runWarm(ctx, job, caller, w)
+		e.pool.done()
+		if ok {
 			return out
 		}
 	}

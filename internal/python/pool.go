@@ -57,6 +57,10 @@ type pool struct {
 	// deaths counts interpreters that died while they waited, since the
 	// last good start: the fill goroutine backs off after them.
 	deaths int
+	// running counts the jobs running on interpreters taken from the
+	// pool: while one runs and an interpreter still waits, the next start
+	// waits for the job to end (see short).
+	running int
 }
 
 func newPool(e *Engine, size int) *pool {
@@ -95,10 +99,19 @@ func (p *pool) take(memoryBytes int64) *warm {
 		}
 		p.idle = append(p.idle[:i], p.idle[i+1:]...)
 		close(w.taken)
+		p.running++
 		p.signal()
 		return w
 	}
 	return nil
+}
+
+// done is told that a job on an interpreter take returned has ended.
+func (p *pool) done() {
+	p.mu.Lock()
+	p.running--
+	p.mu.Unlock()
+	p.signal()
 }
 
 // signal wakes fill.
@@ -109,11 +122,15 @@ func (p *pool) signal() {
 	}
 }
 
-// short reports whether the pool should start another interpreter.
+// short reports whether the pool should start another interpreter: it
+// holds fewer than its size, and either none at all or no job runs. A
+// start takes about 0.1 s of CPU; on a small host, one beside a running
+// job would slow that job (its wall time rose by a third on two cores),
+// and while an interpreter waits the next request does not need it yet.
 func (p *pool) short() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.closed && len(p.idle) < p.size
+	return !p.closed && len(p.idle) < p.size && (len(p.idle) == 0 || p.running == 0)
 }
 
 // fill starts interpreters while the pool is short of them, backing off

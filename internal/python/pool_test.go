@@ -16,6 +16,7 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/tools"
 )
 
 // newEngine returns an engine of its own keeping warm interpreters
@@ -192,6 +193,42 @@ func TestPool(t *testing.T) {
 			t.Fatalf("result %s, err %v", out.Result, out.Err)
 		}
 		for p.count() < n0+1 || p.waiting() < 2 {
+			<-p.added
+		}
+	})
+	t.Run("a start waits for the running job while one waits", func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		hold := tools.Tool{Definition: tools.Definition{Name: "hold"}, Handler: func(ctx context.Context, _ tools.Call) (json.RawMessage, error) {
+			close(entered)
+			<-release
+			return json.RawMessage("1"), nil
+		}}
+		j, _ := job("return await tools.hold()", "", limits.Limits{}, testTools(t, hold))
+		n0 := p.count()
+		ran := make(chan *runtime.Outcome)
+		go func() { ran <- e.Run(context.Background(), j) }()
+		<-entered
+		// One interpreter waits and a job runs: no start now.
+		if p.short() {
+			t.Error("the pool would start an interpreter beside the running job while one waits")
+		}
+		// With none waiting, the next request must not wait: one starts
+		// while the job still runs.
+		w := p.take(0)
+		if w == nil {
+			t.Fatal("no interpreter waited")
+		}
+		w.inst.Close()
+		p.done()
+		for p.waiting() < 1 {
+			<-p.added
+		}
+		close(release)
+		if out := <-ran; out.Err != nil || string(out.Result) != "1" {
+			t.Fatalf("result %s, err %v", out.Result, out.Err)
+		}
+		// The job ended: the pool fills up again.
+		for p.count() < n0+2 || p.waiting() < 2 {
 			<-p.added
 		}
 	})
