@@ -484,6 +484,36 @@ func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, st
 // gives it this one): any JSON object matches it.
 var anyObject = []byte(`{"type":"object"}`)
 
+// replacement is U+FFFD in UTF-8.
+var replacement = []byte("\uFFFD")
+
+// plainObject reports whether args, valid UTF-8, is a JSON object that
+// jsonval.Decode accepts, without building the value, for the text most
+// calls send: no escape and no U+FFFD. Then the grammar (which the
+// scanner checks as Decode does, raw control characters in strings
+// included) is all Decode checks: its other refusals are bad escapes and
+// property names merged by U+FFFD, which such text cannot have. false
+// means "not shown": the caller decodes.
+func plainObject(args []byte) bool {
+	if bytes.IndexByte(args, '\\') >= 0 || bytes.Contains(args, replacement) {
+		return false
+	}
+	s := jsonval.NewScanner(args, jsonval.MaxDepth)
+	t, err := s.Next()
+	if err != nil || t.Kind != jsonval.BeginObject {
+		return false
+	}
+	for {
+		t, err := s.Next()
+		if err != nil {
+			return false
+		}
+		if t.Kind == jsonval.End {
+			return true
+		}
+	}
+}
+
 // checkArgs bounds and validates a call's arguments.
 func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallError) {
 	name := t.Name
@@ -504,6 +534,9 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 		// The schema asks for an object and nothing more: the decoding
 		// Validate would do (which refuses what is not JSON and merged
 		// names) is the whole check. What fails it is reported below.
+		if plainObject(args) {
+			return args, nil
+		}
 		if v, err := jsonval.Decode(args); err == nil {
 			if _, ok := v.(map[string]any); ok {
 				return args, nil

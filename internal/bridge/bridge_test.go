@@ -265,6 +265,14 @@ func TestAnyObjectArguments(t *testing.T) {
 		{"trailing text", `{} {}`, tools.CodeInvalidArguments},
 		{"merged names", `{"\ud800":1,"\ud801":2}`, tools.CodeInvalidArguments},
 		{"too deep", strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000), tools.CodeInvalidArguments},
+		{"deep, no escapes", strings.Repeat(`{"a":`, 100) + `[1,2.5e3,true,false,null,"x"]` + strings.Repeat(`}`, 100), ""},
+		{"control character in a string", "{\"a\":\"x\ny\"}", tools.CodeInvalidArguments},
+		{"bad number", `{"a":01}`, tools.CodeInvalidArguments},
+		{"trailing comma", `{"a":1,}`, tools.CodeInvalidArguments},
+		{"unterminated string", `{"a":"x}`, tools.CodeInvalidArguments},
+		{"duplicate names", `{"a":1,"a":2}`, ""},
+		{"duplicate names with U+FFFD", "{\"\uFFFD\":1,\"\uFFFD\":2}", tools.CodeInvalidArguments},
+		{"U+FFFD once", "{\"\uFFFD\":1}", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

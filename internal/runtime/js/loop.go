@@ -52,6 +52,11 @@ type exec struct {
 	unwatch func() bool
 
 	vm *goja.Runtime
+	// spareJSON is a serialisation's state kept for the next one
+	// (serialiseInto): nil while it is in use, so that a serialisation
+	// started inside another (a getter or toJSON that calls
+	// JSON.stringify) gets its own.
+	spareJSON *jsonState
 	// rawOwnDescriptor and rawOwnSymbols are goja's own
 	// Object.getOwnPropertyDescriptor and Object.getOwnPropertySymbols
 	// (builtins.go).

@@ -51,7 +51,12 @@ func (x *exec) serialiseInto(buf []byte, value, replacer, space goja.Value, limi
 	if value == nil {
 		value = goja.Undefined()
 	}
-	st := &jsonState{x: x, max: int(x.maxStringChars()), limit: limit, b: buf}
+	st := x.spareJSON
+	if st == nil {
+		st = &jsonState{}
+	}
+	x.spareJSON = nil
+	*st = jsonState{x: x, max: int(x.maxStringChars()), limit: limit, b: buf, stack: st.stack[:0]}
 	if r, ok := replacer.(*goja.Object); ok {
 		if fn, ok := goja.AssertFunction(r); ok {
 			st.replacer = fn
@@ -66,10 +71,23 @@ func (x *exec) serialiseInto(buf []byte, value, replacer, space goja.Value, limi
 		holder = x.vm.NewObject()
 		_ = holder.Set("", value)
 	}
-	if !st.value(holder, jsonKey{}, value) {
+	ok := st.value(holder, jsonKey{}, value)
+	b := st.b
+	x.keepJSON(st)
+	if !ok {
 		return nil, false
 	}
-	return st.b, true
+	return b, true
+}
+
+// keepJSON keeps a finished serialisation's state for the next one, with
+// nothing of this one left in it: the next starts from a zero state but
+// for the stack's array, emptied here. A serialisation that panics (a
+// script's exception, a limit) does not come here: the next makes its own.
+func (x *exec) keepJSON(st *jsonState) {
+	clear(st.stack[:cap(st.stack)])
+	*st = jsonState{stack: st.stack[:0]}
+	x.spareJSON = st
 }
 
 // outputOver stops the serialisation of a result at its size limit: at
