@@ -1,7 +1,10 @@
 package python
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"hash/maphash"
 	"math"
 	"math/big"
 	"strconv"
@@ -88,6 +91,34 @@ func appendValueFrame(dst []byte, id int64, text []byte) []byte {
 	return frameEnd(append(b, text...), at)
 }
 
+// appendResultFrame appends the frame of a tool's result, JSON text as
+// the tool returned it; ok is false when it is not JSON. Most results
+// convert in one pass over the text as it is; the rest are compacted
+// first and take appendValueFrame's way (which leaves some to Python's
+// scanner), as every result once did.
+func appendResultFrame(dst []byte, id int64, out []byte) (frame []byte, ok bool) {
+	at := len(dst)
+	var m marshaller
+	b, rest, ok := m.value(frameHead(dst, tagValue, id), out, 0)
+	if ok && len(skipSpace(rest)) == 0 {
+		return frameEnd(b, at), true
+	}
+	var text bytes.Buffer
+	text.Grow(len(out))
+	if json.Compact(&text, out) != nil {
+		return b[:at], false
+	}
+	return appendValueFrame(b[:at], id, text.Bytes()), true
+}
+
+// skipSpace returns src after the JSON whitespace it starts with.
+func skipSpace(src []byte) []byte {
+	for len(src) > 0 && (src[0] == ' ' || src[0] == '\n' || src[0] == '\r' || src[0] == '\t') {
+		src = src[1:]
+	}
+	return src
+}
+
 // appendErrorFrame appends the frame of a failure, its fields as a JSON
 // object.
 func appendErrorFrame(dst []byte, id int64, x []byte) []byte {
@@ -155,26 +186,100 @@ func appendPyStr(b, s []byte, intern bool) []byte {
 	return append(b, s...)
 }
 
-// marshaller converts compact JSON (as json.Compact writes it) to marshal
-// data, sharing repeated short strings by reference.
+// marshaller converts JSON to marshal data, sharing repeated short
+// strings by reference. It accepts only valid JSON (what json.Valid
+// accepts, and UTF-8), so that what it converts needs no other check; it
+// refuses (ok false) what it leaves to Python's scanner too, and the
+// caller then tells the two apart.
 type marshaller struct {
-	refs map[string]uint32
+	refs strTable
 	// str is scratch space for a decoded string.
 	str []byte
+}
+
+// strSeed seeds the hash of strTable.
+var strSeed = maphash.MakeSeed()
+
+// strTable maps the short strings a conversion wrote to their marshal
+// reference numbers: open addressing over where each string's bytes are
+// in the output, so that neither a lookup nor an insertion allocates a
+// string (a map keyed by string took most of a conversion's time).
+type strTable struct {
+	slots []strSlot
+	n     int
+}
+
+// strSlot is one string of a strTable: its hash, where its bytes are in
+// the output (n bytes at off) and its reference number plus one (0: an
+// empty slot).
+type strSlot struct {
+	hash, off, n, ref1 uint32
+}
+
+// find returns the reference number of s, whose hash is h, when out (the
+// output so far) holds it.
+func (t *strTable) find(out, s []byte, h uint32) (uint32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint32(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if sl.ref1 == 0 {
+			return 0, false
+		}
+		if sl.hash == h && int(sl.n) == len(s) && string(out[sl.off:sl.off+sl.n]) == string(s) {
+			return sl.ref1 - 1, true
+		}
+	}
+}
+
+// add records that the string whose hash is h has its n bytes at out[off:]
+// and returns its reference number (the strings added before it).
+func (t *strTable) add(h uint32, off, n int) uint32 {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	t.n++
+	t.put(strSlot{hash: h, off: uint32(off), n: uint32(n), ref1: uint32(t.n)})
+	return uint32(t.n - 1)
+}
+
+func (t *strTable) put(sl strSlot) {
+	mask := uint32(len(t.slots) - 1)
+	i := sl.hash & mask
+	for t.slots[i].ref1 != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = sl
+}
+
+// grow doubles the table (from 256 slots: a typical result's distinct
+// short strings).
+func (t *strTable) grow() {
+	old := t.slots
+	size := max(256, 2*len(old))
+	t.slots = make([]strSlot, size)
+	for _, sl := range old {
+		if sl.ref1 != 0 {
+			t.put(sl)
+		}
+	}
 }
 
 // value appends the JSON value at the start of src and returns the rest
 // of src; ok is false for JSON left to Python's scanner.
 func (m *marshaller) value(b, src []byte, depth int) (out, rest []byte, ok bool) {
+	src = skipSpace(src)
 	if len(src) == 0 || depth > maxDepth {
 		return b, src, false
 	}
 	switch c := src[0]; {
-	case c == 'n' && len(src) >= 4:
+	case c == 'n' && len(src) >= 4 && string(src[:4]) == "null":
 		return append(b, mNone), src[4:], true
-	case c == 't' && len(src) >= 4:
+	case c == 't' && len(src) >= 4 && string(src[:4]) == "true":
 		return append(b, mTrue), src[4:], true
-	case c == 'f' && len(src) >= 5:
+	case c == 'f' && len(src) >= 5 && string(src[:5]) == "false":
 		return append(b, mFalse), src[5:], true
 	case c == '"':
 		return m.string(b, src, false)
@@ -192,12 +297,15 @@ func (m *marshaller) list(b, src []byte, depth int) ([]byte, []byte, bool) {
 	at := len(b) + 1
 	b = append(b, mList, 0, 0, 0, 0)
 	n := uint32(0)
-	if len(src) > 0 && src[0] == ']' {
+	if src = skipSpace(src); len(src) > 0 && src[0] == ']' {
 		return b, src[1:], true
 	}
 	for {
 		var ok bool
-		if b, src, ok = m.value(b, src, depth+1); !ok || len(src) == 0 {
+		if b, src, ok = m.value(b, src, depth+1); !ok {
+			return b, src, false
+		}
+		if src = skipSpace(src); len(src) == 0 {
 			return b, src, false
 		}
 		n++
@@ -215,18 +323,24 @@ func (m *marshaller) list(b, src []byte, depth int) ([]byte, []byte, bool) {
 
 func (m *marshaller) dict(b, src []byte, depth int) ([]byte, []byte, bool) {
 	b = append(b, mDict)
-	if len(src) > 0 && src[0] == '}' {
+	if src = skipSpace(src); len(src) > 0 && src[0] == '}' {
 		return append(b, mNull), src[1:], true
 	}
 	for {
 		var ok bool
-		if len(src) == 0 || src[0] != '"' {
+		if src = skipSpace(src); len(src) == 0 || src[0] != '"' {
 			return b, src, false
 		}
-		if b, src, ok = m.string(b, src, true); !ok || len(src) == 0 || src[0] != ':' {
+		if b, src, ok = m.string(b, src, true); !ok {
 			return b, src, false
 		}
-		if b, src, ok = m.value(b, src[1:], depth+1); !ok || len(src) == 0 {
+		if src = skipSpace(src); len(src) == 0 || src[0] != ':' {
+			return b, src, false
+		}
+		if b, src, ok = m.value(b, src[1:], depth+1); !ok {
+			return b, src, false
+		}
+		if src = skipSpace(src); len(src) == 0 {
 			return b, src, false
 		}
 		c := src[0]
@@ -244,6 +358,17 @@ func (m *marshaller) dict(b, src []byte, depth int) ([]byte, []byte, bool) {
 // Python's scanner decodes them (a surrogate pair is one character, a
 // lone surrogate stays one). Raw text that is not UTF-8 is left to Python.
 func (m *marshaller) string(b, src []byte, key bool) ([]byte, []byte, bool) {
+	// Most strings have no escape: they are their text, used in place.
+	j := 1
+	for j < len(src) && !strStop[src[j]] {
+		j++
+	}
+	if j < len(src) && src[j] == '"' {
+		if !utf8.Valid(src[1:j]) {
+			return b, src, false
+		}
+		return m.appendStr(b, src[1:j], key), src[j+1:], true
+	}
 	s := m.str[:0]
 	i := 1
 	for {
@@ -258,6 +383,10 @@ func (m *marshaller) string(b, src []byte, key bool) ([]byte, []byte, bool) {
 		if c != '\\' {
 			j := i
 			for j < len(src) && src[j] != '"' && src[j] != '\\' {
+				if src[j] < 0x20 {
+					// A control character must be escaped.
+					return b, src, false
+				}
 				j++
 			}
 			if !utf8.Valid(src[i:j]) {
@@ -303,20 +432,34 @@ func (m *marshaller) string(b, src []byte, key bool) ([]byte, []byte, bool) {
 		}
 	}
 	m.str = s
+	return m.appendStr(b, s, key), src[i:], true
+}
+
+// strStop marks the bytes that end a string's plain run: its closing
+// quote, an escape, and the control characters JSON refuses in strings.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// appendStr appends the str s, by reference when the conversion wrote it
+// already.
+func (m *marshaller) appendStr(b, s []byte, key bool) []byte {
 	if len(s) > maxRefLen {
-		return appendPyStr(b, s, key), src[i:], true
+		return appendPyStr(b, s, key)
 	}
-	if m.refs == nil {
-		m.refs = make(map[string]uint32)
+	h := uint32(maphash.Bytes(strSeed, s))
+	if ref, ok := m.refs.find(b, s, h); ok {
+		return binary.LittleEndian.AppendUint32(append(b, mRef), ref)
 	}
-	if ref, ok := m.refs[string(s)]; ok {
-		return binary.LittleEndian.AppendUint32(append(b, mRef), ref), src[i:], true
-	}
-	m.refs[string(s)] = uint32(len(m.refs))
 	at := len(b)
 	b = appendPyStr(b, s, key)
 	b[at] |= mFlagRef
-	return b, src[i:], true
+	m.refs.add(h, len(b)-len(s), len(s))
+	return b
 }
 
 func hex4(src []byte, i int) (rune, bool) {
@@ -325,6 +468,51 @@ func hex4(src []byte, i int) (rune, bool) {
 	}
 	v, err := strconv.ParseUint(string(src[i:i+4]), 16, 32)
 	return rune(v), err == nil
+}
+
+// numberEnd returns the length of the JSON number at the start of src
+// (JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?) and
+// whether it is an integer's text; ok is false when src does not start
+// with one.
+func numberEnd(src []byte) (n int, integral, ok bool) {
+	digits := func(i int) int {
+		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(src) && src[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(src) && src[i] == '0':
+		i++
+	case i < len(src) && src[i] >= '1' && src[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return 0, false, false
+	}
+	integral = true
+	if i < len(src) && src[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, false, false
+		}
+		i, integral = j, false
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, false, false
+		}
+		i, integral = j, false
+	}
+	return i, integral, true
 }
 
 // appendWTF8 appends r in UTF-8, a surrogate as its three bytes (what
@@ -339,15 +527,22 @@ func appendWTF8(s []byte, r rune) []byte {
 // number appends the JSON number at the start of src: an int for an
 // integer's text, else a float, as Python's scanner makes them.
 func number(b, src []byte) ([]byte, []byte, bool) {
-	i, integral := 0, true
-	for i < len(src) {
-		c := src[i]
-		if c == '.' || c == 'e' || c == 'E' {
-			integral = false
-		} else if !(c == '-' || c == '+' || (c >= '0' && c <= '9')) {
-			break
+	i, integral, ok := numberEnd(src)
+	if !ok {
+		return b, src, false
+	}
+	if integral && i <= 18 {
+		// Fewer than 19 digits: an int64, parsed here without a copy.
+		v, neg := int64(0), src[0] == '-'
+		for _, c := range src[:i] {
+			if c != '-' {
+				v = v*10 + int64(c-'0')
+			}
 		}
-		i++
+		if neg {
+			v = -v
+		}
+		return appendPyInt(b, v), src[i:], true
 	}
 	text := string(src[:i])
 	if integral {

@@ -1,8 +1,10 @@
 package python
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,4 +110,61 @@ func FuzzConversion(f *testing.F) {
 			t.Fatalf("frame length %d, want %d", n, len(fr)-4)
 		}
 	})
+}
+
+// resultCases are tool results as tools send them: with whitespace, and
+// not JSON at all.
+var resultCases = []string{
+	" [ 1 , {\"a\" : \"b\" } ]\n", "{\n\t\"k\": [true, false, null]\r\n}", "  0  ", "-0", "123456789012345678", "1234567890123456789",
+	"-123456789012345678", "[-1.5e-3, 2E+2, 0.0]",
+	"nul", "nulx", "tru", "[1,]", "{\"a\":1,}", "\"a\x01\"", "01", "1.", "-", "1e", "1e+", "[1 2]", "{\"a\" 1}", "{} {}", "\"\\x\"",
+	"\"\\u12\"", "+1", ".5", "[", "{", "\"", "",
+}
+
+// TestResultFrame checks the conversion of results as tools send them:
+// the frame of a JSON text is the frame of its compact form; text that
+// is not JSON is refused.
+func TestResultFrame(t *testing.T) {
+	texts := slices.Clone(resultCases)
+	for _, c := range conversionCases {
+		texts = append(texts, c.json)
+	}
+	for _, text := range texts {
+		checkResultFrame(t, []byte(text))
+	}
+}
+
+func checkResultFrame(t *testing.T, b []byte) {
+	t.Helper()
+	fr, ok := appendResultFrame([]byte("prefix"), 1, b)
+	if valid := json.Valid(b); ok != valid {
+		t.Fatalf("%.60q: converted %v, but json.Valid says %v", b, ok, valid)
+	}
+	if !bytes.HasPrefix(fr, []byte("prefix")) {
+		t.Fatalf("%.60q: the frame lost what it was appended to", b)
+	}
+	if !ok {
+		if len(fr) != len("prefix") {
+			t.Fatalf("%.60q: refused, but the frame grew", b)
+		}
+		return
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		t.Fatal(err)
+	}
+	if want := appendValueFrame([]byte("prefix"), 1, c.Bytes()); !bytes.Equal(fr, want) {
+		t.Fatalf("%.60q: frame %x, want the compact text's %x", b, fr, want)
+	}
+}
+
+// FuzzResultFrame is TestResultFrame on any text.
+func FuzzResultFrame(f *testing.F) {
+	for _, s := range resultCases {
+		f.Add([]byte(s))
+	}
+	for _, c := range conversionCases {
+		f.Add([]byte(c.json))
+	}
+	f.Fuzz(checkResultFrame)
 }

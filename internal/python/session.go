@@ -414,14 +414,12 @@ func (s *session) started() {
 func (s *session) complete(id int64, out json.RawMessage, err error, name string) {
 	var frame []byte
 	if err == nil {
-		var text bytes.Buffer
 		if len(bytes.TrimSpace(out)) == 0 {
-			text.WriteString("null")
-		} else if cerr := json.Compact(&text, out); cerr != nil {
-			err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "the tool returned invalid JSON"}
+			out = json.RawMessage("null")
 		}
-		if err == nil {
-			frame = appendValueFrame(make([]byte, 0, 64+text.Len()), id, text.Bytes())
+		var ok bool
+		if frame, ok = appendResultFrame(make([]byte, 0, 64+len(out)), id, out); !ok {
+			err = &bridge.CallError{Name: bridge.NameToolError, Tool: name, Code: tools.CodeInvalidOutput, Message: "the tool returned invalid JSON"}
 		}
 	}
 	if err != nil {
