@@ -138,7 +138,7 @@ func (e *Engine) compilePrelude(ctx context.Context) ([]byte, error) {
 	var code bytes.Buffer
 	job := &runtime.Job{Limits: limits.Limits{Timeout: compileTimeout}}
 	out, err := e.w.RunStreams(ctx, e.hash, job, append(slices.Clone(flags), "-c", compileProgram, prelude),
-		func(context.Context, func() time.Duration) (io.Reader, io.Writer) { return bytes.NewReader(nil), &code }, nil)
+		func(context.Context, wasm.Meter) (io.Reader, io.Writer) { return bytes.NewReader(nil), &code }, nil)
 	if err == nil && out.Err != nil {
 		err = out.Err
 	}

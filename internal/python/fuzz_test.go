@@ -9,6 +9,7 @@ import (
 	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 // FuzzProtocol feeds arbitrary bytes to the host's side of the protocol,
@@ -32,7 +33,7 @@ func FuzzProtocol(f *testing.F) {
 		job := &runtime.Job{Limits: lim, Tools: d, Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
 		s := newSession(nil)
 		s.attach(job, d, cancel)
-		s.open(ctx, func() time.Duration { return 0 })
+		s.open(ctx, wasm.Meter{CPU: func() time.Duration { return 0 }, Peak: func() int64 { return 0 }})
 		s.begin()
 		_, _ = writer{s}.Write(b)
 		cancel(nil)

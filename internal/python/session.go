@@ -17,6 +17,7 @@ import (
 	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -47,6 +48,7 @@ type session struct {
 	// time since its job began.
 	ctx   context.Context
 	cpu   func() time.Duration
+	meter wasm.Meter
 	calls sync.WaitGroup
 	// waiting, when not nil, is closed when the guest first waits for its
 	// job: the interpreter has done all its job-independent work.
@@ -58,7 +60,7 @@ type session struct {
 	src   sources
 	// watch, when set (WithCPUWatch), is given the guest's CPU clock when
 	// the job begins.
-	watch func(cpu func() time.Duration)
+	watch func(wasm.Meter)
 	// aw is the caller when it answers calls itself (a worker's call
 	// proxy): calls begin on the guest's goroutine and their answers are
 	// awaited there, in Read, with tickets mapping them to the prelude's
@@ -142,8 +144,8 @@ func (s *session) attach(job *runtime.Job, caller bridge.Caller, stop func(error
 }
 
 // open is RunStreams's (and StartStreams's) open.
-func (s *session) open(ctx context.Context, cpu func() time.Duration) (io.Reader, io.Writer) {
-	s.ctx, s.cpu = ctx, cpu
+func (s *session) open(ctx context.Context, m wasm.Meter) (io.Reader, io.Writer) {
+	s.ctx, s.cpu, s.meter = ctx, m.CPU, m
 	return reader{s}, writer{s}
 }
 
@@ -161,7 +163,7 @@ func (s *session) begin() {
 	s.queue = append(s.queue, s.hdr...)
 	s.mu.Unlock()
 	if s.watch != nil {
-		s.watch(s.cpu)
+		s.watch(s.meter)
 	}
 }
 

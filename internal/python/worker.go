@@ -2,9 +2,9 @@ package python
 
 import (
 	"context"
-	"time"
 
 	"github.com/ptcrun/ptc/internal/fault"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 // This file is what a worker process needs of the engine (see
@@ -22,18 +22,19 @@ type cpuWatchKey struct{}
 
 // WithCPUWatch returns ctx carrying watch: Run, given that context, calls
 // watch once the job begins, on the guest's goroutine, with the guest's
-// CPU clock (the CPU time its thread used since the job began). An
+// meter: its CPU clock (the CPU time its thread used since the job began)
+// and its peak memory, for the breach's report. An
 // interpreter compiled with NoLoopChecks cannot be stopped by a cancelled
 // context while it computes, so the process that runs it watches the CPU
 // limit itself through this clock and has the interpreter's process
 // killed when it is spent. watch must return at once.
-func WithCPUWatch(ctx context.Context, watch func(cpu func() time.Duration)) context.Context {
+func WithCPUWatch(ctx context.Context, watch func(wasm.Meter)) context.Context {
 	return context.WithValue(ctx, cpuWatchKey{}, watch)
 }
 
 // cpuWatchOf returns the watch WithCPUWatch put in ctx, nil if none.
-func cpuWatchOf(ctx context.Context) func(cpu func() time.Duration) {
-	w, _ := ctx.Value(cpuWatchKey{}).(func(cpu func() time.Duration))
+func cpuWatchOf(ctx context.Context) func(wasm.Meter) {
+	w, _ := ctx.Value(cpuWatchKey{}).(func(wasm.Meter))
 	return w
 }
 

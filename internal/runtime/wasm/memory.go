@@ -85,6 +85,9 @@ func (a *allocator) peakBytes() uint64 {
 	return a.peak
 }
 
+// peak64 is peakBytes as a Meter's Peak.
+func (a *allocator) peak64() int64 { return int64(a.peakBytes()) }
+
 // linearMemory is one growable memory. wazero never shrinks memory. A
 // region recycled from an earlier execution may hold its data, so every
 // part of it that may have been written is cleared as it is exposed: a

@@ -174,7 +174,7 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 	start := time.Now()
 	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
 	if s != nil {
-		stdin, out := s.open(runCtx, st.cpu)
+		stdin, out := s.open(runCtx, Meter{CPU: st.cpu, Peak: alloc.peak64})
 		cfg = cfg.WithArgs(s.args...).WithStdin(stdin).WithStdout(out)
 		if s.configure != nil {
 			cfg = s.configure(cfg)

@@ -15,8 +15,24 @@ import (
 // on stdout): see RunStreams.
 type streams struct {
 	args      []string
-	open      func(ctx context.Context, cpu func() time.Duration) (stdin io.Reader, stdout io.Writer)
+	open      OpenStreams
 	configure func(wazero.ModuleConfig) wazero.ModuleConfig
+}
+
+// OpenStreams gives a stream guest its stdin and stdout (RunStreams,
+// StartStreams): called once, on the goroutine the guest runs on, just
+// before the module starts, with the execution's context and the meter
+// of the guest.
+type OpenStreams func(ctx context.Context, m Meter) (stdin io.Reader, stdout io.Writer)
+
+// Meter is what the host side of a stream guest reads of it while it
+// runs. Both functions are safe to call from any goroutine.
+type Meter struct {
+	// CPU returns the guest's compute time since its job began: its
+	// thread's CPU clock.
+	CPU func() time.Duration
+	// Peak returns the most linear memory the guest has held, in bytes.
+	Peak func() int64
 }
 
 // RunStreams runs the cached module with the given hex SHA-256 with
@@ -30,14 +46,13 @@ type streams struct {
 // called once, on the goroutine the guest runs on, just before the module
 // starts: ctx ends when the execution does for any reason (its deadline,
 // CPU limit or the caller), so that a stdin that blocks can stop waiting,
-// and cpu reports the guest's compute time so far; it returns the
-// module's stdin and stdout. configure, when not nil, adjusts the module's
+// and the Meter reports the guest's compute time and memory so far; it
+// returns the module's stdin and stdout. configure, when not nil, adjusts the module's
 // configuration last (its clocks and random source, for one).
 //
 // It returns ErrUnknownModule, and no Outcome, when the engine does not
 // hold the module.
 func (e *Engine) RunStreams(ctx context.Context, hash string, job *runtime.Job, args []string,
-	open func(ctx context.Context, cpu func() time.Duration) (stdin io.Reader, stdout io.Writer),
-	configure func(wazero.ModuleConfig) wazero.ModuleConfig) (out *runtime.Outcome, err error) {
+	open OpenStreams, configure func(wazero.ModuleConfig) wazero.ModuleConfig) (out *runtime.Outcome, err error) {
 	return e.runHash(ctx, hash, job, &streams{args: args, open: open, configure: configure}, "compile the module first")
 }

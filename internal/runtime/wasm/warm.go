@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	goruntime "runtime"
 	"strings"
 	"sync/atomic"
@@ -59,15 +58,14 @@ type Started struct {
 // its stdin for a job, which the caller knows from its stdin (the
 // instance's memory may grow to the engine's MaxMemory meanwhile). open
 // gets the instance's context, which ends with the instance (Close, or
-// the end of its execution), and the guest's CPU time since its job began
-// (since it started, before). The goroutine ends with the guest: the
+// the end of its execution), and its Meter: the guest's CPU time since its
+// job began (since it started, before) and its memory. The goroutine ends with the guest: the
 // caller's stdin must return io.EOF once that context ends.
 //
 // It returns ErrUnknownModule when the engine does not hold the module,
 // ErrClosed when the engine is closed.
 func (e *Engine) StartStreams(hash string, args []string,
-	open func(ctx context.Context, cpu func() time.Duration) (stdin io.Reader, stdout io.Writer),
-	configure func(wazero.ModuleConfig) wazero.ModuleConfig) (*Started, error) {
+	open OpenStreams, configure func(wazero.ModuleConfig) wazero.ModuleConfig) (*Started, error) {
 	ent, ok, err := e.acquireHash(context.Background(), strings.ToLower(hash))
 	if errors.Is(err, ErrClosed) {
 		return nil, err
@@ -105,7 +103,7 @@ func (e *Engine) StartStreams(hash string, args []string,
 		close(began)
 		cpu := func() time.Duration { return max(s.clock.Now()-time.Duration(s.cpu0.Load()), 0) }
 		s.st.cpu = cpu
-		stdin, stdout := open(ctx, cpu)
+		stdin, stdout := open(ctx, Meter{CPU: cpu, Peak: s.alloc.peak64})
 		cfg := wazero.NewModuleConfig().WithName("").WithArgs(args...).
 			WithStdin(stdin).WithStdout(stdout).WithStderr(s.stderr)
 		if configure != nil {

@@ -87,7 +87,7 @@ func TestStarted(t *testing.T) {
 			}
 			var stdout bytes.Buffer
 			in := &jobStdin{job: make(chan []byte, 1), waiting: make(chan struct{})}
-			s, err := e.StartStreams(hash, []string{"guest"}, func(ctx context.Context, _ func() time.Duration) (io.Reader, io.Writer) {
+			s, err := e.StartStreams(hash, []string{"guest"}, func(ctx context.Context, _ Meter) (io.Reader, io.Writer) {
 				in.ctx = ctx
 				return in, &stdout
 			}, nil)

@@ -259,7 +259,7 @@ type pyCPUWatch struct {
 }
 
 // arm starts the watch on the guest's clock (python.WithCPUWatch).
-func (w *pyCPUWatch) arm(cpu func() time.Duration) {
+func (w *pyCPUWatch) arm(m wasm.Meter) {
 	if w.limit <= 0 || w.onBreach == nil {
 		return
 	}
@@ -270,7 +270,7 @@ func (w *pyCPUWatch) arm(cpu func() time.Duration) {
 	}
 	var check func()
 	check = func() {
-		used := cpu()
+		used := m.CPU()
 		if w.waited != nil {
 			used -= w.waited()
 		}
@@ -286,7 +286,7 @@ func (w *pyCPUWatch) arm(cpu func() time.Duration) {
 		}
 		w.stopped = true
 		w.mu.Unlock()
-		w.onBreach(wasmBreach(fault.Breach(fault.KindCPULimit, w.limit.Nanoseconds(), used.Nanoseconds(), "")), used, 0)
+		w.onBreach(wasmBreach(fault.Breach(fault.KindCPULimit, w.limit.Nanoseconds(), used.Nanoseconds(), "")), used, m.Peak())
 	}
 	w.t = time.AfterFunc(w.limit, check)
 }

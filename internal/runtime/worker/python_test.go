@@ -19,6 +19,7 @@ import (
 	"github.com/ptcrun/ptc/internal/pyinterp"
 	"github.com/ptcrun/ptc/internal/python"
 	ptcruntime "github.com/ptcrun/ptc/internal/runtime"
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 	wp "github.com/ptcrun/ptc/internal/workerproto"
 	"github.com/ptcrun/ptc/tools"
 )
@@ -381,5 +382,25 @@ func TestPythonCompileSlot(t *testing.T) {
 	}
 	if n := len(p.pyCompiles); n != 0 {
 		t.Fatalf("%d compile slots held after the executions", n)
+	}
+}
+
+// TestPyCPUWatchReportsPeak: the worker's CPU watch of a Python guest
+// reports the guest's peak memory with its breach, and leaves out the CPU
+// its thread spent waiting for answers.
+func TestPyCPUWatchReportsPeak(t *testing.T) {
+	type report struct {
+		fe   *fault.Error
+		cpu  time.Duration
+		peak int64
+	}
+	got := make(chan report, 1)
+	w := &pyCPUWatch{limit: time.Millisecond, waited: func() time.Duration { return time.Second },
+		onBreach: func(fe *fault.Error, cpu time.Duration, peak int64) { got <- report{fe, cpu, peak} }}
+	defer w.stop()
+	w.arm(wasm.Meter{CPU: func() time.Duration { return time.Second + 5*time.Millisecond }, Peak: func() int64 { return 42 << 20 }})
+	r := <-got
+	if r.fe.Kind != fault.KindCPULimit || r.peak != 42<<20 || r.cpu != 5*time.Millisecond {
+		t.Fatalf("breach %v, CPU %v, peak %d; want CPU_LIMIT, 5ms, %d", r.fe, r.cpu, r.peak, 42<<20)
 	}
 }

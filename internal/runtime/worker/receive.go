@@ -36,6 +36,7 @@ func (w *proc) readLoop() {
 	w.kill()
 	waitErr := w.cmd.Wait()
 	_ = w.conn.Close()
+	defer w.closeClocks()
 
 	w.mu.Lock()
 	execs := w.execs
@@ -121,6 +122,11 @@ func (w *proc) handle(tag uint64, f *wp.WorkerFrame) error {
 			if w.pool.cfg.ExecutionsPerWorker == 1 || fe.Kind == fault.KindMemoryLimit {
 				es.breachTimer = time.AfterFunc(w.pool.cfg.breachGraceOrDefault(), func() { w.breachKill(es) })
 			}
+		} else if es != nil {
+			// The supervisor's own watch saw the breach first (a guest's
+			// CPU on its lane's clock), without the memory the worker
+			// knows: the worker's report adds it.
+			es.breachPeak = max(es.breachPeak, m.Breach.GetPeakMemoryBytes())
 		}
 		w.mu.Unlock()
 		if es != nil && es.wasm {
