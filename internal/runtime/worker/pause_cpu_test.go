@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -134,5 +136,40 @@ return s;`, l, mark, wait)
 	}
 	if paused > wall-hold {
 		t.Errorf("the wait reported %v of CPU time; the thread was scheduled for at most %v (%v wall, %v stopped)", paused, wall-hold, wall, hold)
+	}
+}
+
+// cpuSink keeps TestReadThreadCPUAgain's loop from being optimised away.
+var cpuSink int
+
+// TestReadThreadCPUAgain: a schedstat file opened once reads its thread's
+// CPU time anew at every read, as a lane's CPU watch reads it for every
+// execution; once closed, it reads nothing.
+func TestReadThreadCPUAgain(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f, err := os.Open(fmt.Sprintf("/proc/self/task/%d/schedstat", syscall.Gettid()))
+	if err != nil {
+		t.Skipf("no schedstat: %v", err)
+	}
+	start, err := readThreadCPU(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		for i := range 1_000_000 {
+			cpuSink += i
+		}
+		now, err := readThreadCPU(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > start {
+			break
+		}
+	}
+	_ = f.Close()
+	if _, err := readThreadCPU(f); err == nil {
+		t.Fatal("a closed schedstat file was read")
 	}
 }

@@ -51,6 +51,10 @@ type proc struct {
 	busy     []bool
 	modules  []string
 	nextSlot uint64
+	// clocks[i] is lane i+1's thread's /proc schedstat, opened on the
+	// first CPU watch of an execution on it (laneClock) and closed when
+	// the worker has ended.
+	clocks   []*os.File
 	killOnce sync.Once
 	// poolKill holds the kind and message of a Close.
 	poolKillKind fault.Kind

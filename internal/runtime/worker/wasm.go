@@ -382,8 +382,11 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	if lim <= 0 || es.lane == 0 || es.lane > uint64(len(threads)) {
 		return func() bool { return false }
 	}
-	path := fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, threads[es.lane-1])
-	start, err := threadCPU(path)
+	clock, err := w.laneClock(es.lane, threads[es.lane-1])
+	var start time.Duration
+	if err == nil {
+		start, err = readThreadCPU(clock)
+	}
 	if err != nil {
 		// The worker's own watchdog is then the only one.
 		return func() bool { return false }
@@ -392,7 +395,7 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	var t *time.Timer
 	stopped, killed := false, false
 	check := func() {
-		used, err := threadCPU(path)
+		used, err := readThreadCPU(clock)
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped || err != nil {
@@ -423,13 +426,63 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	}
 }
 
+// laneClock returns the open /proc schedstat file of lane's thread (tid),
+// opened once for the worker's life: an execution's CPU watch reads it
+// with one pread instead of opening it again (os.ReadFile is six system
+// calls on the execution's path).
+func (w *proc) laneClock(lane uint64, tid int32) (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.execs == nil {
+		return nil, os.ErrClosed
+	}
+	if w.clocks == nil {
+		w.clocks = make([]*os.File, len(w.ready.GetLaneThreads()))
+	}
+	if f := w.clocks[lane-1]; f != nil {
+		return f, nil
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, tid))
+	if err != nil {
+		return nil, err
+	}
+	w.clocks[lane-1] = f
+	return f, nil
+}
+
+// closeClocks closes the lanes' schedstat files (the worker has ended);
+// a watch that reads one afterwards gets an error and does nothing.
+func (w *proc) closeClocks() {
+	w.mu.Lock()
+	clocks := w.clocks
+	w.clocks = nil
+	w.mu.Unlock()
+	for _, f := range clocks {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
 // threadCPU reads a thread's CPU time from its /proc schedstat file (the
 // first field, in nanoseconds).
 func threadCPU(path string) (time.Duration, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
+	defer f.Close()
+	return readThreadCPU(f)
+}
+
+// readThreadCPU is threadCPU on the open file.
+func readThreadCPU(f *os.File) (time.Duration, error) {
+	var buf [128]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return 0, err
+	}
+	b := buf[:n]
 	if i := bytes.IndexByte(b, ' '); i > 0 {
 		b = b[:i]
 	}
