@@ -169,9 +169,7 @@ func (e *Engine) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 		caller = bridge.New(bridge.Config{ExecutionID: job.ExecutionID})
 	}
 	if w := e.pool.take(job.Limits.MemoryBytes); w != nil {
-		out, ok := e.runWarm(ctx, job, caller, w)
-		e.pool.done()
-		if ok {
+		if out, ok := e.runWarm(ctx, job, caller, w); ok {
 			return out
 		}
 	}
@@ -196,10 +194,12 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 	return out
 }
 
-// runWarm runs job on w. It reports false, having run nothing of the
+// runWarm runs job on w, which the pool's take returned, and tells the
+// pool when it has ended. It reports false, having run nothing of the
 // job, when w's interpreter ended before it read the job (it crashed
 // while it waited): the caller runs the job on a fresh one.
 func (e *Engine) runWarm(ctx context.Context, job *runtime.Job, caller bridge.Caller, w *warm) (*runtime.Outcome, bool) {
+	defer e.pool.done()
 	s := w.s
 	s.watch = cpuWatchOf(ctx)
 	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, stopHook(ctx, s, w.inst.Stop)) })

@@ -234,15 +234,14 @@ func (t *strTable) find(out, s []byte, h uint32) (uint32, bool) {
 	}
 }
 
-// add records that the string whose hash is h has its n bytes at out[off:]
-// and returns its reference number (the strings added before it).
-func (t *strTable) add(h uint32, off, n int) uint32 {
+// add records that the string whose hash is h has its n bytes at out[off:],
+// with the next reference number (the strings added before it).
+func (t *strTable) add(h uint32, off, n int) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
 	t.n++
 	t.put(strSlot{hash: h, off: uint32(off), n: uint32(n), ref1: uint32(t.n)})
-	return uint32(t.n - 1)
 }
 
 func (t *strTable) put(sl strSlot) {

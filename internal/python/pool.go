@@ -85,8 +85,8 @@ func (p *pool) count() int {
 }
 
 // take returns a waiting interpreter whose memory fits a job's limit of
-// memoryBytes, or nil. A nil pool has none. The job it is taken for must
-// tell done when it ends.
+// memoryBytes, or nil. A nil pool has none. The job it is taken for
+// tells done when it ends (Engine.runWarm).
 func (p *pool) take(memoryBytes int64) *warm {
 	if p == nil {
 		return nil

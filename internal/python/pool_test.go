@@ -82,7 +82,6 @@ return [random.random(), str(uuid.uuid4()), os.urandom(4).hex(), time.time(), ti
 					}
 					run = func(ctx context.Context, job *runtime.Job, caller bridge.Caller) *runtime.Outcome {
 						res, ok := e.runWarm(ctx, job, caller, w)
-						e.pool.done()
 						if !ok {
 							t.Fatal("the warm interpreter did not take the job")
 						}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -44,10 +43,9 @@ type session struct {
 	// hdr is the job's first line for the prelude, set by attach.
 	hdr []byte
 	// ctx ends with the execution (with the instance, for an interpreter
-	// started ahead of its job); set by open with cpu, the guest's CPU
-	// time since its job began.
+	// started ahead of its job); set by open with meter, the guest's CPU
+	// time since its job began and its memory.
 	ctx   context.Context
-	cpu   func() time.Duration
 	meter wasm.Meter
 	calls sync.WaitGroup
 	// waiting, when not nil, is closed when the guest first waits for its
@@ -58,8 +56,8 @@ type session struct {
 	// the guest was given its job; src are its clocks and random source.
 	begun bool
 	src   sources
-	// watch, when set (WithCPUWatch), is given the guest's CPU clock when
-	// the job begins.
+	// watch, when set (WithCPUWatch), is given the guest's meter when the
+	// job begins.
 	watch func(wasm.Meter)
 	// aw is the caller when it answers calls itself (a worker's call
 	// proxy): calls begin on the guest's goroutine and their answers are
@@ -145,7 +143,7 @@ func (s *session) attach(job *runtime.Job, caller bridge.Caller, stop func(error
 
 // open is RunStreams's (and StartStreams's) open.
 func (s *session) open(ctx context.Context, m wasm.Meter) (io.Reader, io.Writer) {
-	s.ctx, s.cpu, s.meter = ctx, m.CPU, m
+	s.ctx, s.meter = ctx, m
 	return reader{s}, writer{s}
 }
 
@@ -199,7 +197,7 @@ func (r reader) Read(p []byte) (int, error) {
 			continue
 		}
 		if s.job.Idle != nil {
-			s.job.Idle(inflight, s.cpu())
+			s.job.Idle(inflight, s.meter.CPU())
 		}
 		if len(s.tickets) > 0 {
 			// The answer comes to this goroutine: wait for it here.

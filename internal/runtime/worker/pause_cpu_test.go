@@ -33,15 +33,19 @@ func stopDuring(p *Pool, marked <-chan struct{}, hold time.Duration) error {
 	if w == nil {
 		return errors.New("no busy worker")
 	}
-	path := fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, w.ready.GetLaneThreads()[0])
-	start, err := threadCPU(path)
+	clock, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, w.ready.GetLaneThreads()[0]))
+	if err != nil {
+		return err
+	}
+	defer clock.Close()
+	start, err := readThreadCPU(clock)
 	if err != nil {
 		return err
 	}
 	// The script's loop runs once its thread computes after the mark; the
 	// loop is long enough (hundreds of ms of CPU) to be stopped inside.
 	for {
-		now, err := threadCPU(path)
+		now, err := readThreadCPU(clock)
 		if err != nil {
 			return err
 		}

@@ -270,10 +270,7 @@ func (w *pyCPUWatch) arm(m wasm.Meter) {
 	}
 	var check func()
 	check = func() {
-		used := m.CPU()
-		if w.waited != nil {
-			used -= w.waited()
-		}
+		used := m.CPU() - w.waited()
 		w.mu.Lock()
 		if w.stopped {
 			w.mu.Unlock()

@@ -382,7 +382,7 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	if lim <= 0 || es.lane == 0 || es.lane > uint64(len(threads)) {
 		return func() bool { return false }
 	}
-	clock, err := w.laneClock(es.lane, threads[es.lane-1])
+	clock, err := w.laneClock(es.lane)
 	var start time.Duration
 	if err == nil {
 		start, err = readThreadCPU(clock)
@@ -426,23 +426,24 @@ func (w *proc) watchCPU(es *execState) (stop func() (killed bool)) {
 	}
 }
 
-// laneClock returns the open /proc schedstat file of lane's thread (tid),
-// opened once for the worker's life: an execution's CPU watch reads it
-// with one pread instead of opening it again (os.ReadFile is six system
-// calls on the execution's path).
-func (w *proc) laneClock(lane uint64, tid int32) (*os.File, error) {
+// laneClock returns the open /proc schedstat file of lane's thread (one
+// of the worker's lane threads), opened once for the worker's life: an
+// execution's CPU watch reads it with one pread instead of opening it
+// again (os.ReadFile is six system calls on the execution's path).
+func (w *proc) laneClock(lane uint64) (*os.File, error) {
+	threads := w.ready.GetLaneThreads()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.execs == nil {
 		return nil, os.ErrClosed
 	}
 	if w.clocks == nil {
-		w.clocks = make([]*os.File, len(w.ready.GetLaneThreads()))
+		w.clocks = make([]*os.File, len(threads))
 	}
 	if f := w.clocks[lane-1]; f != nil {
 		return f, nil
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, tid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, threads[lane-1]))
 	if err != nil {
 		return nil, err
 	}
@@ -464,18 +465,8 @@ func (w *proc) closeClocks() {
 	}
 }
 
-// threadCPU reads a thread's CPU time from its /proc schedstat file (the
-// first field, in nanoseconds).
-func threadCPU(path string) (time.Duration, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return readThreadCPU(f)
-}
-
-// readThreadCPU is threadCPU on the open file.
+// readThreadCPU reads a thread's CPU time from its open /proc schedstat
+// file (the first field, in nanoseconds).
 func readThreadCPU(f *os.File) (time.Duration, error) {
 	var buf [128]byte
 	n, err := f.ReadAt(buf[:], 0)
