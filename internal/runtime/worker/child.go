@@ -240,17 +240,17 @@ func refusal(slot uint64, why string) *wp.WorkerFrame {
 
 // tightenLimits sets the limits of one execution when the worker runs
 // one execution at a time: the Go soft memory limit near the execution's
-// limit (so the GC, and the watchdog after it, notice growth early), the
-// GC target raised to executionGCPercent (the soft limit is the backstop),
-// and
-// the RLIMIT_DATA soft limit to the data segment in use now plus twice the
-// execution's memory limit (one allocation may overshoot the watchdog by
-// its own size) plus rlimitSlack. The returned function restores the
-// worker's limits. Under the race detector RLIMIT_DATA stays as it is.
-// A WebAssembly guest (guest) gets no soft memory limit: its memory is
-// the engine's to bound, and the worker's heap then holds compiled modules
-// the idle baseline does not count — a limit below them would keep the
-// collector running, each cycle waiting for the guest to call the host.
+// limit (so the GC, and the watchdog after it, notice growth early; the
+// GC target is executionGCPercent for the worker's whole life, see
+// setup), and the RLIMIT_DATA soft limit to the data segment in use now
+// plus twice the execution's memory limit (one allocation may overshoot
+// the watchdog by its own size) plus rlimitSlack. The returned function
+// restores the worker's limits. Under the race detector RLIMIT_DATA stays
+// as it is. A WebAssembly guest (guest) gets no soft memory limit: its
+// memory is the engine's to bound, and the worker's heap then holds
+// compiled modules the idle baseline does not count — a limit below them
+// would keep the collector running, each cycle waiting for the guest to
+// call the host.
 func (c *child) tightenLimits(baseLive, memBytes int64, guest bool) func() {
 	if c.density != 1 || memBytes <= 0 {
 		return func() {}
@@ -259,9 +259,7 @@ func (c *child) tightenLimits(baseLive, memBytes int64, guest bool) func() {
 	if !guest {
 		prev = debug.SetMemoryLimit(baseLive + memBytes + memoryLimitSlack)
 	}
-	prevGC := debug.SetGCPercent(executionGCPercent)
 	restore := func() {
-		debug.SetGCPercent(prevGC)
 		if prev >= 0 {
 			debug.SetMemoryLimit(prev)
 		}
@@ -311,12 +309,16 @@ func (c *child) boundCompile() func() {
 // when its heap did not grow much.
 const vmDataEvery = 16
 
-// executionGCPercent is the GC target while a worker runs its one
-// execution. A worker's idle heap is small (a few MiB), so at the default
+// executionGCPercent is the GC target of a worker that runs one execution
+// at a time. A worker's idle heap is small (a few MiB), so at the default
 // (100) an execution that decodes tool results collects every few MiB;
-// the soft memory limit set with it still starts a collection as the heap
-// nears the execution's limit, and the default returns once the
-// execution's Done is sent.
+// the soft memory limit set for each execution (tightenLimits) still
+// starts a collection as the heap nears the execution's limit, and the
+// process's own soft limit (setup) as it nears RLIMIT_DATA. The target
+// stays between executions: put back to 100 after each one, it started a
+// collection whose marking ran beside the next execution when executions
+// came back to back (a third of a 100-call execution's median time on an
+// idle 2-vCPU host).
 const executionGCPercent = 400
 
 const (

@@ -25,6 +25,9 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 		c.density = 1
 	}
 	c.exec = newExecutor(int(init.GetProgramCache()))
+	if c.density == 1 {
+		debug.SetGCPercent(executionGCPercent)
+	}
 	r := &wp.Ready{Pid: int32(os.Getpid())}
 	if n := init.GetMemoryLimitBytes(); n > 0 {
 		lim := &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}

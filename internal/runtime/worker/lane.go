@@ -214,7 +214,7 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	// After a large execution the worker gives its memory back before
 	// the next one begins (settle.go).
 	c.end(out, func() { _ = sendFrame(c.conn, slot, done, false) })
-	// After the Done: a collection the restored GC target starts is off
+	// After the Done: a collection the restored soft limit starts is off
 	// the execution's path.
 	restore()
 	c.refillWarm()
