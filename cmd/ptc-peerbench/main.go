@@ -27,6 +27,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,6 +216,7 @@ func main() {
 	flag.StringVar(&f.guestPath, "wasm", "", "run the workloads as this WebAssembly guest (built from ./guest)")
 	flag.BoolVar(&f.python, "python", false, "run the workloads as Python scripts (CPython for WASI, found as ptc run finds it)")
 	flag.DurationVar(&f.gap, "gap", 0, "an untimed pause before each execution (0: back to back)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
 	flag.Parse()
 
 	b := &bench{flags: f, w: newWorkload(), base: map[string]any{"peer": f.name, "mode": f.mode, "go": runtime.Version()}}
@@ -238,6 +240,13 @@ func main() {
 	}
 	if f.guestPath != "" {
 		b.useGuest()
+	}
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			b.fail(err)
+		}
+		defer stop()
 	}
 	switch f.mode {
 	case "trivial", "chain", "expense":
@@ -465,4 +474,20 @@ func (b *bench) probe() {
 	b.base["host_rss_before_kb"] = rssB
 	b.base["host_rss_after_kb"] = rssA
 	b.base["go_heap_sys_mb"] = ms.HeapSys >> 20
+}
+
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
