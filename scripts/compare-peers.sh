@@ -12,6 +12,9 @@
 # (cmd/ptc-peerbench/guest, the kit's Go guest on ptc's guest SDK) in worker
 # processes and in-process, and as Python scripts (CPython for WASI, which
 # `npm ci` or `ptc python install` provides; WITH_PYTHON=0 leaves them out).
+# WITH_GOGC=1 adds the in-process configuration again with the Go
+# collector's target at 400 (GOGC=400): an embedding process chooses its
+# own, and in-process executions allocate enough for it to show.
 # Raw JSON lines and a markdown table go to OUT
 # (default /tmp/ptc-peers).
 #
@@ -85,6 +88,7 @@ one() { # peer mode n
   local p="$1" m="$2" n="$3"
   case "$p" in
     ptc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" ;;
+    ptc-gogc400) GOGC=400 "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -peer "ptc (in-process, GOGC=400)" ;;
     ptc-worker) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -peer "ptc (worker processes)" ;;
     ptc-wasm) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -workers -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (worker processes)" ;;
     ptc-wasm-inproc) "$OUT/ptc-peerbench" -mode "$m" -n "$n" -warm "$WARM" -wasm "$OUT/ptc-guest.wasm" -peer "ptc WebAssembly, Go guest (in-process)" ;;
@@ -97,7 +101,7 @@ one() { # peer mode n
 
 CONDS=(0); [ "$LOAD" -gt 0 ] && CONDS=(0 "$LOAD")
 echo "{\"env\":true,\"nproc\":$(nproc),\"loadavg\":\"$(loadavg)\",\"synthetic_load\":$LOAD,\"load_nice\":$LOAD_NICE}" >>"$RAW"
-ALL=(ptc $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python ptc-python-worker) $PEERS)
+ALL=(ptc $([ "${WITH_GOGC:-0}" = 1 ] && echo ptc-gogc400) $([ "${WITH_WORKERS:-1}" = 1 ] && echo ptc-worker) $([ "${WITH_WASM:-1}" = 1 ] && echo ptc-wasm ptc-wasm-inproc) $([ "${WITH_PYTHON:-1}" = 1 ] && echo ptc-python ptc-python-worker) $PEERS)
 for ((r = 0; r < ROUNDS; r++)); do
   k=$((r % ${#ALL[@]})); ORDER=("${ALL[@]:k}" "${ALL[@]:0:k}")
   echo "round $r: ${ORDER[*]} (load average $(loadavg))" >&2

@@ -215,8 +215,9 @@ func (l *lane) execute(m *wp.Execute, warm *warmRuntime) {
 	// the next one begins (settle.go).
 	c.end(out, func() { _ = sendFrame(c.conn, slot, done, false) })
 	// After the Done: a collection the restored soft limit starts is off
-	// the execution's path.
+	// the execution's path, and so is the one rest arms.
 	restore()
+	c.rest()
 	c.refillWarm()
 	// Measured after the reply, off the execution's path, for the next
 	// execution's RLIMIT_DATA: after executions that grew the heap, and

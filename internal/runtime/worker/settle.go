@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	ptcruntime "github.com/ptcrun/ptc/internal/runtime"
 )
@@ -22,7 +23,18 @@ import (
 // execution's start.
 type settler struct {
 	mu sync.Mutex
+	// idle is the collection armed by rest, stopped by begin (nil until
+	// the first rest).
+	idle *time.Timer
 }
+
+// idleCollectAfter is how long a worker that runs one execution at a time
+// stays idle after an execution before it collects the garbage the
+// execution left. Its GC target is raised (executionGCPercent), so
+// without it that garbage waits for a collection during a later
+// execution; a collection started as each execution ended instead ran
+// beside the next one whenever executions came back to back.
+const idleCollectAfter = time.Millisecond
 
 const (
 	// staleHeap is how far the live heap may be above the baseline at the
@@ -42,6 +54,9 @@ func (c *child) begin() int64 {
 	}
 	c.settle.mu.Lock()
 	defer c.settle.mu.Unlock()
+	if c.settle.idle != nil {
+		c.settle.idle.Stop()
+	}
 	live := liveHeap()
 	if live > c.baseLive+staleHeap {
 		// The last collection ran while an earlier execution held data.
@@ -64,4 +79,21 @@ func (c *child) end(out *ptcruntime.Outcome, done func()) {
 	defer c.settle.mu.Unlock()
 	done()
 	debug.FreeOSMemory()
+}
+
+// rest arms the collection of an execution's garbage for when the worker
+// has been idle idleCollectAfter since the execution's Done; the next
+// execution's begin disarms it. A collection already started when an
+// execution begins runs beside it, as one the GC would start anyway.
+func (c *child) rest() {
+	if c.density != 1 {
+		return
+	}
+	c.settle.mu.Lock()
+	defer c.settle.mu.Unlock()
+	if c.settle.idle == nil {
+		c.settle.idle = time.AfterFunc(idleCollectAfter, runtime.GC)
+		return
+	}
+	c.settle.idle.Reset(idleCollectAfter)
 }
