@@ -30,11 +30,29 @@ type settler struct {
 
 // idleCollectAfter is how long a worker that runs one execution at a time
 // stays idle after an execution before it collects the garbage the
-// execution left. Its GC target is raised (executionGCPercent), so
+// execution left, if the heap is past what the default GC target would
+// allow (collectIdle). Its GC target is raised (executionGCPercent), so
 // without it that garbage waits for a collection during a later
 // execution; a collection started as each execution ended instead ran
 // beside the next one whenever executions came back to back.
 const idleCollectAfter = time.Millisecond
+
+// minHeapGoal is the Go runtime's smallest heap goal at the default GC
+// target (4 MiB).
+const minHeapGoal = 4 << 20
+
+// collectIdle collects when the heap's objects are past the goal the
+// default GC target (100) would set: twice the live heap the last
+// collection marked, and at least minHeapGoal. A worker whose executions
+// leave little garbage (a trivial script's runtime) collects as rarely as
+// at the default target; one left tens of MiB (a Python interpreter's)
+// collects in the gap after it.
+func collectIdle() {
+	live, objects := newHeapSampler().read()
+	if objects > max(2*live, minHeapGoal) {
+		runtime.GC()
+	}
+}
 
 const (
 	// staleHeap is how far the live heap may be above the baseline at the
@@ -81,8 +99,8 @@ func (c *child) end(out *ptcruntime.Outcome, done func()) {
 	debug.FreeOSMemory()
 }
 
-// rest arms the collection of an execution's garbage for when the worker
-// has been idle idleCollectAfter since the execution's Done; the next
+// rest arms the collection of an execution's garbage (collectIdle) for
+// when the worker has been idle idleCollectAfter since its Done; the next
 // execution's begin disarms it. A collection already started when an
 // execution begins runs beside it, as one the GC would start anyway.
 func (c *child) rest() {
@@ -92,7 +110,7 @@ func (c *child) rest() {
 	c.settle.mu.Lock()
 	defer c.settle.mu.Unlock()
 	if c.settle.idle == nil {
-		c.settle.idle = time.AfterFunc(idleCollectAfter, runtime.GC)
+		c.settle.idle = time.AfterFunc(idleCollectAfter, collectIdle)
 		return
 	}
 	c.settle.idle.Reset(idleCollectAfter)
