@@ -33,11 +33,10 @@ func stopDuring(p *Pool, marked <-chan struct{}, hold time.Duration) error {
 	if w == nil {
 		return errors.New("no busy worker")
 	}
-	clock, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", w.pid, w.ready.GetLaneThreads()[0]))
+	clock, err := w.laneClock(1)
 	if err != nil {
 		return err
 	}
-	defer clock.Close()
 	start, err := readThreadCPU(clock)
 	if err != nil {
 		return err
