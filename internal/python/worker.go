@@ -23,11 +23,11 @@ type cpuWatchKey struct{}
 // WithCPUWatch returns ctx carrying watch: Run, given that context, calls
 // watch once the job begins, on the guest's goroutine, with the guest's
 // meter: its CPU clock (the CPU time its thread used since the job began)
-// and its peak memory, for the breach's report. An
-// interpreter compiled with NoLoopChecks cannot be stopped by a cancelled
-// context while it computes, so the process that runs it watches the CPU
-// limit itself through this clock and has the interpreter's process
-// killed when it is spent. watch must return at once.
+// and its peak memory, for the breach's report. An interpreter compiled
+// with NoLoopChecks cannot be stopped by a cancelled context while it
+// computes, so the process that runs it watches the CPU limit itself
+// through this clock and has the interpreter's process killed when it is
+// spent. watch must return at once.
 func WithCPUWatch(ctx context.Context, watch func(wasm.Meter)) context.Context {
 	return context.WithValue(ctx, cpuWatchKey{}, watch)
 }

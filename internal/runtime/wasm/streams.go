@@ -47,8 +47,9 @@ type Meter struct {
 // starts: ctx ends when the execution does for any reason (its deadline,
 // CPU limit or the caller), so that a stdin that blocks can stop waiting,
 // and the Meter reports the guest's compute time and memory so far; it
-// returns the module's stdin and stdout. configure, when not nil, adjusts the module's
-// configuration last (its clocks and random source, for one).
+// returns the module's stdin and stdout. configure, when not nil, adjusts
+// the module's configuration last (its clocks and random source, for
+// one).
 //
 // It returns ErrUnknownModule, and no Outcome, when the engine does not
 // hold the module.

@@ -59,8 +59,9 @@ type Started struct {
 // instance's memory may grow to the engine's MaxMemory meanwhile). open
 // gets the instance's context, which ends with the instance (Close, or
 // the end of its execution), and its Meter: the guest's CPU time since its
-// job began (since it started, before) and its memory. The goroutine ends with the guest: the
-// caller's stdin must return io.EOF once that context ends.
+// job began (since it started, before) and its memory. The goroutine ends
+// with the guest: the caller's stdin must return io.EOF once that context
+// ends.
 //
 // It returns ErrUnknownModule when the engine does not hold the module,
 // ErrClosed when the engine is closed.
