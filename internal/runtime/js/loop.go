@@ -340,15 +340,22 @@ func (x *exec) drain() {
 // expired reports whether the execution's context is done or its deadline
 // has passed (a tool may notice the deadline a moment before the context).
 func (x *exec) expired() bool {
-	if x.ctx.Err() != nil {
-		return true
-	}
+	return x.ctx.Err() != nil || x.pastDeadline()
+}
+
+// pastDeadline reports whether the execution's deadline has passed.
+func (x *exec) pastDeadline() bool {
 	dl, ok := x.ctx.Deadline()
 	return ok && !time.Now().Before(dl)
 }
 
+// ctxError returns the error of an execution whose context ended or
+// whose deadline passed. The cause is read once: a context whose deadline
+// has passed may end between two reads, and a second read of its error
+// would then take the timeout for a cancellation.
 func (x *exec) ctxError() *fault.Error {
-	if errors.Is(context.Cause(x.ctx), errTimeoutCause) || (x.ctx.Err() == nil && x.expired()) {
+	cause := context.Cause(x.ctx)
+	if errors.Is(cause, errTimeoutCause) || (cause == nil && x.pastDeadline()) {
 		return x.timeoutError()
 	}
 	return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
