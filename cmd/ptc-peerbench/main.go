@@ -3,7 +3,7 @@
 // and prints one JSON line in the comparison's format, so that ptc can be
 // measured side by side with other sandboxes in the same run:
 //
-//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python] [-gap 300ms]
+//	ptc-peerbench -mode trivial|chain|expense|alive|spin|spinAfterAwait|membomb [-n 50] [-warm 30] [-workers] [-wasm guest.wasm] [-python] [-gap 300ms] [-cpuprofile f] [-memprofile f]
 //
 // The workloads: `return {ok:1}`; 100 sequential awaited calls to an echo
 // tool; 20 awaited calls returning 100 expense items each, summed in the
@@ -12,7 +12,10 @@
 // overhead, schema validation of the arguments included. With -wasm, the
 // same workloads run as a Go WebAssembly guest (./guest, the comparison
 // kit's Go guest on ptc's guest SDK), sent by hash after the first
-// execution as a client that runs it again would.
+// execution as a client that runs it again would. The timed modes report
+// each execution's wall time (samples) and the sandbox's CPU time of it
+// (cpu_samples, Result.Stats.CPUTime), so that what an execution waited
+// can be told from what it computed.
 package main
 
 import (
@@ -217,6 +220,7 @@ func main() {
 	flag.BoolVar(&f.python, "python", false, "run the workloads as Python scripts (CPython for WASI, found as ptc run finds it)")
 	flag.DurationVar(&f.gap, "gap", 0, "an untimed pause before each execution (0: back to back)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
+	memprofile := flag.String("memprofile", "", "write the allocations of the whole run to this file")
 	flag.Parse()
 
 	b := &bench{flags: f, w: newWorkload(), base: map[string]any{"peer": f.name, "mode": f.mode, "go": runtime.Version()}}
@@ -247,6 +251,9 @@ func main() {
 			b.fail(err)
 		}
 		defer stop()
+	}
+	if *memprofile != "" {
+		defer writeAllocs(b, *memprofile)
 	}
 	switch f.mode {
 	case "trivial", "chain", "expense":
@@ -318,7 +325,7 @@ func (b *bench) useGuest() {
 // timed measures warm+n executions of the mode's script and reports the
 // n after the warm-up.
 func (b *bench) timed() {
-	var samples []float64
+	var samples, cpus []float64
 	first := -1.0
 	if b.gap > 0 {
 		b.base["gap_ms"] = b.gap.Milliseconds()
@@ -344,6 +351,7 @@ func (b *bench) timed() {
 		}
 		if i >= b.warm {
 			samples = append(samples, dt)
+			cpus = append(cpus, r4(float64(res.Stats.CPUTime.Nanoseconds())/1e6))
 		}
 	}
 	sorted := append([]float64(nil), samples...)
@@ -361,6 +369,12 @@ func (b *bench) timed() {
 	b.base["min_ms"] = r4(sorted[0])
 	b.base["mean_ms"] = r4(sum / float64(len(samples)))
 	b.base["samples"] = rs
+	// The sandbox's CPU time of each execution (Result.Stats.CPUTime: in
+	// a worker, its thread's CPU clock), beside its wall time: what of a
+	// sample the execution computed, and what it waited.
+	b.base["cpu_samples"] = cpus
+	sort.Float64s(cpus)
+	b.base["cpu_median_ms"] = r4(quantile(cpus, 0.5))
 }
 
 // park starts k executions parked at once on a tool call that has not
@@ -474,6 +488,18 @@ func (b *bench) probe() {
 	b.base["host_rss_before_kb"] = rssB
 	b.base["host_rss_after_kb"] = rssA
 	b.base["go_heap_sys_mb"] = ms.HeapSys >> 20
+}
+
+// writeAllocs writes the allocation profile (pprof's "allocs") to path.
+func writeAllocs(b *bench, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.fail(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.fail(err)
+	}
 }
 
 // startProfile starts a CPU profile written to path; stop ends it.
