@@ -80,8 +80,9 @@ type Engine struct {
 	builtins   map[string][]builtinKey
 
 	// warm holds runtimes made ahead (WithWarmRuntimes; nil: none),
-	// warmGroups the guard groups they get, warming whether the goroutine
-	// that fills it runs (warm.go).
+	// warmGroups the guard groups of the latest program run (with
+	// groupsNoted set once one has run), which runtimes made ahead get,
+	// warming whether the goroutine that fills warm runs (warm.go).
 	warm       chan *exec
 	warmGroups atomic.Uint32
 	warming    atomic.Bool

@@ -13,16 +13,16 @@ import (
 // Warm makes a fresh JavaScript runtime before the job that will run in
 // it, and returns the function that runs that job (RunSource's
 // signature): everything that does not depend on the job is done now —
-// the runtime and the guards every script gets, which read the job's
-// limits when called — so that a worker can make it between executions,
-// off the path of the next one. The guards a program needs beyond those
-// (lazy.go) are still installed when its job is attached. It is still a fresh
-// runtime per execution: the returned function runs one job in it; called
-// again, it makes another runtime then, as RunSource does.
+// the runtime, the guards every script gets, which read the job's
+// limits when called, and the guard groups the latest program run on the
+// Engine needed (aheadGroups) — so that a worker can make it between
+// executions, off the path of the next one. The guards a program needs
+// beyond those (lazy.go) are still installed when its job is attached. It
+// is still a fresh runtime per execution: the returned function runs one
+// job in it; called again, it makes another runtime then, as RunSource
+// does.
 func (e *Engine) Warm() (run func(context.Context, *runtime.Job, Source) *runtime.Outcome, err error) {
-	// Most programs read properties: their size guards are made ahead
-	// too (more guards than a program needs are harmless).
-	x, err := e.prepare(groupSizes)
+	x, err := e.prepare(e.aheadGroups())
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,7 @@ func (e *Engine) Warm() (run func(context.Context, *runtime.Job, Source) *runtim
 			se := *c.syntaxEr
 			return &runtime.Outcome{Err: &se}
 		}
+		e.noteGroups(c.groups)
 		mu.Lock()
 		w := x
 		x = nil
@@ -43,6 +44,30 @@ func (e *Engine) Warm() (run func(context.Context, *runtime.Job, Source) *runtim
 		w.attach(ctx, job, c, src.MapPosition)
 		return w.run()
 	}, nil
+}
+
+// groupsNoted marks warmGroups as set by a program run (bits beyond
+// group's).
+const groupsNoted = 1 << 16
+
+// noteGroups records the guard groups of the program about to run: the
+// runtimes made ahead after it get them (aheadGroups).
+func (e *Engine) noteGroups(g group) {
+	e.warmGroups.Store(uint32(g) | groupsNoted)
+}
+
+// aheadGroups returns the guard groups a runtime made ahead gets: those
+// of the latest program run on the Engine — executions of one program
+// tend to follow each other, and a program that needs no group (`return
+// {ok: 1}`) then instantiates none of the prototypes' methods — or, before
+// any, groupSizes, which most programs need (they read properties). More
+// guards than a program needs are harmless; fewer are installed when its
+// job is attached.
+func (e *Engine) aheadGroups() group {
+	if g := e.warmGroups.Load(); g&groupsNoted != 0 {
+		return group(g)
+	}
+	return groupSizes
 }
 
 // prepare makes an execution's runtime ahead of its job, with the guard
@@ -83,10 +108,10 @@ func WithWarmRuntimes(n int) Option {
 // has the pool refilled with runtimes for programs that need the groups
 // g.
 func (e *Engine) takeWarm(g group) *exec {
+	e.noteGroups(g)
 	if e.warm == nil {
 		return nil
 	}
-	e.warmGroups.Store(uint32(g))
 	var x *exec
 	select {
 	case x = <-e.warm:
@@ -108,7 +133,7 @@ func (e *Engine) refill() {
 	go func() {
 		defer e.warming.Store(false)
 		for len(e.warm) < cap(e.warm) {
-			x, err := e.prepare(group(e.warmGroups.Load()))
+			x, err := e.prepare(e.aheadGroups())
 			if err != nil {
 				return
 			}
