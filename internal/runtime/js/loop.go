@@ -132,8 +132,9 @@ type exec struct {
 	segStart time.Time
 	cpuTimer *time.Timer
 	// began is when the execution started, for the observed time of a
-	// timeout.
-	began time.Time
+	// timeout; deadline is when its own time limit runs out (zero: no
+	// limit). The context's deadline may be the caller's, earlier.
+	began, deadline time.Time
 }
 
 func newExec(e *Engine) *exec {
@@ -144,8 +145,10 @@ func newExec(e *Engine) *exec {
 func (x *exec) attach(ctx context.Context, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) {
 	x.job, x.c, x.mapPos, x.began = job, c, mapPos, time.Now()
 	x.aw, _ = job.Tools.(bridge.Awaiter)
+	x.deadline = time.Time{}
 	if job.Limits.Timeout > 0 {
-		x.ctx, x.cancel = context.WithTimeoutCause(ctx, job.Limits.Timeout, errTimeoutCause)
+		x.deadline = x.began.Add(job.Limits.Timeout)
+		x.ctx, x.cancel = context.WithDeadlineCause(ctx, x.deadline, errTimeoutCause)
 	} else {
 		x.ctx, x.cancel = context.WithCancel(ctx)
 	}
@@ -343,19 +346,33 @@ func (x *exec) expired() bool {
 	return x.ctx.Err() != nil || x.pastDeadline()
 }
 
-// pastDeadline reports whether the execution's deadline has passed.
+// pastDeadline reports whether the execution's context's deadline, its
+// own or its caller's, has passed.
 func (x *exec) pastDeadline() bool {
 	dl, ok := x.ctx.Deadline()
 	return ok && !time.Now().Before(dl)
 }
 
-// ctxError returns the error of an execution whose context ended or
-// whose deadline passed. The cause is read once: a context whose deadline
-// has passed may end between two reads, and a second read of its error
-// would then take the timeout for a cancellation.
-func (x *exec) ctxError() *fault.Error {
+// endReason says why an execution whose context ended or whose deadline
+// passed must stop: its own time limit ran out (reasonTimeout), or its
+// caller ended it, a deadline of the caller's included
+// (reasonCancelled). The cause is read once: a context whose deadline has
+// passed may end between two reads, and a second read of its error would
+// take one for the other. Until the context ends, only the execution's
+// own deadline makes a timeout.
+func (x *exec) endReason() interruptReason {
 	cause := context.Cause(x.ctx)
-	if errors.Is(cause, errTimeoutCause) || (cause == nil && x.pastDeadline()) {
+	if errors.Is(cause, errTimeoutCause) ||
+		(cause == nil && !x.deadline.IsZero() && !time.Now().Before(x.deadline)) {
+		return reasonTimeout
+	}
+	return reasonCancelled
+}
+
+// ctxError returns the error of an execution whose context ended or
+// whose deadline passed (endReason).
+func (x *exec) ctxError() *fault.Error {
+	if x.endReason() == reasonTimeout {
 		return x.timeoutError()
 	}
 	return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")

@@ -1,8 +1,6 @@
 package js
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -127,10 +125,7 @@ func (x *exec) outOfTime() interruptReason {
 		return 0
 	}
 	if x.expired() {
-		if x.ctx.Err() != nil && !errors.Is(context.Cause(x.ctx), errTimeoutCause) {
-			return reasonCancelled
-		}
-		return reasonTimeout
+		return x.endReason()
 	}
 	if limit := x.job.Limits.CPUTime; limit > 0 && !x.segStart.IsZero() && x.busy+time.Since(x.segStart) >= limit {
 		return reasonCPU
