@@ -373,8 +373,9 @@ func (b *bench) timed() {
 	// a worker, its thread's CPU clock), beside its wall time: what of a
 	// sample the execution computed, and what it waited.
 	b.base["cpu_samples"] = cpus
-	sort.Float64s(cpus)
-	b.base["cpu_median_ms"] = r4(quantile(cpus, 0.5))
+	sortedCPU := append([]float64(nil), cpus...)
+	sort.Float64s(sortedCPU)
+	b.base["cpu_median_ms"] = r4(quantile(sortedCPU, 0.5))
 }
 
 // park starts k executions parked at once on a tool call that has not
