@@ -65,39 +65,21 @@ func BenchmarkFloor(b *testing.B) {
 		})
 	})
 	b.Run("transport=pipe/io=blocking", func(b *testing.B) {
-		var down, up [2]int
-		if err := unix.Pipe2(down[:], unix.O_CLOEXEC); err != nil {
-			b.Fatal(err)
-		}
-		if err := unix.Pipe2(up[:], unix.O_CLOEXEC); err != nil {
-			b.Fatal(err)
-		}
-		defer unix.Close(down[1])
-		defer unix.Close(up[0])
-		startChild(b, "floor-pipe-blocking", os.NewFile(uintptr(down[0]), "down"), os.NewFile(uintptr(up[1]), "up"))
+		down, up := pipeChild(b, "floor-pipe-blocking")
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		benchRoundTrips(b, func(v uint64) uint64 { return blockingRoundTrip(b, down[1], up[0], v) })
+		benchRoundTrips(b, func(v uint64) uint64 { return blockingRoundTrip(b, down, up, v) })
 	})
 	b.Run("transport=pipe/io=poll", func(b *testing.B) {
-		var down, up [2]int
-		if err := unix.Pipe2(down[:], unix.O_CLOEXEC); err != nil {
-			b.Fatal(err)
-		}
-		if err := unix.Pipe2(up[:], unix.O_CLOEXEC); err != nil {
-			b.Fatal(err)
-		}
-		defer unix.Close(down[1])
-		defer unix.Close(up[0])
-		startChild(b, "floor-pipe-poll", os.NewFile(uintptr(down[0]), "down"), os.NewFile(uintptr(up[1]), "up"))
+		down, up := pipeChild(b, "floor-pipe-poll")
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		p := newPoller(b, up[0])
+		p := newPoller(b, up)
 		defer p.close()
 		benchRoundTrips(b, func(v uint64) uint64 {
 			var buf [8]byte
 			binary.LittleEndian.PutUint64(buf[:], v)
-			if err := writeFull(down[1], buf[:]); err != nil {
+			if err := writeFull(down, buf[:]); err != nil {
 				b.Fatal(err)
 			}
 			if err := p.readFull(buf[:]); err != nil {
@@ -142,21 +124,31 @@ func BenchmarkFloor(b *testing.B) {
 func BenchmarkFloorAfterIdle(b *testing.B) {
 	for _, gap := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
 		b.Run("transport=pipe/io=blocking/gap="+gap.String(), func(b *testing.B) {
-			var down, up [2]int
-			if err := unix.Pipe2(down[:], unix.O_CLOEXEC); err != nil {
-				b.Fatal(err)
-			}
-			if err := unix.Pipe2(up[:], unix.O_CLOEXEC); err != nil {
-				b.Fatal(err)
-			}
-			defer unix.Close(down[1])
-			defer unix.Close(up[0])
-			startChild(b, "floor-pipe-blocking", os.NewFile(uintptr(down[0]), "down"), os.NewFile(uintptr(up[1]), "up"))
+			down, up := pipeChild(b, "floor-pipe-blocking")
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			benchRoundTripsAfter(b, gap, func(v uint64) uint64 { return blockingRoundTrip(b, down[1], up[0], v) })
+			benchRoundTripsAfter(b, gap, func(v uint64) uint64 { return blockingRoundTrip(b, down, up, v) })
 		})
 	}
+}
+
+// pipeChild starts the child prog with the read end of one pipe and the
+// write end of another, and returns this side's ends: down writes to the
+// child, up reads from it. Both are closed when the benchmark ends.
+func pipeChild(b *testing.B, prog string) (down, up int) {
+	var d, u [2]int
+	if err := unix.Pipe2(d[:], unix.O_CLOEXEC); err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Pipe2(u[:], unix.O_CLOEXEC); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = unix.Close(d[1])
+		_ = unix.Close(u[0])
+	})
+	startChild(b, prog, os.NewFile(uintptr(d[0]), "down"), os.NewFile(uintptr(u[1]), "up"))
+	return d[1], u[0]
 }
 
 // benchRoundTrips runs b.N round trips after a warm-up and reports the
