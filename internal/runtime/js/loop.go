@@ -145,7 +145,6 @@ func newExec(e *Engine) *exec {
 func (x *exec) attach(ctx context.Context, job *runtime.Job, c *compiled, mapPos func(int, int) (int, int, bool)) {
 	x.job, x.c, x.mapPos, x.began = job, c, mapPos, time.Now()
 	x.aw, _ = job.Tools.(bridge.Awaiter)
-	x.deadline = time.Time{}
 	if job.Limits.Timeout > 0 {
 		x.deadline = x.began.Add(job.Limits.Timeout)
 		x.ctx, x.cancel = context.WithDeadlineCause(ctx, x.deadline, errTimeoutCause)
@@ -343,12 +342,9 @@ func (x *exec) drain() {
 // expired reports whether the execution's context is done or its deadline
 // has passed (a tool may notice the deadline a moment before the context).
 func (x *exec) expired() bool {
-	return x.ctx.Err() != nil || x.pastDeadline()
-}
-
-// pastDeadline reports whether the execution's context's deadline, its
-// own or its caller's, has passed.
-func (x *exec) pastDeadline() bool {
+	if x.ctx.Err() != nil {
+		return true
+	}
 	dl, ok := x.ctx.Deadline()
 	return ok && !time.Now().Before(dl)
 }
