@@ -80,9 +80,9 @@ type Engine struct {
 	builtins   map[string][]builtinKey
 
 	// warm holds runtimes made ahead (WithWarmRuntimes; nil: none),
-	// warmGroups the guard groups of the latest program run (with
-	// groupsNoted set once one has run), which runtimes made ahead get,
-	// warming whether the goroutine that fills warm runs (warm.go).
+	// warmGroups the guard groups of the latest program run (groupSizes
+	// before any), which runtimes made ahead get, warming whether the
+	// goroutine that fills warm runs (warm.go).
 	warm       chan *exec
 	warmGroups atomic.Uint32
 	warming    atomic.Bool
@@ -119,6 +119,9 @@ func New(opts ...Option) *Engine {
 	if e.programs == nil {
 		e.programs = lru.New[[32]byte, *compiled](DefaultProgramCache, nil)
 	}
+	// Before any program has run, runtimes made ahead get the size
+	// guards, which most programs need (they read properties).
+	e.warmGroups.Store(uint32(groupSizes))
 	return e
 }
 

@@ -46,29 +46,17 @@ func (e *Engine) Warm() (run func(context.Context, *runtime.Job, Source) *runtim
 	}, nil
 }
 
-// groupsNoted marks warmGroups as set by a program run (bits beyond
-// group's).
-const groupsNoted = 1 << 16
-
 // noteGroups records the guard groups of the program about to run: the
 // runtimes made ahead after it get them (aheadGroups).
-func (e *Engine) noteGroups(g group) {
-	e.warmGroups.Store(uint32(g) | groupsNoted)
-}
+func (e *Engine) noteGroups(g group) { e.warmGroups.Store(uint32(g)) }
 
 // aheadGroups returns the guard groups a runtime made ahead gets: those
 // of the latest program run on the Engine — executions of one program
 // tend to follow each other, and a program that needs no group (`return
 // {ok: 1}`) then instantiates none of the prototypes' methods — or, before
-// any, groupSizes, which most programs need (they read properties). More
-// guards than a program needs are harmless; fewer are installed when its
-// job is attached.
-func (e *Engine) aheadGroups() group {
-	if g := e.warmGroups.Load(); g&groupsNoted != 0 {
-		return group(g)
-	}
-	return groupSizes
-}
+// any, groupSizes (New). More guards than a program needs are harmless;
+// fewer are installed when its job is attached.
+func (e *Engine) aheadGroups() group { return group(e.warmGroups.Load()) }
 
 // prepare makes an execution's runtime ahead of its job, with the guard
 // groups g installed: an execution that has run nothing.
