@@ -28,6 +28,7 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 	if c.density == 1 {
 		debug.SetGCPercent(executionGCPercent)
 	}
+	debug.SetMaxStack(maxGoStack)
 	r := &wp.Ready{Pid: int32(os.Getpid())}
 	if n := init.GetMemoryLimitBytes(); n > 0 {
 		lim := &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
@@ -74,6 +75,23 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 	r.BaselineHeapBytes = c.baseLive
 	return r
 }
+
+// maxGoStack bounds a worker goroutine's stack (the Go default is 1 GB).
+// A script can make goja recurse in Go with no script frame between the
+// levels, where no guard can count them: an object whose
+// Symbol.toPrimitive is itself (`o[Symbol.toPrimitive] = o; String(o)`),
+// or a proxy whose trap is the proxy. goja's "is not a method" error
+// converts the value to a string, which looks the same method up again.
+// The stack grows until the Go runtime ends the process, and the
+// supervisor reports SCRIPT_ERROR (deathOf). With the default bound that
+// took 1–3 s and a gigabyte of stack, and 30 s (the deadline) for the
+// proxy, whose recursion allocates: the collector scans the whole stack
+// in every cycle. Here it takes 0.6–0.9 s (more under a memory limit the
+// stack outgrows, where the collector runs without pause). The deepest
+// recursion a script can reach inside the engine's bounds, a regular
+// expression literal nested a million levels deep in eval, needs more
+// than 64 MiB and fits in 128.
+const maxGoStack = 128 << 20
 
 // workerOOMScoreAdj is the oom_score_adj a worker gives itself: the most
 // the kernel allows, so that when the host (or the container's cgroup)

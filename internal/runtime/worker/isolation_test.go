@@ -516,3 +516,34 @@ func TestDeathErrorNamesTheLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestGoStackOverflow runs scripts that make goja recurse in Go with no
+// script frame between the levels: the worker's Go stack overflows (at
+// maxGoStack), the process dies, and the death is the script's error,
+// SCRIPT_ERROR; the pool runs the next execution. The memory limit is the
+// ceiling, above the stack's largest size: under a limit the stack
+// outgrows first, the same scripts end MEMORY_LIMIT (a stack is memory).
+func TestGoStackOverflow(t *testing.T) {
+	p := newPool(t, Config{Workers: 1})
+	for _, tc := range []struct{ name, src string }{
+		{"toPrimitive is the object", `const o = {}; o[Symbol.toPrimitive] = o; return String(o)`},
+		{"toPrimitive cycle of two", `const a = {}, b = {}; a[Symbol.toPrimitive] = b; b[Symbol.toPrimitive] = a; return a + 1`},
+		{"iterator is the object", `const o = {}; o[Symbol.toPrimitive] = o; o[Symbol.iterator] = o; return [...o]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLimits()
+			l.Timeout = time.Minute
+			l.CPUTime = time.Minute
+			l.MemoryBytes = limits.Ceilings().MemoryBytes
+			job, _ := newJob(t, tc.src, l)
+			out := p.Run(context.Background(), job)
+			if out.Err == nil || out.Err.Kind != fault.KindScript || !strings.Contains(out.Err.Message, "deeper than the engine's stack") {
+				t.Fatalf("error %v, want SCRIPT_ERROR for a stack overflow", out.Err)
+			}
+			next, _ := newJob(t, `return 6`, testLimits())
+			if out := p.Run(context.Background(), next); out.Err != nil {
+				t.Fatal(out.Err)
+			}
+		})
+	}
+}
