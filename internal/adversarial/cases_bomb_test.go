@@ -99,6 +99,14 @@ func bombCases() []tcase {
 		b("recursion-tostring", `const o = {toString() { return "" + o }}; return String(o)`, fails(ScriptError), false),
 		b("recursion-getter", `const o = {get x() { return this.x }}; return o.x`, fails(ScriptError), false),
 		b("recursion-proxy-get", `const p = new Proxy({}, {get: (t, k) => p[k]}); return p.x`, fails(ScriptError), false),
+		// Recursion inside goja with no script frame between the levels:
+		// its "is not a method" error converts the value to a string,
+		// which looks the same method up again. A worker's Go stack
+		// overflows at its bound (or outgrows the memory limit first).
+		residual(b("recursion-toprimitive-self", `const o = {}; o[Symbol.toPrimitive] = o; return String(o)`, fails(ScriptError, MemoryLimit), false),
+			"an object whose Symbol.toPrimitive is itself makes goja recurse in Go with no script frame between the levels until the Go stack overflows, which ends the process: in-process, ptcd; a worker dies at its stack bound in under a second", inprocess),
+		residual(b("recursion-proxy-trap-self", `const h = {}; const p = new Proxy(h, h); h.get = p; return p.x`, fails(ScriptError, MemoryLimit), false),
+			"a proxy whose get trap is the proxy itself makes goja recurse in Go with no script frame between the levels until the Go stack overflows, which ends the process: in-process, ptcd; a worker dies at its stack bound in under a second", inprocess),
 		b("recursion-tojson", `const o = {toJSON() { return JSON.stringify(o) }}; return JSON.stringify(o)`, fails(ScriptError), false),
 		b("recursion-async", `async function f(n) { return await f(n + 1) } return await f(0)`, fails(ScriptError), false),
 		b("recursion-sort-in-comparator", `const a = [3, 1, 2]; function c(x, y) { [2, 1].sort(c); return x - y } a.sort(c); return a`, fails(ScriptError), false),
