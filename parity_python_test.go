@@ -91,8 +91,11 @@ func TestParityPython(t *testing.T) {
 			"python surface": {Language: ptc.LanguagePython, Source: pythonSurface},
 		} {
 			res, err := r.Execute(context.Background(), req)
-			if err != nil || res.Error != nil {
-				t.Fatalf("%s/%s: %v %v", m.name, name, err, res.Error)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", m.name, name, err)
+			}
+			if res.Error != nil {
+				t.Fatalf("%s/%s: %v", m.name, name, res.Error)
 			}
 			got[name] = string(res.Result)
 		}
