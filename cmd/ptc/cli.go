@@ -122,7 +122,9 @@ type runFlags struct {
 	language            string
 	clientDemo, jsonOut bool
 	progress, truncate  bool
-	limits              ptc.Limits
+	// inProcess runs the script in this process, not a worker process.
+	inProcess bool
+	limits    ptc.Limits
 	// record and replay name cassettes; see record.go.
 	record, replay string
 	deterministic  bool
@@ -142,6 +144,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.jsonOut, "json", false, "print the whole response (result, error, stats, trace) on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
 	fs.BoolVar(&f.progress, "progress", false, "print a line on stderr as each tool call starts and finishes")
 	fs.BoolVar(&f.truncate, "truncate", false, "cut a result over the output limits to fit (overflow policy truncate) instead of failing")
+	fs.BoolVar(&f.inProcess, "inprocess", false, "run the script in this process instead of a worker process (not a sandbox: trusted scripts only)")
 	var lim limits.Limits
 	for _, lf := range limits.Fields() {
 		fs.Var(limits.Value{L: &lim, Field: lf}, strings.ReplaceAll(lf.Name, "_", "-"), lf.Doc+" (0: the default)")
@@ -151,7 +154,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&f.deterministic, "deterministic", false, "seeded Math.random and a virtual clock")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of Math.random (implies --deterministic)")
 	f.durable.define(fs)
-	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true}), stdout, stderr); !ok {
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"client-demo-tools": true, "json": true, "deterministic": true, "progress": true, "truncate": true, "resumable": true, "tls": true, "inprocess": true}), stdout, stderr); !ok {
 		return code
 	}
 	f.limits = ptc.Limits(lim)
@@ -210,7 +213,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case f.server.addr != "":
 		res, err = runRemote(ctx, f, req)
 	default:
-		res, err = runLocal(ctx, req)
+		res, err = runLocal(ctx, req, f.inProcess)
 	}
 	if err != nil {
 		return f.server.failed(stderr, err)
@@ -250,11 +253,12 @@ func flagName(flag, value string) string {
 	return flag
 }
 
-func runLocal(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
-	r, err := newLocalRunner()
+func runLocal(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result, error) {
+	r, err := newLocalRunner(inProcess)
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	return r.Execute(ctx, req)
 }
 

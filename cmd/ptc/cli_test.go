@@ -417,3 +417,25 @@ func TestScriptErrorsForTheModel(t *testing.T) {
 		}
 	}
 }
+
+// TestRunIsolation: `ptc run` runs the script in a worker process, which
+// a Go stack overflow inside the engine ends (the execution's
+// SCRIPT_ERROR, exit 12) instead of ptc itself; --inprocess runs it in
+// ptc's own process.
+func TestRunIsolation(t *testing.T) {
+	overflow := writeScript(t, "overflow.js", `const o = {}; o[Symbol.toPrimitive] = o; return String(o)`)
+	code, stdout, stderr := ptcMain(t, "run", overflow)
+	if code != 12 || stdout != "" || !strings.Contains(stderr, "SCRIPT_ERROR") || !strings.Contains(stderr, "deeper than the engine's stack") {
+		t.Fatalf("exit %d, stdout %q, stderr %s; want exit 12 and the stack overflow's SCRIPT_ERROR", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "goroutine") {
+		t.Errorf("the worker's crash output reached ptc's stderr: %s", stderr)
+	}
+	ok := writeScript(t, "ok.js", `return await tools.get_budget_by_level({level: "mid"})`)
+	for _, args := range [][]string{{"run", ok}, {"run", "--inprocess", ok}} {
+		code, stdout, stderr := ptcMain(t, args...)
+		if code != 0 || !strings.Contains(stdout, "travel") {
+			t.Errorf("%v: exit %d, stdout %s, stderr %s", args, code, stdout, stderr)
+		}
+	}
+}

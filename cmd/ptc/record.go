@@ -57,7 +57,8 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		res, defs, err = recordRemote(ctx, f, req)
 	} else {
 		var r *ptc.Runner
-		if r, err = newLocalRunner(); err == nil {
+		if r, err = newLocalRunner(f.inProcess); err == nil {
+			defer r.Close()
 			defs = r.Tools()
 			res, err = r.Execute(ctx, req)
 		}
