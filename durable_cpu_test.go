@@ -54,9 +54,7 @@ func TestResumeCPULimitCountsOnlyCPU(t *testing.T) {
 	// The loop's CPU time, unpaused and unstopped.
 	probe := strings.Replace(cpuLoopJS, `const a = await tools.ask_user({question: "go on?"});`, `const a = {id: "x"};`, 1)
 	res, err := r.Execute(ctx, ptc.Request{Source: probe, Limits: ptc.Limits{Timeout: 120 * time.Second, CPUTime: 60 * time.Second}})
-	if err != nil || res.Error != nil {
-		t.Fatalf("probe: %v %v", err, res.Error)
-	}
+	succeeded(t, res, err)
 	<-marked
 	loop := res.Stats.CPUTime
 	// The resume replays the loop: twice the loop, with room, is within

@@ -219,9 +219,7 @@ func TestApproveCallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			runs.Store(0)
 			res, err := r.Execute(context.Background(), ptc.Request{Source: src, Approve: tc.approve})
-			if err != nil || res.Error != nil {
-				t.Fatal(err, res.Error)
-			}
+			succeeded(t, res, err)
 			if !strings.HasPrefix(string(res.Result), tc.want) || runs.Load() != tc.runs {
 				t.Fatalf("%s, ran %d times", res.Result, runs.Load())
 			}

@@ -195,9 +195,7 @@ func TestProgressInProcess(t *testing.T) {
 					got = append(got, fmt.Sprintf("#%d %s finished=%v args=%d res=%d outcome=%s values=%s|%s|%s",
 						e.Seq, e.Tool, e.Finished, e.ArgumentBytes, e.ResultBytes, e.Outcome, e.Arguments, e.Result, e.ErrorMessage))
 				}})
-				if err != nil || res.Error != nil {
-					t.Fatal(err, res.Error)
-				}
+				succeeded(t, res, err)
 				want := []string{
 					"#1 echo finished=false args=7 res=0 outcome= values=||",
 					"#1 echo finished=true args=7 res=7 outcome=ok values=||",

@@ -36,8 +36,8 @@ func TestToolsWithRegistry(t *testing.T) {
 			}
 			defer r.Close()
 			res, err := r.Execute(context.Background(), ptc.Request{Source: `return await tools.add({}) + await tools.other({})`})
-			if err != nil || res.Error != nil || string(res.Result) != "2" {
-				t.Fatalf("err %v, result %+v", err, res)
+			if succeeded(t, res, err); string(res.Result) != "2" {
+				t.Fatalf("result %+v", res)
 			}
 		})
 	}

@@ -32,9 +32,7 @@ func BenchmarkExpenseWorkload(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := r.Execute(ctx, ptc.Request{Source: string(src)})
-		if err != nil || res.Error != nil {
-			b.Fatal(err, res.Error)
-		}
+		succeeded(b, res, err)
 	}
 }
 
@@ -46,9 +44,7 @@ func BenchmarkTrivialExecute(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := r.Execute(ctx, ptc.Request{Source: `return {ok: 1}`})
-		if err != nil || res.Error != nil {
-			b.Fatal(err, res.Error)
-		}
+		succeeded(b, res, err)
 	}
 }
 
@@ -60,9 +56,7 @@ func BenchmarkTrivialExecuteTypeScript(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := r.Execute(ctx, ptc.Request{Language: ptc.LanguageTypeScript, Source: `const ok: number = 1; return {ok}`})
-		if err != nil || res.Error != nil {
-			b.Fatal(err, res.Error)
-		}
+		succeeded(b, res, err)
 	}
 }
 
@@ -85,8 +79,8 @@ func BenchmarkAwaitedCallExecute(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := r.Execute(ctx, ptc.Request{Source: src})
-		if err != nil || res.Error != nil || string(res.Result) != `{"sum":4950}` {
-			b.Fatal(err, res.Error)
+		if succeeded(b, res, err); string(res.Result) != `{"sum":4950}` {
+			b.Fatal(string(res.Result))
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100/1000, "µs/call")

@@ -153,9 +153,7 @@ func TestResultSchema(t *testing.T) {
 	r := newDemoRunner(t)
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
 	res, err := r.Execute(context.Background(), ptc.Request{Source: `return {n: 1}`, ResultSchema: schema})
-	if err != nil || res.Error != nil {
-		t.Fatal(err, res.Error)
-	}
+	succeeded(t, res, err)
 	res, err = r.Execute(context.Background(), ptc.Request{Source: `return {n: "one"}`, ResultSchema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -177,9 +175,7 @@ func TestAllowedTools(t *testing.T) {
 		Source:       `try { await tools.get_expenses({member_id: "eng-01", quarter: "Q1"}) } catch (e) { return e.code }`,
 		AllowedTools: []string{"get_team_members"},
 	})
-	if err != nil || res.Error != nil {
-		t.Fatal(err, res.Error)
-	}
+	succeeded(t, res, err)
 	if string(res.Result) != `"unknown_tool"` {
 		t.Fatalf("result %s", res.Result)
 	}
@@ -245,9 +241,7 @@ func TestCancelled(t *testing.T) {
 func TestIncludeToolResults(t *testing.T) {
 	r := newDemoRunner(t)
 	res, err := r.Execute(context.Background(), ptc.Request{Source: `return (await tools.get_budget_by_level({level: "mid"})).travel_limit`, IncludeToolResults: true})
-	if err != nil || res.Error != nil {
-		t.Fatal(err, res.Error)
-	}
+	succeeded(t, res, err)
 	if len(res.Trace) != 1 || !strings.Contains(string(res.Trace[0].Result), `"travel_limit"`) {
 		t.Fatalf("trace %+v", res.Trace)
 	}
@@ -260,9 +254,7 @@ func TestDeterministic(t *testing.T) {
 		t.Helper()
 		req.Source = src
 		res, err := r.Execute(context.Background(), req)
-		if err != nil || res.Error != nil {
-			t.Fatal(err, res.Error)
-		}
+		succeeded(t, res, err)
 		return string(res.Result)
 	}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -303,9 +295,7 @@ func TestTypeScriptExpenseExample(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := r.Execute(context.Background(), ptc.Request{Language: lang, Source: string(src)})
-		if err != nil || res.Error != nil {
-			t.Fatal(err, res.Error)
-		}
+		succeeded(t, res, err)
 		return res
 	}
 	tsRes := run(ptc.LanguageTypeScript, "examples/expenses.ts")
@@ -349,8 +339,8 @@ func TestNoServerTools(t *testing.T) {
 	r := newDemoRunner(t)
 	res, err := r.Execute(context.Background(), ptc.Request{NoServerTools: true, AllowedTools: []string{"get_expenses"},
 		Source: `try { await tools.get_expenses({member_id: "eng-01", quarter: "Q1"}) } catch (e) { return e.code }`})
-	if err != nil || res.Error != nil || string(res.Result) != `"unknown_tool"` {
-		t.Fatal(err, res)
+	if succeeded(t, res, err); string(res.Result) != `"unknown_tool"` {
+		t.Fatal(res)
 	}
 }
 
@@ -384,17 +374,13 @@ func TestLogFloodsAreCapped(t *testing.T) {
 		}
 		lim := ptc.Limits{MaxLogBytes: 4 << 10}
 		res, err := r.Execute(context.Background(), ptc.Request{Source: `for (let i = 0; i < 200000; i++) console.log(""); return 1`, Limits: lim})
-		if err != nil || res.Error != nil {
-			t.Fatal(err, res.Error)
-		}
+		succeeded(t, res, err)
 		if max := int(lim.MaxLogBytes / 16); len(res.Logs) > max || !res.LogsTruncated || len(res.Logs) == 0 {
 			t.Errorf("workers=%v: %d entries (at most %d), truncated %v", iso.WorkerProcesses, len(res.Logs), max, res.LogsTruncated)
 		}
 		res, err = r.Execute(context.Background(), ptc.Request{Source: `for (let i = 0; i < 100; i++) console.log(i); return 1`,
 			Limits: ptc.Limits{MaxLogEntries: 5}})
-		if err != nil || res.Error != nil {
-			t.Fatal(err, res.Error)
-		}
+		succeeded(t, res, err)
 		if len(res.Logs) != 5 || res.Logs[4].Message != "4" || !res.LogsTruncated || res.EffectiveLimits.MaxLogEntries != 5 {
 			t.Errorf("workers=%v: max_log_entries 5 kept %d entries, truncated %v", iso.WorkerProcesses, len(res.Logs), res.LogsTruncated)
 		}
@@ -430,5 +416,17 @@ func TestBreachesReportLimitAndObserved(t *testing.T) {
 				t.Fatalf("error %+v, want %s with limit %d", e, tc.kind, tc.limit)
 			}
 		})
+	}
+}
+
+// succeeded fails tb unless Execute returned a result with no error,
+// naming what it got instead (res is nil when err is not).
+func succeeded(tb testing.TB, res *ptc.Result, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res.Error != nil {
+		tb.Fatal(res.Error)
 	}
 }

@@ -53,9 +53,7 @@ func TestWASMExpenseGuest(t *testing.T) {
 	}
 	sum := sha256.Sum256(mod)
 	res, err = r.Execute(context.Background(), ptc.Request{Language: ptc.LanguageWASM, ModuleSHA256: hex.EncodeToString(sum[:])})
-	if err != nil || res.Error != nil {
-		t.Fatal(err, res.Error)
-	}
+	succeeded(t, res, err)
 	jsonEqual(t, res.Result, want)
 }
 
