@@ -37,12 +37,12 @@ const usage = `usage:
                [--cpu-time D] [--memory-bytes N] [--max-tool-calls N] [--max-output-bytes N]
                [--result-schema JSON|@FILE] [--allow TOOL,...] [--json]
                [--deterministic] [--seed N] [--record CASSETTE] [--progress]
-               [--truncate] [--max-result-tokens N]
+               [--truncate] [--max-result-tokens N] [--inprocess]
   ptc run [FILE] --replay CASSETTE [--input JSON|@FILE] [--seed N] [--json]
   ptc run FILE --resumable [--client-tools JSON|@FILE] [--require-approval TOOL,...]
                [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] ...
   ptc resume [FILE|-] [--approve ID|all]... [--deny ID=REASON]... [--answer ID=JSON]...
-               [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json]
+               [--error ID=CODE:MESSAGE]... [--continuation FILE] [--server ADDR [--tls] [--tls-ca FILE]] [--json] [--inprocess]
   ptc test [DIR] [--run REGEX] [--junit FILE] [--update] [--parallel N] [-v]
   ptc tools [--server ADDR [--tls] [--tls-ca FILE]] [--query TEXT] [--limit N] [--typescript|--python] [--json] [NAME...]
   ptc mcp [--config FILE | --server ADDR [--tls] [--tls-ca FILE]] [--inprocess] [--description-bytes N] [-v]
@@ -209,7 +209,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case req.Resumable && f.server.addr != "":
 		res, err = runRemoteResumable(ctx, f, req)
 	case req.Resumable:
-		res, err = runLocalResumable(ctx, req)
+		res, err = runLocalResumable(ctx, req, f.inProcess)
 	case f.server.addr != "":
 		res, err = runRemote(ctx, f, req)
 	default:
@@ -262,10 +262,11 @@ func runLocal(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result
 	return r.Execute(ctx, req)
 }
 
-// runLocalResumable runs a resumable request in-process, with the local
-// continuation key (see newDurableRunner). Logs come with the result.
-func runLocalResumable(ctx context.Context, req ptc.Request) (*ptc.Result, error) {
-	r, err := newDurableRunner()
+// runLocalResumable runs a resumable request on this machine, with the
+// local continuation key (see newDurableRunner). Logs come with the
+// result.
+func runLocalResumable(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result, error) {
+	r, err := newDurableRunner(inProcess)
 	if err != nil {
 		return nil, err
 	}

@@ -189,12 +189,13 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
 	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
 	out := fs.String("continuation", "", "write the next pause state to FILE")
+	inProcess := fs.Bool("inprocess", false, "run the script in this process instead of a worker process (not a sandbox: trusted scripts only)")
 	var a answerFlags
 	fs.Var(a.flag("answer"), "answer", "ID=JSON: a client tool's output (repeatable)")
 	fs.Var(a.flag("error"), "error", "ID=CODE:MESSAGE: a client tool's error (repeatable)")
 	fs.Var(a.flag("approve"), "approve", "ID, or all: approve a call (repeatable)")
 	fs.Var(a.flag("deny"), "deny", "ID=REASON, or all=REASON: deny a call (repeatable)")
-	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"json": true, "tls": true}), stdout, stderr); !ok {
+	if code, ok := parseFlags(fs, splitArgs(args, map[string]bool{"json": true, "tls": true, "inprocess": true}), stdout, stderr); !ok {
 		return code
 	}
 	if err := srv.check(); err != nil {
@@ -242,7 +243,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return srv.failed(stderr, err)
 		}
 	} else {
-		r, err := newDurableRunner()
+		r, err := newDurableRunner(*inProcess)
 		if err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
@@ -263,11 +264,13 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return report(res, "", *jsonOut, stdout, stderr)
 }
 
-// newDurableRunner is the in-process runner of resumable `ptc run` and of
-// `ptc resume`: the demo tools, and continuations signed with the local
-// key ($PTC_HOME, or the user's config directory, /ptc/continuation.key,
-// made on first use) and used once (durable.db beside it).
-func newDurableRunner() (*ptc.Runner, error) {
+// newDurableRunner is the runner of resumable `ptc run` and of `ptc
+// resume`: the demo tools, the script in a worker process as for `ptc run`
+// (or in this process with inProcess), and continuations signed with the
+// local key ($PTC_HOME, or the user's config directory,
+// /ptc/continuation.key, made on first use) and used once (durable.db
+// beside it).
+func newDurableRunner(inProcess bool) (*ptc.Runner, error) {
 	dir := os.Getenv("PTC_HOME")
 	if dir == "" {
 		base, err := os.UserConfigDir()
@@ -299,9 +302,9 @@ func newDurableRunner() (*ptc.Runner, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	return ptc.NewRunner(ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
+	return ptc.NewRunner(append(isolation(inProcess), ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
 		Keys: map[string][]byte{"local": bytes.TrimSpace(key)}, SigningKey: "local",
-		StateFile: filepath.Join(dir, "durable.db"), Parked: -1}))
+		StateFile: filepath.Join(dir, "durable.db"), Parked: -1}))...)
 }
 
 // readPauseState reads what `ptc resume` is given: the pause state

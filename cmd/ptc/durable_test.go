@@ -11,8 +11,9 @@ import (
 )
 
 // TestRunResumableAndResume pauses the review example twice from the
-// command line and resumes it from the pause files, in-process with the
-// local key: a used pause file is refused.
+// command line and resumes it from the pause files, in a worker process
+// with the local key: a used pause file is refused. A pause made in a
+// worker resumes with --inprocess, and the other way round.
 func TestRunResumableAndResume(t *testing.T) {
 	t.Setenv("PTC_HOME", t.TempDir())
 	dir := t.TempDir()
@@ -47,6 +48,19 @@ func TestRunResumableAndResume(t *testing.T) {
 	code, stdout, stderr = ptcMain(t, "resume", p1, "--approve", "all")
 	if code != exitOK || !strings.Contains(stdout, `"over_by"`) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, tc := range []struct{ run, resume []string }{
+		{[]string{"run"}, []string{"resume", "--inprocess"}},
+		{[]string{"run", "--inprocess"}, []string{"resume"}},
+	} {
+		code, _, stderr = ptcMain(t, append(tc.run, "../../examples/expenses.js", "--resumable", "--require-approval", "get_budget_by_level", "--continuation", p1)...)
+		if code != exitPaused {
+			t.Fatalf("%v: exit %d\n%s", tc.run, code, stderr)
+		}
+		code, stdout, stderr = ptcMain(t, append(tc.resume, p1, "--approve", "all")...)
+		if code != exitOK || !strings.Contains(stdout, `"over_by"`) {
+			t.Fatalf("%v after %v: exit %d\n%s%s", tc.resume, tc.run, code, stdout, stderr)
+		}
 	}
 }
 
