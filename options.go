@@ -182,7 +182,8 @@ func (o *options) executorConfig() (executor.Config, error) {
 	}
 	if w := o.isolation; w != nil && w.WorkerProcesses {
 		cfg.Workers = &worker.Config{Workers: w.Idle, MaxWorkers: w.Max, ExecutionsPerWorker: w.ExecutionsPerWorker,
-			IdleTimeout: w.IdleTimeout, RecycleAfter: w.RecycleAfter, Executable: w.Executable}
+			IdleTimeout: w.IdleTimeout, RecycleAfter: w.RecycleAfter, Executable: w.Executable, Logger: w.Logger}
+		cfg.Python.InProcess = w.PythonInProcess
 	}
 	if w := o.wasm; w != nil {
 		cfg.WASM = wasm.Config{CacheDir: w.CacheDir, MaxModules: w.MaxModules, RealClock: w.RealClock, RealRandom: w.RealRandom}

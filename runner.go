@@ -3,6 +3,7 @@ package ptc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"time"
@@ -100,7 +101,8 @@ func (d Durable) manager() (*durable.Manager, error) {
 // workloads, where JavaScript's memory is guarded only against single
 // huge allocations and CPU time is the VM's running time (WebAssembly
 // and Python, under wazero's own limits). With WorkerProcesses, every
-// language runs in the worker processes. Once a Runner has run Python,
+// language runs in the worker processes (Python too, unless
+// PythonInProcess). Once a Runner has run Python,
 // it keeps two interpreters started ahead of the next Python scripts,
 // in the workers or in this process (about 10 MiB each).
 type Isolation struct {
@@ -128,6 +130,18 @@ type Isolation struct {
 	// Executable is the binary started as a worker (default this one); it
 	// must call RunWorker first thing in main.
 	Executable string
+	// PythonInProcess runs Python in this process even with
+	// WorkerProcesses: CPython inside wazero, under the WebAssembly
+	// engine's limits and loop checks but outside the worker sandbox
+	// (ptcd's python.in_supervisor). The interpreter's compiled code is
+	// then kept in the user's cache, which a worker, locked off the
+	// filesystem, cannot use: a short-lived program that runs one Python
+	// script otherwise compiles the interpreter (seconds) every time.
+	PythonInProcess bool
+	// Logger receives what an operator must see about the workers: a
+	// worker's death with what it wrote on stderr, a failed start. Nil
+	// means slog.Default().
+	Logger *slog.Logger
 }
 
 // WASM configures the WebAssembly engine (created on the first WASM
