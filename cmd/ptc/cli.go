@@ -162,6 +162,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "ptc run:", err)
 		return exitUsage
 	}
+	if f.inProcess && f.server.addr != "" {
+		fmt.Fprintln(stderr, "ptc run: --inprocess and --server do not go together")
+		return exitUsage
+	}
 	if f.replay != "" && fs.NArg() <= 1 {
 		return replayCmd(ctx, f, fs.Arg(0), stdin, stdout, stderr)
 	}
@@ -209,11 +213,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case req.Resumable && f.server.addr != "":
 		res, err = runRemoteResumable(ctx, f, req)
 	case req.Resumable:
-		res, err = runLocalResumable(ctx, req, f.inProcess)
+		res, err = runLocalResumable(ctx, req, local{f.inProcess, stderr})
 	case f.server.addr != "":
 		res, err = runRemote(ctx, f, req)
 	default:
-		res, err = runLocal(ctx, req, f.inProcess)
+		res, err = runLocal(ctx, req, local{f.inProcess, stderr})
 	}
 	if err != nil {
 		return f.server.failed(stderr, err)
@@ -253,8 +257,8 @@ func flagName(flag, value string) string {
 	return flag
 }
 
-func runLocal(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result, error) {
-	r, err := newLocalRunner(inProcess)
+func runLocal(ctx context.Context, req ptc.Request, l local) (*ptc.Result, error) {
+	r, err := newLocalRunner(l)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +269,8 @@ func runLocal(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result
 // runLocalResumable runs a resumable request on this machine, with the
 // local continuation key (see newDurableRunner). Logs come with the
 // result.
-func runLocalResumable(ctx context.Context, req ptc.Request, inProcess bool) (*ptc.Result, error) {
-	r, err := newDurableRunner(inProcess)
+func runLocalResumable(ctx context.Context, req ptc.Request, l local) (*ptc.Result, error) {
+	r, err := newDurableRunner(l)
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func (a *answerFlags) answers(pending []*ptcv1.PendingAction) ([]ptc.Answer, err
 func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ptc resume", flag.ContinueOnError)
 	var srv serverFlags
-	srv.register(fs, "resume on a ptcd server at ADDR (default: in-process, with the local key)")
+	srv.register(fs, "resume on a ptcd server at ADDR (default: on this machine, with the local key)")
 	jsonOut := fs.Bool("json", false, "print the whole response on stdout as a ptc.v1 ExecuteResponse in protobuf's JSON mapping")
 	out := fs.String("continuation", "", "write the next pause state to FILE")
 	inProcess := fs.Bool("inprocess", false, "run the script in this process instead of a worker process (not a sandbox: trusted scripts only)")
@@ -200,6 +200,10 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if err := srv.check(); err != nil {
 		fmt.Fprintln(stderr, "ptc resume:", err)
+		return exitUsage
+	}
+	if *inProcess && srv.addr != "" {
+		fmt.Fprintln(stderr, "ptc resume: --inprocess and --server do not go together")
 		return exitUsage
 	}
 	if fs.NArg() > 1 {
@@ -243,7 +247,7 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return srv.failed(stderr, err)
 		}
 	} else {
-		r, err := newDurableRunner(*inProcess)
+		r, err := newDurableRunner(local{*inProcess, stderr})
 		if err != nil {
 			fmt.Fprintln(stderr, "ptc:", err)
 			return exitUsage
@@ -265,12 +269,11 @@ func resumeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // newDurableRunner is the runner of resumable `ptc run` and of `ptc
-// resume`: the demo tools, the script in a worker process as for `ptc run`
-// (or in this process with inProcess), and continuations signed with the
-// local key ($PTC_HOME, or the user's config directory,
+// resume`: the demo tools, the script where l says, and continuations
+// signed with the local key ($PTC_HOME, or the user's config directory,
 // /ptc/continuation.key, made on first use) and used once (durable.db
 // beside it).
-func newDurableRunner(inProcess bool) (*ptc.Runner, error) {
+func newDurableRunner(l local) (*ptc.Runner, error) {
 	dir := os.Getenv("PTC_HOME")
 	if dir == "" {
 		base, err := os.UserConfigDir()
@@ -302,7 +305,7 @@ func newDurableRunner(inProcess bool) (*ptc.Runner, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	return ptc.NewRunner(append(isolation(inProcess), ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
+	return ptc.NewRunner(append(l.options(), ptc.WithTools(demo.Tools()...), ptc.WithDurable(ptc.Durable{
 		Keys: map[string][]byte{"local": bytes.TrimSpace(key)}, SigningKey: "local",
 		StateFile: filepath.Join(dir, "durable.db"), Parked: -1}))...)
 }

@@ -1,7 +1,7 @@
 // Command ptc runs ptc scripts locally or against a ptcd server, and lists
 // tools.
 //
-//	ptc run examples/expenses.js                 # in-process, demo tools
+//	ptc run examples/expenses.js                 # in a worker process, demo tools
 //	ptc run script.js --input '{"n": 1}'          # input as JSON, or @file
 //	ptc run script.js --server 127.0.0.1:7878     # on a server (Session stream)
 //	ptc tools [--server ADDR]
@@ -21,7 +21,8 @@ import (
 )
 
 func main() {
-	// `ptc mcp` runs scripts in worker processes: this binary re-executed.
+	// `ptc run`, `ptc resume` and `ptc mcp` run scripts in worker
+	// processes: this binary re-executed.
 	ptc.RunWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -38,7 +38,7 @@ func randomSeed() uint64 {
 	return binary.BigEndian.Uint64(b[:])%(1<<53-1) + 1
 }
 
-// recordCmd runs req (in-process or on the server, like `ptc run`) in
+// recordCmd runs req (on this machine or on the server, like `ptc run`) in
 // deterministic mode with tool results kept in the trace, reports it, and
 // writes the cassette to f.record. Recording reads the trace rather than
 // wrapping handlers, so server tools, client tools and in-process tools
@@ -57,7 +57,7 @@ func recordCmd(ctx context.Context, f runFlags, req ptc.Request, scriptPath stri
 		res, defs, err = recordRemote(ctx, f, req)
 	} else {
 		var r *ptc.Runner
-		if r, err = newLocalRunner(f.inProcess); err == nil {
+		if r, err = newLocalRunner(local{f.inProcess, stderr}); err == nil {
 			defer r.Close()
 			defs = r.Tools()
 			res, err = r.Execute(ctx, req)
@@ -198,11 +198,12 @@ func replayCmd(ctx context.Context, f runFlags, scriptPath string, stdin io.Read
 
 	rp := cassette.NewReplayer(c)
 	rp.Observe(&req)
-	r, err := ptc.NewRunner(ptc.WithTools(rp.Tools()...))
+	r, err := ptc.NewRunner(append(local{f.inProcess, stderr}.options(), ptc.WithTools(rp.Tools()...))...)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc: --replay: the recorded tools:", err)
 		return exitUsage
 	}
+	defer r.Close()
 	res, err := r.Execute(ctx, req)
 	if err != nil {
 		fmt.Fprintln(stderr, "ptc:", err)
