@@ -259,10 +259,12 @@ func (c *child) tightenLimits(baseLive, memBytes int64, guest bool) func() {
 	if !guest {
 		prev = debug.SetMemoryLimit(baseLive + memBytes + memoryLimitSlack)
 	}
+	prevStack := debug.SetMaxStack(stackBound(memBytes))
 	restore := func() {
 		if prev >= 0 {
 			debug.SetMemoryLimit(prev)
 		}
+		debug.SetMaxStack(prevStack)
 	}
 	if c.rlimit == 0 || raceEnabled {
 		return restore

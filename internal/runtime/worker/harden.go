@@ -76,22 +76,35 @@ func (c *child) setup(init *wp.Init) *wp.Ready {
 	return r
 }
 
-// maxGoStack bounds a worker goroutine's stack (the Go default is 1 GB).
-// A script can make goja recurse in Go with no script frame between the
-// levels, where no guard can count them: an object whose
-// Symbol.toPrimitive is itself (`o[Symbol.toPrimitive] = o; String(o)`),
-// or a proxy whose trap is the proxy. goja's "is not a method" error
-// converts the value to a string, which looks the same method up again.
-// The stack grows until the Go runtime ends the process, and the
-// supervisor reports SCRIPT_ERROR (deathOf). With the default bound that
-// took 1–3 s and a gigabyte of stack, and 30 s (the deadline) for the
-// proxy, whose recursion allocates: the collector scans the whole stack
-// in every cycle. Here it takes 0.6–0.9 s (more under a memory limit the
-// stack outgrows, where the collector runs without pause). The deepest
-// recursion a script can reach inside the engine's bounds, a regular
-// expression literal nested a million levels deep in eval, needs more
-// than 64 MiB and fits in 128.
+// maxGoStack bounds a worker goroutine's stack (the Go default is 1 GB),
+// and stackBound raises it with an execution's memory limit. A script
+// can make goja recurse in Go with no script frame between the levels,
+// where no guard can count them: an object whose Symbol.toPrimitive is
+// itself (`o[Symbol.toPrimitive] = o; String(o)`), or a proxy whose trap
+// is the proxy. goja's "is not a method" error converts the value to a
+// string, which looks the same method up again. The stack grows until the
+// Go runtime ends the process, and the supervisor reports SCRIPT_ERROR
+// (deathOf). With the default bound that took 1–3 s and a gigabyte of
+// stack, and 30 s (the deadline) for the proxy, whose recursion
+// allocates: the collector scans the whole stack in every cycle. At
+// 128 MiB it takes 0.6–0.9 s (more under a memory limit the stack
+// outgrows, where the collector runs without pause).
+//
+// Legitimate recursion in Go is bounded by the engine (a thousand script
+// frames, nesting limits) except along a prototype chain, which goja
+// walks recursively, one level per object, as deep as memory allows: a
+// chain of five million objects needs more than 128 MiB of stack, and
+// fits in an execution with a 2 GiB memory limit. So the bound is half
+// the execution's memory limit when that is more (stackBound): the stack
+// is the execution's memory, and the Go runtime copies it as it grows
+// (the old and the new at once, one and a half times its size).
 const maxGoStack = 128 << 20
+
+// stackBound is the stack bound of an execution with a memory limit of
+// memBytes.
+func stackBound(memBytes int64) int {
+	return int(max(maxGoStack, memBytes/2))
+}
 
 // workerOOMScoreAdj is the oom_score_adj a worker gives itself: the most
 // the kernel allows, so that when the host (or the container's cgroup)

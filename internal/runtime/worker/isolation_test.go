@@ -519,22 +519,25 @@ func TestDeathErrorNamesTheLanguage(t *testing.T) {
 
 // TestGoStackOverflow runs scripts that make goja recurse in Go with no
 // script frame between the levels: the worker's Go stack overflows (at
-// maxGoStack), the process dies, and the death is the script's error,
-// SCRIPT_ERROR; the pool runs the next execution. The memory limit is the
-// ceiling, above the stack's largest size: under a limit the stack
-// outgrows first, the same scripts end MEMORY_LIMIT (a stack is memory).
+// maxGoStack under the default memory limit), the process dies, and the
+// death is the script's error, SCRIPT_ERROR; the pool runs the next
+// execution. (Under a memory limit the stack outgrows first, the same
+// scripts can end MEMORY_LIMIT: a stack is memory.) A prototype chain
+// deeper than maxGoStack allows runs when the memory limit makes room
+// for its stack.
 func TestGoStackOverflow(t *testing.T) {
 	p := newPool(t, Config{Workers: 1})
 	for _, tc := range []struct{ name, src string }{
 		{"toPrimitive is the object", `const o = {}; o[Symbol.toPrimitive] = o; return String(o)`},
 		{"toPrimitive cycle of two", `const a = {}, b = {}; a[Symbol.toPrimitive] = b; b[Symbol.toPrimitive] = a; return a + 1`},
 		{"iterator is the object", `const o = {}; o[Symbol.toPrimitive] = o; o[Symbol.iterator] = o; return [...o]`},
+		{"proxy trap is the proxy", `const h = {}; const p = new Proxy(h, h); h.get = p; return p.x`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := testLimits()
 			l.Timeout = time.Minute
 			l.CPUTime = time.Minute
-			l.MemoryBytes = limits.Ceilings().MemoryBytes
+			l.MemoryBytes = limits.Defaults().MemoryBytes
 			job, _ := newJob(t, tc.src, l)
 			out := p.Run(context.Background(), job)
 			if out.Err == nil || out.Err.Kind != fault.KindScript || !strings.Contains(out.Err.Message, "deeper than the engine's stack") {
@@ -546,4 +549,16 @@ func TestGoStackOverflow(t *testing.T) {
 			}
 		})
 	}
+	t.Run("deep prototype chain", func(t *testing.T) {
+		if raceEnabled {
+			t.Skip("a chain of millions of objects is slow under the race detector")
+		}
+		l := testLimits()
+		l.Timeout, l.CPUTime = 2*time.Minute, 2*time.Minute
+		l.MemoryBytes = 2 << 30
+		job, _ := newJob(t, `let o = {x: 1}; for (let i = 0; i < 5e6; i++) o = Object.create(o); return "x" in o`, l)
+		if out := p.Run(context.Background(), job); out.Err != nil || string(out.Result) != "true" {
+			t.Fatalf("result %s, error %v; want true", out.Result, out.Err)
+		}
+	})
 }
