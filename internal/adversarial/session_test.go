@@ -66,7 +66,10 @@ func (s *sess) serve(onCall func(*ptcv1.ToolCall) error) (*ptcv1.ExecuteResponse
 		case *ptcv1.SessionResponse_ToolCall:
 			tr.calls = append(tr.calls, v.ToolCall)
 			if onCall != nil {
-				if err := onCall(v.ToolCall); err != nil {
+				// io.EOF from Send: the server ended the stream (it may
+				// have answered already, as after the first of two
+				// answers to one call); what it sent comes from Recv.
+				if err := onCall(v.ToolCall); err != nil && !errors.Is(err, io.EOF) {
 					return nil, tr, fmt.Errorf("answering %s: %w", v.ToolCall.GetCallId(), err)
 				}
 			}
