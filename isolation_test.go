@@ -5,34 +5,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ptcrun/ptc"
+	"github.com/ptcrun/ptc/internal/testenv"
 	"github.com/ptcrun/ptc/tools"
 )
-
-// records is a slog handler that keeps every record's message.
-type records struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (h *records) Enabled(context.Context, slog.Level) bool { return true }
-func (h *records) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.msgs = append(h.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-func (h *records) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *records) WithGroup(string) slog.Handler      { return h }
-
-func (h *records) all() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return strings.Join(h.msgs, "\n")
-}
 
 // TestIsolationLogger: the Logger of Isolation receives the pool's
 // report of a worker's death (here a Go stack overflow inside the
@@ -41,8 +19,8 @@ func TestIsolationLogger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a worker process")
 	}
-	h := &records{}
-	r, err := ptc.NewRunner(ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Idle: -1, Max: 1, Logger: slog.New(h)}))
+	var logs testenv.SyncBuffer
+	r, err := ptc.NewRunner(ptc.WithIsolation(ptc.Isolation{WorkerProcesses: true, Idle: -1, Max: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +32,7 @@ func TestIsolationLogger(t *testing.T) {
 	if ptc.KindOf(res.Error) != ptc.KindScript {
 		t.Fatalf("error %v, want SCRIPT_ERROR", res.Error)
 	}
-	if got := h.all(); !strings.Contains(got, "WARN worker process died") {
+	if got := logs.String(); !strings.Contains(got, `level=WARN msg="worker process died"`) {
 		t.Fatalf("the logger received %q, want the worker's death", got)
 	}
 }

@@ -41,29 +41,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testenv.Then(testenv.SkipReport(m), cleanup))
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startPtcd(t *testing.T, args ...string) (addr string, stop func() int, logs *syncBuffer) {
+func startPtcd(t *testing.T, args ...string) (addr string, stop func() int, logs *testenv.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
-	logs = &syncBuffer{}
+	logs = &testenv.SyncBuffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- run(ctx, append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...), io.Discard, logs, ready)
@@ -176,7 +158,7 @@ func TestFlagsAndConfig(t *testing.T) {
 		}
 	}
 	// A default above its ceiling is refused at start-up.
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	if code := run(context.Background(), []string{"--limits.defaults.timeout", "10m", "--limits.ceilings.timeout", "1m"}, io.Discard, &out, nil); code != 2 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ptcrun/ptc/internal/auth"
 	"github.com/ptcrun/ptc/internal/mcpserve/mcptest"
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 
 // mcpAddr returns the MCP endpoint's URL from ptcd's logs (logged before
 // ready is signalled).
-func mcpURL(t *testing.T, logs *syncBuffer) string {
+func mcpURL(t *testing.T, logs *testenv.SyncBuffer) string {
 	t.Helper()
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec struct{ Msg, Addr, Path string }

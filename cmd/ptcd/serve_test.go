@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
@@ -46,7 +47,7 @@ func writeFile(t *testing.T, name, body string) string {
 
 // metricsAddr returns the metrics listener's address from ptcd's logs
 // (logged before ready is signalled).
-func metricsAddr(t *testing.T, logs *syncBuffer) string {
+func metricsAddr(t *testing.T, logs *testenv.SyncBuffer) string {
 	t.Helper()
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec struct{ Msg, Addr string }
@@ -175,7 +176,7 @@ func TestListenWithoutAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			logs := &syncBuffer{}
+			logs := &testenv.SyncBuffer{}
 			ready := make(chan string, 1)
 			code := make(chan int, 1)
 			go func() {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/telemetry/otlptest"
+	"github.com/ptcrun/ptc/internal/testenv"
 )
 
 // callerContext starts a span in the caller's own tracer and puts its W3C
@@ -194,7 +195,7 @@ func TestTracingMisconfigured(t *testing.T) {
 		{[]string{"--config", writeFile(t, "ptcd.yaml", "tracing: {endpoint: 127.0.0.1:4317, headers_from_env: {x-api-key: PTC_TEST_UNSET_OTLP_KEY}}")},
 			"ptcd: config: tracing.headers_from_env.x-api-key names the environment variable PTC_TEST_UNSET_OTLP_KEY, which is not set: set it before starting ptcd"},
 	} {
-		var stderr syncBuffer
+		var stderr testenv.SyncBuffer
 		if code := run(context.Background(), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tc.args...), io.Discard, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %s", tc.args, code, stderr.String())
 		}

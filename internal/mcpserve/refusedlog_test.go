@@ -1,41 +1,22 @@
 package mcpserve_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ptcrun/ptc/internal/mcpserve"
+	"github.com/ptcrun/ptc/internal/testenv"
 )
-
-// lockedBuffer is a log sink the handler's goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRefusedRequestsLogSampled: requests refused for their credentials
 // are logged through a sampler — a flood of them writes at most the
 // sampler's burst at once plus its rate — and every record says how many
 // were left out before it.
 func TestRefusedRequestsLogSampled(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	srv := startHTTP(t, mcpserve.New(mcpserve.Config{Backend: newBackend(t), Logger: log}), 0)
 	const sent = 1000 // all written only if sending took more than 95 s

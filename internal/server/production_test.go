@@ -1,18 +1,14 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/ptcrun/ptc"
-	"github.com/ptcrun/ptc/internal/limits"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,32 +20,17 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/admission"
 	"github.com/ptcrun/ptc/internal/auth"
+	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/metrics"
 	"github.com/ptcrun/ptc/internal/server"
+	"github.com/ptcrun/ptc/internal/testenv"
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
 )
-
-// logBuffer is a bytes.Buffer safe for the server's logger and the test.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // panicService panics in every handler: a bug in a handler must not take
 // the server down.
@@ -82,7 +63,7 @@ type prod struct {
 	test    testgrpc.TestServiceClient
 	adm     *admission.Controller
 	metrics *metrics.Metrics
-	logs    *logBuffer
+	logs    *testenv.SyncBuffer
 }
 
 // startProd serves a runner with the demo tools behind the full
@@ -102,7 +83,7 @@ func startProd(t testing.TB, pc prodConfig) *prod {
 		t.Fatal(err)
 	}
 	m := metrics.New(metrics.Gauges{Running: adm.Running, Queued: adm.Queued})
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	var w io.Writer = logs
 	if pc.quiet {
 		w = io.Discard

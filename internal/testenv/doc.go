@@ -1,6 +1,7 @@
 // Package testenv gives tests what they need from outside the Go module:
 // the commands built as users build them (BuildCommand), and the Node.js
-// programs that `npm ci` installs into node_modules (NodeBin).
+// programs that `npm ci` installs into node_modules (NodeBin), and a
+// buffer a logger may write from other goroutines (SyncBuffer).
 //
 // A test that needs node_modules skips without it, except under CI=true,
 // where it fails. Because `go test ./...` shows nothing of a passing

@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -18,24 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ptcrun/ptc/internal/telemetry/otlptest"
+	"github.com/ptcrun/ptc/internal/testenv"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestExportBothProtocols: spans reach a collector over OTLP/gRPC (with the
 // configured headers) and over OTLP/HTTP.
@@ -102,7 +85,7 @@ func TestUnreachableCollector(t *testing.T) {
 	if err := Probe(dead, time.Second); err == nil {
 		t.Fatal("probe of a closed port succeeded")
 	}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p, err := New(context.Background(), Config{Endpoint: dead, Protocol: "grpc", Insecure: true, SamplingRatio: 1, ServiceName: "svc", Log: log})
 	if err != nil {
