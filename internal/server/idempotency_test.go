@@ -53,6 +53,12 @@ func (c *settable) add(d time.Duration) {
 // entries, 1 MiB, an hour's linger and the clock clk unless cfg says).
 func idemServer(t *testing.T, cfg idem.Config, clk *settable, ts ...tools.Tool) (ptcv1.RunnerServiceClient, *server.Server) {
 	t.Helper()
+	return idemServerWith(t, cfg, clk, nil, ts...)
+}
+
+// idemServerWith is idemServer with more server options.
+func idemServerWith(t *testing.T, cfg idem.Config, clk *settable, opts []server.Option, ts ...tools.Tool) (ptcv1.RunnerServiceClient, *server.Server) {
+	t.Helper()
 	if cfg.Retention == 0 {
 		cfg.Retention = 10 * time.Minute
 	}
@@ -67,7 +73,7 @@ func idemServer(t *testing.T, cfg idem.Config, clk *settable, ts ...tools.Tool) 
 	}
 	cfg.Now = clk.now
 	gs := grpc.NewServer()
-	srv := server.New(newExecutor(t, ts...), server.WithIdempotency(cfg))
+	srv := server.New(newExecutor(t, ts...), append(opts, server.WithIdempotency(cfg))...)
 	ptcv1.RegisterRunnerServiceServer(gs, srv)
 	conn := serve(t, gs)
 	// Detached executions end before the server's executor closes.
@@ -296,5 +302,66 @@ func TestSessionIdempotent(t *testing.T) {
 	other.ClientTools[0].Description = "another"
 	if _, err := session(other); status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "SessionStart.client_tools differs") {
 		t.Fatalf("other client tools: %v", err)
+	}
+}
+
+// TestSessionDroppedWhileClientToolRuns: a Session whose RPC is dropped
+// (no cancel message) while the script waits for a client tool ends
+// CANCELLED, and a retry under its execution_id gets that outcome: when
+// the client resets the stream, and when it half-closes it right before
+// (as Node's http2, and so grpc-js, drops a stream).
+func TestSessionDroppedWhileClientToolRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		halfClose bool
+	}{{"reset", false}, {"half-close then reset", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := idemServerWith(t, idem.Config{}, &settable{}, []server.Option{server.WithHalfCloseGrace(time.Hour)})
+			st := &ptcv1.SessionStart{Execute: &ptcv1.ExecuteRequest{ExecutionId: "dropped", Script: js(`return await tools.ask({});`)},
+				ClientTools: []*ptcv1.ToolDefinition{{Name: "ask"}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			s, err := c.Session(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: st}}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				m, err := s.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.GetToolCall() != nil {
+					break
+				}
+			}
+			if tc.halfClose {
+				_ = s.CloseSend()
+			}
+			cancel()
+			again, err := c.Session(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := again.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: st}}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				m, err := again.Recv()
+				if err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+				if m.GetToolCall() != nil {
+					t.Fatal("the retry ran the script again")
+				}
+				if r := m.GetResult(); r != nil {
+					if r.GetError().GetKind() != ptcv1.ErrorKind_ERROR_KIND_CANCELLED {
+						t.Fatalf("retry got %v, want CANCELLED", r.GetError())
+					}
+					return
+				}
+			}
+		})
 	}
 }

@@ -59,6 +59,10 @@ type Server struct {
 	// resultGrace bounds how long a Session's result waits for a client
 	// that does not read (WithResultGrace).
 	resultGrace time.Duration
+	// halfCloseGrace bounds how long a Session's half-close waits for the
+	// RPC's end before failing the client calls pending
+	// (defaultHalfCloseGrace).
+	halfCloseGrace time.Duration
 
 	// idem keeps outcomes by execution_id (WithIdempotency); nil when off.
 	idem *idem.Table[*ptcv1.ExecuteResponse]
@@ -104,7 +108,7 @@ func WithResultGrace(d time.Duration) Option {
 
 // New returns a Server that runs executions on ex.
 func New(ex *executor.Executor, opts ...Option) *Server {
-	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex), resultGrace: defaultResultGrace}
+	s := &Server{exec: ex, log: slog.Default(), mem: newReleaser(ex), resultGrace: defaultResultGrace, halfCloseGrace: defaultHalfCloseGrace}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)

@@ -32,6 +32,12 @@ const (
 	// messages before it) wait for a client that does not read
 	// (WithResultGrace).
 	defaultResultGrace = 10 * time.Second
+	// defaultHalfCloseGrace is how long a half-close waits, while client
+	// calls or approvals are pending, for the end of the RPC before it
+	// fails them: a client that drops its RPC may send END_STREAM right
+	// before RST_STREAM (Node's http2 closes a stream so, and grpc-js with
+	// it), and a drop ends the execution CANCELLED instead.
+	defaultHalfCloseGrace = 100 * time.Millisecond
 )
 
 // session is one Session stream. The handler goroutine runs the
@@ -65,6 +71,8 @@ type session struct {
 	approvals map[string]chan *ptcv1.Approval
 	closed    bool // the client half-closed: no more results can arrive
 	nextID    int64
+	// halfCloseGrace is the Server's (defaultHalfCloseGrace).
+	halfCloseGrace time.Duration
 }
 
 // Session runs one execution whose client tools are served by the caller
@@ -105,6 +113,8 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		pending:   map[string]chan *ptcv1.ToolResult{},
 		answered:  map[string]bool{},
 		approvals: map[string]chan *ptcv1.Approval{},
+
+		halfCloseGrace: s.halfCloseGrace,
 	}
 	req.Approve = ss.approve
 	for _, d := range start.GetClientTools() {
@@ -264,7 +274,7 @@ func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) 
 		m, err := ss.stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				ss.halfClose()
+				ss.halfClose(ctx, cancel)
 				return
 			}
 			if status.Code(err) == codes.InvalidArgument {
@@ -292,11 +302,30 @@ func (ss *session) receive(ctx context.Context, cancel context.CancelCauseFunc) 
 	}
 }
 
-// halfClose fails every pending client call: no result can arrive now.
-func (ss *session) halfClose() {
+// halfClose fails every pending client call and approval: no answer can
+// arrive now. Calls made from now on are refused. When some are pending,
+// it first waits up to halfCloseGrace for the RPC to end: a client that
+// drops its RPC may half-close it first, and a dropped RPC cancels the
+// execution (as receive does) rather than failing its calls.
+func (ss *session) halfClose(ctx context.Context, cancel context.CancelCauseFunc) {
+	ss.mu.Lock()
+	ss.closed = true
+	waiting := len(ss.pending) + len(ss.approvals)
+	ss.mu.Unlock()
+	if waiting > 0 {
+		t := time.NewTimer(ss.halfCloseGrace)
+		defer t.Stop()
+		select {
+		case <-ss.stream.Context().Done():
+			cancel(errors.New("client disconnected"))
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.closed = true
 	for id, ch := range ss.pending {
 		ch <- wire.ToolResultPB(id, nil, tools.Errorf(tools.CodeClientGone, "the client closed its stream before answering"))
 		delete(ss.pending, id)
