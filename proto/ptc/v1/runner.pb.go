@@ -124,7 +124,8 @@ const (
 	// rejected, trapped or exited with a failure, including a tool error that the
 	// program did not catch, or returned a result that cannot be represented as
 	// JSON (a cycle, a BigInt, a toJSON that throws; for WebAssembly, stdout that
-	// is not one JSON value).
+	// is not one JSON value). A JavaScript call stack past its depth limit and
+	// a program that waits for a promise nothing can settle end so too.
 	ErrorKind_ERROR_KIND_SCRIPT_ERROR ErrorKind = 2
 	// ERROR_KIND_TIMEOUT means the wall-clock timeout (Limits.timeout) elapsed,
 	// tool waits included.
@@ -2098,8 +2099,11 @@ func (x *ToolDefinition) GetRequiresApproval() bool {
 // ListToolsRequest selects tools to describe.
 type ListToolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// query ranks the tools by relevance to this text, most relevant first.
-	// Empty keeps the server's order (by name).
+	// query ranks the tools by relevance to this text, most relevant first,
+	// and leaves out the tools that share no word with it (the answer may be
+	// empty; MCP's search tool lists every tool then, for a model to pick
+	// from). A query of only stop words, like an empty one, keeps every tool
+	// in the server's order (by name).
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// limit is the maximum number of tools to return. 0 means no limit.
 	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`

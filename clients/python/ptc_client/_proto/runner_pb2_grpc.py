@@ -86,7 +86,10 @@ class RunnerServiceServicer(object):
         INVALID_ARGUMENT. A ToolResult with an unknown or repeated call_id is
         answered with a ProtocolError and does not end the session. The caller may half-close its
         side once it will send nothing more; a client tool call that can then no
-        longer be answered fails in the program with the code "cancelled".
+        longer be answered fails in the program with the code "cancelled" (after
+        100 ms, within which an end of the RPC still counts as a drop: some
+        clients half-close a stream right before they reset it). A dropped RPC
+        cancels the execution: ERROR_KIND_CANCELLED.
 
         A call to a server tool that needs approval (ToolDefinition
         .requires_approval, the server's configuration, or

@@ -1126,8 +1126,11 @@ export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
  */
 export type ListToolsRequest = Message<"ptc.v1.ListToolsRequest"> & {
   /**
-   * query ranks the tools by relevance to this text, most relevant first.
-   * Empty keeps the server's order (by name).
+   * query ranks the tools by relevance to this text, most relevant first,
+   * and leaves out the tools that share no word with it (the answer may be
+   * empty; MCP's search tool lists every tool then, for a model to pick
+   * from). A query of only stop words, like an empty one, keeps every tool
+   * in the server's order (by name).
    *
    * @generated from field: string query = 1;
    */
@@ -1865,7 +1868,8 @@ export enum ErrorKind {
    * rejected, trapped or exited with a failure, including a tool error that the
    * program did not catch, or returned a result that cannot be represented as
    * JSON (a cycle, a BigInt, a toJSON that throws; for WebAssembly, stdout that
-   * is not one JSON value).
+   * is not one JSON value). A JavaScript call stack past its depth limit and
+   * a program that waits for a promise nothing can settle end so too.
    *
    * @generated from enum value: ERROR_KIND_SCRIPT_ERROR = 2;
    */
@@ -2138,7 +2142,10 @@ export const RunnerService: GenService<{
    * INVALID_ARGUMENT. A ToolResult with an unknown or repeated call_id is
    * answered with a ProtocolError and does not end the session. The caller may half-close its
    * side once it will send nothing more; a client tool call that can then no
-   * longer be answered fails in the program with the code "cancelled".
+   * longer be answered fails in the program with the code "cancelled" (after
+   * 100 ms, within which an end of the RPC still counts as a drop: some
+   * clients half-close a stream right before they reset it). A dropped RPC
+   * cancels the execution: ERROR_KIND_CANCELLED.
    *
    * A call to a server tool that needs approval (ToolDefinition
    * .requires_approval, the server's configuration, or
