@@ -186,6 +186,7 @@ func (e *Engine) runFresh(ctx context.Context, job *runtime.Job, caller bridge.C
 	out, err := e.w.RunStreams(ctx, e.hash, job, e.args(), s.open, s.configure)
 	// The calls still running end with the execution's context, which
 	// RunStreams has ended.
+	s.spawnDeferred()
 	s.calls.Wait()
 	if err != nil {
 		return &runtime.Outcome{Err: fault.Wrap(fault.KindInternal, err, "the Python interpreter is unavailable")}
@@ -203,6 +204,7 @@ func (e *Engine) runWarm(ctx context.Context, job *runtime.Job, caller bridge.Ca
 	s := w.s
 	s.watch = cpuWatchOf(ctx)
 	out := w.inst.Run(ctx, job, func() { s.attach(job, caller, stopHook(ctx, s, w.inst.Stop)) })
+	s.spawnDeferred()
 	s.calls.Wait()
 	if !s.begun && ctx.Err() == nil && (out.Err == nil || out.Err.Kind == fault.KindScript) {
 		return nil, false

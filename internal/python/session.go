@@ -31,7 +31,10 @@ var errProtocol = errors.New("python protocol")
 // guest's goroutine calls Read and Write (stdin and stdout); each started
 // call runs on a goroutine of its own (counted by calls), which queues
 // its completion for the guest to read and ends when the call does — at
-// the latest when the execution's context ends.
+// the latest when the execution's context ends. A call to an inline tool
+// (tools.Tool.Inline) waits instead until the guest reads: if it is then
+// the only call the guest waits for, it runs right there, on the guest's
+// goroutine, its CPU time not charged to the guest (flush).
 type session struct {
 	// job, caller, stop and maxFrame are set by attach, before it closes
 	// attached; stop ends the execution with a cause (a protocol breach).
@@ -65,6 +68,10 @@ type session struct {
 	// call ids (the guest's goroutine only).
 	aw      bridge.Awaiter
 	tickets map[uint32]ticketed
+	// deferred are the started calls to inline tools not yet run or
+	// handed to a goroutine (the guest's goroutine only, then the
+	// execution's end: flush, spawnDeferred).
+	deferred []deferredCall
 
 	mu       sync.Mutex
 	queue    []byte
@@ -79,6 +86,14 @@ type session struct {
 	result  json.RawMessage
 	failure *failure
 	breach  *fault.Error
+}
+
+// deferredCall is a started call to an inline tool: its invocation, the
+// prelude's id for it and the tool's name.
+type deferredCall struct {
+	inv  bridge.Invocation
+	id   int64
+	name string
 }
 
 // ticketed is a call begun through an Awaiter: the prelude's id for it
@@ -194,6 +209,9 @@ func (r reader) Read(p []byte) (int, error) {
 				return 0, io.EOF
 			}
 			s.begin()
+			continue
+		}
+		if s.flush(inflight) {
 			continue
 		}
 		if s.job.Idle != nil {
@@ -394,12 +412,58 @@ func (s *session) startCall(id int64, name string, args json.RawMessage) {
 		return
 	}
 	inv := s.caller.Start(s.ctx, name, args)
+	if s.caller.Inline(name) {
+		s.deferred = append(s.deferred, deferredCall{inv, id, name})
+		return
+	}
+	s.spawn(deferredCall{inv, id, name})
+}
+
+// spawn runs a started call on a goroutine of its own, which queues its
+// completion.
+func (s *session) spawn(c deferredCall) {
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		out, err := inv()
-		s.complete(id, out, err, name)
+		out, err := c.inv()
+		s.complete(c.id, out, err, c.name)
 	}()
+}
+
+// flush is called by the guest's goroutine when the guest waits for a
+// completion with none queued, inflight calls in flight. A single deferred
+// call that nothing else runs beside runs here, outside the guest's CPU
+// time, and flush reports true: its completion is queued. Otherwise every
+// deferred call gets its goroutine, so that calls made together run
+// concurrently.
+func (s *session) flush(inflight int) bool {
+	if len(s.deferred) == 1 && inflight == 1 {
+		c := s.deferred[0]
+		s.deferred = s.deferred[:0]
+		var out json.RawMessage
+		var err error
+		run := func() { out, err = c.inv() }
+		if s.meter.Exclude != nil {
+			s.meter.Exclude(run)
+		} else {
+			run()
+		}
+		s.complete(c.id, out, err, c.name)
+		return true
+	}
+	s.spawnDeferred()
+	return false
+}
+
+// spawnDeferred hands every deferred call to a goroutine of its own. At
+// the end of an execution (once the guest has ended), the calls the
+// script started but never waited for run so, with the execution's
+// context ended, as in JavaScript.
+func (s *session) spawnDeferred() {
+	for _, c := range s.deferred {
+		s.spawn(c)
+	}
+	s.deferred = s.deferred[:0]
 }
 
 // started counts a call the guest will wait for.

@@ -18,7 +18,6 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ptcrun/ptc/internal/bridge"
-	"github.com/ptcrun/ptc/internal/cpuclock"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/runtime"
@@ -169,12 +168,11 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 	// for tools, nor the time a loaded host does not schedule it.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	clock := cpuclock.Thread()
-	cpu0 := clock.Now()
+	gcpu := newGuestCPU()
 	start := time.Now()
-	st.cpu = func() time.Duration { return max(clock.Now()-cpu0, 0) }
+	st.cpu = gcpu.now
 	if s != nil {
-		stdin, out := s.open(runCtx, Meter{CPU: st.cpu, Peak: alloc.peak64})
+		stdin, out := s.open(runCtx, Meter{CPU: st.cpu, Peak: alloc.peak64, Exclude: gcpu.exclude})
 		cfg = cfg.WithArgs(s.args...).WithStdin(stdin).WithStdout(out)
 		if s.configure != nil {
 			cfg = s.configure(cfg)
@@ -187,7 +185,7 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 		wall := time.AfterFunc(lim.Timeout, func() { cancel(errTimeout) })
 		defer wall.Stop()
 	}
-	cpu := startCPUWatch(func() time.Duration { return clock.Now() - cpu0 }, lim.CPUTime, func() { cancel(errCPULimit) })
+	cpu := startCPUWatch(gcpu.now, lim.CPUTime, func() { cancel(errCPULimit) })
 	defer cpu.stop()
 
 	ictx := experimental.WithMemoryAllocator(runCtx, alloc)
@@ -202,11 +200,8 @@ func (e *Engine) executeStreams(ctx context.Context, ent *entry, job *runtime.Jo
 	stderr.flush()
 
 	out := &runtime.Outcome{
-		CPUTime:         clock.Now() - cpu0,
+		CPUTime:         gcpu.now(),
 		PeakMemoryBytes: int64(alloc.peakBytes()),
-	}
-	if out.CPUTime < 0 {
-		out.CPUTime = 0
 	}
 	result, full := stdout.result()
 	if ferr := e.classify(runCtx, runErr, usage{elapsed: elapsed, cpu: out.CPUTime, output: stdout.written(), outputFull: full}, alloc, st, stderr, lim); ferr != nil {

@@ -33,6 +33,11 @@ type Meter struct {
 	CPU func() time.Duration
 	// Peak returns the most linear memory the guest has held, in bytes.
 	Peak func() int64
+	// Exclude runs f, on the guest's goroutine, without charging its CPU
+	// time to the guest: work the host does there for itself while the
+	// guest waits (an inline tool call). Neither CPU nor the CPU limit
+	// count it.
+	Exclude func(f func())
 }
 
 // RunStreams runs the cached module with the given hex SHA-256 with

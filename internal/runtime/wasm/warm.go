@@ -13,7 +13,6 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/ptcrun/ptc/internal/bridge"
-	"github.com/ptcrun/ptc/internal/cpuclock"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/runtime"
@@ -39,16 +38,16 @@ type Started struct {
 	cancel context.CancelCauseFunc
 	stderr *logWriter
 
-	clock cpuclock.Clock
-	// cpu0 is the guest thread's CPU time when the job began (when the
-	// guest started, before it).
-	cpu0 atomic.Int64
-	ran  atomic.Bool
+	// cpu is the guest's compute time, from its job's start (from the
+	// guest's start before it); set before StartStreams returns.
+	cpu *guestCPU
+	ran atomic.Bool
 
 	// done is closed when the guest has ended, after runErr and cpuEnd
 	// are set.
 	done   chan struct{}
 	runErr error
+	// cpuEnd is the guest's compute time when it ended.
 	cpuEnd time.Duration
 }
 
@@ -99,12 +98,10 @@ func (e *Engine) StartStreams(hash string, args []string,
 		// As in executeStreams: the thread's CPU clock measures the guest.
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		s.clock = cpuclock.Thread()
-		s.cpu0.Store(int64(s.clock.Now()))
+		s.cpu = newGuestCPU()
 		close(began)
-		cpu := func() time.Duration { return max(s.clock.Now()-time.Duration(s.cpu0.Load()), 0) }
-		s.st.cpu = cpu
-		stdin, stdout := open(ctx, Meter{CPU: cpu, Peak: s.alloc.peak64})
+		s.st.cpu = s.cpu.now
+		stdin, stdout := open(ctx, Meter{CPU: s.cpu.now, Peak: s.alloc.peak64, Exclude: s.cpu.exclude})
 		cfg := wazero.NewModuleConfig().WithName("").WithArgs(args...).
 			WithStdin(stdin).WithStdout(stdout).WithStderr(s.stderr)
 		if configure != nil {
@@ -116,7 +113,7 @@ func (e *Engine) StartStreams(hash string, args []string,
 		if mod != nil {
 			_ = mod.Close(context.Background())
 		}
-		s.cpuEnd = s.clock.Now()
+		s.cpuEnd = s.cpu.now()
 		// No guest code or host function of this instance runs any more.
 		s.alloc.release()
 		s.runErr = runErr
@@ -170,7 +167,7 @@ func (s *Started) Run(ctx context.Context, job *runtime.Job, begin func()) *runt
 	lim := job.Limits
 	s.stderr.setLogs(job.Logs)
 	start := time.Now()
-	s.cpu0.Store(int64(s.clock.Now()))
+	s.cpu.restart()
 	if !s.alloc.setLimit(s.memLimit(lim.MemoryBytes)) {
 		s.cancel(errStartedClosed)
 		<-s.done
@@ -186,14 +183,14 @@ func (s *Started) Run(ctx context.Context, job *runtime.Job, begin func()) *runt
 		wall := time.AfterFunc(lim.Timeout, func() { s.cancel(errTimeout) })
 		defer wall.Stop()
 	}
-	cpu := startCPUWatch(func() time.Duration { return s.clock.Now() - time.Duration(s.cpu0.Load()) }, lim.CPUTime, func() { s.cancel(errCPULimit) })
+	cpu := startCPUWatch(s.cpu.now, lim.CPUTime, func() { s.cancel(errCPULimit) })
 	defer cpu.stop()
 	begin()
 	<-s.done
 	elapsed := time.Since(start)
 	s.stderr.flush()
 	out := &runtime.Outcome{
-		CPUTime:         max(s.cpuEnd-time.Duration(s.cpu0.Load()), 0),
+		CPUTime:         s.cpuEnd,
 		PeakMemoryBytes: int64(s.alloc.peakBytes()),
 	}
 	if ferr := s.e.classify(s.ctx, s.runErr, usage{elapsed: elapsed, cpu: out.CPUTime}, s.alloc, s.st, s.stderr, lim); ferr != nil {
