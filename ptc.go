@@ -117,7 +117,9 @@ type Request struct {
 	ClientTools []tools.Tool
 	// ResultSchema, when set, is a JSON Schema the result must match.
 	ResultSchema json.RawMessage
-	// IncludeToolResults keeps each call's result in the trace.
+	// IncludeToolResults keeps each call's result in the trace, up to
+	// 32 MiB of results in all; a result past that is kept as the stub
+	// {"$truncated":true,"bytes":N,"sha256":"…"}, as large arguments are.
 	IncludeToolResults bool
 	// OnLog, when set, receives console output as it is written.
 	OnLog func(LogEntry)
@@ -350,7 +352,8 @@ type ToolCallRecord struct {
 	Duration time.Duration
 	// ResultBytes is the size of the result delivered into the sandbox.
 	ResultBytes int64
-	// Result holds the result JSON when Request.IncludeToolResults is set.
+	// Result holds the result JSON when Request.IncludeToolResults is set
+	// (a stub when it is past what a trace keeps: Request.IncludeToolResults).
 	Result json.RawMessage
 }
 

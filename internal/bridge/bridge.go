@@ -3,8 +3,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,6 +132,11 @@ const (
 	// MaxTracedArgumentBytes bounds the arguments kept in one trace record;
 	// larger ones are recorded as {"$truncated":true,"bytes":N,"sha256":"…"}.
 	MaxTracedArgumentBytes = 16 << 10
+	// MaxKeptResultBytes bounds the tool results one execution's trace
+	// keeps in all (Config.KeepResults): a result past it is recorded as
+	// the stub MaxTracedArgumentBytes describes, so that the response
+	// carrying the trace stays within a server's message size.
+	MaxKeptResultBytes = 32 << 20
 	// MaxRefusedRecords bounds the trace records of calls refused after
 	// the call budget is used up: further refused calls are counted in
 	// Calls but not recorded, so a script that catches ToolCallLimitError
@@ -156,7 +159,8 @@ type Config struct {
 	MaxConcurrent int32
 	// Start is the execution's start time, for StartedAfter.
 	Start time.Time
-	// KeepResults stores each call's result JSON in the trace.
+	// KeepResults stores each call's result JSON in the trace, up to
+	// MaxKeptResultBytes in all.
 	KeepResults bool
 	// Observer, when set, watches every call that is recorded in the trace
 	// (see core.CallObserver): live progress, tracing. Calls a resumed
@@ -211,6 +215,8 @@ type Dispatcher struct {
 	refused     int32
 	resultBytes int64
 	trace       []core.Record
+	// keptBytes counts the results the trace keeps (KeepResults).
+	keptBytes int64
 }
 
 // New returns a Dispatcher for one execution.
@@ -460,7 +466,12 @@ func (d *Dispatcher) finish(ctx context.Context, ev *core.CallEvent, idx int, st
 			rec.OK = true
 			rec.ResultBytes = int64(len(out))
 			if d.cfg.KeepResults {
-				rec.Result = out
+				if d.keptBytes+int64(len(out)) <= MaxKeptResultBytes {
+					rec.Result = out
+					d.keptBytes += int64(len(out))
+				} else {
+					rec.Result = core.StubJSON(out, 0)
+				}
 			}
 		case ce != nil:
 			rec.ErrorCode, rec.ErrorMessage = ce.Code, ce.Message
@@ -680,8 +691,7 @@ func traceArgs(args json.RawMessage) json.RawMessage {
 	if len(args) <= MaxTracedArgumentBytes {
 		return append(json.RawMessage(nil), args...)
 	}
-	sum := sha256.Sum256(args)
-	return json.RawMessage(fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(args), hex.EncodeToString(sum[:])))
+	return core.StubJSON(args, MaxTracedArgumentBytes)
 }
 
 // listNames renders tool names for an error message: comma-separated, at

@@ -2,8 +2,11 @@ package bridge_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -289,5 +292,32 @@ func TestAnyObjectArguments(t *testing.T) {
 				t.Fatalf("got %#v, the validator %#v", err, referr)
 			}
 		})
+	}
+}
+
+// TestKeptResultsBounded: a trace keeps tool results up to
+// MaxKeptResultBytes in all; a result past that is kept as its stub (size
+// and SHA-256), and the script still gets it whole.
+func TestKeptResultsBounded(t *testing.T) {
+	big := json.RawMessage(`"` + strings.Repeat("x", bridge.MaxKeptResultBytes/2-12) + `"`)
+	d := bridge.New(bridge.Config{ExecutionID: "ex", MaxCalls: 10, MaxConcurrent: 1, KeepResults: true, Tools: []*tools.Compiled{
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "big"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return big, nil }}),
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "small"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`1`), nil }}),
+	}})
+	for _, name := range []string{"big", "big", "big", "small"} {
+		if out, err := d.Call(context.Background(), name, json.RawMessage(`{}`)); err != nil || len(out) == 0 || name == "big" && len(out) != len(big) {
+			t.Fatalf("%s: %d bytes, %v", name, len(out), err)
+		}
+	}
+	tr := d.Trace()
+	sum := sha256.Sum256(big)
+	stub := fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(big), hex.EncodeToString(sum[:]))
+	for i, want := range []string{string(big), string(big), stub, "1"} {
+		if string(tr[i].Result) != want {
+			t.Fatalf("record %d keeps %d bytes, want %d", i+1, len(tr[i].Result), len(want))
+		}
+		if tr[i].ResultBytes == 0 || i < 3 && tr[i].ResultBytes != int64(len(big)) {
+			t.Fatalf("record %d: result bytes %d", i+1, tr[i].ResultBytes)
+		}
 	}
 }

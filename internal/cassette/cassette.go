@@ -210,6 +210,9 @@ func New(req ptc.Request, defs []tools.Definition, scriptPath string, res *ptc.R
 		switch {
 		case r.OK && r.Result == nil:
 			return nil, fmt.Errorf("call #%d (%s) has no result in the trace: run with IncludeToolResults", r.Seq, r.Tool)
+		case r.OK && int64(len(r.Result)) < r.ResultBytes && bytes.HasPrefix(r.Result, []byte(`{"$truncated":true`)):
+			return nil, fmt.Errorf("call #%d (%s) returned %d bytes, past the %d MiB of tool results a trace keeps in all: this run cannot be recorded",
+				r.Seq, r.Tool, r.ResultBytes, bridge.MaxKeptResultBytes>>20)
 		case r.OK:
 			call.Result = compactRaw(r.Result)
 		default:

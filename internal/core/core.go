@@ -10,9 +10,12 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
@@ -246,4 +249,28 @@ type ToolList struct {
 type ToolMatch struct {
 	Name  string
 	Score float64
+}
+
+// StubJSON returns raw when it is at most max bytes, else the stub that
+// stands for it where a copy is kept (a trace record, a progress message):
+// {"$truncated":true,"bytes":N,"sha256":"…"}, with raw's size and hex
+// SHA-256.
+func StubJSON(raw json.RawMessage, max int) json.RawMessage {
+	if len(raw) <= max {
+		return raw
+	}
+	sum := sha256.Sum256(raw)
+	return json.RawMessage(fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(raw), hex.EncodeToString(sum[:])))
+}
+
+// Clip returns s cut to at most n bytes (at a UTF-8 boundary) with "…"
+// appended when cut: for quoting a caller's value in a message.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
