@@ -7,9 +7,17 @@ import (
 	ptcv1 "github.com/ptcrun/ptc/proto/ptc/v1"
 )
 
+// maxProgressValueBytes bounds the arguments, the result and the error
+// message one progress message carries (as a trace record bounds its
+// arguments): a larger value goes as the stub core.StubJSON makes, an
+// error message cut. A client that reads slowly holds at most a queue of
+// such messages.
+const maxProgressValueBytes = 16 << 10
+
 // ProgressPB converts a tool call event into a ToolProgress message; the
-// arguments, result and error message go in only with values. dropped
-// counts the messages dropped before this one.
+// arguments, result and error message go in only with values, each at
+// most maxProgressValueBytes. dropped counts the messages dropped before
+// this one.
 func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgress {
 	out := &ptcv1.ToolProgress{
 		Phase:         ptcv1.ToolProgress_PHASE_STARTED,
@@ -20,7 +28,7 @@ func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgr
 		Dropped:       dropped,
 	}
 	if values {
-		out.ArgumentsJson = jsonText(ev.Arguments)
+		out.ArgumentsJson = jsonText(core.StubJSON(ev.Arguments, maxProgressValueBytes))
 	}
 	if !ev.Finished {
 		return out
@@ -32,8 +40,8 @@ func ProgressPB(ev *core.CallEvent, values bool, dropped int64) *ptcv1.ToolProgr
 		out.ResultBytes = int64(len(ev.Result))
 	}
 	if values {
-		out.ResultJson = jsonText(ev.Result)
-		out.ErrorMessage = text(ev.ErrorMessage)
+		out.ResultJson = jsonText(core.StubJSON(ev.Result, maxProgressValueBytes))
+		out.ErrorMessage = text(core.Clip(ev.ErrorMessage, maxProgressValueBytes))
 	}
 	return out
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -200,3 +202,36 @@ func TestCallTraceContextTravels(t *testing.T) {
 		t.Fatalf("untraced tool call %v", tc)
 	}
 }
+
+// TestProgressValuesBounded: a progress message carries a call's values
+// up to 16 KiB each; larger JSON goes as its stub, a longer error message
+// cut, and the sizes stay exact.
+func TestProgressValuesBounded(t *testing.T) {
+	big := json.RawMessage(`"` + strings.Repeat("x", 20<<10) + `"`)
+	small := json.RawMessage(`{"a":1}`)
+	for _, tc := range []struct {
+		name      string
+		ev        core.CallEvent
+		args, res string
+	}{
+		{"small", core.CallEvent{Seq: 1, Tool: "t", Arguments: small, Finished: true, OK: true, Result: small}, string(small), string(small)},
+		{"large", core.CallEvent{Seq: 2, Tool: "t", Arguments: big, Finished: true, OK: true, Result: big},
+			string(core.StubJSON(big, 0)), string(core.StubJSON(big, 0))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := ProgressPB(&tc.ev, true, 0)
+			if m.GetArgumentsJson() != tc.args || m.GetResultJson() != tc.res {
+				t.Fatalf("values %q %q", clipForLog(m.GetArgumentsJson()), clipForLog(m.GetResultJson()))
+			}
+			if m.GetArgumentBytes() != int64(len(tc.ev.Arguments)) || m.GetResultBytes() != int64(len(tc.ev.Result)) {
+				t.Fatalf("sizes %d %d", m.GetArgumentBytes(), m.GetResultBytes())
+			}
+		})
+	}
+	failed := core.CallEvent{Seq: 3, Tool: "t", Finished: true, ErrorCode: "tool_failed", ErrorMessage: strings.Repeat("é", 20<<10)}
+	if msg := ProgressPB(&failed, true, 0).GetErrorMessage(); len(msg) > 16<<10+len("…") || !strings.HasSuffix(msg, "…") || !utf8.ValidString(msg) {
+		t.Fatalf("error message of %d bytes", len(msg))
+	}
+}
+
+func clipForLog(s string) string { return core.Clip(s, 80) }

@@ -496,7 +496,9 @@ type ExecuteRequest struct {
 	// (0001-01-01T00:00:00Z included).
 	ClockStart *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=clock_start,json=clockStart,proto3" json:"clock_start,omitempty"`
 	// include_tool_results makes every ToolCallRecord in the trace carry the
-	// tool's result in ToolCallRecord.result_json.
+	// tool's result in ToolCallRecord.result_json, up to 32 MiB of results in
+	// all: a result past that is kept as {"$truncated":true,"bytes":N,
+	// "sha256":"…"}, as arguments past 16 KiB are.
 	IncludeToolResults bool `protobuf:"varint,10,opt,name=include_tool_results,json=includeToolResults,proto3" json:"include_tool_results,omitempty"`
 	// stream_logs makes Session send each console entry as a LogEntry message
 	// while the program runs. Ignored by Execute.
@@ -507,8 +509,9 @@ type ExecuteRequest struct {
 	// next one delivered counts them (ToolProgress.dropped). Ignored by Execute.
 	StreamProgress bool `protobuf:"varint,12,opt,name=stream_progress,json=streamProgress,proto3" json:"stream_progress,omitempty"`
 	// progress_values makes ToolProgress messages carry the call's arguments,
-	// result and error message. Without it they carry sizes, codes and
-	// durations only.
+	// result and error message, each up to 16 KiB (larger JSON goes as
+	// {"$truncated":true,"bytes":N,"sha256":"…"}, a longer message cut).
+	// Without it they carry sizes, codes and durations only.
 	ProgressValues bool `protobuf:"varint,13,opt,name=progress_values,json=progressValues,proto3" json:"progress_values,omitempty"`
 	// overflow_policy says what happens to a result larger than
 	// Limits.max_output_bytes or Limits.max_result_tokens. Unset means

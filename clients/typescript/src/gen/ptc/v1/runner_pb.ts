@@ -126,7 +126,9 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
 
   /**
    * include_tool_results makes every ToolCallRecord in the trace carry the
-   * tool's result in ToolCallRecord.result_json.
+   * tool's result in ToolCallRecord.result_json, up to 32 MiB of results in
+   * all: a result past that is kept as {"$truncated":true,"bytes":N,
+   * "sha256":"…"}, as arguments past 16 KiB are.
    *
    * @generated from field: bool include_tool_results = 10;
    */
@@ -152,8 +154,9 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
 
   /**
    * progress_values makes ToolProgress messages carry the call's arguments,
-   * result and error message. Without it they carry sizes, codes and
-   * durations only.
+   * result and error message, each up to 16 KiB (larger JSON goes as
+   * {"$truncated":true,"bytes":N,"sha256":"…"}, a longer message cut).
+   * Without it they carry sizes, codes and durations only.
    *
    * @generated from field: bool progress_values = 13;
    */
