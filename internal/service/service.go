@@ -118,13 +118,25 @@ func New(ctx context.Context, c *config.Config, o Options) (_ *Service, err erro
 	limiter := s.cl.rateLimiter(auth.NewRateLimiter(s.authn), s.log)
 	s.newGRPC(tc, met, limiter, forward, tracing)
 	if s.lns.metrics != nil {
+		// The metrics port answers without credentials (scrapers and
+		// probes): its connections are bounded like the gRPC and MCP
+		// listeners', and an idle or slow one is closed.
+		s.lns.metrics = server.LimitListener(s.lns.metrics, metricsConnectionsPerPeer, metricsConnections)
 		s.hsrv = &http.Server{Handler: met.Handler(s.ready), ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	}
 	s.mep = newMCP(c, s.lns.mcp, s.rt.Server, s.authn, limiter, tc, tracing, s.log)
 	s.rt.OnToolsChange(s.mep.refresh)
 	return s, nil
 }
+
+const (
+	// metricsConnections and metricsConnectionsPerPeer bound the open
+	// connections of the metrics listener, in all and from one IP address.
+	metricsConnections        = 256
+	metricsConnectionsPerPeer = 16
+)
 
 // newGRPC builds the gRPC server: the interceptor chain, the transport's
 // bounds, credentials, message sizes and keepalive, RunnerService, health
@@ -157,7 +169,7 @@ func (s *Service) newGRPC(tc *tls.Config, met *metrics.Metrics, limiter limiter,
 	s.hs = health.NewServer()
 	s.hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.hs.SetServingStatus(ptcv1.RunnerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s.gs, s.hs)
+	healthpb.RegisterHealthServer(s.gs, newBoundedHealth(s.hs))
 	reflection.Register(s.gs)
 	met.GRPC.InitializeMetrics(s.gs)
 	s.grpcL = grpcListener(s.lns.grpc, c)
