@@ -281,6 +281,11 @@ func (d *Dispatcher) StartNow(ctx context.Context, name string, args json.RawMes
 // start is Start; with try, it takes a concurrency slot if one is free
 // and reports whether the Invocation runs without waiting.
 func (d *Dispatcher) start(ctx context.Context, name string, args json.RawMessage, try bool) (Invocation, bool) {
+	if len(name) > tools.MaxNameLength {
+		// No tool has such a name; cut, it stays unknown, and the trace,
+		// the progress and the error do not each copy what a script made.
+		name = core.Clip(name, tools.MaxNameLength)
+	}
 	if d.dur != nil {
 		return d.dur.start(ctx, name, args), false
 	}

@@ -38,6 +38,8 @@ const (
 	// before RST_STREAM (Node's http2 closes a stream so, and grpc-js with
 	// it), and a drop ends the execution CANCELLED instead.
 	defaultHalfCloseGrace = 100 * time.Millisecond
+	// maxEchoedCallID bounds the call_id a ProtocolError echoes.
+	maxEchoedCallID = 128
 )
 
 // session is one Session stream. The handler goroutine runs the
@@ -350,14 +352,16 @@ func (ss *session) deliver(ctx context.Context, r *ptcv1.ToolResult) {
 	case ok:
 		ch <- r // buffered, one result per call
 	case repeated:
-		ss.protocolError(ctx, id, fmt.Sprintf("call_id %q was already answered; the repeated result is ignored", id))
+		ss.protocolError(ctx, id, fmt.Sprintf("call_id %q was already answered; the repeated result is ignored", core.Clip(id, 80)))
 	default:
-		ss.protocolError(ctx, id, fmt.Sprintf("unknown call_id %q; the result is ignored", id))
+		ss.protocolError(ctx, id, fmt.Sprintf("unknown call_id %q; the result is ignored", core.Clip(id, 80)))
 	}
 }
 
 func (ss *session) protocolError(ctx context.Context, id, msg string) {
-	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ProtocolError{ProtocolError: &ptcv1.ProtocolError{CallId: id, Message: msg}}}
+	// The call_id goes back cut: ptcd's own ids are short, and a caller's
+	// megabytes of id would otherwise come back whole.
+	m := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_ProtocolError{ProtocolError: &ptcv1.ProtocolError{CallId: core.Clip(id, maxEchoedCallID), Message: msg}}}
 	_ = ss.send(ctx, m)
 }
 
@@ -447,10 +451,10 @@ func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
 	ss.mu.Unlock()
 	switch {
 	case !waiting:
-		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", id))
+		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", core.Clip(id, 80)))
 	case !isApproval:
 		// Told before the call goes on, so the error comes before the result.
-		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval; the call is denied", id))
+		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval; the call is denied", core.Clip(id, 80)))
 		ch <- d
 	default:
 		ch <- d
