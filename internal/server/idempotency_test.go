@@ -320,13 +320,7 @@ func TestSessionDroppedWhileClientToolRuns(t *testing.T) {
 			st := &ptcv1.SessionStart{Execute: &ptcv1.ExecuteRequest{ExecutionId: "dropped", Script: js(`return await tools.ask({});`)},
 				ClientTools: []*ptcv1.ToolDefinition{{Name: "ask"}}}
 			ctx, cancel := context.WithCancel(context.Background())
-			s, err := c.Session(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: st}}); err != nil {
-				t.Fatal(err)
-			}
+			s := startSession(ctx, t, c, st)
 			for {
 				m, err := s.Recv()
 				if err != nil {
@@ -340,13 +334,7 @@ func TestSessionDroppedWhileClientToolRuns(t *testing.T) {
 				_ = s.CloseSend()
 			}
 			cancel()
-			again, err := c.Session(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := again.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: st}}); err != nil {
-				t.Fatal(err)
-			}
+			again := startSession(context.Background(), t, c, st)
 			for {
 				m, err := again.Recv()
 				if err != nil {
@@ -364,4 +352,17 @@ func TestSessionDroppedWhileClientToolRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSession opens a Session and sends its start message.
+func startSession(ctx context.Context, t *testing.T, c ptcv1.RunnerServiceClient, st *ptcv1.SessionStart) ptcv1.RunnerService_SessionClient {
+	t.Helper()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{Start: st}}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
