@@ -263,6 +263,9 @@ func StubJSON(raw json.RawMessage, max int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(raw), hex.EncodeToString(sum[:])))
 }
 
+// QuotedBytes is how much of a caller's value a message quotes (Clip).
+const QuotedBytes = 80
+
 // Clip returns s cut to at most n bytes (at a UTF-8 boundary) with "…"
 // appended when cut: for quoting a caller's value in a message.
 func Clip(s string, n int) string {

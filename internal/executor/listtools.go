@@ -39,7 +39,7 @@ func (e *Executor) ListTools(q core.ToolQuery, allows func(name string) bool, te
 		for _, n := range q.Names {
 			d, ok := byName[n]
 			if !ok {
-				return nil, fault.Reject(fault.CodeInvalidArgument, "names: unknown tool %q", core.Clip(n, 80))
+				return nil, fault.Reject(fault.CodeInvalidArgument, "names: unknown tool %q", core.Clip(n, core.QuotedBytes))
 			}
 			if picked[n] {
 				continue // a repeated name lists its tool once, where it first appears

@@ -152,7 +152,7 @@ func (e *Executor) checkScript(s core.Script) *fault.Error {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is empty: send the module bytes or module_sha256")
 		}
 		if s.ModuleSHA256 != "" && !isSHA256(s.ModuleSHA256) {
-			return fault.Reject(fault.CodeInvalidArgument, "script.module_sha256 is not a SHA-256 digest (64 lowercase hexadecimal digits): %q", core.Clip(s.ModuleSHA256, 80))
+			return fault.Reject(fault.CodeInvalidArgument, "script.module_sha256 is not a SHA-256 digest (64 lowercase hexadecimal digits): %q", core.Clip(s.ModuleSHA256, core.QuotedBytes))
 		}
 		if max := e.maxSource * wasmModuleFactor; len(s.Module) > max {
 			return fault.Reject(fault.CodeInvalidArgument, "script.wasm_module is %d bytes, more than the %d allowed", len(s.Module), max)
@@ -273,7 +273,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 			}
 			c, ok := e.reg.Lookup(n)
 			if !ok {
-				return nil, fault.Reject(fault.CodeInvalidArgument, "allowed_tools names unknown tool %q", core.Clip(n, 80))
+				return nil, fault.Reject(fault.CodeInvalidArgument, "allowed_tools names unknown tool %q", core.Clip(n, core.QuotedBytes))
 			}
 			out = append(out, c)
 			seen[n] = true
@@ -365,7 +365,7 @@ func (e *Executor) approvalsOf(req core.Request, selected []*tools.Compiled) (ma
 	}
 	for _, n := range req.RequireApproval {
 		if asked[n] {
-			return nil, fault.Reject(fault.CodeInvalidArgument, "require_approval names %q, which is not a server tool this execution may call", core.Clip(n, 80))
+			return nil, fault.Reject(fault.CodeInvalidArgument, "require_approval names %q, which is not a server tool this execution may call", core.Clip(n, core.QuotedBytes))
 		}
 	}
 	return out, nil

@@ -251,7 +251,7 @@ func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (ma
 	}
 	out := make(map[int32]core.Answer, len(answers))
 	for i, a := range answers {
-		where := fmt.Sprintf("answers[%d] (call_id %q)", i, core.Clip(a.CallID, 80))
+		where := fmt.Sprintf("answers[%d] (call_id %q)", i, core.Clip(a.CallID, core.QuotedBytes))
 		act, ok := byID[a.CallID]
 		if !ok {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "%s: no pending call has this id; the pending calls are %s", where, callIDs(pending))

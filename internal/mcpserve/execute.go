@@ -60,7 +60,7 @@ func parseExecute(raw json.RawMessage, maxCode int) (executeArgs, string) {
 		case "python", "py":
 			a.language = core.LanguagePython
 		default:
-			return a, fmt.Sprintf(`the language %q is not supported: use "javascript", "typescript" or "python"`, truncate(name, 40))
+			return a, fmt.Sprintf(`the language %q is not supported: use "javascript", "typescript" or "python"`, core.Clip(name, 40))
 		}
 	}
 	if in, ok := fields["input"]; ok && string(in) != "null" {
@@ -86,7 +86,7 @@ func argumentObject(raw json.RawMessage, allowed ...string) (map[string]json.Raw
 	}
 	for k := range fields {
 		if !slices.Contains(allowed, k) {
-			return nil, fmt.Sprintf("unknown argument %q: the arguments are %s", truncate(k, 40), want)
+			return nil, fmt.Sprintf("unknown argument %q: the arguments are %s", core.Clip(k, 40), want)
 		}
 	}
 	return fields, ""
@@ -111,17 +111,6 @@ func jsonKind(v json.RawMessage) string {
 		return "null"
 	}
 	return "a number"
-}
-
-// truncate shortens s to at most n bytes (on a rune boundary) for a message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // executeHandler runs execute calls for one caller.

@@ -352,9 +352,9 @@ func (ss *session) deliver(ctx context.Context, r *ptcv1.ToolResult) {
 	case ok:
 		ch <- r // buffered, one result per call
 	case repeated:
-		ss.protocolError(ctx, id, fmt.Sprintf("call_id %q was already answered; the repeated result is ignored", core.Clip(id, 80)))
+		ss.protocolError(ctx, id, fmt.Sprintf("call_id %q was already answered; the repeated result is ignored", core.Clip(id, core.QuotedBytes)))
 	default:
-		ss.protocolError(ctx, id, fmt.Sprintf("unknown call_id %q; the result is ignored", core.Clip(id, 80)))
+		ss.protocolError(ctx, id, fmt.Sprintf("unknown call_id %q; the result is ignored", core.Clip(id, core.QuotedBytes)))
 	}
 }
 
@@ -451,10 +451,10 @@ func (ss *session) decide(ctx context.Context, a *ptcv1.ActionAnswer) {
 	ss.mu.Unlock()
 	switch {
 	case !waiting:
-		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", core.Clip(id, 80)))
+		ss.protocolError(ctx, id, fmt.Sprintf("no call waits for approval under %q (unknown, or answered already); the answer is ignored", core.Clip(id, core.QuotedBytes)))
 	case !isApproval:
 		// Told before the call goes on, so the error comes before the result.
-		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval; the call is denied", core.Clip(id, 80)))
+		ss.protocolError(ctx, id, fmt.Sprintf("approval_answer for %q holds no approval; the call is denied", core.Clip(id, core.QuotedBytes)))
 		ch <- d
 	default:
 		ch <- d

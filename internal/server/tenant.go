@@ -57,7 +57,7 @@ func (s *Server) applyTenant(ctx context.Context, req *core.Request) (tenantOf, 
 		for _, n := range req.AllowedTools {
 			if !t.AllowsTool(n) {
 				return tenantOf{}, fault.Reject(fault.CodePermissionDenied,
-					"allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", core.Clip(n, 80), t.Name)
+					"allowed_tools: tool %q is not among tenant %s's tools: call ListTools to see yours", core.Clip(n, core.QuotedBytes), t.Name)
 			}
 		}
 		return tenantOf{t}, nil

@@ -234,4 +234,4 @@ func TestProgressValuesBounded(t *testing.T) {
 	}
 }
 
-func clipForLog(s string) string { return core.Clip(s, 80) }
+func clipForLog(s string) string { return core.Clip(s, core.QuotedBytes) }
