@@ -438,8 +438,12 @@ func TestDensityMemoryBreach(t *testing.T) {
 	p := newPool(t, Config{Workers: -1, ExecutionsPerWorker: 4, MaxWorkers: 1, breachGrace: 10 * time.Second})
 	entered, release := make(chan struct{}, 3), make(chan struct{})
 	errs := make(chan *fault.Error, 3)
+	// The parked executions wait for as long as the bomb takes to stop,
+	// which under the race detector on a loaded machine passes 10 s.
+	parked := testLimits()
+	parked.Timeout = 2 * time.Minute
 	for i := 0; i < 3; i++ {
-		job, _ := newJob(t, `const r = await tools.block({}); return r.released`, testLimits(), blockingTool(entered, release))
+		job, _ := newJob(t, `const r = await tools.block({}); return r.released`, parked, blockingTool(entered, release))
 		go func() { errs <- p.Run(context.Background(), job).Err }()
 	}
 	for i := 0; i < 3; i++ {
