@@ -207,7 +207,7 @@ func (c *Compiler) doCompile(up urlPtr) (*Schema, error) {
 		}
 		compiled++
 	}
-	for _, sch := range *q {
+	for _, sch := range q.list {
 		c.schemas[sch.up] = sch
 	}
 	return c.schemas[up], nil
@@ -280,26 +280,31 @@ func (c *Compiler) compileObject(obj map[string]any, sch *Schema, r *root, q *qu
 
 // queue --
 
-type queue []*Schema
+// queue is indexed by urlPtr (ptc: v6.0.3 searched it linearly, which
+// made compiling quadratic in the number of subschemas).
+type queue struct {
+	list  []*Schema
+	index map[urlPtr]*Schema
+}
 
 func (q *queue) append(sch *Schema) {
-	*q = append(*q, sch)
+	q.list = append(q.list, sch)
+	if q.index == nil {
+		q.index = map[urlPtr]*Schema{}
+	}
+	q.index[sch.up] = sch
 }
 
 func (q *queue) at(i int) *Schema {
-	return (*q)[i]
+	return q.list[i]
 }
 
 func (q *queue) len() int {
-	return len(*q)
+	return len(q.list)
 }
 
 func (q *queue) get(up urlPtr) *Schema {
-	i := slices.IndexFunc(*q, func(sch *Schema) bool { return sch.up == up })
-	if i != -1 {
-		return (*q)[i]
-	}
-	return nil
+	return q.index[up]
 }
 
 // regexp --

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"math/big"
 	gourl "net/url"
 	"path/filepath"
 	"runtime"
@@ -270,7 +269,7 @@ func strVal(obj map[string]any, prop string) (string, bool) {
 }
 
 func isInteger(num any) bool {
-	rat, ok := new(big.Rat).SetString(fmt.Sprint(num))
+	rat, ok := ratOf(num) // ptc: bounded
 	return ok && rat.IsInt()
 }
 
@@ -323,8 +322,11 @@ func equals(v1, v2 any) (bool, ErrorKind) {
 		if typeOf(v2) != numberType {
 			return false, nil
 		}
-		num1, ok1 := new(big.Rat).SetString(fmt.Sprint(v1))
-		num2, ok2 := new(big.Rat).SetString(fmt.Sprint(v2))
+		if fmt.Sprint(v1) == fmt.Sprint(v2) { // ptc: as ratOf refuses some
+			return true, nil
+		}
+		num1, ok1 := ratOf(v1) // ptc: bounded
+		num2, ok2 := ratOf(v2)
 		return ok1 && ok2 && num1.Cmp(num2) == 0, nil
 	default:
 		return false, &kind.InvalidJsonValue{Value: v1}
@@ -395,7 +397,11 @@ func writeHash(v any, h *maphash.Hash) ErrorKind {
 		_, _ = h.WriteString(v)
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		_ = h.WriteByte(5)
-		num, _ := new(big.Rat).SetString(fmt.Sprint(v))
+		num, ok := ratOf(v) // ptc: bounded; v6.0.3 used a nil *big.Rat
+		if !ok {
+			_, _ = h.WriteString(fmt.Sprint(v))
+			break
+		}
 		_, _ = h.Write(num.Num().Bytes())
 		_, _ = h.Write(num.Denom().Bytes())
 	default:

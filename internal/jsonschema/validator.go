@@ -17,6 +17,16 @@ func (sch *Schema) Validate(v any) error {
 }
 
 func (sch *Schema) validate(v any, regexpEngine RegexpEngine, meta *Schema, resources map[jsonPointer]*resource, assertVocabs bool, vocabularies map[string]*Vocabulary) error {
+	return sch.validateWith(v, regexpEngine, meta, resources, assertVocabs, vocabularies, nil, false)
+}
+
+// validateLimited is Validate under l (ptc).
+func (sch *Schema) validateLimited(v any, l *limiter, quick bool) error {
+	return sch.validateWith(v, nil, nil, nil, false, nil, l, quick)
+}
+
+func (sch *Schema) validateWith(v any, regexpEngine RegexpEngine, meta *Schema, resources map[jsonPointer]*resource, assertVocabs bool, vocabularies map[string]*Vocabulary, l *limiter, quick bool) error {
+	l.spend(weight(v)) // ptc: unevalFrom copies v's keys
 	vd := validator{
 		v:            v,
 		vloc:         make([]string, 0, 8),
@@ -24,12 +34,13 @@ func (sch *Schema) validate(v any, regexpEngine RegexpEngine, meta *Schema, reso
 		scp:          &scope{sch, "", 0, nil},
 		uneval:       unevalFrom(v, sch, false),
 		errors:       nil,
-		boolResult:   false,
+		boolResult:   quick,
 		regexpEngine: regexpEngine,
 		meta:         meta,
 		resources:    resources,
 		assertVocabs: assertVocabs,
 		vocabularies: vocabularies,
+		lim:          l,
 	}
 	if _, err := vd.validate(); err != nil {
 		verr := err.(*ValidationError)
@@ -65,11 +76,13 @@ type validator struct {
 	resources    map[jsonPointer]*resource // resources which should be validated with their dialect
 	assertVocabs bool
 	vocabularies map[string]*Vocabulary
+	lim          *limiter // ptc: the bound of the validation, or nil
 }
 
 func (vd *validator) validate() (*uneval, error) {
 	s := vd.sch
 	v := vd.v
+	vd.lim.spend(1 + weight(v)) // ptc
 
 	// boolean --
 	if s.Bool != nil {
@@ -518,9 +531,15 @@ func (vd *validator) numValidate(v any) {
 	var numVal *big.Rat
 	num := func() *big.Rat {
 		if numVal == nil {
-			numVal, _ = new(big.Rat).SetString(fmt.Sprintf("%v", v))
+			numVal, _ = ratOf(v) // ptc: bounded
 		}
 		return numVal
+	}
+	if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
+		if num() == nil { // ptc: v6.0.3 went on with a nil *big.Rat
+			vd.addError(numberRange(v))
+			return
+		}
 	}
 
 	// minimum --
@@ -672,6 +691,7 @@ func (vd *validator) validateSelf(sch *Schema, refKw string, boolResult bool) er
 		resources:    vd.resources,
 		assertVocabs: vd.assertVocabs,
 		vocabularies: vd.vocabularies,
+		lim:          vd.lim,
 	}
 	subvd.handleMeta()
 	uneval, err := subvd.validate()
@@ -698,6 +718,7 @@ func (vd *validator) validateVal(sch *Schema, v any, vtok string) error {
 		resources:    vd.resources,
 		assertVocabs: vd.assertVocabs,
 		vocabularies: vd.vocabularies,
+		lim:          vd.lim,
 	}
 	subvd.handleMeta()
 	_, err := subvd.validate()
@@ -721,6 +742,7 @@ func (vd *validator) validateValue(sch *Schema, v any, vpath []string) error {
 		resources:    vd.resources,
 		assertVocabs: vd.assertVocabs,
 		vocabularies: vd.vocabularies,
+		lim:          vd.lim,
 	}
 	subvd.handleMeta()
 	_, err := subvd.validate()
@@ -820,6 +842,7 @@ func (vd *validator) instanceLocation() []string {
 }
 
 func (vd *validator) error(kind ErrorKind) *ValidationError {
+	vd.lim.spend(1) // ptc
 	if vd.boolResult {
 		return &ValidationError{}
 	}

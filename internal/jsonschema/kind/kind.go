@@ -649,3 +649,21 @@ func localizedError(err error, p *message.Printer) string {
 	}
 	return err.Error()
 }
+
+// --
+
+// NumberRange is the error for a number too long, or with too large an
+// exponent, to be compared exactly (ptc: not in v6.0.3).
+type NumberRange struct {
+	Got         string
+	MaxLen      int
+	MaxExponent int
+}
+
+func (*NumberRange) KeywordPath() []string {
+	return nil
+}
+
+func (k *NumberRange) LocalizedString(p *message.Printer) string {
+	return p.Sprintf("number %s is too large to check: at most %d characters and an exponent within ±%d", k.Got, k.MaxLen, k.MaxExponent)
+}
