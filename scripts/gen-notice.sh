@@ -73,6 +73,8 @@ they depend on are installed from their registries under their own licences.
 
 HEAD
 	entry "The Go standard library and runtime (golang.org)" "$(go env GOROOT)"
+	# A copy in the repository, changed as its README.md says.
+	entry "github.com/santhosh-tekuri/jsonschema/v6 v6.0.3, copied into internal/jsonschema and changed" internal/jsonschema
 	go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/ptcd ./cmd/ptc |
 		sort -u |
 		while read -r path version dir; do

@@ -2,22 +2,24 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/ptcrun/ptc/internal/jsonval"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/ptcrun/ptc/internal/jsonschema"
+	"github.com/ptcrun/ptc/internal/jsonval"
 )
 
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
 	raw      json.RawMessage
 	compiled *jsonschema.Schema
+	values   int
 }
 
 // Violation is one reason a document does not match a schema.
@@ -54,6 +56,10 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	default:
 		return nil, errors.New("schema must be a JSON object or boolean")
 	}
+	values, err := checkShape(doc)
+	if err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -65,8 +71,13 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid schema: %s", cleanSchemaError(err))
 	}
-	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: compiled}, nil
+	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: compiled, values: values}, nil
 }
+
+// Values is the number of JSON values in the schema document, what
+// compiling it and holding it compiled cost in proportion to (about 20 µs
+// and 450 bytes each).
+func (s *Schema) Values() int { return s.values }
 
 // cleanSchemaError drops the synthetic resource URL from compiler messages.
 func cleanSchemaError(err error) string {
@@ -82,33 +93,138 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // JSON (and jsonval.ErrTooDeep for one nested too deep).
 var errInvalidJSON = errors.New("not valid JSON")
 
+// ErrCheckTooCostly is wrapped by Validate's error when checking a
+// document against a schema takes more steps than a document of its size
+// may (see SchemaSteps): the schema makes the check cost more than ptc
+// spends on it, as nested anyOf and $ref can (2^n steps for n levels).
+var ErrCheckTooCostly = errors.New("checking the document against the schema takes too long")
+
+// Bounds on one check of a document against a schema, in the steps of
+// the schema library: applying a subschema to a value is one, and more
+// for a large value (one for every 64 bytes of a string, one for every
+// member of an object or array); making an error is one.
+const (
+	// SchemaSteps is what a check may take beyond SchemaStepsPerByte for
+	// every byte of the document.
+	SchemaSteps = 200_000
+	// SchemaStepsPerByte is what a check may take for every byte of the
+	// document. A plain schema takes well under one; an anyOf of ten
+	// object types about two.
+	SchemaStepsPerByte = 8
+)
+
 // Validate checks doc against the schema. It returns nil when doc matches,
 // the violations (at most MaxViolations) when it does not, and an error
-// when doc is not JSON.
+// when doc is not JSON or the check costs more than its bound (an error
+// wrapping ErrCheckTooCostly).
 func (s *Schema) Validate(doc json.RawMessage) ([]Violation, error) {
+	return s.ValidateContext(context.Background(), doc)
+}
+
+// ValidateContext is Validate stopped by ctx: when ctx ends first, the
+// error wraps ctx.Err().
+func (s *Schema) ValidateContext(ctx context.Context, doc json.RawMessage) ([]Violation, error) {
 	v, err := jsonval.Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
-	return s.validateValue(v), nil
+	// Whether doc matches is found first, in the library's quick mode: it
+	// keeps no error for a branch that failed. Only a document that does
+	// not match is checked again for the violations.
+	steps := SchemaSteps + SchemaStepsPerByte*int64(len(doc))
+	err = s.compiled.ValidateWithin(v, jsonschema.Limit{Steps: steps, Done: ctx.Done(), Quick: true})
+	if err == nil {
+		return nil, nil
+	}
+	if err := checkError(ctx, err, steps); err != nil {
+		return nil, err
+	}
+	err = s.compiled.ValidateWithin(v, jsonschema.Limit{Steps: steps, Done: ctx.Done()})
+	if errors.Is(err, jsonschema.ErrLimit) {
+		// The document does not match; what the details cost is not
+		// worth spending twice.
+		return []Violation{{Message: "the document does not match the schema (finding where took too long)"}}, nil
+	}
+	if err := checkError(ctx, err, steps); err != nil {
+		return nil, err
+	}
+	return violations(err), nil
 }
 
-// validateValue checks a value decoded as Validate decodes documents.
-func (s *Schema) validateValue(v any) []Violation {
-	err := s.compiled.Validate(v)
-	if err == nil {
-		return nil
+// checkError is the error of a check that ended with err, or nil when err
+// says the document does not match.
+func checkError(ctx context.Context, err error, steps int64) error {
+	switch {
+	case errors.Is(err, jsonschema.ErrLimit):
+		return fmt.Errorf("%w: it took more than %d steps", ErrCheckTooCostly, steps)
+	case errors.Is(err, jsonschema.ErrStopped):
+		return fmt.Errorf("checking against the schema stopped: %w", context.Cause(ctx))
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Violation{{Message: err.Error()}}
+		return fmt.Errorf("checking against the schema failed: %v", err)
 	}
+	return nil
+}
+
+// violations lists what err, a *jsonschema.ValidationError, says.
+func violations(err error) []Violation {
+	var ve *jsonschema.ValidationError
+	errors.As(err, &ve)
 	var out []Violation
 	collectLeaves(ve, &out)
 	if len(out) == 0 {
 		out = append(out, Violation{Path: pointer(ve.InstanceLocation), Message: ve.ErrorKind.LocalizedString(printer)})
 	}
 	return out
+}
+
+// shape walks a schema document for checkShape.
+type shape struct {
+	values int
+	err    error
+}
+
+// checkShape holds a schema document to the bounds compiling it within a
+// fraction of a second needs: MaxSchemaValues, MaxSchemaDepth, and numbers
+// the schema library compares exactly.
+// It returns the number of values.
+func checkShape(doc any) (int, error) {
+	var sh shape
+	sh.walk(doc, 1)
+	return sh.values, sh.err
+}
+
+func (sh *shape) walk(v any, depth int) {
+	if sh.err != nil {
+		return
+	}
+	if sh.values++; sh.values > MaxSchemaValues {
+		sh.err = fmt.Errorf("schema has more than %d JSON values", MaxSchemaValues)
+		return
+	}
+	if depth > MaxSchemaDepth {
+		sh.err = fmt.Errorf("schema is nested more than %d levels deep", MaxSchemaDepth)
+		return
+	}
+	switch v := v.(type) {
+	case json.Number:
+		if !jsonschema.ExactNumber(v) {
+			n := string(v)
+			if len(n) > 40 {
+				n = n[:40] + "…"
+			}
+			sh.err = fmt.Errorf("schema has the number %s, which is too large: numbers in a schema have at most 1000 characters and an exponent within ±1000", n)
+		}
+	case map[string]any:
+		for _, e := range v {
+			sh.walk(e, depth+1)
+		}
+	case []any:
+		for _, e := range v {
+			sh.walk(e, depth+1)
+		}
+	}
 }
 
 func collectLeaves(e *jsonschema.ValidationError, out *[]Violation) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/ptcrun/ptc/internal/jsonschema"
 )
 
 // same checks Decode against the jsonschema library's own decoder

@@ -1,0 +1,160 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ptcrun/ptc/tools"
+)
+
+// nestedAnyOf is a schema of depth levels, each an anyOf of two $refs to
+// the next: a value that matches none takes 2^depth steps to refuse.
+func nestedAnyOf(depth int) string {
+	var b strings.Builder
+	b.WriteString(`{"$ref":"#/$defs/d0","$defs":{`)
+	for i := 0; i < depth; i++ {
+		fmt.Fprintf(&b, `"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]},`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"string"}}}`, depth)
+	return b.String()
+}
+
+// wideAnyOf is {"items":{"anyOf":[n consts]}}: each item that matches no
+// const is tried against all n.
+func wideAnyOf(n int) string {
+	consts := make([]string, n)
+	for i := range consts {
+		consts[i] = fmt.Sprintf(`{"const":%d}`, -i-1)
+	}
+	return `{"items":{"anyOf":[` + strings.Join(consts, ",") + `]}}`
+}
+
+// numbers is a JSON array of n copies of the number text num.
+func numbers(n int, num string) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(num+",", n), ",") + "]"
+}
+
+// TestValidateBounded: a check costs at most its bound, whatever the
+// schema and the document, and reports it as ErrCheckTooCostly; numbers
+// the library cannot compare fail the numeric keywords instead of
+// stopping the process. Without the bound, the first case takes 2^40
+// steps and the second about 33 s and 2 GB.
+func TestValidateBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, doc string
+		costly            bool   // the check runs out of steps
+		violation         string // else a violation containing this ("" = matches)
+	}{
+		{name: "nested anyOf", schema: nestedAnyOf(40), doc: `1`, costly: true},
+		{name: "nested anyOf matched", schema: nestedAnyOf(40), doc: `"s"`},
+		{name: "wide anyOf", schema: wideAnyOf(4900), doc: numbers(2000, "1"), costly: true},
+		{name: "wide anyOf small", schema: wideAnyOf(50), doc: numbers(20, "-7")},
+		{name: "wide anyOf refused", schema: wideAnyOf(50), doc: numbers(20, "1"), violation: "value must be"},
+		{name: "exponent past the library", schema: `{"minimum":0}`, doc: `1e9999999`, violation: "too large to check"},
+		{name: "negative exponent", schema: `{"maximum":0}`, doc: `1e-9999999`, violation: "too large to check"},
+		{name: "long number", schema: `{"multipleOf":3}`, doc: "1" + strings.Repeat("0", 1<<20), violation: "too large to check"},
+		{name: "long number as integer", schema: `{"type":"integer"}`, doc: "3" + strings.Repeat("0", 5000), violation: "want integer"},
+		{name: "unique items", schema: `{"uniqueItems":true}`, doc: numbers(30, "1e9999999"), violation: "items at"},
+		{name: "const", schema: `{"const":1e9999}`, doc: `1e9999`, violation: "too large"},
+		{name: "number in range", schema: `{"minimum":0,"multipleOf":0.5}`, doc: `1e300`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := tools.CompileSchema(json.RawMessage(tc.schema))
+			if tc.name == "const" {
+				// A schema's own numbers are held to the bounds at compile.
+				if err == nil || !strings.Contains(err.Error(), tc.violation) {
+					t.Fatalf("compile: %v, want an error containing %q", err, tc.violation)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := s.Validate(json.RawMessage(tc.doc))
+			switch {
+			case tc.costly:
+				if !errors.Is(err, tools.ErrCheckTooCostly) {
+					t.Fatalf("got %v, %v; want ErrCheckTooCostly", vs, err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.violation == "" && len(vs) > 0:
+				t.Fatalf("refused: %v", vs)
+			case tc.violation != "" && (len(vs) == 0 || !strings.Contains(tools.FormatViolations(vs), tc.violation)):
+				t.Fatalf("violations %q, want one containing %q", tools.FormatViolations(vs), tc.violation)
+			}
+		})
+	}
+}
+
+// TestValidateWithinBoundForLargeDocuments: the bound grows with the
+// document, so that a large document that matches an ordinary schema is
+// not refused: 1 MiB of objects, each one of ten object types.
+func TestValidateWithinBoundForLargeDocuments(t *testing.T) {
+	var branches []string
+	for i := 0; i < 10; i++ {
+		branches = append(branches, fmt.Sprintf(`{"type":"object","required":["kind","id","tags"],"properties":{"kind":{"const":"k%d"},"id":{"type":"integer","minimum":0},"name":{"type":"string","maxLength":100},"tags":{"type":"array","items":{"type":"string"}}}}`, i))
+	}
+	s, err := tools.CompileSchema(json.RawMessage(`{"type":"array","items":{"anyOf":[` + strings.Join(branches, ",") + `]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []string
+	size := 0
+	for i := 0; size < 1<<20; i++ {
+		item := fmt.Sprintf(`{"kind":"k%d","id":%d,"name":"item %d","tags":["a","b"]}`, 9-i%3, i, i)
+		items = append(items, item)
+		size += len(item) + 1
+	}
+	doc := json.RawMessage("[" + strings.Join(items, ",") + "]")
+	if vs, err := s.Validate(doc); err != nil || len(vs) > 0 {
+		t.Fatalf("a %d-byte document of %d items: %v %v", len(doc), len(items), vs, err)
+	}
+	// One bad item among them is found and named.
+	bad := append(json.RawMessage(nil), doc[:len(doc)-1]...)
+	bad = append(bad, `,{"kind":"k3","id":-1,"tags":[]}]`...)
+	vs, err := s.Validate(bad)
+	if err != nil || len(vs) == 0 {
+		t.Fatalf("bad item: %v %v", vs, err)
+	}
+	if p := fmt.Sprintf("/%d", len(items)); vs[0].Path != p && !strings.HasPrefix(vs[0].Path, p+"/") {
+		t.Errorf("violation at %q, want under %q: %v", vs[0].Path, p, vs)
+	}
+}
+
+// TestValidateContext: a check stops when its context ends.
+func TestValidateContext(t *testing.T) {
+	s, err := tools.CompileSchema(json.RawMessage(nestedAnyOf(40)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.ValidateContext(ctx, json.RawMessage(`1`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// TestCompileSchemaShape: a schema past the bounds that keep compiling
+// short is refused before it is compiled.
+func TestCompileSchemaShape(t *testing.T) {
+	for _, tc := range []struct{ name, schema, want string }{
+		{"values", wideAnyOf(5000), "more than 10000 JSON values"},
+		{"depth", strings.Repeat(`{"not":`, 64) + `{}` + strings.Repeat(`}`, 64), "nested more than 64 levels"},
+		{"number", `{"maximum":1e1001}`, "too large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tools.CompileSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// At the bounds, it compiles.
+	if _, err := tools.CompileSchema(json.RawMessage(strings.Repeat(`{"not":`, 63) + `{}` + strings.Repeat(`}`, 63))); err != nil {
+		t.Fatal(err)
+	}
+}
