@@ -565,6 +565,10 @@ func checkArgs(t *tools.Compiled, args json.RawMessage) (json.RawMessage, *CallE
 		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: "arguments have property names that differ only in unpaired surrogates (\\ud800-\\udfff), which a schema cannot tell apart; rename them"}
 	}
+	if errors.Is(err, tools.ErrCheckTooCostly) {
+		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
+			Message: fmt.Sprintf("arguments could not be checked against the input schema of %s: %v", name, err)}
+	}
 	if err != nil {
 		return nil, &CallError{Name: NameArgumentError, Tool: name, Code: tools.CodeInvalidArguments,
 			Message: "arguments are not valid JSON"}
@@ -625,7 +629,14 @@ func (d *Dispatcher) run(ctx context.Context, t *tools.Compiled, seq int32, key 
 		return out, nil
 	}
 	if t.Output != nil {
-		vs, err := t.Output.Validate(out)
+		vs, err := t.Output.ValidateContext(ctx, out)
+		if ctx.Err() != nil {
+			return nil, ctxError(name, ctx)
+		}
+		if errors.Is(err, tools.ErrCheckTooCostly) {
+			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput,
+				Message: fmt.Sprintf("tool result could not be checked against the output schema of %s: %v", name, err)}
+		}
 		if errors.Is(err, jsonval.ErrMergedNames) {
 			return nil, &CallError{Name: NameToolError, Tool: name, Code: tools.CodeInvalidOutput,
 				Message: "tool returned property names that differ only in unpaired surrogates or invalid UTF-8, which its output schema cannot tell apart"}

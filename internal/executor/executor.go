@@ -297,6 +297,11 @@ func (l lazyWASM) Run(ctx context.Context, job *runtime.Job) *runtime.Outcome {
 	return w.Run(ctx, job)
 }
 
+// maxCachedSchemaValues bounds the result schemas the cache keeps: 256
+// schemas of up to 500 values hold about 60 MB compiled. Larger ones are
+// compiled for each request.
+const maxCachedSchemaValues = 500
+
 // compileResultSchema compiles a result schema, cached by its hash.
 func (e *Executor) compileResultSchema(raw []byte) (*tools.Schema, error) {
 	key := sha256.Sum256(raw)
@@ -307,6 +312,8 @@ func (e *Executor) compileResultSchema(raw []byte) (*tools.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.schemas.Add(key, s)
+	if s.Values() <= maxCachedSchemaValues {
+		e.schemas.Add(key, s)
+	}
 	return s, nil
 }

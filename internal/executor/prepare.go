@@ -254,11 +254,18 @@ func checkModule(ctx context.Context, p *Prepared, has func(string) bool, compil
 	return nil
 }
 
+// maxClientSchemaValues bounds the JSON values in all the schemas of one
+// request's client tools, as tools.MaxSchemaValues bounds one schema:
+// compiling them is ptcd's work, before admission (about 20 µs and 450
+// bytes a value).
+const maxClientSchemaValues = 2 * tools.MaxSchemaValues
+
 // selectTools resolves the allowed server tools and compiles client tools.
 func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Error) {
 	var out []*tools.Compiled
 	seen := map[string]bool{}   // every tool's name
 	client := map[string]bool{} // the client tools' names
+	values := 0                 // JSON values in the client tools' schemas
 	switch {
 	case req.NoServerTools:
 	case len(req.AllowedTools) == 0:
@@ -293,6 +300,12 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		c, err := tools.Compile(t)
 		if err != nil {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
+		}
+		if values += c.Input.Values(); c.Output != nil {
+			values += c.Output.Values()
+		}
+		if values > maxClientSchemaValues {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client tools: their schemas have more than %d JSON values in all", maxClientSchemaValues)
 		}
 		for _, o := range out {
 			if o.NamespaceClash(t.Name) {

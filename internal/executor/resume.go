@@ -310,6 +310,9 @@ func (p *Prepared) checkOutput(tool string, out []byte) *fault.Error {
 			return nil
 		}
 		vs, err := t.Output.Validate(out)
+		if errors.Is(err, tools.ErrCheckTooCostly) {
+			return fault.Reject(fault.CodeInvalidArgument, "output could not be checked against the output schema of %s: %v", tool, err)
+		}
 		if err != nil {
 			return invalidOutput(err)
 		}

@@ -126,6 +126,8 @@ func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runti
 		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
 			switch {
+			case errors.Is(err, tools.ErrCheckTooCostly):
+				msg = "the result could not be checked against the result schema: " + err.Error()
 			case errors.Is(err, jsonval.ErrMergedNames):
 				msg = "the result has property names that differ only in unpaired surrogates (\\ud800-\\udfff), which the result schema cannot tell apart; rename them"
 			case err == nil:

@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/ptcrun/ptc"
 	"github.com/ptcrun/ptc/internal/cassette"
 	"github.com/ptcrun/ptc/internal/cassette/fixture"
@@ -19,7 +22,6 @@ import (
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/tools"
 	"github.com/ptcrun/ptc/tools/demo"
-	"go.yaml.in/yaml/v3"
 )
 
 // DefaultSeed seeds Math.random in cases that give no seed. Cases always
@@ -379,7 +381,10 @@ func (c *Case) checkExpect(res *ptc.Result, update, replayed bool) (fails []stri
 		}
 		if vs, err := s.Validate(res.Result); err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
-			if err == nil {
+			switch {
+			case errors.Is(err, tools.ErrCheckTooCostly):
+				msg = err.Error()
+			case err == nil:
 				msg = tools.FormatViolations(vs)
 			}
 			fails = append(fails, "the result does not match expect.schema: "+msg)

@@ -144,8 +144,10 @@ const (
 	// truncated to fit, with OVERFLOW_POLICY_TRUNCATE).
 	ErrorKind_ERROR_KIND_OUTPUT_LIMIT ErrorKind = 7
 	// ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
-	// against ExecuteRequest.result_schema_json. (A result that cannot be
-	// represented as JSON at all is a SCRIPT_ERROR.)
+	// against ExecuteRequest.result_schema_json, or could not be checked
+	// against it within the bound on one check (see result_schema_json).
+	// (A result that cannot be represented as JSON at all is a
+	// SCRIPT_ERROR.)
 	ErrorKind_ERROR_KIND_RESULT_SCHEMA_VIOLATION ErrorKind = 8
 	// ERROR_KIND_CANCELLED means the caller cancelled the execution (a
 	// CancelExecution message, or the end of the RPC).
@@ -472,7 +474,16 @@ type ExecuteRequest struct {
 	AllowedTools []string `protobuf:"bytes,4,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
 	// result_schema_json is an optional JSON Schema (draft 2020-12) that the
 	// program's result must satisfy. External $ref is refused. Empty means no
-	// schema.
+	// schema. Every schema ptc takes (this one and a ToolDefinition's) has at
+	// most 1 MiB, 10,000 JSON values and 64 levels of nesting, and numbers of
+	// at most 1,000 characters with an exponent within ±1,000; past these
+	// the request is refused with INVALID_ARGUMENT. One check of a document
+	// against a schema takes at most 200,000 steps plus 8 per byte of the
+	// document (a step is about applying one subschema to one value): a
+	// check that needs more fails, as a schema of nested anyOf and $ref can
+	// make it (2^n steps for n levels). A number in a document past the
+	// bounds above fails minimum, maximum, exclusiveMinimum,
+	// exclusiveMaximum, multipleOf and "integer".
 	ResultSchemaJson string `protobuf:"bytes,5,opt,name=result_schema_json,json=resultSchemaJson,proto3" json:"result_schema_json,omitempty"`
 	// execution_id identifies the execution in logs, traces and tool-call
 	// idempotency keys. The server generates one when empty. At most 128 bytes
@@ -2022,10 +2033,15 @@ type ToolDefinition struct {
 	// description tells a model what the tool does and when to use it.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// input_schema_json is the JSON Schema (draft 2020-12) of the tool's
-	// arguments. Empty means any JSON value is accepted.
+	// arguments. Empty means any JSON value is accepted. Schemas are bounded
+	// as ExecuteRequest.result_schema_json says, and the schemas of one
+	// Session's client tools have at most 20,000 JSON values in all;
+	// arguments that cannot be checked within the bound fail the call with
+	// invalid_arguments.
 	InputSchemaJson string `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
 	// output_schema_json is the JSON Schema (draft 2020-12) of the tool's
-	// result. Empty means the result is not validated.
+	// result. Empty means the result is not validated. A result that cannot
+	// be checked within the bound fails the call with invalid_output.
 	OutputSchemaJson string `protobuf:"bytes,4,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
 	// requires_approval means every call of the server tool waits for the
 	// caller's approval before it runs. Ignored on client tools.

@@ -77,7 +77,16 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
   /**
    * result_schema_json is an optional JSON Schema (draft 2020-12) that the
    * program's result must satisfy. External $ref is refused. Empty means no
-   * schema.
+   * schema. Every schema ptc takes (this one and a ToolDefinition's) has at
+   * most 1 MiB, 10,000 JSON values and 64 levels of nesting, and numbers of
+   * at most 1,000 characters with an exponent within ±1,000; past these
+   * the request is refused with INVALID_ARGUMENT. One check of a document
+   * against a schema takes at most 200,000 steps plus 8 per byte of the
+   * document (a step is about applying one subschema to one value): a
+   * check that needs more fails, as a schema of nested anyOf and $ref can
+   * make it (2^n steps for n levels). A number in a document past the
+   * bounds above fails minimum, maximum, exclusiveMinimum,
+   * exclusiveMaximum, multipleOf and "integer".
    *
    * @generated from field: string result_schema_json = 5;
    */
@@ -1092,7 +1101,11 @@ export type ToolDefinition = Message<"ptc.v1.ToolDefinition"> & {
 
   /**
    * input_schema_json is the JSON Schema (draft 2020-12) of the tool's
-   * arguments. Empty means any JSON value is accepted.
+   * arguments. Empty means any JSON value is accepted. Schemas are bounded
+   * as ExecuteRequest.result_schema_json says, and the schemas of one
+   * Session's client tools have at most 20,000 JSON values in all;
+   * arguments that cannot be checked within the bound fail the call with
+   * invalid_arguments.
    *
    * @generated from field: string input_schema_json = 3;
    */
@@ -1100,7 +1113,8 @@ export type ToolDefinition = Message<"ptc.v1.ToolDefinition"> & {
 
   /**
    * output_schema_json is the JSON Schema (draft 2020-12) of the tool's
-   * result. Empty means the result is not validated.
+   * result. Empty means the result is not validated. A result that cannot
+   * be checked within the bound fails the call with invalid_output.
    *
    * @generated from field: string output_schema_json = 4;
    */
@@ -1921,8 +1935,10 @@ export enum ErrorKind {
 
   /**
    * ERROR_KIND_RESULT_SCHEMA_VIOLATION means the result did not validate
-   * against ExecuteRequest.result_schema_json. (A result that cannot be
-   * represented as JSON at all is a SCRIPT_ERROR.)
+   * against ExecuteRequest.result_schema_json, or could not be checked
+   * against it within the bound on one check (see result_schema_json).
+   * (A result that cannot be represented as JSON at all is a
+   * SCRIPT_ERROR.)
    *
    * @generated from enum value: ERROR_KIND_RESULT_SCHEMA_VIOLATION = 8;
    */
