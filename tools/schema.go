@@ -95,7 +95,7 @@ var errInvalidJSON = errors.New("not valid JSON")
 
 // ErrCheckTooCostly is wrapped by Validate's error when checking a
 // document against a schema takes more steps than a document of its size
-// may (see SchemaSteps): the schema makes the check cost more than ptc
+// may (see schemaSteps): the schema makes the check cost more than ptc
 // spends on it, as nested anyOf and $ref can (2^n steps for n levels).
 var ErrCheckTooCostly = errors.New("checking the document against the schema takes too long")
 
@@ -104,13 +104,13 @@ var ErrCheckTooCostly = errors.New("checking the document against the schema tak
 // for a large value (one for every 64 bytes of a string, one for every
 // member of an object or array); making an error is one.
 const (
-	// SchemaSteps is what a check may take beyond SchemaStepsPerByte for
+	// schemaSteps is what a check may take beyond schemaStepsPerByte for
 	// every byte of the document.
-	SchemaSteps = 200_000
-	// SchemaStepsPerByte is what a check may take for every byte of the
+	schemaSteps = 200_000
+	// schemaStepsPerByte is what a check may take for every byte of the
 	// document. A plain schema takes well under one; an anyOf of ten
 	// object types about two.
-	SchemaStepsPerByte = 8
+	schemaStepsPerByte = 8
 )
 
 // Validate checks doc against the schema. It returns nil when doc matches,
@@ -131,7 +131,7 @@ func (s *Schema) ValidateContext(ctx context.Context, doc json.RawMessage) ([]Vi
 	// Whether doc matches is found first, in the library's quick mode: it
 	// keeps no error for a branch that failed. Only a document that does
 	// not match is checked again for the violations.
-	steps := SchemaSteps + SchemaStepsPerByte*int64(len(doc))
+	steps := schemaSteps + schemaStepsPerByte*int64(len(doc))
 	err = s.compiled.ValidateWithin(v, jsonschema.Limit{Steps: steps, Done: ctx.Done(), Quick: true})
 	if err == nil {
 		return nil, nil
@@ -179,6 +179,19 @@ func violations(err error) []Violation {
 	return out
 }
 
+// Bounds on a schema document, checked before it is compiled.
+const (
+	// maxSchemaValues bounds the JSON values (objects, arrays, strings,
+	// numbers, booleans, nulls) in one schema document: compiling takes
+	// about 20 µs and holds about 450 bytes for each. The largest schemas
+	// of public MCP tools have a few hundred.
+	maxSchemaValues = 10_000
+	// maxSchemaDepth bounds how deeply a schema document nests (a JSON
+	// value at the top is at depth 1): compiling grows faster than the
+	// depth (5,000 nested "not": 109 s).
+	maxSchemaDepth = 64
+)
+
 // shape walks a schema document for checkShape.
 type shape struct {
 	values int
@@ -186,7 +199,7 @@ type shape struct {
 }
 
 // checkShape holds a schema document to the bounds compiling it within a
-// fraction of a second needs: MaxSchemaValues, MaxSchemaDepth, and numbers
+// fraction of a second needs: maxSchemaValues, maxSchemaDepth, and numbers
 // the schema library compares exactly.
 // It returns the number of values.
 func checkShape(doc any) (int, error) {
@@ -199,12 +212,12 @@ func (sh *shape) walk(v any, depth int) {
 	if sh.err != nil {
 		return
 	}
-	if sh.values++; sh.values > MaxSchemaValues {
-		sh.err = fmt.Errorf("schema has more than %d JSON values", MaxSchemaValues)
+	if sh.values++; sh.values > maxSchemaValues {
+		sh.err = fmt.Errorf("schema has more than %d JSON values", maxSchemaValues)
 		return
 	}
-	if depth > MaxSchemaDepth {
-		sh.err = fmt.Errorf("schema is nested more than %d levels deep", MaxSchemaDepth)
+	if depth > maxSchemaDepth {
+		sh.err = fmt.Errorf("schema is nested more than %d levels deep", maxSchemaDepth)
 		return
 	}
 	switch v := v.(type) {

@@ -93,15 +93,6 @@ const (
 	MaxNameLength = 128
 	// MaxSchemaBytes bounds the size of one JSON Schema document.
 	MaxSchemaBytes = 1 << 20
-	// MaxSchemaValues bounds the JSON values (objects, arrays, strings,
-	// numbers, booleans, nulls) in one schema document: compiling takes
-	// about 20 µs for each subschema. The largest schemas of public MCP
-	// tools have a few hundred.
-	MaxSchemaValues = 10_000
-	// MaxSchemaDepth bounds how deeply a schema document nests (a JSON
-	// value at the top is at depth 1): compiling grows faster than the
-	// depth (5,000 nested "not": 109 s).
-	MaxSchemaDepth = 64
 	// MaxViolations bounds how many violations one validation reports.
 	MaxViolations = 20
 )

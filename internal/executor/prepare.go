@@ -255,10 +255,10 @@ func checkModule(ctx context.Context, p *Prepared, has func(string) bool, compil
 }
 
 // maxClientSchemaValues bounds the JSON values in all the schemas of one
-// request's client tools, as tools.MaxSchemaValues bounds one schema:
+// request's client tools, twice what tools.CompileSchema takes in one:
 // compiling them is ptcd's work, before admission (about 20 µs and 450
 // bytes a value).
-const maxClientSchemaValues = 2 * tools.MaxSchemaValues
+const maxClientSchemaValues = 20_000
 
 // selectTools resolves the allowed server tools and compiles client tools.
 func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Error) {
