@@ -167,6 +167,18 @@ func checkError(ctx context.Context, err error, steps int64) error {
 	return nil
 }
 
+// maxViolationText bounds a violation's path and message: the library
+// quotes the value (a string of megabytes, every value of an enum).
+const maxViolationText = 512
+
+// cut cuts s to maxViolationText bytes, on a UTF-8 boundary.
+func cut(s string) string {
+	if len(s) <= maxViolationText {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxViolationText], "") + "…"
+}
+
 // violations lists what err, a *jsonschema.ValidationError, says.
 func violations(err error) []Violation {
 	var ve *jsonschema.ValidationError
@@ -174,7 +186,7 @@ func violations(err error) []Violation {
 	var out []Violation
 	collectLeaves(ve, &out)
 	if len(out) == 0 {
-		out = append(out, Violation{Path: pointer(ve.InstanceLocation), Message: ve.ErrorKind.LocalizedString(printer)})
+		out = append(out, Violation{Path: cut(pointer(ve.InstanceLocation)), Message: cut(ve.ErrorKind.LocalizedString(printer))})
 	}
 	return out
 }
@@ -250,9 +262,9 @@ func collectLeaves(e *jsonschema.ValidationError, out *[]Violation) {
 			kw = p[len(p)-1]
 		}
 		*out = append(*out, Violation{
-			Path:    pointer(e.InstanceLocation),
+			Path:    cut(pointer(e.InstanceLocation)),
 			Keyword: kw,
-			Message: e.ErrorKind.LocalizedString(printer),
+			Message: cut(e.ErrorKind.LocalizedString(printer)),
 		})
 		return
 	}

@@ -33,6 +33,15 @@ func wideAnyOf(n int) string {
 	return `{"items":{"anyOf":[` + strings.Join(consts, ",") + `]}}`
 }
 
+// names is a JSON array of n distinct strings.
+func names(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf(`"p%d"`, i)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
 // numbers is a JSON array of n copies of the number text num.
 func numbers(n int, num string) string {
 	return "[" + strings.TrimSuffix(strings.Repeat(num+",", n), ",") + "]"
@@ -53,6 +62,11 @@ func TestValidateBounded(t *testing.T) {
 		{name: "nested anyOf matched", schema: nestedAnyOf(40), doc: `"s"`},
 		{name: "wide anyOf", schema: wideAnyOf(4900), doc: numbers(2000, "1"), costly: true},
 		{name: "wide anyOf small", schema: wideAnyOf(50), doc: numbers(20, "-7")},
+		{name: "wide enum", schema: `{"items":{"enum":[` + strings.TrimSuffix(strings.Repeat("0,", 4000), ",") + `]}}`, doc: numbers(2000, "1"), costly: true},
+		{name: "long required", schema: `{"items":{"required":` + names(4000) + `}}`, doc: numbers(2000, "{}"), costly: true},
+		{name: "property names", schema: `{"propertyNames":{"$ref":"#/$defs/d0"},` + strings.Replace(strings.TrimPrefix(nestedAnyOf(40), `{"$ref":"#/$defs/d0",`), `"string"`, `"integer"`, 1), doc: `{"a":1}`, costly: true},
+		{name: "long pattern, long string", schema: `{"pattern":"` + strings.Repeat("a", 4000) + `"}`, doc: `"` + strings.Repeat("b", 1<<20) + `"`, costly: true},
+		{name: "pattern quoted short", schema: `{"pattern":"^a"}`, doc: `"` + strings.Repeat("b", 1<<20) + `"`, violation: "bbbb"},
 		{name: "wide anyOf refused", schema: wideAnyOf(50), doc: numbers(20, "1"), violation: "value must be"},
 		{name: "exponent past the library", schema: `{"minimum":0}`, doc: `1e9999999`, violation: "too large to check"},
 		{name: "negative exponent", schema: `{"maximum":0}`, doc: `1e-9999999`, violation: "too large to check"},
@@ -85,7 +99,13 @@ func TestValidateBounded(t *testing.T) {
 			case tc.violation == "" && len(vs) > 0:
 				t.Fatalf("refused: %v", vs)
 			case tc.violation != "" && (len(vs) == 0 || !strings.Contains(tools.FormatViolations(vs), tc.violation)):
-				t.Fatalf("violations %q, want one containing %q", tools.FormatViolations(vs), tc.violation)
+				t.Fatalf("violations %.300q, want one containing %q", tools.FormatViolations(vs), tc.violation)
+			}
+			for _, v := range vs {
+				// A violation quotes the value it is about, cut.
+				if len(v.Message) > 1<<10 || len(v.Path) > 1<<10 {
+					t.Fatalf("a violation of %d and %d bytes", len(v.Message), len(v.Path))
+				}
 			}
 		})
 	}

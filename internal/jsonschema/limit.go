@@ -137,3 +137,28 @@ func ExactNumber(v any) bool {
 	_, ok := ratOf(v)
 	return ok
 }
+
+// size is the number of JSON values in v: the steps comparing a value to
+// v (const, enum) takes at most.
+func size(v any) int64 {
+	n := int64(1)
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			n += size(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += size(e)
+		}
+	case string:
+		n += int64(len(v) / 64)
+	}
+	return n
+}
+
+// regexCost is the steps matching re against a string of n bytes takes:
+// Go's regexp runs in time proportional to the text times the program.
+func regexCost(re Regexp, n int) int64 {
+	return 1 + int64(n)*int64(len(re.String()))/256
+}

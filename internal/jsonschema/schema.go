@@ -26,6 +26,7 @@ import (
 // Schema is the representation of a compiled
 // jsonschema.
 type Schema struct {
+	constCost         int64 // ptc: size(*Const), the steps comparing to it takes
 	up                urlPtr
 	resource          *Schema
 	dynamicAnchors    map[string]*Schema
@@ -259,14 +260,17 @@ func (tt Types) String() string {
 type Enum struct {
 	Values []any
 	types  Types
+	costs  []int64 // ptc: size of each value, the steps comparing to it takes
 }
 
 func newEnum(arr []any) *Enum {
 	var types Types
-	for _, item := range arr {
+	costs := make([]int64, len(arr)) // ptc
+	for i, item := range arr {
 		types.add(typeOf(item))
+		costs[i] = size(item)
 	}
-	return &Enum{arr, types}
+	return &Enum{arr, types, costs}
 }
 
 // --

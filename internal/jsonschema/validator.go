@@ -117,6 +117,7 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// const --
 	if s.Const != nil {
+		vd.lim.spend(s.constCost) // ptc
 		ok, k := equals(v, *s.Const)
 		if k != nil {
 			return nil, vd.error(k)
@@ -130,7 +131,8 @@ func (vd *validator) validate() (*uneval, error) {
 		matched := s.Enum.types.contains(typeOf(v))
 		if matched {
 			matched = false
-			for _, item := range s.Enum.Values {
+			for i, item := range s.Enum.Values {
+				vd.lim.spend(s.Enum.costs[i]) // ptc
 				ok, k := equals(v, item)
 				if k != nil {
 					return nil, vd.error(k)
@@ -237,6 +239,7 @@ func (vd *validator) objValidate(obj map[string]any) {
 	}
 
 	// dependencies --
+	vd.lim.spend(int64(len(s.Dependencies) + len(s.DependentSchemas) + len(s.DependentRequired))) // ptc
 	for pname, dep := range s.Dependencies {
 		if _, ok := obj[pname]; ok {
 			switch dep := dep.(type) {
@@ -265,6 +268,7 @@ func (vd *validator) objValidate(obj map[string]any) {
 
 		// patternProperties --
 		for regex, sch := range s.PatternProperties {
+			vd.lim.spend(regexCost(regex, len(pname))) // ptc
 			if regex.MatchString(pname) {
 				evaluated = true
 				vd.addErr(vd.validateVal(sch, pvalue, pname))
@@ -304,7 +308,8 @@ func (vd *validator) objValidate(obj map[string]any) {
 				meta = res.dialect.getSchema(vd.assertVocabs, vd.vocabularies)
 				sch = meta
 			}
-			if err := sch.validate(pname, vd.regexpEngine, meta, resources, vd.assertVocabs, vd.vocabularies); err != nil {
+			// ptc: under the same limiter (v6.0.3 checked each name unbounded).
+			if err := sch.validateWith(pname, vd.regexpEngine, meta, resources, vd.assertVocabs, vd.vocabularies, vd.lim, false); err != nil {
 				verr := err.(*ValidationError)
 				verr.InstanceLocation = vd.vloc
 				verr.SchemaURL = s.PropertyNames.Location
@@ -467,6 +472,7 @@ func (vd *validator) strValidate(str string) {
 
 	// pattern --
 	if s.Pattern != nil {
+		vd.lim.spend(regexCost(s.Pattern, len(str))) // ptc
 		if !s.Pattern.MatchString(str) {
 			vd.addError(&kind.Pattern{Got: str, Want: s.Pattern.String()})
 		}
@@ -515,7 +521,8 @@ func (vd *validator) strValidate(str string) {
 			meta = res.dialect.getSchema(vd.assertVocabs, vd.vocabularies)
 			sch = meta
 		}
-		if err = sch.validate(*deserialized, vd.regexpEngine, meta, resources, vd.assertVocabs, vd.vocabularies); err != nil {
+		// ptc: under the same limiter.
+		if err = sch.validateWith(*deserialized, vd.regexpEngine, meta, resources, vd.assertVocabs, vd.vocabularies, vd.lim, false); err != nil {
 			verr := err.(*ValidationError)
 			verr.InstanceLocation = vd.vloc
 			verr.SchemaURL = s.Location
@@ -871,6 +878,7 @@ func (vd *validator) addErrors(errors []*ValidationError, kind ErrorKind) {
 }
 
 func (vd *validator) findMissing(obj map[string]any, reqd []string) []string {
+	vd.lim.spend(int64(len(reqd))) // ptc
 	var missing []string
 	for _, pname := range reqd {
 		if _, ok := obj[pname]; !ok {
