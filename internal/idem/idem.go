@@ -60,11 +60,14 @@ type Config struct {
 	// Retention is how long an ended execution's outcome is kept.
 	Retention time.Duration
 	// MaxEntries bounds the ended executions remembered (outcomes and
-	// records of outcomes dropped for bytes); the oldest is forgotten.
+	// records of outcomes dropped for bytes); past it the oldest of the
+	// tenant that has the most is forgotten.
 	MaxEntries int
 	// MaxBytes bounds the bytes of the kept outcomes; past it the oldest
-	// outcome is dropped (its execution is still remembered, see
-	// NotKeptError).
+	// outcome of the tenant whose outcomes take the most bytes is dropped
+	// (its execution is still remembered, see NotKeptError). So one
+	// tenant's outcomes push out only its own, until it holds no more than
+	// another.
 	MaxBytes int64
 	// Linger is how long a running execution whose every caller gave up
 	// waits for one to come back before it is abandoned (Call.Abandon;
@@ -165,7 +168,17 @@ type record[V any] struct {
 	size  int64
 	kept  bool
 	until time.Time
-	el    *list.Element
+	el    *list.Element // in Table.ended
+	tel   *list.Element // in its tenant's ended
+	kel   *list.Element // in its tenant's kept, while kept
+}
+
+// tenantUse is what one tenant's ended entries hold.
+type tenantUse struct {
+	name  string
+	ended *list.List // its ended entries, oldest first
+	kept  *list.List // those whose outcome is kept, oldest first
+	bytes int64      // of its kept outcomes
 }
 
 // Table is the record of executions by id. It is safe for concurrent use.
@@ -177,6 +190,8 @@ type Table[V any] struct {
 	// ended holds the ended entries, oldest at the front.
 	ended *list.List
 	bytes int64
+	// tenants holds each tenant's share of ended, for the bounds.
+	tenants map[string]*tenantUse
 }
 
 // New returns an empty table bounded by cfg. A MaxEntries below 1 keeps
@@ -188,7 +203,7 @@ func New[V any](cfg Config) *Table[V] {
 	if cfg.MaxEntries < 1 {
 		cfg.MaxEntries = 1
 	}
-	return &Table[V]{cfg: cfg, entries: map[Key]*record[V]{}, ended: list.New()}
+	return &Table[V]{cfg: cfg, entries: map[Key]*record[V]{}, ended: list.New(), tenants: map[string]*tenantUse{}}
 }
 
 // Claim looks key up for a request of digest d. The first request of a
@@ -239,21 +254,41 @@ func (t *Table[V]) Finish(key Key, c *Call[V], val V, size int64, err error) {
 		delete(t.entries, key)
 		return
 	}
+	u := t.tenants[key.Tenant]
+	if u == nil {
+		u = &tenantUse{name: key.Tenant, ended: list.New(), kept: list.New()}
+		t.tenants[key.Tenant] = u
+	}
 	r.size, r.kept, r.until = size, true, t.cfg.Now().Add(t.cfg.Retention)
-	r.el = t.ended.PushBack(r)
+	r.el, r.tel, r.kel = t.ended.PushBack(r), u.ended.PushBack(r), u.kept.PushBack(r)
 	t.bytes += size
+	u.bytes += size
 	if size > t.cfg.MaxBytes {
 		// Alone past the bound: dropping the others would not help.
 		t.drop(r)
 	}
-	// Drop outcomes, oldest first, until the kept ones fit; forget
-	// entries, oldest first, beyond the count.
-	for e := t.ended.Front(); e != nil && t.bytes > t.cfg.MaxBytes; e = e.Next() {
-		t.drop(e.Value.(*record[V]))
+	// Drop outcomes until the kept ones fit, and forget entries beyond
+	// the count: each time the oldest of the tenant that holds the most.
+	for t.bytes > 0 && t.bytes > t.cfg.MaxBytes {
+		u := t.heaviest(func(u *tenantUse) int64 { return u.bytes })
+		t.drop(u.kept.Front().Value.(*record[V]))
 	}
 	for t.ended.Len() > t.cfg.MaxEntries {
-		t.forget(t.ended.Front().Value.(*record[V]))
+		u := t.heaviest(func(u *tenantUse) int64 { return int64(u.ended.Len()) })
+		t.forget(u.ended.Front().Value.(*record[V]))
 	}
+}
+
+// heaviest is the tenant with the most of what weight measures (the
+// first name in order among equals).
+func (t *Table[V]) heaviest(weight func(*tenantUse) int64) *tenantUse {
+	var top *tenantUse
+	for _, u := range t.tenants {
+		if top == nil || weight(u) > weight(top) || weight(u) == weight(top) && u.name < top.name {
+			top = u
+		}
+	}
+	return top
 }
 
 // drop lets go of an ended entry's outcome, keeping the entry.
@@ -262,6 +297,10 @@ func (t *Table[V]) drop(r *record[V]) {
 		return
 	}
 	t.bytes -= r.size
+	u := t.tenants[r.key.Tenant]
+	u.bytes -= r.size
+	u.kept.Remove(r.kel)
+	r.kel = nil
 	r.kept = false
 	// Waiters hold the Call; the table lets go of its value.
 	r.call = nil
@@ -271,6 +310,11 @@ func (t *Table[V]) drop(r *record[V]) {
 func (t *Table[V]) forget(r *record[V]) {
 	t.drop(r)
 	t.ended.Remove(r.el)
+	u := t.tenants[r.key.Tenant]
+	u.ended.Remove(r.tel)
+	if u.ended.Len() == 0 {
+		delete(t.tenants, r.key.Tenant)
+	}
 	delete(t.entries, r.key)
 }
 

@@ -199,6 +199,38 @@ func TestTable(t *testing.T) {
 				t.Fatal("the oldest was not forgotten")
 			}
 		}},
+		{"one tenant's outcomes push out only its own", func(t *testing.T, tb *Table[string], _ *clock) {
+			other := Key{Tenant: "t2", ID: "kept"}
+			run(t, tb, other, digest("s", "i"), "four")
+			// t1 ends more executions, and larger ones, than the table
+			// holds: its own oldest go, t2's one stays.
+			for _, id := range []string{"1", "2", "3", "4", "5"} {
+				run(t, tb, Key{Tenant: "t1", ID: id}, digest("s", "i"), "12345")
+			}
+			if v, _, err := outcome(tb, other, digest("s", "i")); v != "four" || err != nil {
+				t.Fatalf("t2's outcome: %q %v", v, err)
+			}
+			if v, _, err := outcome(tb, Key{Tenant: "t1", ID: "5"}, digest("s", "i")); v != "12345" || err != nil {
+				t.Fatalf("t1's newest: %q %v", v, err)
+			}
+			if _, first, _ := outcome(tb, Key{Tenant: "t1", ID: "1"}, digest("s", "i")); !first {
+				t.Fatal("t1's oldest was not forgotten")
+			}
+		}},
+		{"among equals the oldest goes first", func(t *testing.T, tb *Table[string], _ *clock) {
+			// t2 holds more than t1 once t2's second outcome ends: t2's
+			// oldest is dropped though t1's is older.
+			run(t, tb, Key{Tenant: "t1", ID: "a"}, digest("s", "i"), "abcd")
+			run(t, tb, Key{Tenant: "t2", ID: "b"}, digest("s", "i"), "abcd")
+			run(t, tb, Key{Tenant: "t2", ID: "c"}, digest("s", "i"), "abcd")
+			if v, _, err := outcome(tb, Key{Tenant: "t1", ID: "a"}, digest("s", "i")); v != "abcd" || err != nil {
+				t.Fatalf("t1's outcome: %q %v", v, err)
+			}
+			var nk *NotKeptError
+			if _, _, err := outcome(tb, Key{Tenant: "t2", ID: "b"}, digest("s", "i")); !errors.As(err, &nk) {
+				t.Fatalf("t2's oldest: %v, want NotKeptError", err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,5 +257,17 @@ func TestDigestDiffers(t *testing.T) {
 				t.Fatalf("%q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNoOutcomesKept: with MaxBytes below 0 no outcome is kept, and a
+// repeat is refused rather than run again.
+func TestNoOutcomesKept(t *testing.T) {
+	tb := New[string](Config{Retention: time.Minute, MaxEntries: 3, MaxBytes: -1})
+	k := Key{Tenant: "t", ID: "x"}
+	run(t, tb, k, digest("s", "i"), "")
+	var nk *NotKeptError
+	if _, _, err := outcome(tb, k, digest("s", "i")); !errors.As(err, &nk) {
+		t.Fatalf("%v, want NotKeptError", err)
 	}
 }
