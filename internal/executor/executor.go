@@ -104,6 +104,11 @@ type Executor struct {
 	maxInput  int
 	schemas   *lru.Cache[[32]byte, *tools.Schema]
 	pool      *worker.Pool
+	// sent remembers which tenant sent which WebAssembly module (key
+	// sentKey): a module is run by digest alone only for a tenant that
+	// sent its bytes, so that a tenant can neither run another's module
+	// nor learn that it was sent.
+	sent *lru.Cache[string, struct{}]
 
 	durable  *durable.Manager
 	outcomes OutcomeCodec
@@ -142,6 +147,7 @@ func New(cfg Config) (*Executor, error) {
 		maxSource: cfg.MaxSourceBytes,
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](256, nil),
+		sent:      lru.New[string, struct{}](maxSentModules, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
 		outcomes:  cfg.Outcomes,

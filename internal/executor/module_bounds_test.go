@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -153,4 +155,49 @@ func brTablesModule(funcs, n int) []byte {
 	out = append(out, section(3, decls)...)
 	out = append(out, section(7, append([]byte{1, 6}, "_start\x00\x00"...))...)
 	return append(out, section(10, code)...)
+}
+
+// TestModuleDigestPerTenant: a module is run by its digest alone only for
+// a tenant that sent its bytes; to another tenant the server answers as
+// for a module it does not hold, so a tenant can neither run another's
+// module nor learn that it was sent. In-process and in worker processes.
+func TestModuleDigestPerTenant(t *testing.T) {
+	for _, mode := range []string{"inprocess", "worker"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := Config{}
+			if mode == "worker" {
+				cfg = workerConfig(cfg)
+			}
+			e := newExecutor(t, cfg)
+			sent := core.Request{Tenant: "a", Script: core.Script{Language: core.LanguageWASM, Module: emptyStartModule}}
+			res, err := e.Execute(context.Background(), sent, limits.Limits{})
+			if err != nil || res.Error != nil {
+				t.Fatalf("tenant a, the bytes: %v %v", err, res.Error)
+			}
+			digest := fmt.Sprintf("%x", sha256.Sum256(emptyStartModule))
+			byDigest := func(tenant string) *fault.Error {
+				_, err := e.Execute(context.Background(), core.Request{Tenant: tenant, Script: core.Script{Language: core.LanguageWASM, ModuleSHA256: digest}}, limits.Limits{})
+				return err
+			}
+			if err := byDigest("a"); err != nil {
+				t.Fatalf("tenant a, the digest: %v", err)
+			}
+			for _, other := range []string{"b", ""} {
+				if err := byDigest(other); err == nil || err.Code != fault.CodeFailedPrecondition || err.Reason != fault.ReasonModuleMissing {
+					t.Fatalf("tenant %q, a's digest: %v, want FAILED_PRECONDITION (module missing)", other, err)
+				}
+			}
+			// The untenanted caller that loads the module runs it by
+			// digest too; tenant b still does not.
+			if _, err := e.LoadModule(context.Background(), emptyStartModule); err != nil {
+				t.Fatal(err)
+			}
+			if err := byDigest(""); err != nil {
+				t.Fatalf("the untenanted caller after LoadModule: %v", err)
+			}
+			if err := byDigest("b"); err == nil {
+				t.Fatal("tenant b ran the module it never sent")
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -221,14 +222,41 @@ func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error 
 	if pool := e.wasmWorkers(); pool != nil {
 		// The pool checks the module (its structure here, its compile in a
 		// worker) and keeps its bytes; this process never compiles it.
-		return checkModule(ctx, p, pool.HasModule, pool.CompileModule)
+		has, compile := e.tenantModules(p.req.Tenant, pool.HasModule, pool.CompileModule)
+		return checkModule(ctx, p, has, compile)
 	}
 	me, err := l.engine()
 	if err != nil {
 		return fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
 	}
 	p.modEng = me
-	return checkModule(ctx, p, me.Has, me.Compile)
+	has, compile := e.tenantModules(p.req.Tenant, me.Has, me.Compile)
+	return checkModule(ctx, p, has, compile)
+}
+
+// maxSentModules bounds the (tenant, module) pairs Executor.sent keeps: a
+// pair it has forgotten costs its tenant one resend of the bytes, the
+// answer to a digest the server does not hold.
+const maxSentModules = 4096
+
+// sentKey is the key of Executor.sent for tenant and digest h.
+func sentKey(tenant, h string) string { return tenant + "\x00" + h }
+
+// tenantModules wraps a module store's has and compile for tenant: has
+// holds only modules the tenant sent, and compile remembers who sent one.
+func (e *Executor) tenantModules(tenant string, has func(string) bool, compile func(context.Context, []byte) (string, error)) (func(string) bool, func(context.Context, []byte) (string, error)) {
+	tenantHas := func(h string) bool {
+		_, sent := e.sent.Get(sentKey(tenant, h))
+		return sent && has(h)
+	}
+	tenantCompile := func(ctx context.Context, b []byte) (string, error) {
+		h, err := compile(ctx, b)
+		if err == nil {
+			e.sent.Add(sentKey(tenant, h), struct{}{})
+		}
+		return h, err
+	}
+	return tenantHas, tenantCompile
 }
 
 // checkModule sets p's module hash: the module sent by hash must be held
@@ -394,18 +422,20 @@ func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *faul
 	if max := e.maxSource * wasmModuleFactor; len(module) > max {
 		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
 	}
-	if pool := e.wasmWorkers(); pool != nil {
-		h, err := pool.CompileModule(ctx, module)
+	compile := func(ctx context.Context, module []byte) (string, error) {
+		me, err := l.engine()
 		if err != nil {
-			return "", compileFault("", err)
+			return "", fmt.Errorf("the WebAssembly engine is unavailable: %w", err)
 		}
-		return h, nil
+		return me.Compile(ctx, module)
 	}
-	me, err := l.engine()
-	if err != nil {
-		return "", fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
+	if pool := e.wasmWorkers(); pool != nil {
+		compile = pool.CompileModule
 	}
-	h, err := me.Compile(ctx, module)
+	// The module is the untenanted caller's (a Runner's requests have no
+	// tenant).
+	_, compile = e.tenantModules("", nil, compile)
+	h, err := compile(ctx, module)
 	if err != nil {
 		return "", compileFault("", err)
 	}

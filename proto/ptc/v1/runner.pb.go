@@ -730,7 +730,9 @@ type Script struct {
 	// wasm_module set, the server checks the module against it
 	// (INVALID_ARGUMENT on mismatch). Without wasm_module, the server runs the
 	// module it holds under this digest, or answers FAILED_PRECONDITION when it
-	// holds none, in which case the caller resends the module inline.
+	// holds none, in which case the caller resends the module inline. A
+	// module is held for the tenant that sent it: another tenant's digest
+	// answers FAILED_PRECONDITION too.
 	ModuleSha256  string `protobuf:"bytes,4,opt,name=module_sha256,json=moduleSha256,proto3" json:"module_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -269,7 +269,9 @@ export type Script = Message<"ptc.v1.Script"> & {
    * wasm_module set, the server checks the module against it
    * (INVALID_ARGUMENT on mismatch). Without wasm_module, the server runs the
    * module it holds under this digest, or answers FAILED_PRECONDITION when it
-   * holds none, in which case the caller resends the module inline.
+   * holds none, in which case the caller resends the module inline. A
+   * module is held for the tenant that sent it: another tenant's digest
+   * answers FAILED_PRECONDITION too.
    *
    * @generated from field: string module_sha256 = 4;
    */
