@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ptcrun/ptc/internal/core"
 )
 
 // The MCP SDK answers requests it cannot decode with its Go error text
@@ -26,6 +28,9 @@ var internalText = regexp.MustCompile(`Go struct|Go value|unmarshal|json: |\*mcp
 // handlingMethod finds the method in the SDK's "handling 'tools/call': …".
 var handlingMethod = regexp.MustCompile(`^handling '([A-Za-z/_]{1,64})'`)
 
+// maxErrorMessage bounds the message of a JSON-RPC error ptc sends.
+const maxErrorMessage = 1 << 10
+
 // JSON-RPC's error codes.
 const (
 	codeParseError     = -32700
@@ -38,6 +43,9 @@ const (
 // JSON-RPC error: msg itself when it holds nothing of Go's or the SDK's
 // own, else a message by code (invalid params name the method).
 func classifyError(code int64, msg string) (int64, string) {
+	// The SDK's messages quote the request (an unknown method, an unknown
+	// tool's name) whole: a client's megabytes come back cut.
+	msg = core.Clip(msg, maxErrorMessage)
 	if !internalText.MatchString(msg) {
 		return code, msg
 	}
@@ -164,7 +172,7 @@ func (w *classifyingWriter) WriteHeader(code int) {
 
 func (w *classifyingWriter) Write(b []byte) (int, error) {
 	if w.plainError {
-		msg := strings.TrimSpace(string(b))
+		msg := core.Clip(strings.TrimSpace(string(b)), maxErrorMessage)
 		if internalText.MatchString(msg) || msg == "" {
 			msg = plainErrorMessage(w.status)
 		}

@@ -53,6 +53,9 @@ func TestSDKErrorsClassified(t *testing.T) {
 			struct{ name, body, want string }{"not JSON (HTTP 400)", `not json`, "the request is not a valid MCP message"},
 			struct{ name, body, want string }{"an id that is an object (HTTP 400)", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "the request is not a valid MCP message"},
 			struct{ name, body, want string }{"an unknown tool keeps its words", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}}`, `unknown tool "nope"`},
+			// The SDK quotes these whole; they come back cut.
+			struct{ name, body, want string }{"a megabyte of method", `{"jsonrpc":"2.0","id":6,"method":"` + strings.Repeat("m", 1<<20) + `"}`, "mmmm"},
+			struct{ name, body, want string }{"a megabyte of tool name", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + strings.Repeat("n", 1<<20) + `"}}`, "nnnn"},
 		)
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -64,8 +67,8 @@ func TestSDKErrorsClassified(t *testing.T) {
 				}
 				var e struct{ Message string }
 				_ = json.Unmarshal(msg["error"], &e)
-				if !strings.Contains(e.Message, tc.want) || goText.MatchString(e.Message) {
-					t.Fatalf("answered %s, want a classified message with %q", msg["error"], tc.want)
+				if !strings.Contains(e.Message, tc.want) || goText.MatchString(e.Message) || len(e.Message) > 2<<10 {
+					t.Fatalf("answered %.300s (%d bytes), want a short classified message with %q", msg["error"], len(e.Message), tc.want)
 				}
 			})
 		}
