@@ -33,6 +33,32 @@ func wideAnyOf(n int) string {
 	return `{"items":{"anyOf":[` + strings.Join(consts, ",") + `]}}`
 }
 
+// refChain is a schema whose $ref goes through n $defs, "0" to "n-1", to
+// last, the schema "n".
+func refChain(n int, last string) string {
+	defs := make([]string, 0, n+1)
+	for i := 0; i < n; i++ {
+		defs = append(defs, fmt.Sprintf(`"%d":{"$ref":"#/$defs/%d"}`, i, i+1))
+	}
+	defs = append(defs, fmt.Sprintf(`"%d":%s`, n, last))
+	return `{"$ref":"#/$defs/0","$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// nested is leaf inside depth arrays.
+func nested(depth int, leaf string) string {
+	return strings.Repeat("[", depth) + leaf + strings.Repeat("]", depth)
+}
+
+// patterns is n members "a{1000}<i>":{}, each a regular expression of
+// about 1,000 instructions.
+func patterns(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf(`"a{1000}%d":{}`, i)
+	}
+	return strings.Join(s, ",")
+}
+
 // names is a JSON array of n distinct strings.
 func names(n int) string {
 	s := make([]string, n)
@@ -66,6 +92,21 @@ func TestValidateBounded(t *testing.T) {
 		{name: "long required", schema: `{"items":{"required":` + names(4000) + `}}`, doc: numbers(2000, "{}"), costly: true},
 		{name: "property names", schema: `{"propertyNames":{"$ref":"#/$defs/d0"},` + strings.Replace(strings.TrimPrefix(nestedAnyOf(40), `{"$ref":"#/$defs/d0",`), `"string"`, `"integer"`, 1), doc: `{"a":1}`, costly: true},
 		{name: "long pattern, long string", schema: `{"pattern":"` + strings.Repeat("a", 4000) + `"}`, doc: `"` + strings.Repeat("b", 1<<20) + `"`, costly: true},
+		// Keywords and shapes whose cost per step is not constant.
+		{name: "deep document, long $ref chain", schema: refChain(4000, `{"items":{"$ref":"#/$defs/0"}}`),
+			doc: nested(10000, `"`+strings.Repeat("x", 1<<20)+`"`), costly: true},
+		{name: "deep document, an error at every level", schema: `{"type":"array","items":{"$ref":"#"}}`, doc: nested(10000, `1`), costly: true},
+		{name: "pattern of a large program", schema: `{"pattern":"[a-z]{1000}"}`, doc: `"` + strings.Repeat(strings.Repeat("a", 999)+"0", 100) + `"`, costly: true},
+		{name: "format regex in the document", schema: `{"$schema":"http://json-schema.org/draft-07/schema#","items":{"format":"regex"}}`,
+			doc: "[" + strings.TrimSuffix(strings.Repeat(`"`+strings.Repeat("a{1000}", 9)+`",`, 2000), ",") + "]", costly: true},
+		{name: "$dynamicRef on a deep document", schema: `{"$dynamicAnchor":"n","type":"array","items":{"$dynamicRef":"#n"}}`, doc: nested(9990, `[]`), costly: true},
+		{name: "$ref chain on many values", schema: `{"items":{"$ref":"#/$defs/0"},` + strings.TrimPrefix(refChain(4900, `{"type":"integer"}`), "{"),
+			doc: numbers(50000, "1"), costly: true},
+		{name: "uniqueItems many times over", schema: `{"allOf":[` + strings.TrimSuffix(strings.Repeat(`{"uniqueItems":true},`, 4000), ",") + `]}`,
+			doc: `[[` + strings.Repeat(`"x",`, 100000) + `1],[` + strings.Repeat(`"x",`, 100000) + `2]]`, costly: true},
+		{name: "enum of long numbers", schema: `{"items":{"enum":[` + strings.TrimSuffix(strings.Repeat(strings.Repeat("9", 400)+"e-999,", 2000), ",") + `]}}`,
+			doc: numbers(10, strings.Repeat("7", 999)), costly: true},
+		{name: "deep document that matches", schema: `{"type":"array","items":{"$ref":"#"}}`, doc: nested(3000, ``)},
 		{name: "pattern quoted short", schema: `{"pattern":"^a"}`, doc: `"` + strings.Repeat("b", 1<<20) + `"`, violation: "bbbb"},
 		{name: "wide anyOf refused", schema: wideAnyOf(50), doc: numbers(20, "1"), violation: "value must be"},
 		{name: "exponent past the library", schema: `{"minimum":0}`, doc: `1e9999999`, violation: "too large to check"},
@@ -166,6 +207,8 @@ func TestCompileSchemaShape(t *testing.T) {
 		{"values", wideAnyOf(5000), "more than 10000 JSON values"},
 		{"depth", strings.Repeat(`{"not":`, 64) + `{}` + strings.Repeat(`}`, 64), "nested more than 64 levels"},
 		{"number", `{"maximum":1e1001}`, "too large"},
+		{"one large regular expression", `{"pattern":"` + strings.Repeat("a{1000}", 11) + `"}`, "regular expression too large"},
+		{"regular expressions in all", `{"patternProperties":{` + patterns(60) + `}}`, "more than 50000 instructions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := tools.CompileSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -254,7 +254,9 @@ func (lv *live) ended(out *runtime.Outcome) *core.Result {
 			"the script used more than its %s of CPU time (replaying it to resume included)", lv.lim.CPUTime)
 	}
 	p := lv.p
-	res := result(p, out, lv.d, lv.logs)
+	// A resumable execution outlives its callers' contexts: the result
+	// schema check is bounded by its steps alone.
+	res := result(context.Background(), p, out, lv.d, lv.logs)
 	res.Stats.Duration, res.Stats.CPUTime = wall, cpu
 	res.ModelMessage = core.ModelMessage(res)
 	return res

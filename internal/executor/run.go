@@ -40,7 +40,7 @@ func (e *Executor) Run(ctx context.Context, p *Prepared) *core.Result {
 		d := bridge.New(e.bridgeConfig(p, start))
 		logs := runtime.NewLogBuffer(start, p.limits, p.req.OnLog)
 		out := e.runJob(ctx, p, e.job(p, d, logs, p.limits))
-		res = result(p, out, d, logs)
+		res = result(ctx, p, out, d, logs)
 		res.Stats.Duration = time.Since(start)
 		res.ModelMessage = core.ModelMessage(res)
 	}
@@ -118,12 +118,15 @@ func (e *Executor) runJob(ctx context.Context, p *Prepared, job *runtime.Job) *r
 // (checked against the result schema, then fitted to the output limits)
 // or the failure, the logs, the trace and the stats (Duration and
 // ModelMessage are the caller's).
-func result(p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runtime.LogBuffer) *core.Result {
+func result(ctx context.Context, p *Prepared, out *runtime.Outcome, d *bridge.Dispatcher, logs *runtime.LogBuffer) *core.Result {
 	res := &core.Result{ExecutionID: p.id, EffectiveLimits: p.limits}
 	// The result schema applies to the script's result, before any
-	// truncation.
+	// truncation. The check stops if the caller goes.
 	if out.Err == nil && p.result != nil {
-		if vs, err := p.result.Validate(out.Result); err != nil || len(vs) > 0 {
+		vs, err := p.result.ValidateContext(ctx, out.Result)
+		if ctx.Err() != nil {
+			out.Err = fault.New(fault.KindCancelled, "the execution was cancelled while its result was checked against the result schema")
+		} else if err != nil || len(vs) > 0 {
 			msg := "the result is not valid JSON"
 			switch {
 			case errors.Is(err, tools.ErrCheckTooCostly):

@@ -31,7 +31,7 @@ func (sch *Schema) validateWith(v any, regexpEngine RegexpEngine, meta *Schema, 
 		v:            v,
 		vloc:         make([]string, 0, 8),
 		sch:          sch,
-		scp:          &scope{sch, "", 0, nil},
+		scp:          &scope{sch, "", 0, nil, 0, 0},
 		uneval:       unevalFrom(v, sch, false),
 		errors:       nil,
 		boolResult:   quick,
@@ -82,7 +82,12 @@ type validator struct {
 func (vd *validator) validate() (*uneval, error) {
 	s := vd.sch
 	v := vd.v
-	vd.lim.spend(1 + weight(v)) // ptc
+	// ptc: checkCycle walks up the scopes on the same value (a chain of
+	// $refs makes that quadratic), and each scope is a Go stack frame.
+	if vd.lim != nil && vd.scp.depth > maxScopeDepth {
+		panic(limitReached{ErrLimit})
+	}
+	vd.lim.spend(1 + weight(v) + int64(vd.scp.run)/8)
 
 	// boolean --
 	if s.Bool != nil {
@@ -117,7 +122,7 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// const --
 	if s.Const != nil {
-		vd.lim.spend(s.constCost) // ptc
+		vd.lim.spend(s.constCost + numCost(v)) // ptc
 		ok, k := equals(v, *s.Const)
 		if k != nil {
 			return nil, vd.error(k)
@@ -131,8 +136,9 @@ func (vd *validator) validate() (*uneval, error) {
 		matched := s.Enum.types.contains(typeOf(v))
 		if matched {
 			matched = false
+			vcost := numCost(v) // ptc
 			for i, item := range s.Enum.Values {
-				vd.lim.spend(s.Enum.costs[i]) // ptc
+				vd.lim.spend(s.Enum.costs[i] + vcost) // ptc
 				ok, k := equals(v, item)
 				if k != nil {
 					return nil, vd.error(k)
@@ -149,6 +155,12 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// format --
 	if s.Format != nil {
+		if str, ok := v.(string); ok && s.Format.Name == "regex" && vd.lim != nil {
+			// ptc: the check compiles the string, in time and memory in
+			// proportion to its program.
+			n, _ := RegexpSize(str)
+			vd.lim.spend(int64(n))
+		}
 		var err error
 		if s.Format.Name == "regex" && vd.regexpEngine != nil {
 			err = vd.regexpEngine.validate(v)
@@ -258,6 +270,7 @@ func (vd *validator) objValidate(obj map[string]any) {
 		if vd.boolResult && len(vd.errors) > 0 {
 			return
 		}
+		vd.lim.spend(int64(len(pname)) / 64) // ptc: each lookup hashes the name
 		evaluated := false
 
 		// properties --
@@ -359,6 +372,7 @@ func (vd *validator) arrValidate(arr []any) {
 
 	// uniqueItems --
 	if s.UniqueItems && len(arr) > 1 {
+		vd.lim.spend(size(arr)) // ptc: comparing or hashing every item
 		i, j, k := duplicates(arr)
 		if k != nil {
 			vd.addError(k)
@@ -538,7 +552,8 @@ func (vd *validator) numValidate(v any) {
 	var numVal *big.Rat
 	num := func() *big.Rat {
 		if numVal == nil {
-			numVal, _ = ratOf(v) // ptc: bounded
+			vd.lim.spend(numCost(v)) // ptc
+			numVal, _ = ratOf(v)     // ptc: bounded
 		}
 		return numVal
 	}
@@ -808,6 +823,7 @@ func (vd *validator) resolveRecursiveAnchor(fallback *Schema) *Schema {
 }
 
 func (vd *validator) resolveDynamicAnchor(name string, fallback *Schema) *Schema {
+	vd.lim.spend(int64(vd.scp.depth)) // ptc: it walks every scope
 	sch := fallback
 	scp := vd.scp
 	for scp != nil {
@@ -849,7 +865,7 @@ func (vd *validator) instanceLocation() []string {
 }
 
 func (vd *validator) error(kind ErrorKind) *ValidationError {
-	vd.lim.spend(1) // ptc
+	vd.lim.spend(1 + int64(len(vd.vloc))) // ptc: instanceLocation copies vloc
 	if vd.boolResult {
 		return &ValidationError{}
 	}
@@ -906,10 +922,17 @@ type scope struct {
 	vid int
 
 	parent *scope
+
+	depth int // ptc: the scopes above this one
+	run   int // ptc: those of them, next above, on the same value
 }
 
 func (sc *scope) child(sch *Schema, refKeyword string, vid int) *scope {
-	return &scope{sch, refKeyword, vid, sc}
+	run := 0
+	if vid == sc.vid {
+		run = sc.run + 1
+	}
+	return &scope{sch, refKeyword, vid, sc, sc.depth + 1, run}
 }
 
 func (sc *scope) checkCycle() *scope {
