@@ -337,8 +337,11 @@ func (re RegexpEngine) validate(v any) error {
 // pass maxRegexpInsts instructions before compiling it: `a{1000}` a
 // thousand times is 7 KB of pattern, a million instructions, 0.8 s and
 // 450 MB to compile. What it returns knows its program's size, which
-// regexCost charges.
+// limiter.match charges. One longer than MaxRegexpLen is refused unparsed.
 func goRegexpCompile(s string) (Regexp, error) {
+	if len(s) > MaxRegexpLen {
+		return nil, errRegexpLong
+	}
 	re, err := syntax.Parse(s, syntax.Perl)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"regexp/syntax"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/jsonschema/kind"
 )
@@ -24,6 +25,10 @@ var ErrLimit = errors.New("jsonschema: validation took more steps than its limit
 var ErrStopped = errors.New("jsonschema: validation stopped")
 
 // Limit bounds one validation by ValidateWithin.
+//
+// Steps model what each piece of the validation costs; Deadline backs
+// them up, for costs the model misses (it is looked at between steps, so
+// one step's work is not cut short).
 type Limit struct {
 	// Steps is the most steps the validation may take. Applying a
 	// subschema to a value is one step and more for a large value (one
@@ -32,6 +37,13 @@ type Limit struct {
 	Steps int64
 	// Done, when it closes, stops the validation (nil: never).
 	Done <-chan struct{}
+	// Deadline, when not zero, stops the validation with ErrLimit once
+	// it has passed.
+	Deadline time.Time
+	// Errors bounds the errors the validation makes (0: no bound): a
+	// failed branch's error is kept until its anyOf ends, in the quick
+	// mode too. Past it, the validation ends with ErrLimit.
+	Errors int64
 	// Quick asks only whether the value matches: the error returned for
 	// a value that does not match does not say why.
 	Quick bool
@@ -39,9 +51,12 @@ type Limit struct {
 
 // limiter counts one validation's steps. A nil limiter counts nothing.
 type limiter struct {
-	left  int64
-	done  <-chan struct{}
-	since int64 // steps since Done was last looked at
+	left     int64
+	done     <-chan struct{}
+	deadline time.Time
+	errors   int64 // errors it may still make (when bounded)
+	bounded  bool  // whether errors are bounded
+	since    int64 // steps since Done and the deadline were looked at
 }
 
 // limitReached is what a limiter panics with; ValidateWithin recovers it.
@@ -57,14 +72,32 @@ func (l *limiter) spend(n int64) {
 	if l.left < 0 {
 		panic(limitReached{ErrLimit})
 	}
-	if l.since += n; l.done != nil && l.since >= 1024 {
+	if l.since += n; l.since >= 1024 {
 		l.since = 0
-		select {
-		case <-l.done:
-			panic(limitReached{ErrStopped})
-		default:
+		if l.done != nil {
+			select {
+			case <-l.done:
+				panic(limitReached{ErrStopped})
+			default:
+			}
+		}
+		if !l.deadline.IsZero() && time.Now().After(l.deadline) {
+			panic(limitReached{ErrLimit})
 		}
 	}
+}
+
+// error takes the n steps of making an error, and counts it.
+func (l *limiter) error(n int64) {
+	if l == nil {
+		return
+	}
+	if l.bounded {
+		if l.errors--; l.errors < 0 {
+			panic(limitReached{ErrLimit})
+		}
+	}
+	l.spend(n)
 }
 
 // weight is the steps applying one subschema to v takes beyond the first.
@@ -86,7 +119,7 @@ func weight(v any) int64 {
 // steps run out and ErrStopped when lim.Done closes first; a panic in
 // the validator (a value it cannot handle) is returned as an error too.
 func (sch *Schema) ValidateWithin(v any, lim Limit) (err error) {
-	l := &limiter{left: lim.Steps, done: lim.Done}
+	l := &limiter{left: lim.Steps, done: lim.Done, deadline: lim.Deadline, errors: lim.Errors, bounded: lim.Errors > 0}
 	defer func() {
 		if r := recover(); r != nil {
 			if lr, ok := r.(limitReached); ok {
@@ -140,14 +173,17 @@ func ExactNumber(v any) bool {
 	return ok
 }
 
-// size is the number of JSON values in v: the steps comparing a value to
-// v (const, enum) takes at most.
+// Size is the number of JSON values in v, and one more for every 64
+// bytes of a string or a member name and every 16 of a number: the steps
+// comparing a value to v (const, enum) takes at most.
+func Size(v any) int64 { return size(v) }
+
 func size(v any) int64 {
 	n := int64(1)
 	switch v := v.(type) {
 	case map[string]any:
-		for _, e := range v {
-			n += size(e)
+		for k, e := range v {
+			n += size(e) + int64(len(k)/64)
 		}
 	case []any:
 		for _, e := range v {
@@ -161,15 +197,29 @@ func size(v any) int64 {
 	return n
 }
 
-// regexCost is the steps matching re against a string of n bytes takes:
-// Go's regexp runs in time up to the text's length times the program's
-// (about 25 ns each: `[a-z]{1000}` against 100 KB, 2.5 s).
-func regexCost(re Regexp, n int) int64 {
+// maxMatchWork bounds one match, in text bytes times program
+// instructions: Go's regexp can take time in their product (about 25 ns
+// each: `[a-z]{1000}` against 100 KB, 2.5 s), and one match cannot be
+// stopped once started. 2e7 is about half a second.
+const maxMatchWork = 20_000_000
+
+// match takes the steps of matching re against a string of n bytes. A
+// match whose worst case passes maxMatchWork is refused (ErrLimit); below
+// it, it is charged a fraction of that worst case (most matches run one
+// pass over the text), the deadline catching the rest.
+func (l *limiter) match(re Regexp, n int) {
+	if l == nil {
+		return
+	}
 	insts := len(re.String()) // a Regexp of another engine
 	if r, ok := re.(*sizedRegexp); ok {
 		insts = r.insts
 	}
-	return 1 + int64(n)*int64(insts)/32
+	work := int64(n) * int64(insts)
+	if work > maxMatchWork {
+		panic(limitReached{ErrLimit})
+	}
+	l.spend(1 + work/256)
 }
 
 // maxScopeDepth bounds how deeply one validation nests (subschemas
@@ -198,11 +248,20 @@ func numCost(v any) int64 {
 // maxRegexpInsts bounds a regular expression's program (progSize).
 const maxRegexpInsts = 10_000
 
+// MaxRegexpLen bounds the text of a regular expression the library
+// parses: parsing a long character class takes about 30 µs a byte.
+const MaxRegexpLen = 4096
+
+var errRegexpLong = fmt.Errorf("a regular expression of more than %d bytes is not checked", MaxRegexpLen)
+
 // RegexpSize is about how many instructions the regular expression s
 // compiles to (saturating just past 10,000, the most the library
 // compiles), what compiling and matching it cost in proportion to. It
 // parses s, without compiling it.
 func RegexpSize(s string) (int, error) {
+	if len(s) > MaxRegexpLen {
+		return 0, errRegexpLong
+	}
 	re, err := syntax.Parse(s, syntax.Perl)
 	if err != nil {
 		return 0, err
@@ -246,4 +305,13 @@ func progSize(re *syntax.Regexp) int {
 		return sum(re.Sub)
 	}
 	return 1
+}
+
+// ratCost is the steps an operation with the schema's number r takes
+// beyond the first (nil: none).
+func ratCost(r *big.Rat) int64 {
+	if r == nil {
+		return 0
+	}
+	return int64(r.Num().BitLen()+r.Denom().BitLen()) / 64
 }

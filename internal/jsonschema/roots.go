@@ -202,7 +202,12 @@ func (rr *roots) ensureSubschema(up urlPtr) error {
 	if err != nil {
 		return err
 	}
-	rClone := r.clone()
+	// ptc: v6.0.3 cloned the root here, so that a failure left it as it
+	// was: every $ref into a location no keyword makes a schema (under
+	// "default", say) copied every resource and pointer seen so far, and
+	// 1,000 such refs took 2.5 s and 900 MB. ptc compiles each schema
+	// with a Compiler of its own and drops it on failure.
+	rClone := r
 	if err := rr.addSubschema(rClone, up.ptr); err != nil {
 		return err
 	}

@@ -230,7 +230,10 @@ func (up *urlPtr) lookup(v any) (any, error) {
 				continue
 			}
 		case []any:
-			if index, err := strconv.Atoi(tok); err == nil {
+			// ptc: only the canonical spelling of an index (RFC 6901): "00",
+			// "+0" and "-0" named element 0 under another pointer each, and
+			// each was compiled again.
+			if index, err := strconv.Atoi(tok); err == nil && strconv.Itoa(index) == tok {
 				if index >= 0 && index < len(val) {
 					v = val[index]
 					continue

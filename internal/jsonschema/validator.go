@@ -100,6 +100,10 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// check cycle --
 	if scp := vd.scp.checkCycle(); scp != nil {
+		if vd.boolResult { // ptc: kwLoc walks every scope; not for nothing
+			return nil, vd.error(&kind.RefCycle{URL: s.Location})
+		}
+		vd.lim.spend(int64(vd.scp.depth)) // ptc
 		return nil, vd.error(&kind.RefCycle{
 			URL:              s.Location,
 			KeywordLocation1: vd.scp.kwLoc(),
@@ -114,6 +118,9 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// type --
 	if s.Types != nil && !s.Types.IsEmpty() {
+		if t == numberType && s.Types.contains(integerType) {
+			vd.lim.spend(numCost(v)) // ptc: isInteger converts v
+		}
 		matched := s.Types.contains(t) || (s.Types.contains(integerType) && t == numberType && isInteger(v))
 		if !matched {
 			return nil, vd.error(&kind.Type{Got: t.String(), Want: s.Types.ToStrings()})
@@ -155,9 +162,16 @@ func (vd *validator) validate() (*uneval, error) {
 
 	// format --
 	if s.Format != nil {
+		if str, ok := v.(string); ok {
+			vd.lim.spend(int64(len(str) / 4)) // ptc: formats split and copy the text
+		}
 		if str, ok := v.(string); ok && s.Format.Name == "regex" && vd.lim != nil {
 			// ptc: the check compiles the string, in time and memory in
-			// proportion to its program.
+			// proportion to its program, and parsing a long character
+			// class takes about 30 µs a byte.
+			if len(str) > MaxRegexpLen {
+				return nil, vd.error(&kind.Format{Got: v, Want: "regex", Err: errRegexpLong})
+			}
 			n, _ := RegexpSize(str)
 			vd.lim.spend(int64(n))
 		}
@@ -281,7 +295,7 @@ func (vd *validator) objValidate(obj map[string]any) {
 
 		// patternProperties --
 		for regex, sch := range s.PatternProperties {
-			vd.lim.spend(regexCost(regex, len(pname))) // ptc
+			vd.lim.match(regex, len(pname)) // ptc
 			if regex.MatchString(pname) {
 				evaluated = true
 				vd.addErr(vd.validateVal(sch, pvalue, pname))
@@ -486,7 +500,7 @@ func (vd *validator) strValidate(str string) {
 
 	// pattern --
 	if s.Pattern != nil {
-		vd.lim.spend(regexCost(s.Pattern, len(str))) // ptc
+		vd.lim.match(s.Pattern, len(str)) // ptc
 		if !s.Pattern.MatchString(str) {
 			vd.addError(&kind.Pattern{Got: str, Want: s.Pattern.String()})
 		}
@@ -558,6 +572,8 @@ func (vd *validator) numValidate(v any) {
 		return numVal
 	}
 	if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
+		// ptc: each keyword compares or divides by the schema's number.
+		vd.lim.spend(ratCost(s.Minimum) + ratCost(s.Maximum) + ratCost(s.ExclusiveMinimum) + ratCost(s.ExclusiveMaximum) + 4*ratCost(s.MultipleOf))
 		if num() == nil { // ptc: v6.0.3 went on with a nil *big.Rat
 			vd.addError(numberRange(v))
 			return
@@ -823,7 +839,7 @@ func (vd *validator) resolveRecursiveAnchor(fallback *Schema) *Schema {
 }
 
 func (vd *validator) resolveDynamicAnchor(name string, fallback *Schema) *Schema {
-	vd.lim.spend(int64(vd.scp.depth)) // ptc: it walks every scope
+	vd.lim.spend(int64(vd.scp.depth) / 8) // ptc: it walks every scope
 	sch := fallback
 	scp := vd.scp
 	for scp != nil {
@@ -865,7 +881,11 @@ func (vd *validator) instanceLocation() []string {
 }
 
 func (vd *validator) error(kind ErrorKind) *ValidationError {
-	vd.lim.spend(1 + int64(len(vd.vloc))) // ptc: instanceLocation copies vloc
+	if vd.boolResult {
+		vd.lim.error(1) // ptc
+		return &ValidationError{}
+	}
+	vd.lim.error(1 + int64(len(vd.vloc))) // ptc: instanceLocation copies vloc
 	if vd.boolResult {
 		return &ValidationError{}
 	}
@@ -895,6 +915,11 @@ func (vd *validator) addErrors(errors []*ValidationError, kind ErrorKind) {
 
 func (vd *validator) findMissing(obj map[string]any, reqd []string) []string {
 	vd.lim.spend(int64(len(reqd))) // ptc
+	if vd.lim != nil {
+		for _, p := range reqd {
+			vd.lim.spend(int64(len(p) / 64)) // ptc: each lookup hashes the name
+		}
+	}
 	var missing []string
 	for _, pname := range reqd {
 		if _, ok := obj[pname]; !ok {

@@ -477,11 +477,14 @@ type ExecuteRequest struct {
 	// schema. Every schema ptc takes (this one and a ToolDefinition's) has at
 	// most 1 MiB, 10,000 JSON values and 64 levels of nesting, and numbers of
 	// at most 1,000 characters with an exponent within ±1,000; past these
-	// the request is refused with INVALID_ARGUMENT. One check of a document
-	// against a schema takes at most 200,000 steps plus 8 per byte of the
-	// document (a step is about applying one subschema to one value): a
-	// check that needs more fails, as a schema of nested anyOf and $ref can
-	// make it (2^n steps for n levels). A number in a document past the
+	// the request is refused with INVALID_ARGUMENT (so are member names
+	// past 1 KiB, strings past 16 KiB, and regular expressions past 4 KiB or
+	// 10,000 compiled instructions, 50,000 in all). One check of a document
+	// against a schema takes at most 200,000 steps plus 32 per value of the
+	// document (a step is about applying one subschema to one value), and
+	// at most 2 s plus 2 s per MiB of the document: a check that needs more
+	// fails, as a schema of nested anyOf and $ref can make it (2^n steps for
+	// n levels). A number in a document past the
 	// bounds above fails minimum, maximum, exclusiveMinimum,
 	// exclusiveMaximum, multipleOf and "integer".
 	ResultSchemaJson string `protobuf:"bytes,5,opt,name=result_schema_json,json=resultSchemaJson,proto3" json:"result_schema_json,omitempty"`
