@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -252,12 +251,15 @@ func (e *Executor) tenantModules(tenant string, has func(string) bool, compile f
 	tenantCompile := func(ctx context.Context, b []byte) (string, error) {
 		h, err := compile(ctx, b)
 		if err == nil {
-			e.sent.Add(sentKey(tenant, h), struct{}{})
+			e.rememberSent(tenant, h)
 		}
 		return h, err
 	}
 	return tenantHas, tenantCompile
 }
+
+// rememberSent records that tenant sent the bytes of module h.
+func (e *Executor) rememberSent(tenant, h string) { e.sent.Add(sentKey(tenant, h), struct{}{}) }
 
 // checkModule sets p's module hash: the module sent by hash must be held
 // (has), the one sent as bytes is checked and kept (compile) and must
@@ -422,23 +424,24 @@ func (e *Executor) LoadModule(ctx context.Context, module []byte) (string, *faul
 	if max := e.maxSource * wasmModuleFactor; len(module) > max {
 		return "", fault.Reject(fault.CodeInvalidArgument, "the module is %d bytes, more than the %d allowed", len(module), max)
 	}
-	compile := func(ctx context.Context, module []byte) (string, error) {
+	var h string
+	if pool := e.wasmWorkers(); pool != nil {
+		var err error
+		if h, err = pool.CompileModule(ctx, module); err != nil {
+			return "", compileFault("", err)
+		}
+	} else {
 		me, err := l.engine()
 		if err != nil {
-			return "", fmt.Errorf("the WebAssembly engine is unavailable: %w", err)
+			return "", fault.Reject(fault.CodeUnavailable, "the WebAssembly engine is unavailable: %v", err)
 		}
-		return me.Compile(ctx, module)
-	}
-	if pool := e.wasmWorkers(); pool != nil {
-		compile = pool.CompileModule
+		if h, err = me.Compile(ctx, module); err != nil {
+			return "", compileFault("", err)
+		}
 	}
 	// The module is the untenanted caller's (a Runner's requests have no
 	// tenant).
-	_, compile = e.tenantModules("", nil, compile)
-	h, err := compile(ctx, module)
-	if err != nil {
-		return "", compileFault("", err)
-	}
+	e.rememberSent("", h)
 	return h, nil
 }
 
