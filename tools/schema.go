@@ -95,9 +95,10 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 var errInvalidJSON = errors.New("not valid JSON")
 
 // ErrCheckTooCostly is wrapped by Validate's error when checking a
-// document against a schema takes more steps than a document of its size
-// may (see schemaSteps): the schema makes the check cost more than ptc
-// spends on it, as nested anyOf and $ref can (2^n steps for n levels).
+// document against a schema takes more steps, time or errors than a
+// document of its size may (see schemaSteps): the schema makes the check
+// cost more than ptc spends on it, as nested anyOf and $ref can (2^n
+// steps for n levels).
 var ErrCheckTooCostly = errors.New("checking the document against the schema takes too long")
 
 // Bounds on one check of a document against a schema, in the steps of
@@ -236,8 +237,8 @@ type shape struct {
 }
 
 // checkShape holds a schema document to the bounds compiling it within a
-// fraction of a second needs: maxSchemaValues, maxSchemaDepth, and numbers
-// the schema library compares exactly.
+// fraction of a second needs: its values, depth, member names, strings and
+// regular expressions, and numbers the schema library compares exactly.
 // It returns the number of values.
 func checkShape(doc any) (int, error) {
 	var sh shape
@@ -271,12 +272,6 @@ func (sh *shape) walk(v any, depth int) {
 			sh.err = fmt.Errorf("schema has the number %s, which is too large: numbers in a schema have at most 1000 characters and an exponent within ±1000", n)
 		}
 	case map[string]any:
-		for k := range v {
-			if len(k) > maxSchemaName {
-				sh.err = fmt.Errorf("schema has a member name of %d bytes, more than %d", len(k), maxSchemaName)
-				return
-			}
-		}
 		// A member named so may be a property's name, not the keyword:
 		// counted all the same.
 		if p, ok := v["pattern"].(string); ok {
@@ -287,7 +282,11 @@ func (sh *shape) walk(v any, depth int) {
 				sh.addRegexp(p)
 			}
 		}
-		for _, e := range v {
+		for k, e := range v {
+			if len(k) > maxSchemaName {
+				sh.err = fmt.Errorf("schema has a member name of %d bytes, more than %d", len(k), maxSchemaName)
+				return
+			}
 			sh.walk(e, depth+1)
 		}
 	case []any:

@@ -6,6 +6,7 @@ package jsonschema
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"regexp"
 	"regexp/syntax"
@@ -17,7 +18,7 @@ import (
 )
 
 // ErrLimit is returned by ValidateWithin when the validation took all
-// the steps its Limit allows.
+// the steps or errors its Limit allows, or passed its deadline.
 var ErrLimit = errors.New("jsonschema: validation took more steps than its limit allows")
 
 // ErrStopped is returned by ValidateWithin when its Limit's Done channel
@@ -54,8 +55,7 @@ type limiter struct {
 	left     int64
 	done     <-chan struct{}
 	deadline time.Time
-	errors   int64 // errors it may still make (when bounded)
-	bounded  bool  // whether errors are bounded
+	errors   int64 // errors it may still make
 	since    int64 // steps since Done and the deadline were looked at
 }
 
@@ -92,10 +92,8 @@ func (l *limiter) error(n int64) {
 	if l == nil {
 		return
 	}
-	if l.bounded {
-		if l.errors--; l.errors < 0 {
-			panic(limitReached{ErrLimit})
-		}
+	if l.errors--; l.errors < 0 {
+		panic(limitReached{ErrLimit})
 	}
 	l.spend(n)
 }
@@ -119,7 +117,10 @@ func weight(v any) int64 {
 // steps run out and ErrStopped when lim.Done closes first; a panic in
 // the validator (a value it cannot handle) is returned as an error too.
 func (sch *Schema) ValidateWithin(v any, lim Limit) (err error) {
-	l := &limiter{left: lim.Steps, done: lim.Done, deadline: lim.Deadline, errors: lim.Errors, bounded: lim.Errors > 0}
+	l := &limiter{left: lim.Steps, done: lim.Done, deadline: lim.Deadline, errors: lim.Errors}
+	if l.errors <= 0 {
+		l.errors = math.MaxInt64
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if lr, ok := r.(limitReached); ok {
@@ -147,11 +148,8 @@ func ratOf(v any) (*big.Rat, bool) {
 	if len(s) > maxRatLen {
 		return nil, false
 	}
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
-		if err != nil || e > maxRatExponent || e < -maxRatExponent {
-			return nil, false
-		}
+	if e, ok := exponent(s); !ok || e > maxRatExponent || e < -maxRatExponent {
+		return nil, false
 	}
 	return new(big.Rat).SetString(s)
 }
@@ -176,18 +174,16 @@ func ExactNumber(v any) bool {
 // Size is the number of JSON values in v, and one more for every 64
 // bytes of a string or a member name and every 16 of a number: the steps
 // comparing a value to v (const, enum) takes at most.
-func Size(v any) int64 { return size(v) }
-
-func size(v any) int64 {
+func Size(v any) int64 {
 	n := int64(1)
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			n += size(e) + int64(len(k)/64)
+			n += Size(e) + int64(len(k)/64)
 		}
 	case []any:
 		for _, e := range v {
-			n += size(e)
+			n += Size(e)
 		}
 	case string:
 		n += int64(len(v) / 64)
@@ -237,10 +233,8 @@ func numCost(v any) int64 {
 	}
 	s := n.String()
 	cost := int64(len(s))
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		if e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+")); err == nil && e > -maxRatExponent && e < maxRatExponent {
-			cost += int64(max(e, -e))
-		}
+	if e, ok := exponent(s); ok && e > -maxRatExponent && e < maxRatExponent {
+		cost += int64(max(e, -e))
 	}
 	return cost / 16
 }
@@ -314,4 +308,15 @@ func ratCost(r *big.Rat) int64 {
 		return 0
 	}
 	return int64(r.Num().BitLen()+r.Denom().BitLen()) / 64
+}
+
+// exponent is the exponent of the number literal s (0 without one), and
+// false when it does not fit an int.
+func exponent(s string) (int, bool) {
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return 0, true
+	}
+	e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+	return e, err == nil
 }

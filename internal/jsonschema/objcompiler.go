@@ -217,7 +217,7 @@ func (c *objCompiler) compileDraft6(s *Schema) error {
 	if c.hasVocab("validation") {
 		if v, ok := c.obj["const"]; ok {
 			s.Const = &v
-			s.constCost = size(v) // ptc
+			s.constCost = Size(v) // ptc
 		}
 	}
 	return nil

@@ -26,7 +26,7 @@ import (
 // Schema is the representation of a compiled
 // jsonschema.
 type Schema struct {
-	constCost         int64 // ptc: size(*Const), the steps comparing to it takes
+	constCost         int64 // ptc: Size(*Const), the steps comparing to it takes
 	up                urlPtr
 	resource          *Schema
 	dynamicAnchors    map[string]*Schema
@@ -268,7 +268,7 @@ func newEnum(arr []any) *Enum {
 	costs := make([]int64, len(arr)) // ptc
 	for i, item := range arr {
 		types.add(typeOf(item))
-		costs[i] = size(item)
+		costs[i] = Size(item)
 	}
 	return &Enum{arr, types, costs}
 }

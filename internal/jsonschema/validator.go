@@ -386,7 +386,7 @@ func (vd *validator) arrValidate(arr []any) {
 
 	// uniqueItems --
 	if s.UniqueItems && len(arr) > 1 {
-		vd.lim.spend(size(arr)) // ptc: comparing or hashing every item
+		vd.lim.spend(Size(arr)) // ptc: comparing or hashing every item
 		i, j, k := duplicates(arr)
 		if k != nil {
 			vd.addError(k)
