@@ -66,13 +66,7 @@ func TestCallerSchemasBounded(t *testing.T) {
 			&ptcv1.ToolDefinition{Name: "c", OutputSchemaJson: `{"minimum":0}`}, "too large to check"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := f.rpc.Session(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Send(startMsg(tc.script, tc.def)); err != nil {
-				t.Fatal(err)
-			}
+			s := startSession(ctx, t, f.rpc, startMsg(tc.script, tc.def).GetStart())
 			for {
 				m, err := s.Recv()
 				if err == io.EOF {
@@ -102,14 +96,8 @@ func TestCallerSchemasBounded(t *testing.T) {
 		for _, n := range []string{"a", "b", "c"} {
 			defs = append(defs, &ptcv1.ToolDefinition{Name: n, InputSchemaJson: `{"anyOf":[` + branches + `]}`})
 		}
-		s, err := f.rpc.Session(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Send(startMsg(`return 1`, defs...)); err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.Recv()
+		s := startSession(ctx, t, f.rpc, startMsg(`return 1`, defs...).GetStart())
+		_, err := s.Recv()
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "JSON values in all") {
 			t.Fatalf("%v", err)
 		}
