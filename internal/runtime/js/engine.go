@@ -86,6 +86,10 @@ type Engine struct {
 	warm       chan *exec
 	warmGroups atomic.Uint32
 	warming    atomic.Bool
+
+	// standIns is the most stand-ins the guards of one runtime have made
+	// (at most maxStandInHint), which a new runtime's maps are sized for.
+	standIns atomic.Int32
 }
 
 // Option configures an Engine.

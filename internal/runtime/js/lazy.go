@@ -201,4 +201,21 @@ func (x *exec) install(g group) {
 	if g&groupValues != 0 {
 		x.countValues()
 	}
+	x.e.noteStandIns(len(x.wrappers))
+}
+
+// maxStandInHint bounds the size a new runtime's maps of stand-ins are
+// made with (all guard groups together make about 600).
+const maxStandInHint = 1024
+
+// noteStandIns records that a runtime's guards made n stand-ins, so that
+// the next runtimes' maps are made that size.
+func (e *Engine) noteStandIns(n int) {
+	n = min(n, maxStandInHint)
+	for {
+		cur := e.standIns.Load()
+		if int32(n) <= cur || e.standIns.CompareAndSwap(cur, int32(n)) {
+			return
+		}
+	}
 }

@@ -53,8 +53,9 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 		return nil, nil
 	}
 	what := "a built-in"
-	if n := origObj.Get("name"); n != nil && n.String() != "" {
-		what = n.String()
+	name := origObj.Get("name")
+	if name != nil && name.String() != "" {
+		what = name.String()
 	}
 	fn := x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
 		x.enter(what)
@@ -65,10 +66,11 @@ func (x *exec) wrapMethod(v goja.Value, wrap func(call goja.FunctionCall, orig f
 		}
 		return v
 	}).(*goja.Object)
-	for _, p := range []string{"name", "length"} {
-		if v := origObj.Get(p); v != nil {
-			_ = fn.DefineDataProperty(p, v, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-		}
+	if name != nil {
+		_ = fn.DefineDataProperty("name", name, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	if length := origObj.Get("length"); length != nil {
+		_ = fn.DefineDataProperty("length", length, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
 	x.wrappers[fn] = origObj
 	if x.standIns[origObj] == nil {

@@ -21,7 +21,10 @@ func (x *exec) newRuntime() {
 	vm.SetParserOptions(parserOptions...)
 	vm.SetMaxCallStackSize(x.e.maxStack)
 	x.vm = vm
-	x.wrappers, x.standIns = map[*goja.Object]*goja.Object{}, map[*goja.Object]*goja.Object{}
+	// Sized for the stand-ins the Engine's runtimes made so far: a map
+	// grown entry by entry rehashes several times over a few hundred.
+	n := int(x.e.standIns.Load())
+	x.wrappers, x.standIns = make(map[*goja.Object]*goja.Object, n), make(map[*goja.Object]*goja.Object, n)
 	x.bound, x.proxies = map[*goja.Object]int{}, map[*goja.Object]int{}
 	if fn, ok := vm.Get("Function").(*goja.Object); ok {
 		if proto, ok := fn.Get("prototype").(*goja.Object); ok {
