@@ -17,14 +17,21 @@ type Compiled struct {
 
 // Compile checks a tool's name and handler and compiles its schemas. An
 // empty input schema accepts any JSON object.
-func Compile(t Tool) (*Compiled, error) {
+func Compile(t Tool) (*Compiled, error) { return CompileWith(t, CompileSchema) }
+
+// CompileWith is Compile with the tool's schemas compiled by schema
+// instead of CompileSchema: a cache of compiled schemas in front of
+// CompileSchema, for a caller that compiles the same tools for every
+// request. The schemas schema returns are shared by every tool given
+// them; a compiled Schema is safe for concurrent use.
+func CompileWith(t Tool, schema func(json.RawMessage) (*Schema, error)) (*Compiled, error) {
 	if err := ValidateName(t.Name); err != nil {
 		return nil, err
 	}
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q has no handler", t.Name)
 	}
-	c, err := compileDefinition(t.Definition, t.Handler)
+	c, err := compileDefinition(t.Definition, t.Handler, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -36,12 +43,13 @@ func Compile(t Tool) (*Compiled, error) {
 // Check reports whether d can define a tool: its name is valid and its
 // schemas compile. Sources check the definitions they receive with it.
 func (d Definition) Check() error {
-	_, err := compileDefinition(d, nil)
+	_, err := compileDefinition(d, nil, CompileSchema)
 	return err
 }
 
-// compileDefinition compiles a definition's schemas and binds handler.
-func compileDefinition(d Definition, handler Handler) (*Compiled, error) {
+// compileDefinition compiles a definition's schemas with schema and binds
+// handler.
+func compileDefinition(d Definition, handler Handler, schema func(json.RawMessage) (*Schema, error)) (*Compiled, error) {
 	if err := ValidateName(d.Name); err != nil {
 		return nil, err
 	}
@@ -51,11 +59,11 @@ func compileDefinition(d Definition, handler Handler) (*Compiled, error) {
 	}
 	c := &Compiled{Tool: Tool{Definition: d, Handler: handler}}
 	var err error
-	if c.Input, err = CompileSchema(in); err != nil {
+	if c.Input, err = schema(in); err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
 	}
 	if len(d.OutputSchema) > 0 {
-		if c.Output, err = CompileSchema(d.OutputSchema); err != nil {
+		if c.Output, err = schema(d.OutputSchema); err != nil {
 			return nil, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
 		}
 	}

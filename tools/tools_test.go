@@ -175,3 +175,36 @@ func TestRegistrySetGroup(t *testing.T) {
 		t.Fatal(err, r.Names())
 	}
 }
+
+// TestCompileWith: CompileWith compiles a tool's schemas with the given
+// function (the default input schema included), names the schema that
+// failed, and checks the name and handler first.
+func TestCompileWith(t *testing.T) {
+	var got []string
+	schema := func(raw json.RawMessage) (*tools.Schema, error) {
+		got = append(got, string(raw))
+		return tools.CompileSchema(raw)
+	}
+	c, err := tools.CompileWith(tools.Tool{Definition: tools.Definition{Name: "t", OutputSchema: json.RawMessage(`{"type":"array"}`)}, Handler: nop}, schema)
+	if err != nil || c.Input == nil || c.Output == nil {
+		t.Fatal(c, err)
+	}
+	if len(got) != 2 || got[0] != `{"type":"object"}` || got[1] != `{"type":"array"}` {
+		t.Fatalf("compiled %q", got)
+	}
+	cases := []struct {
+		tool tools.Tool
+		want string
+	}{
+		{tools.Tool{Definition: tools.Definition{Name: "1bad"}, Handler: nop}, "name"},
+		{tools.Tool{Definition: tools.Definition{Name: "t"}}, "no handler"},
+		{tools.Tool{Definition: tools.Definition{Name: "t", InputSchema: json.RawMessage(`{"type":3}`)}, Handler: nop}, `tool "t": input schema`},
+		{tools.Tool{Definition: tools.Definition{Name: "t", OutputSchema: json.RawMessage(`{"type":3}`)}, Handler: nop}, `tool "t": output schema`},
+	}
+	for _, tc := range cases {
+		got = nil
+		if _, err := tools.CompileWith(tc.tool, schema); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.tool.Definition, err, tc.want)
+		}
+	}
+}

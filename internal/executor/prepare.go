@@ -136,7 +136,7 @@ func (e *Executor) PrepareContext(ctx context.Context, req core.Request, tenant 
 		p.clientNames = append(p.clientNames, t.Name)
 	}
 	if len(req.ResultSchema) > 0 {
-		s, serr := e.compileResultSchema(req.ResultSchema)
+		s, serr := e.compileSchema(req.Tenant, req.ResultSchema)
 		if serr != nil {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "result_schema_json: %v", serr)
 		}
@@ -287,7 +287,8 @@ func checkModule(ctx context.Context, p *Prepared, has func(string) bool, compil
 // maxClientSchemaValues bounds the JSON values in all the schemas of one
 // request's client tools, twice what tools.CompileSchema takes in one:
 // compiling them is ptcd's work, before admission (about 20 µs and 450
-// bytes a value).
+// bytes a value; a schema the tenant sent before comes from the cache,
+// compileSchema).
 const maxClientSchemaValues = 20_000
 
 // selectTools resolves the allowed server tools and compiles client tools.
@@ -296,6 +297,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 	seen := map[string]bool{}   // every tool's name
 	client := map[string]bool{} // the client tools' names
 	values := 0                 // JSON values in the client tools' schemas
+	schema := func(raw json.RawMessage) (*tools.Schema, error) { return e.compileSchema(req.Tenant, raw) }
 	switch {
 	case req.NoServerTools:
 	case len(req.AllowedTools) == 0:
@@ -327,7 +329,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 			// Its calls pause the execution: the handler never runs.
 			t.Handler = unreachable
 		}
-		c, err := tools.Compile(t)
+		c, err := tools.CompileWith(t, schema)
 		if err != nil {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
 		}
