@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -106,6 +107,28 @@ func BenchmarkClientToolRoundTrip(b *testing.B) {
 		b.ReportMetric(float64(median(trips))/float64(median(pings)), "p50-round-trip/p50-pingpong")
 		b.ReportMetric(float64(median(trips).Nanoseconds())/1e3, "p50-round-trip-µs")
 		b.ReportMetric(float64(median(pings).Nanoseconds())/1e3, "p50-pingpong-µs")
+	}
+}
+
+// BenchmarkSessionTenClientTools runs a one-call Session that declares
+// ten client tools with 25-value input schemas, as a harness declares its
+// tools with every request: the schemas are compiled once, then found in
+// the executor's cache.
+func BenchmarkSessionTenClientTools(b *testing.B) {
+	f := start(b)
+	ctx := context.Background()
+	ts := make([]tools.Tool, 10)
+	for i := range ts {
+		ts[i] = clientTool(fmt.Sprintf("t%d", i), fmt.Sprintf(`{"type":"object","properties":{"member_id":{"type":"string","description":"The member's id (%d)"},"quarter":{"type":"string","enum":["Q1","Q2","Q3","Q4"]},"limit":{"type":"integer","minimum":1,"maximum":100},"tags":{"type":"array","items":{"type":"string"}}},"required":["member_id","quarter"],"additionalProperties":false}`, i),
+			func(context.Context, tools.Call) (json.RawMessage, error) { return json.RawMessage(`{"ok":true}`), nil })
+	}
+	src := `return (await tools.t3({member_id: "e1", quarter: "Q3"})).ok`
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := f.client.Run(ctx, ptc.Request{Source: src}, ts...)
+		if err != nil || res.Error != nil || string(res.Result) != "true" {
+			b.Fatal(err, res.Error)
+		}
 	}
 }
 

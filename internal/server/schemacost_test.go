@@ -102,6 +102,22 @@ func TestCallerSchemasBounded(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	t.Run("client schema that does not compile", func(t *testing.T) {
+		// Refused once, by the executor, whichever way it came.
+		bad := &ptcv1.ToolDefinition{Name: "ask", InputSchemaJson: `{"type":"no-such-type"}`}
+		s := startSession(ctx, t, f.rpc, startMsg(`return 1`, bad).GetStart())
+		_, err := s.Recv()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tool "ask": input schema`) {
+			t.Fatalf("Session: %v", err)
+		}
+		req := jsReq(`return 1`)
+		req.Resumable = true
+		req.ClientTools = []*ptcv1.ToolDefinition{bad}
+		_, err = f.rpc.Execute(ctx, req)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tool "ask": input schema`) {
+			t.Fatalf("Execute: %v", err)
+		}
+	})
 	// ptcd still serves.
 	if res, err := f.rpc.Execute(ctx, jsReq(`return 2`)); err != nil || res.GetResultJson() != "2" {
 		t.Fatalf("%v %v", err, res)

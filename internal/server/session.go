@@ -119,12 +119,10 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		halfCloseGrace: s.halfCloseGrace,
 	}
 	req.Approve = ss.approve
+	// The executor checks the client tools and compiles their schemas
+	// (through its cache, and within its bound on their values together).
 	for _, d := range start.GetClientTools() {
-		def := wire.DefinitionFromPB(d)
-		if err := def.Check(); err != nil {
-			return status.Errorf(codes.InvalidArgument, "client_tools: %v", err)
-		}
-		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def, Handler: ss.forward, Inline: true})
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: wire.DefinitionFromPB(d), Handler: ss.forward, Inline: true})
 	}
 	streamLogs := start.GetExecute().GetStreamLogs()
 	if streamLogs {

@@ -52,12 +52,10 @@ func RequestFromPB(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
 		Resumable:          in.GetResumable(),
 		RequireApproval:    in.GetRequireApproval(),
 	}
+	// The executor checks the client tools and compiles their schemas
+	// (through its cache, and within its bound on their values together).
 	for _, d := range in.GetClientTools() {
-		def := DefinitionFromPB(d)
-		if err := def.Check(); err != nil {
-			return core.Request{}, fault.Reject(fault.CodeInvalidArgument, "client_tools: %v", err)
-		}
-		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: def})
+		req.ClientTools = append(req.ClientTools, tools.Tool{Definition: DefinitionFromPB(d)})
 	}
 	if cs := in.GetClockStart(); cs != nil {
 		if err := cs.CheckValid(); err != nil {
