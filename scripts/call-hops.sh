@@ -52,8 +52,8 @@ percall() {
 }
 
 {
-  bench "kernel floor (pipes, blocking)" 'BenchmarkFloor/transport=pipe/io=blocking$'
-  bench "transport (ipc mailbox, locked)" 'BenchmarkRoundTrip/transport=ipc/wait=mailbox/vm=locked$'
+  bench "kernel floor (pipes, blocking)" '^BenchmarkFloor$/^transport=pipe$/^io=blocking$'
+  bench "transport (ipc mailbox, locked)" '^BenchmarkRoundTrip$/^transport=ipc$/^wait=mailbox$/vm=locked$'
   percall "engine (in-process call)"
   percall "worker call" -workers
 } | tee "$OUT/hops.tsv" >&2
