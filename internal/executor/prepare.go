@@ -291,6 +291,11 @@ func checkModule(ctx context.Context, p *Prepared, has func(string) bool, compil
 // compileSchema).
 const maxClientSchemaValues = 20_000
 
+// MaxClientTools bounds the client tools of one request: a harness
+// declares tens of tools, and every one costs ptcd work before admission
+// (its name checked against the others', its schemas compiled or found).
+const MaxClientTools = 1024
+
 // selectTools resolves the allowed server tools and compiles client tools.
 func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Error) {
 	var out []*tools.Compiled
@@ -318,6 +323,26 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 			seen[n] = true
 		}
 	}
+	if len(req.ClientTools) > MaxClientTools {
+		return nil, fault.Reject(fault.CodeInvalidArgument, "%d client tools: a request declares at most %d", len(req.ClientTools), MaxClientTools)
+	}
+	// spaces maps each namespace of a tool selected so far ("a" and "a.b"
+	// of "a.b.c") to that tool's name: a client tool's name clashes with a
+	// tool's when one is a namespace of the other, found without comparing
+	// every pair.
+	spaces := map[string]string{}
+	addSpaces := func(name string) {
+		for i := 0; i < len(name); i++ {
+			if name[i] == '.' {
+				if _, ok := spaces[name[:i]]; !ok {
+					spaces[name[:i]] = name
+				}
+			}
+		}
+	}
+	for _, o := range out {
+		addSpaces(o.Name)
+	}
 	for _, t := range req.ClientTools {
 		if client[t.Name] {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q is declared twice; declare each client tool once", t.Name)
@@ -339,11 +364,15 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		if values > maxClientSchemaValues {
 			return nil, fault.Reject(fault.CodeInvalidArgument, "client tools: their schemas have more than %d JSON values in all", maxClientSchemaValues)
 		}
-		for _, o := range out {
-			if o.NamespaceClash(t.Name) {
-				return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, o.Name)
+		if other, ok := spaces[t.Name]; ok {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, other)
+		}
+		for i := 0; i < len(t.Name); i++ {
+			if t.Name[i] == '.' && seen[t.Name[:i]] {
+				return nil, fault.Reject(fault.CodeInvalidArgument, "client tool %q clashes with tool %q: a name cannot also be a namespace", t.Name, t.Name[:i])
 			}
 		}
+		addSpaces(t.Name)
 		out = append(out, c)
 		seen[t.Name] = true
 		client[t.Name] = true
