@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -257,6 +258,18 @@ func TestResumeAnswerShapes(t *testing.T) {
 			}
 		})
 	}
+	// More answers than any pause waits for are refused before they are
+	// compared with anything.
+	t.Run("too many", func(t *testing.T) {
+		many := make([]ptc.Answer, 4097)
+		for i := range many {
+			many[i] = ptc.Answer{CallID: fmt.Sprintf("c%d", i), Approve: true}
+		}
+		if _, err := r.Resume(ctx, res.Continuation, many...); !isReason(err, ptc.InvalidArgument, "ANSWERS_INVALID") ||
+			!strings.Contains(err.Error(), "4097 answers") || runs.Load() != 0 {
+			t.Fatalf("%v, ran %d times", err, runs.Load())
+		}
+	})
 }
 
 // TestContinuationsRefused: altered, foreign, expired-by-key, used and

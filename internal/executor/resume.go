@@ -73,6 +73,10 @@ type Resume struct {
 	Module []byte
 }
 
+// MaxAnswers bounds the answers of one resume: a paused execution waits
+// for at most its concurrent tool calls (256 at most) and its approvals.
+const MaxAnswers = 4096
+
 // PrepareResume checks a resume once: the continuation (signature,
 // expiry, tenant), the answers (one per pending call, each of the right
 // kind, outputs valid against the client tool's output schema), and the
@@ -83,6 +87,10 @@ type Resume struct {
 func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fault.Error) {
 	if e.durable == nil {
 		return nil, fault.Reject(fault.CodeFailedPrecondition, "this server does not run resumable executions (it has no continuation keys)").Because(fault.ReasonResumableUnsupported)
+	}
+	if len(r.Answers) > MaxAnswers {
+		// Refused before the digest sorts and encodes them all.
+		return nil, fault.Reject(fault.CodeInvalidArgument, "%d answers: a paused execution waits for at most %d calls", len(r.Answers), MaxAnswers).Because(fault.ReasonAnswersInvalid)
 	}
 	o, ferr := e.durable.Open(ctx, r.Continuation, r.Tenant)
 	if ferr != nil {
