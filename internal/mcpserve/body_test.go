@@ -133,3 +133,42 @@ func TestHTTPBodyTooLarge(t *testing.T) {
 	}
 	mcpserve.WaitBodyBytes(m, func(held int64) bool { return held == 0 })
 }
+
+// TestHTTPBatchBound: a JSON-RPC batch of more than 64 messages is
+// refused with 400 and a JSON-RPC error before any of them is handled;
+// one of 64 is not refused for its length. The session keeps serving.
+func TestHTTPBatchBound(t *testing.T) {
+	_, srv, id := startBodies(t, mcpserve.HTTPConfig{})
+	post := func(body string) (int, []byte) {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokenB)
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	batch := func(n int) string {
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(msgs, ",") + "]"
+	}
+	status, body := post(batch(65))
+	if code, msg := refusal(t, body); status != http.StatusBadRequest || code != -32600 || !strings.Contains(msg, "at most 64 messages") {
+		t.Fatalf("65 messages: %d %q", status, body)
+	}
+	if _, body := post(batch(64)); strings.Contains(string(body), "at most 64 messages") {
+		t.Fatalf("64 messages refused for their number: %q", body)
+	}
+	if status, body := post(`{"jsonrpc":"2.0","id":99,"method":"ping"}`); status != http.StatusOK || !strings.Contains(string(body), `"id":99`) {
+		t.Fatalf("the session no longer serves: %d %q", status, body)
+	}
+}

@@ -173,6 +173,10 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 				writeRefusal(w, berr)
 				return
 			}
+			if batchLen(body) > maxBatchMessages {
+				writeRefusal(w, &bodyError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: msgBatchTooLong})
+				return
+			}
 			// Messages that name a member twice are not read as the
 			// SDK would (the last one wins): an answer becomes an error
 			// answer (an approval is denied), anything else is refused.

@@ -174,3 +174,26 @@ func BenchmarkDuplicateNames(b *testing.B) {
 		}
 	}
 }
+
+// TestBatchLen: a batch's messages are counted at its top level, whatever
+// they hold; a body that is not an array counts 0.
+func TestBatchLen(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, 0},
+		{`[]`, 0},
+		{` [ ] `, 0},
+		{`[{"id":1}]`, 1},
+		{`[{"id":1},{"id":2}]`, 2},
+		{`[{"a":[1,2,{"b":","}]},"x,y",3,[4,5]]`, 4},
+		{`[{"s":"\"],[,"},{"t":"\\"}]`, 2},
+		{"[\n  {\"id\":1} ,\n  {\"id\":2}\n]", 2},
+		{`[{"id":1},`, 2}, // malformed: counted as far as it goes
+	} {
+		if got := batchLen([]byte(tc.body)); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
