@@ -132,6 +132,11 @@ const (
 	// MaxTracedArgumentBytes bounds the arguments kept in one trace record;
 	// larger ones are recorded as {"$truncated":true,"bytes":N,"sha256":"…"}.
 	MaxTracedArgumentBytes = 16 << 10
+	// MaxTracedArgumentsBytes bounds the arguments one execution's trace
+	// keeps in all: past it, each call's arguments are recorded as the
+	// stub MaxTracedArgumentBytes describes, whatever their size (100,000
+	// calls of 16 KiB would otherwise hold 1.6 GB in the server).
+	MaxTracedArgumentsBytes = 8 << 20
 	// MaxKeptResultBytes bounds the tool results one execution's trace
 	// keeps in all (Config.KeepResults): a result past it is recorded as
 	// the stub MaxTracedArgumentBytes describes, so that the response
@@ -215,8 +220,9 @@ type Dispatcher struct {
 	refused     int32
 	resultBytes int64
 	trace       []core.Record
-	// keptBytes counts the results the trace keeps (KeepResults).
-	keptBytes int64
+	// keptBytes counts the results the trace keeps (KeepResults),
+	// argBytes the arguments it keeps.
+	keptBytes, argBytes int64
 }
 
 // New returns a Dispatcher for one execution.
@@ -343,7 +349,7 @@ func (d *Dispatcher) begin(ctx context.Context, name string, args json.RawMessag
 	idx := -1
 	if !over || d.refused < MaxRefusedRecords {
 		idx = len(d.trace)
-		d.trace = append(d.trace, core.Record{Seq: seq, Tool: name, Arguments: traceArgs(args), StartedAfter: start.Sub(d.cfg.Start)})
+		d.trace = append(d.trace, core.Record{Seq: seq, Tool: name, Arguments: d.traceArgs(args), StartedAfter: start.Sub(d.cfg.Start)})
 	}
 	if over {
 		d.refused++
@@ -703,11 +709,15 @@ func ctxError(name string, ctx context.Context) *CallError {
 	return &CallError{Name: NameToolError, Tool: name, Code: tools.CodeCancelled, Message: "the call was cancelled"}
 }
 
-func traceArgs(args json.RawMessage) json.RawMessage {
-	if len(args) <= MaxTracedArgumentBytes {
+// traceArgs returns what a call's trace record keeps of its arguments:
+// a copy, or past MaxTracedArgumentBytes (or once the execution's records
+// keep MaxTracedArgumentsBytes in all) a stub. d.mu is held.
+func (d *Dispatcher) traceArgs(args json.RawMessage) json.RawMessage {
+	if len(args) <= MaxTracedArgumentBytes && d.argBytes+int64(len(args)) <= MaxTracedArgumentsBytes {
+		d.argBytes += int64(len(args))
 		return append(json.RawMessage(nil), args...)
 	}
-	return core.StubJSON(args, MaxTracedArgumentBytes)
+	return core.StubJSON(args, -1)
 }
 
 // listNames renders tool names for an error message: comma-separated, at

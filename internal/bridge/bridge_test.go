@@ -295,6 +295,42 @@ func TestAnyObjectArguments(t *testing.T) {
 	}
 }
 
+// TestTracedArgumentsBounded: a trace keeps call arguments up to
+// MaxTracedArgumentsBytes in all; past it every call's arguments, small
+// ones too, are kept as their stub, and the tool still gets them whole.
+func TestTracedArgumentsBounded(t *testing.T) {
+	args := json.RawMessage(`{"s":"` + strings.Repeat("y", bridge.MaxTracedArgumentBytes-8) + `"}`)
+	fit := int(bridge.MaxTracedArgumentsBytes / len(args))
+	var got int
+	d := bridge.New(bridge.Config{ExecutionID: "ex", MaxCalls: int32(fit + 2), MaxConcurrent: 1, Tools: []*tools.Compiled{
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "echo"}, Handler: func(_ context.Context, c tools.Call) (json.RawMessage, error) {
+			got = len(c.Arguments)
+			return json.RawMessage(`1`), nil
+		}}),
+	}})
+	small := json.RawMessage(`{}`)
+	for i := 0; i < fit+2; i++ {
+		a := args
+		if i == fit+1 {
+			a = small
+		}
+		if _, err := d.Call(context.Background(), "echo", a); err != nil || got != len(a) {
+			t.Fatalf("call %d: %v, the tool got %d bytes", i+1, err, got)
+		}
+	}
+	tr := d.Trace()
+	stub := func(b json.RawMessage) string {
+		sum := sha256.Sum256(b)
+		return fmt.Sprintf(`{"$truncated":true,"bytes":%d,"sha256":%q}`, len(b), hex.EncodeToString(sum[:]))
+	}
+	if string(tr[fit-1].Arguments) != string(args) {
+		t.Fatalf("record %d (within the bound) keeps %d bytes", fit, len(tr[fit-1].Arguments))
+	}
+	if string(tr[fit].Arguments) != stub(args) || string(tr[fit+1].Arguments) != stub(small) {
+		t.Fatalf("past the bound: %s, %s", tr[fit].Arguments, tr[fit+1].Arguments)
+	}
+}
+
 // TestKeptResultsBounded: a trace keeps tool results up to
 // MaxKeptResultBytes in all; a result past that is kept as its stub (size
 // and SHA-256), and the script still gets it whole.
