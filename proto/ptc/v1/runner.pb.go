@@ -544,7 +544,8 @@ type ExecuteRequest struct {
 	// client_tools are tools the caller serves in a resumable Execute: a call
 	// to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
 	// resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
-	// its client tools in SessionStart).
+	// its client tools in SessionStart). At most 1,024, their schemas at most
+	// 20,000 JSON values in all (INVALID_ARGUMENT).
 	ClientTools []*ToolDefinition `protobuf:"bytes,16,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
 	// require_approval names server tools whose calls the caller wants to
 	// approve, besides those the server requires approval for. An unknown
@@ -1271,7 +1272,8 @@ type ResumeRequest struct {
 	Continuation string `protobuf:"bytes,1,opt,name=continuation,proto3" json:"continuation,omitempty"`
 	// answers answer the pending actions, one each, in any order. A retry
 	// must send the same answers (in any order): they are compared by the
-	// SHA-256 of a canonical encoding.
+	// SHA-256 of a canonical encoding. At most 4,096 (INVALID_ARGUMENT, reason
+	// ANSWERS_INVALID): a pause waits for fewer.
 	Answers []*ActionAnswer `protobuf:"bytes,2,rep,name=answers,proto3" json:"answers,omitempty"`
 	// wasm_module is the WebAssembly module of a paused WASM execution, sent
 	// only when the server answered FAILED_PRECONDITION because it no longer
@@ -1901,7 +1903,8 @@ type ToolCallRecord struct {
 	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	// arguments_json is the JSON arguments the program passed. Arguments larger
 	// than 16 KiB are replaced by a summary object
-	// {"$truncated":true,"bytes":N,"sha256":"<hex>"}.
+	// {"$truncated":true,"bytes":N,"sha256":"<hex>"}, and so are every call's
+	// once the execution's trace keeps 8 MiB of arguments.
 	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// ok is set when the tool returned a result that passed validation.
 	Ok bool `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
@@ -2481,7 +2484,9 @@ type SessionStart struct {
 	Execute *ExecuteRequest `protobuf:"bytes,1,opt,name=execute,proto3" json:"execute,omitempty"`
 	// client_tools are tools the caller serves itself: the server sends a
 	// ToolCall for each call the program makes to one of them. Their names must
-	// not collide with server tools or with each other (INVALID_ARGUMENT).
+	// not collide with server tools or with each other (INVALID_ARGUMENT). At
+	// most 1,024, their schemas at most 20,000 JSON values in all
+	// (INVALID_ARGUMENT).
 	ClientTools   []*ToolDefinition `protobuf:"bytes,2,rep,name=client_tools,json=clientTools,proto3" json:"client_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -202,7 +202,8 @@ export type ExecuteRequest = Message<"ptc.v1.ExecuteRequest"> & {
    * client_tools are tools the caller serves in a resumable Execute: a call
    * to one of them pauses the execution (ACTION_KIND_CLIENT_TOOL). Without
    * resumable, Execute refuses them with INVALID_ARGUMENT (Session takes
-   * its client tools in SessionStart).
+   * its client tools in SessionStart). At most 1,024, their schemas at most
+   * 20,000 JSON values in all (INVALID_ARGUMENT).
    *
    * @generated from field: repeated ptc.v1.ToolDefinition client_tools = 16;
    */
@@ -634,7 +635,8 @@ export type ResumeRequest = Message<"ptc.v1.ResumeRequest"> & {
   /**
    * answers answer the pending actions, one each, in any order. A retry
    * must send the same answers (in any order): they are compared by the
-   * SHA-256 of a canonical encoding.
+   * SHA-256 of a canonical encoding. At most 4,096 (INVALID_ARGUMENT, reason
+   * ANSWERS_INVALID): a pause waits for fewer.
    *
    * @generated from field: repeated ptc.v1.ActionAnswer answers = 2;
    */
@@ -1012,7 +1014,8 @@ export type ToolCallRecord = Message<"ptc.v1.ToolCallRecord"> & {
   /**
    * arguments_json is the JSON arguments the program passed. Arguments larger
    * than 16 KiB are replaced by a summary object
-   * {"$truncated":true,"bytes":N,"sha256":"<hex>"}.
+   * {"$truncated":true,"bytes":N,"sha256":"<hex>"}, and so are every call's
+   * once the execution's trace keeps 8 MiB of arguments.
    *
    * @generated from field: string arguments_json = 3;
    */
@@ -1350,7 +1353,9 @@ export type SessionStart = Message<"ptc.v1.SessionStart"> & {
   /**
    * client_tools are tools the caller serves itself: the server sends a
    * ToolCall for each call the program makes to one of them. Their names must
-   * not collide with server tools or with each other (INVALID_ARGUMENT).
+   * not collide with server tools or with each other (INVALID_ARGUMENT). At
+   * most 1,024, their schemas at most 20,000 JSON values in all
+   * (INVALID_ARGUMENT).
    *
    * @generated from field: repeated ptc.v1.ToolDefinition client_tools = 2;
    */
