@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -44,22 +45,40 @@ func (c requestCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Ma
 // Unmarshal decodes as the proto codec does; a message that does not
 // decode is left empty and marked with the error.
 func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(protov2.Message)
+	if ok {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData()
+		} else {
+			b = data.Materialize()
+		}
+		total := 0
+		if err := countEntries(b, m.ProtoReflect().Descriptor(), 0, &total); err != nil {
+			mark(m, err)
+			return nil
+		}
+	}
 	err := c.base.Unmarshal(data, v)
 	if err == nil {
 		return nil
 	}
-	m, ok := v.(protov2.Message)
 	if !ok {
 		return err
 	}
+	mark(m, err)
+	return nil
+}
+
+// mark leaves m empty and marked with err.
+func mark(m protov2.Message, err error) {
 	protov2.Reset(m)
 	text := err.Error()
 	if len(text) > maxDecodeErrorBytes {
 		text = text[:maxDecodeErrorBytes]
 	}
-	mark := protowire.AppendTag(nil, badMessageField, protowire.BytesType)
-	m.ProtoReflect().SetUnknown(protowire.AppendBytes(mark, []byte(text)))
-	return nil
+	tag := protowire.AppendTag(nil, badMessageField, protowire.BytesType)
+	m.ProtoReflect().SetUnknown(protowire.AppendBytes(tag, []byte(text)))
 }
 
 // Name is the proto codec's name: the codec replaces it.
@@ -96,6 +115,9 @@ func decodeError(v any) (string, bool) {
 
 // malformed is the status of a request that did not decode.
 func malformed(text string) error {
+	if strings.HasPrefix(text, tooManyPrefix) {
+		return status.Error(codes.InvalidArgument, "the request has "+text)
+	}
 	return status.Error(codes.InvalidArgument, fmt.Sprintf("the request is not a valid protobuf message of the ptc.v1 contract (%q); check the client's encoding: strings must be UTF-8", text))
 }
 
