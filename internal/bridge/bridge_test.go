@@ -295,6 +295,35 @@ func TestAnyObjectArguments(t *testing.T) {
 	}
 }
 
+// TestArgumentsInAllBounded: an execution's calls pass at most
+// MaxArgumentBytesInAll bytes of arguments in all; the call that would go
+// past it is refused invalid_arguments without reaching its tool, and
+// smaller calls that fit still run.
+func TestArgumentsInAllBounded(t *testing.T) {
+	big := json.RawMessage(`{"s":"` + strings.Repeat("z", bridge.MaxArgumentBytes-1024) + `"}`)
+	fit := int(bridge.MaxArgumentBytesInAll / len(big))
+	runs := 0
+	d := bridge.New(bridge.Config{ExecutionID: "ex", MaxCalls: int32(fit + 3), MaxConcurrent: 1, Tools: []*tools.Compiled{
+		compile(t, tools.Tool{Definition: tools.Definition{Name: "put"}, Handler: func(context.Context, tools.Call) (json.RawMessage, error) {
+			runs++
+			return json.RawMessage(`1`), nil
+		}}),
+	}})
+	for i := 0; i < fit; i++ {
+		if _, err := d.Call(context.Background(), "put", big); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	_, err := d.Call(context.Background(), "put", big)
+	var ce *bridge.CallError
+	if !errors.As(err, &ce) || ce.Code != tools.CodeInvalidArguments || !strings.Contains(ce.Message, "in all") || runs != fit {
+		t.Fatalf("past the bound: %v (the tool ran %d times, want %d)", err, runs, fit)
+	}
+	if _, err := d.Call(context.Background(), "put", json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("a small call that fits: %v", err)
+	}
+}
+
 // TestTracedArgumentsBounded: a trace keeps call arguments up to
 // MaxTracedArgumentsBytes in all; past it every call's arguments, small
 // ones too, are kept as their stub, and the tool still gets them whole.

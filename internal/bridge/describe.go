@@ -28,6 +28,21 @@ type Description struct {
 	OutputSchema     any    `json:"output_schema,omitempty"`
 	RequiresApproval bool   `json:"requires_approval,omitempty"`
 	TypeScript       string `json:"typescript"`
+
+	// encoded is the description's JSON, made once with it (Describe):
+	// every engine sends a description on as JSON, and encoding the
+	// decoded schemas again for each describe cost milliseconds.
+	encoded json.RawMessage
+}
+
+// MarshalJSON returns the description's JSON: the one made with it when
+// Describe made it.
+func (d Description) MarshalJSON() ([]byte, error) {
+	if d.encoded != nil {
+		return d.encoded, nil
+	}
+	type plain Description
+	return json.Marshal(plain(d))
 }
 
 // describer holds what discovery makes once per execution: the search
@@ -86,6 +101,9 @@ func (d *Dispatcher) Describe(name string) (Description, bool) {
 		return desc, true
 	}
 	desc := d.describe(t)
+	if b, err := json.Marshal(desc); err == nil {
+		desc.encoded = b
+	}
 	if d.desc.described == nil {
 		d.desc.described = map[string]Description{}
 	}
