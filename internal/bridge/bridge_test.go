@@ -322,6 +322,12 @@ func TestArgumentsInAllBounded(t *testing.T) {
 	if _, err := d.Call(context.Background(), "put", json.RawMessage(`{}`)); err != nil {
 		t.Fatalf("a small call that fits: %v", err)
 	}
+	// The trace's stubs hash MaxArgumentBytesInAll at most: past it a
+	// stub gives the size alone.
+	tr := d.Trace()
+	if !strings.Contains(string(tr[0].Arguments), `"sha256"`) || string(tr[fit].Arguments) != fmt.Sprintf(`{"$truncated":true,"bytes":%d}`, len(big)) {
+		t.Fatalf("stubs: first %s, past the bound %s", tr[0].Arguments, tr[fit].Arguments)
+	}
 }
 
 // TestTracedArgumentsBounded: a trace keeps call arguments up to

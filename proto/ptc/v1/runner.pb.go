@@ -1904,7 +1904,8 @@ type ToolCallRecord struct {
 	// arguments_json is the JSON arguments the program passed. Arguments larger
 	// than 16 KiB are replaced by a summary object
 	// {"$truncated":true,"bytes":N,"sha256":"<hex>"}, and so are every call's
-	// once the execution's trace keeps 8 MiB of arguments.
+	// once the execution's trace keeps 8 MiB of arguments; once its summaries
+	// have hashed 64 MiB, they give "bytes" alone.
 	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// ok is set when the tool returned a result that passed validation.
 	Ok bool `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`

@@ -1015,7 +1015,8 @@ export type ToolCallRecord = Message<"ptc.v1.ToolCallRecord"> & {
    * arguments_json is the JSON arguments the program passed. Arguments larger
    * than 16 KiB are replaced by a summary object
    * {"$truncated":true,"bytes":N,"sha256":"<hex>"}, and so are every call's
-   * once the execution's trace keeps 8 MiB of arguments.
+   * once the execution's trace keeps 8 MiB of arguments; once its summaries
+   * have hashed 64 MiB, they give "bytes" alone.
    *
    * @generated from field: string arguments_json = 3;
    */
