@@ -356,7 +356,7 @@ func (e *Executor) selectTools(req core.Request) ([]*tools.Compiled, *fault.Erro
 		}
 		c, err := tools.CompileWith(t, schema)
 		if err != nil {
-			return nil, fault.Reject(fault.CodeInvalidArgument, "client tool: %v", err)
+			return nil, fault.Reject(fault.CodeInvalidArgument, "client_tools: %v", err)
 		}
 		if values += c.Input.Values(); c.Output != nil {
 			values += c.Output.Values()

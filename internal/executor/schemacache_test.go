@@ -102,7 +102,7 @@ func TestSchemaCache(t *testing.T) {
 	bad.ClientTools = []tools.Tool{clientTool("bad", json.RawMessage(`{"type":"no-such-type"}`), nil)}
 	for range 2 {
 		_, ferr := e.Prepare(bad, limits.Limits{})
-		if ferr == nil || ferr.Code != fault.CodeInvalidArgument || !strings.Contains(ferr.Message, `client tool: tool "bad": input schema`) {
+		if ferr == nil || ferr.Code != fault.CodeInvalidArgument || !strings.Contains(ferr.Message, `client_tools: tool "bad": input schema`) {
 			t.Fatalf("bad schema: %v", ferr)
 		}
 	}
