@@ -44,29 +44,24 @@ func (c requestCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Ma
 
 // Unmarshal decodes as the proto codec does; a message that does not
 // decode is left empty and marked with the error.
+// A ptc.v1 message is made contiguous once (as the proto codec does),
+// its repeated fields counted there (counts.go), then decoded from it.
 func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(protov2.Message)
-	if ok {
-		var b []byte
-		if len(data) == 1 {
-			b = data[0].ReadOnlyData()
-		} else {
-			b = data.Materialize()
-		}
-		total := 0
-		if err := countEntries(b, m.ProtoReflect().Descriptor(), 0, &total); err != nil {
-			mark(m, err)
-			return nil
-		}
-	}
-	err := c.base.Unmarshal(data, v)
-	if err == nil {
-		return nil
-	}
 	if !ok {
-		return err
+		return c.base.Unmarshal(data, v)
 	}
-	mark(m, err)
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	b := buf.ReadOnlyData()
+	total := 0
+	err := countEntries(b, m.ProtoReflect().Descriptor(), 0, &total)
+	if err == nil {
+		err = protov2.Unmarshal(b, m)
+	}
+	if err != nil {
+		mark(m, err)
+	}
 	return nil
 }
 
