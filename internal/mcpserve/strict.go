@@ -160,24 +160,17 @@ func batchLen(body []byte) int {
 	if len(body) == 0 || body[0] != '[' {
 		return 0
 	}
-	depth, n := 0, 0
-	inString, escaped, element := false, false, false
-	for _, c := range body {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+	depth, n, element := 0, 0, false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
 		case '"':
-			inString = true
+			end, _ := stringEnd(body, i)
+			if end < 0 {
+				end = len(body)
+			}
+			element, i = true, end-1
 		case '[', '{':
+			element = element || depth > 0
 			depth++
 		case ']', '}':
 			depth--
@@ -185,11 +178,8 @@ func batchLen(body []byte) int {
 			if depth == 1 {
 				n++
 			}
-			continue
 		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		if depth >= 1 && !(depth == 1 && (c == '[' || c == ']')) {
+		default: // numbers and literals
 			element = true
 		}
 	}
