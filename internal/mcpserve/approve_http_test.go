@@ -16,9 +16,10 @@ import (
 // rawHTTP is an MCP client over streamable HTTP written by hand: it
 // posts messages as given and reads answers and event streams.
 type rawHTTP struct {
-	t   *testing.T
-	url string
-	id  string // the session id
+	t       *testing.T
+	url     string
+	id      string // the session id
+	version string // the Mcp-Protocol-Version sent ("2025-06-18" when empty)
 }
 
 // post sends one body on the session; it returns the response (the
@@ -29,7 +30,11 @@ func (c *rawHTTP) post(body string) *http.Response {
 	req.Header.Set("Authorization", "Bearer "+tokenB)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	version := c.version
+	if version == "" {
+		version = "2025-06-18"
+	}
+	req.Header.Set("Mcp-Protocol-Version", version)
 	if c.id != "" {
 		req.Header.Set("Mcp-Session-Id", c.id)
 	}

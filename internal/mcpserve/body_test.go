@@ -92,17 +92,9 @@ func TestHTTPBodyBytesInFlight(t *testing.T) {
 	slow := partialPost(t, srv, id, 60000, 1000)
 	mcpserve.WaitBodyBytes(m, func(held int64) bool { return held > 60000 })
 
+	c := &rawHTTP{t: t, url: srv.URL, id: id, version: "2025-11-25"}
 	call := func() (int, http.Header, []byte) {
-		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`+strings.Repeat(" ", 8000)))
-		req.Header.Set("Authorization", "Bearer "+tokenB)
-		req.Header.Set("Mcp-Session-Id", id)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}` + strings.Repeat(" ", 8000))
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, b
@@ -139,17 +131,9 @@ func TestHTTPBodyTooLarge(t *testing.T) {
 // one of 64 is not refused for its length. The session keeps serving.
 func TestHTTPBatchBound(t *testing.T) {
 	_, srv, id := startBodies(t, mcpserve.HTTPConfig{})
+	c := &rawHTTP{t: t, url: srv.URL, id: id, version: "2025-03-26"} // a version that allows batches
 	post := func(body string) (int, []byte) {
-		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tokenB)
-		req.Header.Set("Mcp-Session-Id", id)
-		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := c.post(body)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
