@@ -41,18 +41,24 @@ func (x *exec) uncaught(v goja.Value) *fault.Error {
 	return fe
 }
 
+// reasonError is the error of an execution interrupted for reason.
+func (x *exec) reasonError(reason interruptReason) *fault.Error {
+	switch reason {
+	case reasonCPU:
+		return x.cpuError()
+	case reasonTimeout:
+		return x.timeoutError()
+	default:
+		return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
+	}
+}
+
 // classify turns an error from goja into a fault.
 func (x *exec) classify(err error) *fault.Error {
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		switch ie.Value() {
-		case reasonCPU:
-			return x.cpuError()
-		case reasonTimeout:
-			return x.timeoutError()
-		default:
-			return fault.New(fault.KindCancelled, "the execution was cancelled by the caller")
-		}
+		reason, _ := ie.Value().(interruptReason)
+		return x.reasonError(reason)
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/dop251/goja"
 )
@@ -379,6 +380,42 @@ func (x *exec) oneShotIterable(obj *goja.Object, method goja.Value) goja.Value {
 	return o
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
+// itoa names index i.
+func itoa(i int) string {
+	if i >= 0 && i < smallIndices {
+		return indexNames()[i]
+	}
+	return strconv.Itoa(i)
+}
 
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) }
+// ftoa names index f, a whole number.
+func ftoa(f float64) string {
+	if f >= 0 && f < smallIndices && f == math.Trunc(f) {
+		return indexNames()[int(f)]
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', 0, 64)
+}
+
+// smallIndices is how many indices have their names made once: walking
+// an array names every index it visits (JSON.stringify, the guarded
+// built-ins), and formatting each took most of the walk.
+const smallIndices = 4096
+
+// indexNames are the names of the first smallIndices indices, slices of
+// one string, made the first time they are needed.
+var indexNames = sync.OnceValue(func() []string {
+	var b []byte
+	ends := make([]int, smallIndices)
+	for i := range smallIndices {
+		b = strconv.AppendInt(b, int64(i), 10)
+		ends[i] = len(b)
+	}
+	all, names, start := string(b), make([]string, smallIndices), 0
+	for i, end := range ends {
+		names[i], start = all[start:end], end
+	}
+	return names
+})

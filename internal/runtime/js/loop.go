@@ -441,6 +441,11 @@ func (x *exec) result(v goja.Value) (json.RawMessage, *fault.Error) {
 			"the result would need %d bytes of JSON, more than the memory limit of %d bytes; return less (aggregate, filter or summarise)", mo.n, m)
 	}
 	if err != nil {
+		if reason := x.outOfTime(); reason != 0 {
+			// Out of time while serialising (tick), or while a toJSON
+			// or getter ran: the limit, not the script, ended it.
+			return nil, x.reasonError(reason)
+		}
 		var ex *goja.Exception
 		if errors.As(err, &ex) && !isUncatchable(err) {
 			fe := fault.New(fault.KindScript, "the return value cannot be converted to JSON: %s", x.describe(ex.Value()))

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
@@ -106,5 +107,40 @@ func TestResultPastMemoryLimit(t *testing.T) {
 	}
 	if !strings.Contains(out.Err.Message, "memory limit") {
 		t.Fatalf("message %q", out.Err.Message)
+	}
+}
+
+// TestSerialisingRunsOutOfTime: serialising a value can take far longer
+// than its text suggests — here 20,000 references to one object of
+// 20,000 properties without a JSON representation, 400 million
+// properties visited for 120 KB of text — in native code the VM's
+// interrupt does not reach. The serialisation looks at the clock as it
+// goes: a result, or a JSON.stringify inside the script (caught or not),
+// ends with the limit that ran out, TIMEOUT or CPU_LIMIT, instead of
+// running on to its own end.
+func TestSerialisingRunsOutOfTime(t *testing.T) {
+	const wide = `const o = {}; for (let i = 0; i < 20000; i++) o["k" + i] = undefined; const b = new Array(20000).fill(o);`
+	timeout := limits.Limits{Timeout: 200 * time.Millisecond}
+	cpu := limits.Limits{CPUTime: 200 * time.Millisecond, Timeout: time.Hour}
+	cases := []struct {
+		name string
+		src  string
+		lim  limits.Limits
+		want fault.Kind
+	}{
+		{"result past the timeout", wide + `return b`, timeout, fault.KindTimeout},
+		{"result past the CPU time", wide + `return b`, cpu, fault.KindCPULimit},
+		{"stringify past the timeout", wide + `return JSON.stringify(b).length`, timeout, fault.KindTimeout},
+		{"stringify past the CPU time", wide + `return JSON.stringify(b).length`, cpu, fault.KindCPULimit},
+		{"stringify caught, again and again", wide + `for (;;) { try { JSON.stringify(b) } catch (e) {} }`, timeout, fault.KindTimeout},
+	}
+	e := js.New()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, _ := run(t, e, tc.src, runOpts{limits: tc.lim})
+			if out.Err == nil || out.Err.Kind != tc.want || out.Result != nil {
+				t.Fatalf("outcome %v, result %d bytes; want %v", out.Err, len(out.Result), tc.want)
+			}
+		})
 	}
 }

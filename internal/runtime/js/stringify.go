@@ -24,6 +24,7 @@ type jsonState struct {
 	max      int           // the longest output allowed
 	limit    int           // a result's size limit in bytes (0: none), see room
 	arg      [1]goja.Value // Array.isArray's argument, reused
+	steps    int           // the elements and properties visited, see tick
 }
 
 // stringifyJS is JSON.stringify(value, replacer, space): a string, or
@@ -419,6 +420,7 @@ func (st *jsonState) object(obj *goja.Object) {
 		}
 		st.byte('[')
 		for i := 0.0; i < n; i++ {
+			st.tick()
 			if i > 0 {
 				st.byte(',')
 			}
@@ -445,6 +447,7 @@ func (st *jsonState) object(obj *goja.Object) {
 	st.byte('{')
 	empty := true
 	for i := 0; i < n; i++ {
+		st.tick()
 		var k jsonKey
 		if keys != nil {
 			k = keys[i]
@@ -482,6 +485,30 @@ func (st *jsonState) object(obj *goja.Object) {
 	}
 	st.close('}')
 	st.room(0, 0)
+}
+
+// timeCheckSteps is how many elements and properties a serialisation
+// visits between two looks at the clock.
+const timeCheckSteps = 4096
+
+// tick counts a visited element or property and, every timeCheckSteps,
+// stops the serialisation when the execution has run out of time or was
+// cancelled: a value whose JSON is far larger than its heap (one array
+// referenced a million times) takes seconds to serialise, in native code
+// the VM's interrupt does not reach. Inside a script the VM is
+// interrupted as well, so that catching the RangeError does not help; a
+// result's serialisation (the VM no longer running) ends with the limit
+// that ran out (see result).
+func (st *jsonState) tick() {
+	st.checkSize()
+	st.steps++
+	if st.steps%timeCheckSteps != 0 {
+		return
+	}
+	if reason := st.x.outOfTime(); reason != 0 {
+		st.x.vm.Interrupt(reason)
+		st.x.throwRange("JSON.stringify: the execution ran out of time")
+	}
 }
 
 func (st *jsonState) str(s string) { st.b = append(st.b, s...) }

@@ -253,6 +253,24 @@ func TestNonInterruptibleBuiltin(t *testing.T) {
 	}
 }
 
+// TestSerialisationStopsItself: a result whose serialisation visits 400
+// million properties for 120 KB of text runs past its deadline in native
+// code; the serialisation looks at the clock itself, so the worker ends
+// the execution with TIMEOUT and is not killed for it.
+func TestSerialisationStopsItself(t *testing.T) {
+	p := newPool(t, Config{Workers: 1})
+	l := testLimits()
+	l.Timeout = 300 * time.Millisecond
+	job, _ := newJob(t, `const o = {}; for (let i = 0; i < 20000; i++) o["k" + i] = undefined; return new Array(20000).fill(o)`, l)
+	out := p.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Kind != fault.KindTimeout || out.Result != nil {
+		t.Fatalf("outcome %v, want TIMEOUT", out.Err)
+	}
+	if s := p.Stats(); s.Killed != 0 || s.Died != 0 {
+		t.Errorf("stats %+v, want no kill and no death", s)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	p := newPool(t, Config{Workers: 1})
 	entered := make(chan struct{}, 1)
