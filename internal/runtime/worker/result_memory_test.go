@@ -12,7 +12,7 @@ import (
 
 // TestResultMemoryCharged: the memory a result takes while it is built is
 // the execution's. A value whose JSON is far larger than its heap — one
-// array referenced 32,000 times (a 64 MB text from a few MB of heap), a
+// array referenced 1,000 times (a 65 MB text from a few KB of heap), a
 // string repeated — either ends OK with a peak within memory_bytes or ends
 // MEMORY_LIMIT with its limit and what was observed; never OK with a peak
 // above the limit (a 64 MB result used to report 298 MiB against a
@@ -22,9 +22,12 @@ import (
 func TestResultMemoryCharged(t *testing.T) {
 	const ok = fault.KindUnspecified // no error
 	const (
-		shared64MB = `const a = new Array(1000).fill(0); return new Array(32000).fill(a)`
+		// One array of 1,000 short strings, referenced 1,000 times: 65 MB
+		// of JSON (a string's text is copied, not built a value at a
+		// time, so the serialisation takes a second, not ten).
+		shared64MB = `const a = new Array(1000).fill("x".repeat(62)); return new Array(1000).fill(a)`
 		strings58  = `const s = "x".repeat(8 << 20); return new Array(7).fill(s)`
-		shared400  = `const a = new Array(1000).fill(0); return new Array(200000).fill(a)`
+		shared400  = `const a = new Array(1000).fill("x".repeat(62)); return new Array(6200).fill(a)`
 	)
 	cases := []struct {
 		name   string
@@ -48,7 +51,9 @@ func TestResultMemoryCharged(t *testing.T) {
 				l := testLimits()
 				l.MemoryBytes = tc.memory
 				l.MaxOutputBytes = 64 << 20 // MaxUntruncatedBytes, as with the overflow policy truncate
-				l.Timeout, l.CPUTime = time.Minute, time.Minute
+				// The time limits are not what is tested: generous, for a
+				// loaded machine.
+				l.Timeout, l.CPUTime = 5*time.Minute, 5*time.Minute
 				var pid int
 				if mode == ModeWorker {
 					pid = idlePID(t, p)
