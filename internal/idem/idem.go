@@ -73,9 +73,19 @@ type Config struct {
 	// waits for one to come back before it is abandoned (Call.Abandon;
 	// the table itself does not read it).
 	Linger time.Duration
+	// MaxWaiters bounds the callers waiting at once for one running
+	// execution, its first caller included (DefaultMaxWaiters when 0): a
+	// caller past it is refused with a *BusyError instead of waiting.
+	// Admission bounds the running executions, this what waits for them.
+	MaxWaiters int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
+
+// DefaultMaxWaiters is Config.MaxWaiters when it is 0: a client that
+// retries after a lost connection waits once, alongside the first call
+// it lost track of, with room for a few impatient retries more.
+const DefaultMaxWaiters = 8
 
 // MismatchError is a request whose id was used by another request.
 type MismatchError struct {
@@ -103,12 +113,26 @@ func (e *NotKeptError) Error() string {
 	return fmt.Sprintf("execution %q already ran, but its outcome (%d bytes) was not kept: the server keeps at most %d bytes of outcomes (idempotency.max_bytes); use a new execution_id to run it again", e.Key.ID, e.Size, e.Limit)
 }
 
+// BusyError is a repeated request refused because MaxWaiters callers
+// already wait for its running execution.
+type BusyError struct {
+	Key Key
+	// Waiters is how many wait, the bound.
+	Waiters int
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("execution %q is still running and %d callers already wait for its outcome, as many as may; retry later with the same request to get it", e.Key.ID, e.Waiters)
+}
+
 // Call is one execution under its id: running, or ended with an outcome
 // (its value and size) or an error that kept it from running.
 type Call[V any] struct {
+	key  Key
 	done chan struct{}
 	val  V
 	err  error
+	max  int // MaxWaiters
 
 	// mu guards the waiters and the abandon timer (Abandon).
 	mu      sync.Mutex
@@ -129,9 +153,19 @@ func (c *Call[V]) Abandon(linger time.Duration, f func()) {
 }
 
 // Wait waits for the execution's outcome, or for ctx to end (then it
-// returns ctx's error).
+// returns ctx's error). While the execution runs, at most MaxWaiters
+// callers wait: one more gets a *BusyError at once.
 func (c *Call[V]) Wait(ctx context.Context) (V, error) {
 	c.mu.Lock()
+	select {
+	case <-c.done:
+	default:
+		if c.waiters >= c.max {
+			c.mu.Unlock()
+			var zero V
+			return zero, &BusyError{Key: c.key, Waiters: c.waiters}
+		}
+	}
 	c.waiters++
 	if c.timer != nil {
 		c.timer.Stop()
@@ -203,6 +237,9 @@ func New[V any](cfg Config) *Table[V] {
 	if cfg.MaxEntries < 1 {
 		cfg.MaxEntries = 1
 	}
+	if cfg.MaxWaiters < 1 {
+		cfg.MaxWaiters = DefaultMaxWaiters
+	}
 	return &Table[V]{cfg: cfg, entries: map[Key]*record[V]{}, ended: list.New(), tenants: map[string]*tenantUse{}}
 }
 
@@ -225,7 +262,7 @@ func (t *Table[V]) Claim(key Key, d Digest) (c *Call[V], first bool, err error) 
 		}
 		return r.call, false, nil
 	}
-	r := &record[V]{key: key, digest: d, call: &Call[V]{done: make(chan struct{})}}
+	r := &record[V]{key: key, digest: d, call: &Call[V]{key: key, done: make(chan struct{}), max: t.cfg.MaxWaiters}}
 	t.entries[key] = r
 	return r.call, true, nil
 }

@@ -271,3 +271,40 @@ func TestNoOutcomesKept(t *testing.T) {
 		t.Fatalf("%v, want NotKeptError", err)
 	}
 }
+
+// TestWaitersBounded: while an execution runs, MaxWaiters callers wait
+// and one more gets a *BusyError at once; once it ended, any number get
+// its outcome.
+func TestWaitersBounded(t *testing.T) {
+	const max = 2
+	tb := New[string](Config{Retention: time.Minute, MaxEntries: 10, MaxBytes: 100, MaxWaiters: max})
+	key := Key{Tenant: "t", ID: "a"}
+	c, first, _ := tb.Claim(key, digest("s", "i"))
+	if !first {
+		t.Fatal("not first")
+	}
+	got := make(chan error, max+1)
+	for range max + 1 {
+		go func() {
+			dup, _, _ := tb.Claim(key, digest("s", "i"))
+			_, err := dup.Wait(context.Background())
+			got <- err
+		}()
+	}
+	var busy *BusyError
+	if err := <-got; !errors.As(err, &busy) || busy.Waiters != max || busy.Key != key {
+		t.Fatalf("the caller past the bound: %v", err)
+	}
+	tb.Finish(key, c, "out", 3, nil)
+	for range max {
+		if err := <-got; err != nil {
+			t.Fatalf("a waiting caller: %v", err)
+		}
+	}
+	for range max + 1 {
+		dup, _, _ := tb.Claim(key, digest("s", "i"))
+		if v, err := dup.Wait(context.Background()); err != nil || v != "out" {
+			t.Fatalf("after the end: %q %v", v, err)
+		}
+	}
+}
