@@ -32,7 +32,7 @@ import (
 func WithIdempotency(cfg idem.Config) Option {
 	return func(s *Server) {
 		if cfg.Retention > 0 {
-			s.idem = idem.New[*ptcv1.ExecuteResponse](cfg)
+			s.idem = idem.New[[]byte](cfg)
 			s.idemLinger = cfg.Linger
 		}
 	}
@@ -91,20 +91,50 @@ func idemKey(ctx context.Context, id string) idem.Key {
 func idemStatus(err error) error {
 	var m *idem.MismatchError
 	var nk *idem.NotKeptError
-	if errors.As(err, &m) || errors.As(err, &nk) {
+	var busy *idem.BusyError
+	switch {
+	case errors.As(err, &m) || errors.As(err, &nk):
 		return wire.Status(fault.Reject(fault.CodeAlreadyExists, "%s", err.Error()))
+	case errors.As(err, &busy):
+		return wire.Status(fault.Reject(fault.CodeResourceExhausted, "%s", err.Error()))
 	}
 	return wire.Status(fault.Reject(fault.CodeInternal, "%s", err.Error()))
 }
 
-// outcomeOfRun is what the record keeps of a run: the response and its
-// size, or the status of a request that did not run.
-func outcomeOfRun(res *core.Result, ferr *fault.Error) (*ptcv1.ExecuteResponse, int64, error) {
+// idemWaitStatus is the status of a wait that ended without an outcome:
+// refused for the waiters' bound, or the status the first request's
+// refusal gave every caller.
+func idemWaitStatus(err error) error {
+	var busy *idem.BusyError
+	if errors.As(err, &busy) {
+		return idemStatus(err)
+	}
+	return err
+}
+
+// outcomeOfRun is what the record keeps of a run: the response in its
+// wire encoding and its size, or the status of a request that did not
+// run. The record keeps the bytes, not the message: a decoded response
+// takes several times its wire size (an empty log entry about 150 bytes
+// against 15), and idempotency.max_bytes bounds what is held.
+func outcomeOfRun(res *core.Result, ferr *fault.Error) ([]byte, int64, error) {
 	if ferr != nil {
 		return nil, 0, wire.Status(ferr)
 	}
-	pb := wire.ResultPB(res)
-	return pb, int64(proto.Size(pb)), nil
+	b, err := proto.Marshal(wire.ResultPB(res))
+	if err != nil {
+		return nil, 0, wire.Status(fault.Reject(fault.CodeInternal, "the outcome cannot be encoded: %v", err))
+	}
+	return b, int64(len(b)), nil
+}
+
+// keptOutcome decodes an outcome the record kept.
+func keptOutcome(b []byte) (*ptcv1.ExecuteResponse, error) {
+	pb := &ptcv1.ExecuteResponse{}
+	if err := proto.Unmarshal(b, pb); err != nil {
+		return nil, wire.Status(fault.Reject(fault.CodeInternal, "the kept outcome cannot be decoded: %v", err))
+	}
+	return pb, nil
 }
 
 // executeOnce is Execute for a request with an execution_id under the
@@ -112,13 +142,23 @@ func outcomeOfRun(res *core.Result, ferr *fault.Error) (*ptcv1.ExecuteResponse, 
 // from its call: it ends with the execution (bounded by its limits, and
 // by CancelAll), and WaitDetached waits for it. Every request, the first
 // included, waits for the outcome or for its own context.
-func (s *Server) executeOnce(ctx context.Context, in *ptcv1.ExecuteRequest, req core.Request) (*ptcv1.ExecuteResponse, error) {
+func (s *Server) executeOnce(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.ExecuteResponse, error) {
 	key := idemKey(ctx, in.GetExecutionId())
 	c, first, err := s.idem.Claim(key, requestDigest(in, nil))
 	if err != nil {
 		return nil, idemStatus(err)
 	}
+	// Only the first request is converted: a repeat waits holding nothing
+	// of its own but the message gRPC decoded.
 	if first {
+		req, ferr := executeRequest(in)
+		if ferr != nil {
+			// Refused: the callers waiting get the refusal, and the id is
+			// free for a retry.
+			err := wire.Status(ferr)
+			s.idem.Finish(key, c, nil, 0, err)
+			return nil, err
+		}
 		// The context keeps the call's values (tenant, span) without its
 		// end, and log fields of its own (the call's may be logged while
 		// the execution still runs); it ends when every caller gave up
@@ -129,15 +169,19 @@ func (s *Server) executeOnce(ctx context.Context, in *ptcv1.ExecuteRequest, req 
 		go func() {
 			defer s.detached.Done()
 			defer abandon()
-			pb, size, err := outcomeOfRun(s.Run(dctx, req))
-			s.idem.Finish(key, c, pb, size, err)
+			out, size, err := outcomeOfRun(s.Run(dctx, req))
+			s.idem.Finish(key, c, out, size, err)
 		}()
 	}
-	pb, err := c.Wait(ctx)
+	b, err := c.Wait(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
+		return nil, idemWaitStatus(err)
+	}
+	pb, err := keptOutcome(b)
+	if err != nil {
 		return nil, err
 	}
 	logging.AddFields(ctx, logging.Fields{"execution_id", pb.GetExecutionId(), "repeated", !first})
@@ -160,15 +204,19 @@ func (s *Server) sessionOnce(ctx context.Context, start *ptcv1.SessionStart) (fi
 	}
 	if first {
 		return func(res *core.Result, ferr *fault.Error) {
-			pb, size, err := outcomeOfRun(res, ferr)
-			s.idem.Finish(key, c, pb, size, err)
+			out, size, err := outcomeOfRun(res, ferr)
+			s.idem.Finish(key, c, out, size, err)
 		}, nil, nil
 	}
-	pb, err := c.Wait(ctx)
+	b, err := c.Wait(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, status.FromContextError(ctx.Err()).Err()
 		}
+		return nil, nil, idemWaitStatus(err)
+	}
+	pb, err := keptOutcome(b)
+	if err != nil {
 		return nil, nil, err
 	}
 	logging.AddFields(ctx, logging.Fields{"execution_id", pb.GetExecutionId(), "repeated", true})

@@ -366,3 +366,48 @@ func startSession(ctx context.Context, t *testing.T, c ptcv1.RunnerServiceClient
 	}
 	return s
 }
+
+// TestExecuteIdempotentWaitersBounded: at most MaxWaiters callers wait
+// for one running execution, its first caller included; the others are
+// refused RESOURCE_EXHAUSTED at once, saying that it still runs, and get
+// its outcome by retrying once it ended.
+func TestExecuteIdempotentWaitersBounded(t *testing.T) {
+	const waiters, callers = 3, 8
+	var runs atomic.Int64
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	c, _ := idemServer(t, idem.Config{MaxWaiters: waiters}, &settable{}, holdTool(&runs, entered, release))
+	req := &ptcv1.ExecuteRequest{ExecutionId: "busy", Script: js(`return await tools.hold({});`)}
+	type answer struct {
+		res *ptcv1.ExecuteResponse
+		err error
+	}
+	answers := make(chan answer, callers)
+	call := func() {
+		res, err := c.Execute(context.Background(), req)
+		answers <- answer{res, err}
+	}
+	go call()
+	<-entered
+	for range callers - 1 {
+		go call()
+	}
+	// Every caller either waits or is refused; callers - waiters are.
+	for range callers - waiters {
+		a := <-answers
+		if status.Code(a.err) != codes.ResourceExhausted || !strings.Contains(status.Convert(a.err).Message(), `execution "busy" is still running and 3 callers already wait`) {
+			t.Fatalf("a caller past the bound: %v", a.err)
+		}
+	}
+	close(release)
+	for range waiters {
+		if a := <-answers; a.err != nil || a.res.GetResultJson() != `"held"` {
+			t.Fatalf("a waiting caller: %v %v", a.err, a.res)
+		}
+	}
+	if res, err := c.Execute(context.Background(), req); err != nil || res.GetResultJson() != `"held"` {
+		t.Fatalf("a retry after the end: %v %v", err, res)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("hold ran %d times", runs.Load())
+	}
+}

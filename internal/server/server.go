@@ -65,7 +65,7 @@ type Server struct {
 	halfCloseGrace time.Duration
 
 	// idem keeps outcomes by execution_id (WithIdempotency); nil when off.
-	idem *idem.Table[*ptcv1.ExecuteResponse]
+	idem *idem.Table[[]byte]
 	// idemLinger is how long an Execute nobody waits for goes on.
 	idemLinger time.Duration
 
@@ -95,9 +95,9 @@ func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics
 func WithTracing(t telemetry.Tracing) Option { return func(s *Server) { s.tracing = t } }
 
 // WithResultGrace sets how long a Session waits, once its execution ended,
-// for the client to read the messages still queued and the result
-// (default 10 s); past it the stream ends with DEADLINE_EXCEEDED. d <= 0
-// keeps the default.
+// for the client to read the next of the messages still queued, or the
+// result (default 10 s), and six times that in all; past either the
+// stream ends with DEADLINE_EXCEEDED. d <= 0 keeps the default.
 func WithResultGrace(d time.Duration) Option {
 	return func(s *Server) {
 		if d > 0 {
@@ -156,22 +156,31 @@ func (s *Server) execContext(rpc context.Context) (context.Context, func()) {
 // request with an execution_id runs once for every repeat of it
 // (executeOnce).
 func (s *Server) Execute(ctx context.Context, in *ptcv1.ExecuteRequest) (*ptcv1.ExecuteResponse, error) {
-	req, ferr := wire.RequestFromPB(in)
+	if s.idem != nil && in.GetExecutionId() != "" {
+		return s.executeOnce(ctx, in)
+	}
+	req, ferr := executeRequest(in)
 	if ferr != nil {
 		return nil, wire.Status(ferr)
-	}
-	if len(req.ClientTools) > 0 && !req.Resumable {
-		return nil, wire.Status(fault.Reject(fault.CodeInvalidArgument,
-			"client_tools in Execute need resumable (calls to them pause the execution); Session takes its client tools in SessionStart"))
-	}
-	if s.idem != nil && in.GetExecutionId() != "" {
-		return s.executeOnce(ctx, in, req)
 	}
 	res, ferr := s.Run(ctx, req)
 	if ferr != nil {
 		return nil, wire.Status(ferr)
 	}
 	return wire.ResultPB(res), nil
+}
+
+// executeRequest is the request an Execute carries, checked.
+func executeRequest(in *ptcv1.ExecuteRequest) (core.Request, *fault.Error) {
+	req, ferr := wire.RequestFromPB(in)
+	if ferr != nil {
+		return core.Request{}, ferr
+	}
+	if len(req.ClientTools) > 0 && !req.Resumable {
+		return core.Request{}, fault.Reject(fault.CodeInvalidArgument,
+			"client_tools in Execute need resumable (calls to them pause the execution); Session takes its client tools in SessionStart")
+	}
+	return req, nil
 }
 
 // Run runs one request for the tenant the context carries (see
