@@ -109,6 +109,10 @@ type Executor struct {
 	// sent its bytes, so that a tenant can neither run another's module
 	// nor learn that it was sent.
 	sent *lru.Cache[string, struct{}]
+	// compiling counts, per tenant, the requests whose module is being
+	// compiled or waits to be (tenantModules).
+	compileMu sync.Mutex
+	compiling map[string]int
 
 	durable  *durable.Manager
 	outcomes OutcomeCodec
@@ -137,6 +141,11 @@ type Executor struct {
 	isolation map[core.Language]string
 }
 
+// newSentCache is the empty record of who sent which module.
+func newSentCache() *lru.Cache[string, struct{}] {
+	return lru.New[string, struct{}](maxSentModules, nil)
+}
+
 // New returns an Executor; with Config.Workers it starts the worker pool.
 // Call Close when done.
 func New(cfg Config) (*Executor, error) {
@@ -147,7 +156,8 @@ func New(cfg Config) (*Executor, error) {
 		maxSource: cfg.MaxSourceBytes,
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](maxCachedSchemas, nil),
-		sent:      lru.New[string, struct{}](maxSentModules, nil),
+		sent:      newSentCache(),
+		compiling: map[string]int{},
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
 		outcomes:  cfg.Outcomes,

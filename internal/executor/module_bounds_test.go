@@ -201,3 +201,48 @@ func TestModuleDigestPerTenant(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantCompilesBounded: a tenant has at most MaxTenantCompiles
+// modules compiling or waiting at once; one more is refused
+// RESOURCE_EXHAUSTED at once, saying why, while another tenant's module
+// compiles; once one of the first ends, the tenant may compile again.
+func TestTenantCompilesBounded(t *testing.T) {
+	e := &Executor{compiling: map[string]int{}, sent: newSentCache()}
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocking := func(ctx context.Context, b []byte) (string, error) {
+		entered <- struct{}{}
+		<-release
+		return "h", nil
+	}
+	has := func(string) bool { return false }
+	_, compile := e.tenantModules("bob", has, blocking)
+	done := make(chan error, MaxTenantCompiles)
+	for range MaxTenantCompiles {
+		go func() {
+			_, err := compile(context.Background(), []byte("m"))
+			done <- err
+		}()
+		<-entered
+	}
+	_, err := compile(context.Background(), []byte("m"))
+	if f := compileFault("wasm_module: ", err); f.Code != fault.CodeResourceExhausted || !strings.Contains(f.Message, "4 modules of this caller are already compiling or waiting") {
+		t.Fatalf("the fifth of bob's: %v", f)
+	}
+	_, other := e.tenantModules("alice", has, func(context.Context, []byte) (string, error) { return "h2", nil })
+	if h, err := other(context.Background(), []byte("m2")); err != nil || h != "h2" {
+		t.Fatalf("alice's: %q %v", h, err)
+	}
+	close(release)
+	for range MaxTenantCompiles {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, again := e.tenantModules("bob", has, func(context.Context, []byte) (string, error) { return "h3", nil })
+	if _, err := again(context.Background(), []byte("m3")); err != nil {
+		t.Fatalf("bob's after the others ended: %v", err)
+	}
+	if len(e.compiling) != 0 {
+		t.Fatalf("counts left: %v", e.compiling)
+	}
+}

@@ -44,7 +44,7 @@ const maxCheckedModules = 4096
 // most MaxConcurrentCompiles at once, one compile per module however many
 // requests ask for it together, stopped when all of them gave up.
 type compiler struct {
-	slots chan struct{}
+	slots *fairSlots
 
 	mu       sync.Mutex
 	inflight map[string]*compileCall
@@ -72,7 +72,7 @@ type compileCall struct {
 
 func newCompiler(cfg wasm.Config) *compiler {
 	cfg = cfg.WithDefaults()
-	return &compiler{cfg: cfg, slots: make(chan struct{}, cfg.Bounds.MaxConcurrentCompiles), inflight: map[string]*compileCall{},
+	return &compiler{cfg: cfg, slots: newFairSlots(cfg.Bounds.MaxConcurrentCompiles), inflight: map[string]*compileCall{},
 		checked: lru.New[string, struct{}](maxCheckedModules, nil)}
 }
 
@@ -126,9 +126,10 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 		// every caller gave up, or when the pool closes), and closes
 		// call.done.
 		own := append([]byte(nil), module...)
+		owner := ownerOf(ctx)
 		go func() {
 			defer stop()
-			err := p.compileIn(cctx, hash, own)
+			err := p.compileIn(cctx, owner, hash, own)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			call.err = err
@@ -194,16 +195,14 @@ func (p *Pool) HasModule(hash string) bool {
 	return p.compiler.isChecked(hash) && p.modules.get(hash) != nil
 }
 
-// compileIn compiles bin in a worker, waiting for a compile slot and a
-// worker within ctx (the compile timeout, cancelled when every caller
-// gave up).
-func (p *Pool) compileIn(ctx context.Context, hash string, bin []byte) error {
-	select {
-	case p.compiler.slots <- struct{}{}:
-		defer func() { <-p.compiler.slots }()
-	case <-ctx.Done():
+// compileIn compiles bin for owner (the first caller's, see
+// WithCompileOwner) in a worker, waiting for a compile slot and a worker
+// within ctx (the compile timeout, cancelled when every caller gave up).
+func (p *Pool) compileIn(ctx context.Context, owner, hash string, bin []byte) error {
+	if err := p.compiler.slots.acquire(ctx, owner); err != nil {
 		return p.compileStopped(ctx)
 	}
+	defer p.compiler.slots.release(owner)
 	w, err := p.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
