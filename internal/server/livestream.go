@@ -38,6 +38,9 @@ type liveStream struct {
 	// drained is closed when the sender has sent everything after close,
 	// or given up because the stream failed.
 	drained chan struct{}
+	// sent has room for one signal: a message was sent (the client is
+	// reading).
+	sent chan struct{}
 	// waiting holds the delivered messages not sent yet, each with the
 	// channel its sender waits on, or nil once that sender gave up: the
 	// message is then not sent.
@@ -100,7 +103,7 @@ func (l *liveStream) sendable(m *ptcv1.SessionResponse) (chan error, bool) {
 }
 
 func newLiveStream() *liveStream {
-	return &liveStream{wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	return &liveStream{wake: make(chan struct{}, 1), drained: make(chan struct{}), sent: make(chan struct{}, 1)}
 }
 
 // push queues one log line; after close it is dropped (no line can come
@@ -203,6 +206,10 @@ func (l *liveStream) run(ctx context.Context, send func(*ptcv1.SessionResponse) 
 			}
 			if err != nil {
 				return
+			}
+			select {
+			case l.sent <- struct{}{}:
+			default:
 			}
 			batch[i] = nil // sent: let it go
 		}

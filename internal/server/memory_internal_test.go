@@ -40,3 +40,14 @@ func TestReleaserBurstAndTail(t *testing.T) {
 		t.Errorf("after the releases: moved %d, again %v", r.moved, r.again)
 	}
 }
+
+// TestReleaserWeighsLogEntries: an execution of many empty log lines
+// weighs what its entries take in ptcd, not only their text: 100,000
+// empty lines pass the default threshold.
+func TestReleaserWeighsLogEntries(t *testing.T) {
+	r := &releaser{threshold: DefaultReleaseAfter}
+	res := &core.Result{Logs: make([]core.LogEntry, 100_000)}
+	if w := r.weight(core.Request{}, res); w <= DefaultReleaseAfter {
+		t.Fatalf("100,000 empty lines weigh %d, not past the threshold %d", w, DefaultReleaseAfter)
+	}
+}

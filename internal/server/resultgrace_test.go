@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,8 @@ type sessionStream struct {
 	start   *ptcv1.SessionRequest
 	deaf    bool
 	results int
+	// pace is how long each live message takes the client to read.
+	pace time.Duration
 }
 
 func (s *sessionStream) Context() context.Context { return s.ctx }
@@ -45,7 +48,10 @@ func (s *sessionStream) Send(m *ptcv1.SessionResponse) error {
 	}
 	if m.GetResult() != nil {
 		s.results++
+		return nil
 	}
+	// A slow reader, not a synchronisation: the server's timers decide.
+	time.Sleep(s.pace)
 	return nil
 }
 
@@ -79,6 +85,39 @@ func TestSessionResultUndelivered(t *testing.T) {
 				if msg := status.Convert(err).Message(); !strings.Contains(msg, "did not read its result") || !strings.Contains(msg, "not delivered") {
 					t.Fatalf("message %q", msg)
 				}
+			}
+		})
+	}
+}
+
+// TestSessionSlowReader: once its execution ended, a Session waits for a
+// client that reads its queued log lines slowly for as long as each line
+// comes within the grace, up to six graces in all: a client reading 15
+// lines at 100 ms each (1.5 s) gets its result under a 1 s grace; one
+// reading 40 lines at 10 ms each does not under a 20 ms grace (0.4 s
+// against 0.12 s), and ends DEADLINE_EXCEEDED.
+func TestSessionSlowReader(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		lines       int
+		pace, grace time.Duration
+		code        codes.Code
+		wantResults int
+	}{
+		{"reads each line within the grace", 15, 100 * time.Millisecond, time.Second, codes.OK, 1},
+		{"reads past six graces", 40, 10 * time.Millisecond, 20 * time.Millisecond, codes.DeadlineExceeded, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := server.New(newExecutor(t, demo.Tools()...), server.WithResultGrace(tc.grace))
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			req := jsReq(fmt.Sprintf(`for (let i = 0; i < %d; i++) console.log("line " + i); return 1`, tc.lines))
+			req.StreamLogs = true
+			st := &sessionStream{ctx: ctx, pace: tc.pace, start: &ptcv1.SessionRequest{Msg: &ptcv1.SessionRequest_Start{
+				Start: &ptcv1.SessionStart{Execute: req}}}}
+			err := srv.Session(st)
+			if status.Code(err) != tc.code || st.results != tc.wantResults {
+				t.Fatalf("Session: %v, %d results; want %v, %d", err, st.results, tc.code, tc.wantResults)
 			}
 		})
 	}

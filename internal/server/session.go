@@ -190,18 +190,30 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		}
 	}
 	// Send the live messages still queued (every call's progress and every
-	// log line before the result), then the result, waiting at
-	// most resultGrace in all for a client that does not read: returning
-	// ends the stream, which unblocks the sends, and the receiver's Recv
-	// then fails and it exits. A client that did not read in time learns it
-	// from the stream's status: the execution ran, its result was not
-	// delivered.
+	// log line before the result), then the result, waiting at most
+	// resultGrace for a client that reads nothing, and drainBudget times
+	// that in all for one that reads slowly: returning ends the stream,
+	// which unblocks the sends, and the receiver's Recv then fails and it
+	// exits. A client that did not read in time learns it from the
+	// stream's status: the execution ran, its result was not delivered.
+	// A client reading a long queue of log lines as fast as a loaded
+	// server sends them is not cut off after resultGrace.
 	t := time.NewTimer(s.resultGrace)
 	defer t.Stop()
-	select {
-	case <-ss.live.drained:
-	case <-t.C:
-		return s.undelivered(res)
+	budget := time.NewTimer(drainBudget * s.resultGrace)
+	defer budget.Stop()
+drain:
+	for {
+		select {
+		case <-ss.live.drained:
+			break drain
+		case <-ss.live.sent:
+			t.Reset(s.resultGrace)
+		case <-t.C:
+			return s.undelivered(res)
+		case <-budget.C:
+			return s.undelivered(res)
+		}
 	}
 	final := &ptcv1.SessionResponse{Msg: &ptcv1.SessionResponse_Result{Result: wire.ResultPB(res)}}
 	sent := make(chan struct{})
@@ -216,6 +228,12 @@ func (s *Server) Session(stream ptcv1.RunnerService_SessionServer) error {
 		return s.undelivered(res)
 	}
 }
+
+// drainBudget bounds, in result graces, how long a Session's end waits
+// for a client that reads its queued messages slowly: 60 s by default,
+// several times what a reading client takes for the longest queue the log
+// limits allow (100,000 lines) on a loaded server.
+const drainBudget = 6
 
 // undelivered is the status of a Session whose client did not read its
 // result within the grace.
