@@ -25,6 +25,16 @@ var (
 	bucketUsed     = []byte("used")
 	bucketOutcomes = []byte("outcomes")
 	bucketLeases   = []byte("leases")
+	// bucketOwners holds each stored state's tenant and size (see
+	// ownerValue); bucketUsage the bytes of each tenant's states, and
+	// bucketTotals (under keyStates) those of all: Put, Delete and the
+	// sweeps change them in the transaction that changes the states, so
+	// they survive a restart as the states do. (A state written by an
+	// older release has no owner and counts for nobody.)
+	bucketOwners = []byte("owners")
+	bucketUsage  = []byte("usage")
+	bucketTotals = []byte("totals")
+	keyStates    = []byte("states")
 )
 
 // OpenFile opens (or creates) the single-file store at path.
@@ -34,7 +44,7 @@ func OpenFile(path string) (Store, error) {
 		return nil, fmt.Errorf("durable store %s: %w (is another process using it?)", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketStates, bucketUsed, bucketOutcomes, bucketLeases} {
+		for _, b := range [][]byte{bucketStates, bucketUsed, bucketOutcomes, bucketLeases, bucketOwners, bucketUsage, bucketTotals} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -71,7 +81,10 @@ func (s *boltStore) maybeSweep() {
 
 func (s *boltStore) sweep() {
 	_ = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketStates, bucketUsed, bucketOutcomes, bucketLeases} {
+		if err := s.sweepStates(tx); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketUsed, bucketOutcomes, bucketLeases} {
 			b := tx.Bucket(name)
 			var dead [][]byte
 			_ = b.ForEach(func(k, v []byte) error {
@@ -90,10 +103,111 @@ func (s *boltStore) sweep() {
 	})
 }
 
-func (s *boltStore) Put(_ context.Context, id string, body []byte, expires time.Time) error {
+// sweepStates drops the expired states in tx, giving their bytes back.
+func (s *boltStore) sweepStates(tx *bbolt.Tx) error {
+	var dead [][]byte
+	_ = tx.Bucket(bucketStates).ForEach(func(k, v []byte) error {
+		if !s.live(v) {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range dead {
+		if err := s.release(tx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownerValue is a state's entry in the owners bucket: its expiry, its
+// size and its tenant.
+func ownerValue(expires time.Time, size int64, tenant string) []byte {
+	b := make([]byte, 8+len(tenant))
+	binary.BigEndian.PutUint64(b, uint64(size))
+	copy(b[8:], tenant)
+	return value(expires, b)
+}
+
+// counter reads a uint64 of a bucket (0 when absent).
+func counter(b *bbolt.Bucket, k []byte) int64 {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// add adds delta to a counter of a bucket, dropping it at zero.
+func add(b *bbolt.Bucket, k []byte, delta int64) error {
+	n := counter(b, k) + delta
+	if n <= 0 {
+		return b.Delete(k)
+	}
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	return b.Put(k, v)
+}
+
+// usageKey is a tenant's key in the usage bucket (a key is never empty;
+// a tenant's name may be).
+func usageKey(tenant []byte) []byte { return append([]byte{'t'}, tenant...) }
+
+// charge adds delta bytes to tenant's usage and to the total in tx.
+func charge(tx *bbolt.Tx, tenant []byte, delta int64) error {
+	if err := add(tx.Bucket(bucketUsage), usageKey(tenant), delta); err != nil {
+		return err
+	}
+	return add(tx.Bucket(bucketTotals), keyStates, delta)
+}
+
+// release drops the state id in tx and gives its bytes back to its
+// tenant.
+func (s *boltStore) release(tx *bbolt.Tx, id []byte) error {
+	if err := tx.Bucket(bucketStates).Delete(id); err != nil {
+		return err
+	}
+	owners := tx.Bucket(bucketOwners)
+	v := owners.Get(id)
+	if len(v) < 16 {
+		return nil
+	}
+	size := int64(binary.BigEndian.Uint64(v[8:]))
+	tenant := append([]byte(nil), v[16:]...)
+	if err := owners.Delete(id); err != nil {
+		return err
+	}
+	return charge(tx, tenant, -size)
+}
+
+// Put sweeps the expired states before it refuses one for its quota:
+// until a sweep they still count.
+func (s *boltStore) Put(_ context.Context, id string, body []byte, expires time.Time, q Quota) error {
 	s.maybeSweep()
 	return s.db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketStates).Put([]byte(id), value(expires, body))
+		k := []byte(id)
+		if err := s.release(tx, k); err != nil {
+			return err
+		}
+		size := int64(len(body))
+		admit := func() error {
+			return q.admit(counter(tx.Bucket(bucketUsage), usageKey([]byte(q.Tenant))), counter(tx.Bucket(bucketTotals), keyStates), size)
+		}
+		if admit() != nil {
+			if err := s.sweepStates(tx); err != nil {
+				return err
+			}
+			if err := admit(); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketOwners).Put(k, ownerValue(expires, size, q.Tenant)); err != nil {
+			return err
+		}
+		if err := charge(tx, []byte(q.Tenant), size); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketStates).Put(k, value(expires, body))
 	})
 }
 
@@ -116,9 +230,7 @@ func (s *boltStore) get(bucket []byte, id string) ([]byte, error) {
 }
 
 func (s *boltStore) Delete(_ context.Context, id string) error {
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketStates).Delete([]byte(id))
-	})
+	return s.db.Update(func(tx *bbolt.Tx) error { return s.release(tx, []byte(id)) })
 }
 
 // lease is a use's lease in the leases bucket: its latest fencing token

@@ -48,6 +48,14 @@ type Config struct {
 	// (shared by replicas when it is shared); without it used
 	// continuations and outcomes are kept in memory.
 	Store Store
+	// MaxBytesPerTenant bounds the paused states Store holds for one
+	// tenant, in bytes (default 1 GiB; a negative value is no bound): a
+	// pause that would pass it ends its execution with PAUSE_LIMIT. A
+	// state's bytes count until it is resumed or expires.
+	MaxBytesPerTenant int64
+	// MaxStoredBytes bounds the paused states Store holds for all
+	// tenants, in bytes (0: no bound).
+	MaxStoredBytes int64
 	// OutcomeRetention is how long the outcome of a resume is kept for a
 	// retry with the same continuation and answers (default 10m; never
 	// beyond the continuation's expiry).
@@ -93,6 +101,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.OutcomeRetention <= 0 {
 		cfg.OutcomeRetention = DefaultOutcomeRetention
+	}
+	if cfg.MaxBytesPerTenant == 0 {
+		cfg.MaxBytesPerTenant = DefaultMaxBytesPerTenant
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
@@ -160,8 +171,10 @@ type Sealed struct {
 }
 
 // Seal turns a paused state into a continuation bound to tenant. A state
-// too large for a token goes to the store; without a store it is refused
-// with a PAUSE_LIMIT breach (the execution cannot pause).
+// too large for a token goes to the store; without a store, or when the
+// store holds as many of the tenant's (or all tenants') states as
+// MaxBytesPerTenant (MaxStoredBytes) allows, it is refused with a
+// PAUSE_LIMIT breach (the execution cannot pause).
 func (m *Manager) Seal(ctx context.Context, tenant string, st *State) (Sealed, *fault.Error) {
 	tok, exp, id, ferr := m.seal(ctx, tenant, st)
 	return Sealed{Token: tok, Expires: exp, PauseID: id}, ferr
@@ -196,7 +209,11 @@ func (m *Manager) seal(ctx context.Context, tenant string, st *State) (string, t
 		return "", time.Time{}, "", fault.Breach(fault.KindPauseLimit, int64(m.cfg.MaxTokenBytes), int64(len(tok)),
 			"the paused execution needs a continuation of %d bytes, more than the %d allowed; configure a state store (durable.store) to keep large paused states on the server, or have the script keep less of its tool results before it pauses", len(tok), m.cfg.MaxTokenBytes)
 	}
-	if err := m.cfg.Store.Put(ctx, id, body, h.expires); err != nil {
+	q := Quota{Tenant: tenant, MaxTenantBytes: m.cfg.MaxBytesPerTenant, MaxTotalBytes: m.cfg.MaxStoredBytes}
+	if err := m.cfg.Store.Put(ctx, id, body, h.expires, q); err != nil {
+		if qe := (*QuotaError)(nil); errors.As(err, &qe) {
+			return "", time.Time{}, "", quotaBreach(qe)
+		}
 		return "", time.Time{}, "", fault.Wrap(fault.KindInternal, err, "the paused execution could not be saved in the state store; run it again")
 	}
 	digest := sha256.Sum256(body)

@@ -72,7 +72,8 @@ const postgresSchema = `
 CREATE TABLE IF NOT EXISTS ptc_durable_states (
   id      text PRIMARY KEY,
   body    bytea NOT NULL,
-  expires timestamptz NOT NULL
+  expires timestamptz NOT NULL,
+  tenant  text NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS ptc_durable_states_expires ON ptc_durable_states (expires);
 CREATE TABLE IF NOT EXISTS ptc_durable_uses (
@@ -89,7 +90,24 @@ CREATE TABLE IF NOT EXISTS ptc_durable_outcomes (
   expires timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ptc_durable_outcomes_expires ON ptc_durable_outcomes (expires);
+` + postgresUpgrade
+
+// postgresUpgrade brings the tables of an older release up to date: the
+// tenant of each state, by which Put bounds them (the states of the
+// older release count for the empty tenant; they expire within durable.ttl).
+const postgresUpgrade = `
+ALTER TABLE ptc_durable_states ADD COLUMN IF NOT EXISTS tenant text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS ptc_durable_states_tenant ON ptc_durable_states (tenant, expires);
 `
+
+// postgresQuotaLock is the advisory lock key (of the bigint key space)
+// a Put bounded in all takes ("ptcdurq"); one bounded per tenant takes
+// the lock (postgresQuotaClass, hashtext(tenant)) of the two-int key
+// space, after it when it takes both.
+const (
+	postgresQuotaLock  = 0x70746364757271
+	postgresQuotaClass = 0x70746371
+)
 
 // postgresSchemaLock is the advisory lock key taken while the schema is
 // created ("ptcdurb").
@@ -161,7 +179,8 @@ func (s *postgresStore) createSchema(ctx context.Context, timeout time.Duration)
 	defer cancel()
 	var present bool
 	err := s.pool.QueryRow(ctx, `SELECT to_regclass('ptc_durable_states') IS NOT NULL
-AND to_regclass('ptc_durable_uses') IS NOT NULL AND to_regclass('ptc_durable_outcomes') IS NOT NULL`).Scan(&present)
+AND to_regclass('ptc_durable_uses') IS NOT NULL AND to_regclass('ptc_durable_outcomes') IS NOT NULL
+AND to_regclass('ptc_durable_states_tenant') IS NOT NULL`).Scan(&present)
 	if err != nil || present {
 		return err
 	}
@@ -216,13 +235,48 @@ func (s *postgresStore) sweep(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-func (s *postgresStore) Put(ctx context.Context, id string, body []byte, expires time.Time) error {
+// Put sums the unexpired states of the tenant (and of all, when q bounds
+// them) and inserts the new one in one transaction, holding advisory
+// locks that order the Puts of a tenant (of all) on every replica, so
+// that two cannot both pass a bound that admits one. Sizes are
+// octet_length(body), which reads no TOASTed body.
+func (s *postgresStore) Put(ctx context.Context, id string, body []byte, expires time.Time, q Quota) error {
 	if err := s.check("paused state", body); err != nil {
 		return err
 	}
 	s.maybeSweep(ctx)
-	_, err := s.pool.Exec(ctx, `INSERT INTO ptc_durable_states (id, body, expires) VALUES ($1, $2, $3)
-ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, expires = EXCLUDED.expires`, id, body, expires)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var tenant, total int64
+		if q.MaxTotalBytes > 0 {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(postgresQuotaLock)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", int32(postgresQuotaClass), q.Tenant); err != nil {
+			return err
+		}
+		if q.MaxTotalBytes > 0 {
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(octet_length(body)) FILTER (WHERE tenant = $1), 0)::bigint,
+coalesce(sum(octet_length(body)), 0)::bigint FROM ptc_durable_states WHERE expires > clock_timestamp() AND id <> $2`,
+				q.Tenant, id).Scan(&tenant, &total); err != nil {
+				return err
+			}
+		} else if q.MaxTenantBytes > 0 {
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(octet_length(body)), 0)::bigint FROM ptc_durable_states
+WHERE tenant = $1 AND expires > clock_timestamp() AND id <> $2`, q.Tenant, id).Scan(&tenant); err != nil {
+				return err
+			}
+		}
+		if err := q.admit(tenant, total, int64(len(body))); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO ptc_durable_states (id, body, expires, tenant) VALUES ($1, $2, $3, $4)
+ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, expires = EXCLUDED.expires, tenant = EXCLUDED.tenant`, id, body, expires, q.Tenant)
+		return err
+	})
+	if errors.Is(err, ErrQuota) {
+		return err
+	}
 	return pgErr(err)
 }
 

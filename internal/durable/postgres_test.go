@@ -40,8 +40,8 @@ func TestPostgresMaxBytes(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"put a state at the bound", s.Put(ctx, "a", at, exp)},
-		{"put a state over it", s.Put(ctx, "b", over, exp)},
+		{"put a state at the bound", s.Put(ctx, "a", at, exp, Quota{})},
+		{"put a state over it", s.Put(ctx, "b", over, exp, Quota{})},
 		{"consume with a mark over it", second3(s.Consume(ctx, "c", over, time.Minute, exp))},
 		{"finish with a mark over it", s.Finish(ctx, "u", 1, over, nil, exp, exp)},
 		{"finish with an outcome over it", s.Finish(ctx, "u", 1, []byte("f"), over, exp, exp)},
@@ -141,7 +141,7 @@ func TestPostgresSweep(t *testing.T) {
 		if id == "old" {
 			exp = past
 		}
-		if err := s.Put(ctx, id, []byte("state"), exp); err != nil {
+		if err := s.Put(ctx, id, []byte("state"), exp, Quota{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := s.Consume(ctx, id, []byte("r"), time.Minute, exp); err != nil {
@@ -374,4 +374,31 @@ func TestPostgresSchemaRefused(t *testing.T) {
 	if err := s.Renew(ctx, "x", math.MaxUint64, time.Minute); !errors.Is(err, ErrFenced) {
 		t.Fatalf("renew with a token beyond bigint: %v", err)
 	}
+}
+
+// TestPostgresUpgrade: the states table of an older release (no tenant
+// column) is brought up to date at open; its states count for the
+// empty tenant until they expire.
+func TestPostgresUpgrade(t *testing.T) {
+	dsn := pgtest.NewDatabase(t, pgtest.Shared(t))
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	old := `CREATE TABLE ptc_durable_states (id text PRIMARY KEY, body bytea NOT NULL, expires timestamptz NOT NULL);
+INSERT INTO ptc_durable_states VALUES ('legacy', '\x0102030405', now() + interval '1 hour')`
+	if _, err := c.Exec(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	s := openOrFatal(t, func() (Store, error) { return OpenPostgres(ctx, dsn, PostgresOptions{}) })
+	if b, err := s.Get(ctx, "legacy"); err != nil || len(b) != 5 {
+		t.Fatalf("the older release's state: %q %v", b, err)
+	}
+	testQuotaSteps(t, s, Quota{MaxTenantBytes: 10}, []quotaStep{
+		{name: "a tenant's state", id: "a1", tenant: "a", size: 10, expires: time.Hour},
+		{name: "the older release's state counts for the empty tenant", id: "e1", tenant: "", size: 6, expires: time.Hour,
+			want: &QuotaError{Limit: 10, Used: 5, Size: 6}},
+	})
 }

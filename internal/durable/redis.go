@@ -46,8 +46,86 @@ func OpenRedis(ctx context.Context, url, prefix string) (Store, error) {
 	return &redisStore{c: c, prefix: prefix}, nil
 }
 
-func (s *redisStore) Put(ctx context.Context, id string, body []byte, expires time.Time) error {
-	return s.c.SetArgs(ctx, s.prefix+"state:"+id, body, redis.SetArgs{ExpireAt: expires}).Err()
+// A paused state is the key state:<id>, expiring with its continuation
+// (PXAT), and its entry in what bounds the states: the sorted set
+// quota:expiry (its id, scored by its expiry), the hash quota:owner (its
+// id's size and tenant, "<size> <tenant>"), the hash quota:usage (each
+// tenant's bytes) and the counter quota:total (all tenants' bytes). The
+// scripts below change them together. Redis expires the state's key
+// itself; the next Put gives the bytes of states past their expiry
+// (by Redis's clock) back, a bounded number at a time, before it checks
+// the bounds. (A state evicted by a maxmemory policy counts until its
+// expiry.)
+
+// releaseLua gives back the bytes of the state whose id it is given:
+// KEYS[2..5] are quota:expiry, quota:owner, quota:usage, quota:total.
+const releaseLua = `
+local function release(id)
+  redis.call('ZREM', KEYS[2], id)
+  local o = redis.call('HGET', KEYS[3], id)
+  if not o then return end
+  redis.call('HDEL', KEYS[3], id)
+  local sp = string.find(o, ' ', 1, true)
+  local size = tonumber(string.sub(o, 1, sp - 1))
+  local tenant = string.sub(o, sp + 1)
+  if redis.call('HINCRBY', KEYS[4], tenant, -size) <= 0 then redis.call('HDEL', KEYS[4], tenant) end
+  if redis.call('DECRBY', KEYS[5], size) <= 0 then redis.call('DEL', KEYS[5]) end
+end
+`
+
+// putScript: KEYS state, quota:expiry, quota:owner, quota:usage,
+// quota:total; ARGV id, body, expiry (ms since the epoch), tenant, the
+// tenant's bound, the total bound (<= 0: none), how many expired states
+// to give back at most. Returns {1} when stored, else {0, bound, used}
+// (the tenant's bound) or {-1, bound, used} (the total).
+var putScript = redis.NewScript(releaseLua + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[7]))) do release(id) end
+redis.call('DEL', KEYS[1])
+release(ARGV[1])
+local size = string.len(ARGV[2])
+local bound = tonumber(ARGV[5])
+local used = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+if bound > 0 and used + size > bound then return {0, bound, used} end
+bound = tonumber(ARGV[6])
+used = tonumber(redis.call('GET', KEYS[5]) or '0')
+if bound > 0 and used + size > bound then return {-1, bound, used} end
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], size .. ' ' .. ARGV[4])
+redis.call('HINCRBY', KEYS[4], ARGV[4], size)
+redis.call('INCRBY', KEYS[5], size)
+return {1}
+`)
+
+// deleteScript: KEYS as putScript's; ARGV id.
+var deleteScript = redis.NewScript(releaseLua + `
+redis.call('DEL', KEYS[1])
+release(ARGV[1])
+return 1
+`)
+
+// redisReleaseBatch bounds the expired states one Put gives back.
+const redisReleaseBatch = 256
+
+func (s *redisStore) stateKeys(id string) []string {
+	return []string{s.prefix + "state:" + id, s.prefix + "quota:expiry", s.prefix + "quota:owner",
+		s.prefix + "quota:usage", s.prefix + "quota:total"}
+}
+
+func (s *redisStore) Put(ctx context.Context, id string, body []byte, expires time.Time, q Quota) error {
+	v, err := putScript.Run(ctx, s.c, s.stateKeys(id), id, body, expires.UnixMilli(), q.Tenant,
+		q.MaxTenantBytes, q.MaxTotalBytes, redisReleaseBatch).Int64Slice()
+	switch {
+	case err != nil:
+		return err
+	case len(v) == 3 && v[0] <= 0:
+		return &QuotaError{Total: v[0] < 0, Limit: v[1], Used: v[2], Size: int64(len(body))}
+	case len(v) != 1 || v[0] != 1:
+		return fmt.Errorf("durable store: unexpected reply %v", v)
+	}
+	return nil
 }
 
 func (s *redisStore) Get(ctx context.Context, id string) ([]byte, error) {
@@ -59,7 +137,7 @@ func (s *redisStore) Get(ctx context.Context, id string) ([]byte, error) {
 }
 
 func (s *redisStore) Delete(ctx context.Context, id string) error {
-	return s.c.Del(ctx, s.prefix+"state:"+id).Err()
+	return deleteScript.Run(ctx, s.c, s.stateKeys(id), id).Err()
 }
 
 // A use is three keys: used:<id> holds the Manager's mark, fence:<id>

@@ -41,11 +41,16 @@ type Record struct {
 // shared store), so replicas' clocks need not agree. Implementations are
 // safe for concurrent use.
 type Store interface {
-	// Put stores a state's body until expires.
-	Put(ctx context.Context, id string, body []byte, expires time.Time) error
+	// Put stores a state's body until expires, for q.Tenant, unless the
+	// unexpired states the store holds would pass a bound of q: then it
+	// stores nothing and returns a *QuotaError (wrapping ErrQuota). The
+	// check and the write are atomic, also between replicas sharing the
+	// store; a state's bytes count until it is deleted or expires.
+	Put(ctx context.Context, id string, body []byte, expires time.Time, q Quota) error
 	// Get returns a stored body, or ErrNotFound.
 	Get(ctx context.Context, id string) ([]byte, error)
-	// Delete drops a stored body (absent is not an error).
+	// Delete drops a stored body and gives its bytes back to its tenant
+	// (absent is not an error).
 	Delete(ctx context.Context, id string) error
 	// Consume marks a continuation used until expires, atomically, and
 	// records mark with it (the Manager's record of the use): it reports
@@ -85,7 +90,11 @@ type Store interface {
 type memoryStore struct {
 	mu     sync.Mutex
 	now    func() time.Time
-	bodies map[string]memEntry
+	bodies map[string]stateEntry
+	// usage holds the bytes of the states in bodies by tenant; stored is
+	// their sum.
+	usage  map[string]int64
+	stored int64
 	used   map[string]*useEntry
 	// outcomes holds the kept outcomes by id; order lists their ids,
 	// oldest first; outcomeBytes is their size.
@@ -100,6 +109,12 @@ type memoryStore struct {
 type memEntry struct {
 	body    []byte
 	expires time.Time
+}
+
+// stateEntry is a paused state in a memoryStore, and its tenant.
+type stateEntry struct {
+	memEntry
+	tenant string
 }
 
 // useEntry is a use in a memoryStore: its mark and its lease.
@@ -136,7 +151,7 @@ func newMemoryStore(now func() time.Time, maxOutcomeBytes int64) *memoryStore {
 	if maxOutcomeBytes <= 0 {
 		maxOutcomeBytes = DefaultOutcomeBytes
 	}
-	return &memoryStore{now: now, bodies: map[string]memEntry{}, used: map[string]*useEntry{},
+	return &memoryStore{now: now, bodies: map[string]stateEntry{}, usage: map[string]int64{}, used: map[string]*useEntry{},
 		outcomes: map[string]*list.Element{}, order: list.New(), maxOutcomeBytes: maxOutcomeBytes}
 }
 
@@ -145,11 +160,7 @@ func (m *memoryStore) sweepLocked() {
 	if !m.sweeps.due(now) {
 		return
 	}
-	for id, e := range m.bodies {
-		if !now.Before(e.expires) {
-			delete(m.bodies, id)
-		}
-	}
+	m.sweepStatesLocked(now)
 	for id, e := range m.used {
 		if !now.Before(e.expires) {
 			delete(m.used, id)
@@ -159,6 +170,29 @@ func (m *memoryStore) sweepLocked() {
 		if !now.Before(el.Value.(*outcomeEntry).expires) {
 			m.dropOutcomeLocked(id)
 		}
+	}
+}
+
+// sweepStatesLocked drops the states expired at now.
+func (m *memoryStore) sweepStatesLocked(now time.Time) {
+	for id, e := range m.bodies {
+		if !now.Before(e.expires) {
+			m.dropStateLocked(id)
+		}
+	}
+}
+
+// dropStateLocked drops a state and gives its bytes back to its tenant.
+func (m *memoryStore) dropStateLocked(id string) {
+	e, ok := m.bodies[id]
+	if !ok {
+		return
+	}
+	delete(m.bodies, id)
+	n := int64(len(e.body))
+	m.stored -= n
+	if m.usage[e.tenant] -= n; m.usage[e.tenant] <= 0 {
+		delete(m.usage, e.tenant)
 	}
 }
 
@@ -172,11 +206,23 @@ func (m *memoryStore) dropOutcomeLocked(id string) {
 	m.outcomeBytes -= int64(len(o.body))
 }
 
-func (m *memoryStore) Put(_ context.Context, id string, body []byte, expires time.Time) error {
+// Put drops the expired states before it refuses one for its quota:
+// until then they may still count.
+func (m *memoryStore) Put(_ context.Context, id string, body []byte, expires time.Time, q Quota) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweepLocked()
-	m.bodies[id] = memEntry{body: append([]byte(nil), body...), expires: expires}
+	m.dropStateLocked(id)
+	size := int64(len(body))
+	if q.admit(m.usage[q.Tenant], m.stored, size) != nil {
+		m.sweepStatesLocked(m.now())
+		if err := q.admit(m.usage[q.Tenant], m.stored, size); err != nil {
+			return err
+		}
+	}
+	m.bodies[id] = stateEntry{memEntry: memEntry{body: append([]byte(nil), body...), expires: expires}, tenant: q.Tenant}
+	m.usage[q.Tenant] += size
+	m.stored += size
 	return nil
 }
 
@@ -193,7 +239,7 @@ func (m *memoryStore) Get(_ context.Context, id string) ([]byte, error) {
 func (m *memoryStore) Delete(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.bodies, id)
+	m.dropStateLocked(id)
 	return nil
 }
 

@@ -20,7 +20,7 @@ func testStore(t *testing.T, s Store) {
 	if _, err := s.Get(ctx, "missing"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get missing: %v", err)
 	}
-	if err := s.Put(ctx, "a", []byte("body"), exp); err != nil {
+	if err := s.Put(ctx, "a", []byte("body"), exp, Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := s.Get(ctx, "a"); err != nil || string(b) != "body" {
@@ -32,7 +32,7 @@ func testStore(t *testing.T, s Store) {
 	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get deleted: %v", err)
 	}
-	if err := s.Put(ctx, "old", []byte("x"), time.Now().Add(-time.Second)); err != nil {
+	if err := s.Put(ctx, "old", []byte("x"), time.Now().Add(-time.Second), Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "old"); !errors.Is(err, ErrNotFound) {

@@ -253,7 +253,7 @@ func TestLargeStates(t *testing.T) {
 		t.Fatal(ferr)
 	}
 	// Another body under the same id is refused.
-	_ = store.Put(context.Background(), s.PauseID, []byte("other"), time.Now().Add(time.Hour))
+	_ = store.Put(context.Background(), s.PauseID, []byte("other"), time.Now().Add(time.Hour), Quota{})
 	if _, ferr := m.Open(context.Background(), s.Token, ""); code(ferr) != fault.CodeInternal {
 		t.Fatalf("swapped body: %v", ferr)
 	}
