@@ -226,9 +226,9 @@ func TestSetUnknownKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// 3 top-level keys, one key per limit on each side, 29 serving keys, 6
-	// tracing keys, 14 MCP keys, 7 worker keys, 13 durable keys, 4
+	// tracing keys, 14 MCP keys, 7 worker keys, 15 durable keys, 4
 	// idempotency keys, 9 wasm keys and 5 python keys.
-	if len(Keys()) != 3+2*len(limits.Fields())+29+6+14+7+13+4+9+5 {
+	if len(Keys()) != 3+2*len(limits.Fields())+29+6+14+7+15+4+9+5 {
 		t.Fatalf("keys = %v", Keys())
 	}
 }

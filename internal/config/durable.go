@@ -12,17 +12,18 @@ import (
 // Defaults of the durable section: the continuation manager's and the
 // executor's (internal/service tests that they agree).
 const (
-	DefaultDurableTTL              = 24 * time.Hour
-	DefaultDurableMaxTokenBytes    = 256 << 10
-	DefaultDurableMaxStateBytes    = 64 << 20
-	DefaultDurableOutcomeRetention = 10 * time.Minute
-	DefaultDurableOutcomeBytes     = 64 << 20
-	DefaultParkedMax               = 64
-	DefaultParkedMaxBytes          = 256 << 20
-	DefaultParkedMaxAge            = 10 * time.Minute
-	DefaultLeaseTTL                = 15 * time.Second
-	DefaultLeaseRenewEvery         = 5 * time.Second
-	DefaultMaxTakeovers            = 3
+	DefaultDurableTTL               = 24 * time.Hour
+	DefaultDurableMaxTokenBytes     = 256 << 10
+	DefaultDurableMaxStateBytes     = 64 << 20
+	DefaultDurableOutcomeRetention  = 10 * time.Minute
+	DefaultDurableOutcomeBytes      = 64 << 20
+	DefaultDurableMaxBytesPerTenant = 1 << 30
+	DefaultParkedMax                = 64
+	DefaultParkedMaxBytes           = 256 << 20
+	DefaultParkedMaxAge             = 10 * time.Minute
+	DefaultLeaseTTL                 = 15 * time.Second
+	DefaultLeaseRenewEvery          = 5 * time.Second
+	DefaultMaxTakeovers             = 3
 	// MaxDurableKeyIDLength bounds a continuation key's id.
 	MaxDurableKeyIDLength = 64
 )
@@ -44,6 +45,13 @@ type Durable struct {
 	MaxTokenBytes ByteSize `yaml:"max_token_bytes"`
 	// MaxStateBytes bounds a paused state.
 	MaxStateBytes ByteSize `yaml:"max_state_bytes"`
+	// MaxBytesPerTenant bounds the paused states the store holds for one
+	// tenant: a pause past it ends its execution with PAUSE_LIMIT. A
+	// state counts until it is resumed or its continuation expires.
+	MaxBytesPerTenant ByteSize `yaml:"max_bytes_per_tenant"`
+	// MaxBytes bounds the paused states the store holds for all tenants
+	// (0: no bound beyond each tenant's).
+	MaxBytes ByteSize `yaml:"max_bytes,omitempty"`
 	// OutcomeRetention is how long the outcome of a Resume is kept for a
 	// retry with the same continuation and answers (never beyond the
 	// continuation's expiry).
@@ -137,7 +145,7 @@ type Parked struct {
 	// Max bounds their number (0: none are kept).
 	Max int `yaml:"max"`
 	// MaxBytes bounds their estimated memory.
-	MaxBytes ByteSize `yaml:"max_bytes"`
+	MaxBytes ByteSize `yaml:"max_bytes,omitempty"`
 	// MaxAge drops an execution kept this long.
 	MaxAge Duration `yaml:"max_age"`
 }
@@ -158,8 +166,9 @@ const (
 
 func defaultDurable() Durable {
 	return Durable{TTL: Duration(DefaultDurableTTL), MaxTokenBytes: ByteSize(DefaultDurableMaxTokenBytes),
-		MaxStateBytes:    ByteSize(DefaultDurableMaxStateBytes),
-		OutcomeRetention: Duration(DefaultDurableOutcomeRetention), OutcomeBytes: ByteSize(DefaultDurableOutcomeBytes),
+		MaxStateBytes:     ByteSize(DefaultDurableMaxStateBytes),
+		MaxBytesPerTenant: ByteSize(DefaultDurableMaxBytesPerTenant),
+		OutcomeRetention:  Duration(DefaultDurableOutcomeRetention), OutcomeBytes: ByteSize(DefaultDurableOutcomeBytes),
 		Parked: Parked{Max: DefaultParkedMax, MaxBytes: ByteSize(DefaultParkedMaxBytes),
 			MaxAge: Duration(DefaultParkedMaxAge)},
 		Lease: Lease{TTL: Duration(DefaultLeaseTTL), RenewEvery: Duration(DefaultLeaseRenewEvery), MaxTakeovers: DefaultMaxTakeovers}}
@@ -188,6 +197,10 @@ func (d *Durable) validate() *Error {
 		return keyError("durable.max_token_bytes", "%s is below 1KiB: use a size such as 64KiB", d.MaxTokenBytes)
 	case d.MaxStateBytes < d.MaxTokenBytes:
 		return keyError("durable.max_state_bytes", "%s is below durable.max_token_bytes (%s): a paused state in the store can be no smaller than one in a continuation", d.MaxStateBytes, d.MaxTokenBytes)
+	case d.MaxBytesPerTenant <= 0:
+		return keyError("durable.max_bytes_per_tenant", "%s is not positive: use a size such as 1GiB (the paused states the store keeps for one tenant)", d.MaxBytesPerTenant)
+	case d.MaxBytes < 0:
+		return keyError("durable.max_bytes", "%s is negative: use 0 for no bound beyond each tenant's, or a size such as 8GiB", d.MaxBytes)
 	case d.OutcomeRetention <= 0:
 		return keyError("durable.outcome_retention", "%s is not positive: use a duration such as \"10m\" (how long a Resume's outcome is kept for a retry)", d.OutcomeRetention)
 	case d.OutcomeBytes <= 0:

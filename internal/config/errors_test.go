@@ -122,6 +122,8 @@ func TestErrorMessages(t *testing.T) {
 		{"durable secret in file", "durable:\n  keys:\n    - {id: a, secret_env: \"s3cret value\"}\n", nil, nil, `config: FILE:3:27: durable.keys[0].secret_env must name an environment variable (e.g. PTC_DURABLE_KEY_0), not hold the secret: secrets come only from the environment`},
 		{"durable ttl", "durable: {ttl: 0s}\n", nil, nil, `config: FILE:1:16: durable.ttl: 0s is not positive: use a duration such as "24h"`},
 		{"durable token cap", "durable: {max_token_bytes: 100}\n", nil, nil, `config: FILE:1:28: durable.max_token_bytes: 100 is below 1KiB: use a size such as 64KiB`},
+		{"durable tenant bound", "durable: {max_bytes_per_tenant: 0}\n", nil, nil, `config: FILE:1:33: durable.max_bytes_per_tenant: 0 is not positive: use a size such as 1GiB (the paused states the store keeps for one tenant)`},
+		{"durable total bound", "durable: {max_bytes: -1}\n", nil, nil, `config: FILE:1:22: durable.max_bytes: -1 is negative: use 0 for no bound beyond each tenant's, or a size such as 8GiB`},
 		{"durable state below token", "durable: {max_token_bytes: 64KiB, max_state_bytes: 32KiB}\n", nil, nil, `config: FILE:1:52: durable.max_state_bytes: 32KiB is below durable.max_token_bytes (64KiB): a paused state in the store can be no smaller than one in a continuation`},
 		{"durable outcome retention", "durable: {outcome_retention: 0s}\n", nil, nil, `config: FILE:1:30: durable.outcome_retention: 0s is not positive: use a duration such as "10m" (how long a Resume's outcome is kept for a retry)`},
 		{"durable outcome bytes", "durable: {outcome_bytes: 0}\n", nil, nil, `config: FILE:1:26: durable.outcome_bytes: 0 is not positive: use a size such as 64MiB`},

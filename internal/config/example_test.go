@@ -160,6 +160,7 @@ tool_sources:
 	//   ttl: 24h0m0s
 	//   max_token_bytes: 256KiB
 	//   max_state_bytes: 64MiB
+	//   max_bytes_per_tenant: 1GiB
 	//   outcome_retention: 10m0s
 	//   outcome_bytes: 64MiB
 	//   parked:

@@ -179,6 +179,8 @@ func settings() []setting {
 		setting{"workers.recycle_after", "executions after which a worker is replaced", func(c *Config) flag.Value { return intValue{&c.Workers.RecycleAfter} }},
 		setting{"durable.ttl", "how long a continuation can be resumed", func(c *Config) flag.Value { return &c.Durable.TTL }},
 		setting{"durable.max_token_bytes", "largest continuation (larger paused states go to the store)", func(c *Config) flag.Value { return &c.Durable.MaxTokenBytes }},
+		setting{"durable.max_bytes_per_tenant", "paused states the store keeps for one tenant, in all", func(c *Config) flag.Value { return &c.Durable.MaxBytesPerTenant }},
+		setting{"durable.max_bytes", "paused states the store keeps for all tenants (0: no bound beyond each tenant's)", func(c *Config) flag.Value { return &c.Durable.MaxBytes }},
 		setting{"durable.outcome_retention", "how long a Resume's outcome is kept for a retry with the same continuation and answers", func(c *Config) flag.Value { return &c.Durable.OutcomeRetention }},
 		setting{"durable.store.file", "file that keeps large paused states and used continuations (this replica)", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.File} }},
 		setting{"durable.store.redis_url_env", "environment variable holding the Redis URL of a store shared by replicas", func(c *Config) flag.Value { return stringValue{&c.Durable.Store.RedisURLEnv} }},

@@ -26,6 +26,7 @@ func TestConfigDefaultsAreTheEngines(t *testing.T) {
 		{"durable.ttl", time.Duration(c.Durable.TTL), durable.DefaultTTL},
 		{"durable.max_token_bytes", int(c.Durable.MaxTokenBytes), durable.DefaultMaxTokenBytes},
 		{"durable.max_state_bytes", int(c.Durable.MaxStateBytes), durable.DefaultMaxStateBytes},
+		{"durable.max_bytes_per_tenant", int64(c.Durable.MaxBytesPerTenant), int64(durable.DefaultMaxBytesPerTenant)},
 		{"durable.outcome_retention", time.Duration(c.Durable.OutcomeRetention), durable.DefaultOutcomeRetention},
 		{"durable.outcome_bytes", int64(c.Durable.OutcomeBytes), int64(durable.DefaultOutcomeBytes)},
 		{"durable key id length", config.MaxDurableKeyIDLength, durable.MaxKeyIDLength},

@@ -2,6 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +12,52 @@ import (
 	"time"
 
 	"github.com/ptcrun/ptc/internal/config"
+	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/durable/pgtest"
+	"github.com/ptcrun/ptc/internal/fault"
 )
+
+// TestDurableStoreBounds: durable.max_bytes_per_tenant and
+// durable.max_bytes reach the continuation manager: the pause that would
+// pass one ends with PAUSE_LIMIT naming it.
+func TestDurableStoreBounds(t *testing.T) {
+	// A state of ~6 KiB that does not compress: stored, not in a token.
+	noise := make([]byte, 6<<10)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	st := &durable.State{ExecutionID: "ex", Input: json.RawMessage(`"` + hex.EncodeToString(noise) + `"`)}
+	for _, tc := range []struct {
+		name, bounds string
+		tenants      []string
+		limit        int64
+		key          string
+	}{
+		{"per tenant", "max_bytes_per_tenant: 8KiB", []string{"a", "a"}, 8 << 10, "durable.max_bytes_per_tenant (8192)"},
+		{"in all", "max_bytes_per_tenant: 8KiB\n  max_bytes: 10KiB", []string{"a", "b"}, 10 << 10, "durable.max_bytes (10240)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := "durable:\n  max_token_bytes: 1KiB\n  " + tc.bounds + "\n  store: {file: " + filepath.Join(t.TempDir(), "d.db") + "}\n"
+			c, err := config.Parse([]byte(y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := durableManager(context.Background(), c, func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if _, ferr := m.Seal(context.Background(), tc.tenants[0], st); ferr != nil {
+				t.Fatal(ferr)
+			}
+			_, ferr := m.Seal(context.Background(), tc.tenants[1], st)
+			if ferr == nil || ferr.Kind != fault.KindPauseLimit || ferr.Limit != tc.limit || !strings.Contains(ferr.Message, tc.key) {
+				t.Fatalf("second pause: %+v, want PAUSE_LIMIT naming %s", ferr, tc.key)
+			}
+		})
+	}
+}
 
 // TestDurableLease: the lease section reaches the continuation manager;
 // max_takeovers 0 takes no resume over (the manager's own zero would be

@@ -117,6 +117,7 @@ func postgresDSN(s config.DurableStore, lookupEnv func(string) (string, bool)) (
 func durableManager(ctx context.Context, c *config.Config, lookupEnv func(string) (string, bool)) (*durable.Manager, error) {
 	d := c.Durable
 	cfg := durable.Config{TTL: time.Duration(d.TTL), MaxTokenBytes: int(d.MaxTokenBytes), MaxStateBytes: int(d.MaxStateBytes),
+		MaxBytesPerTenant: int64(d.MaxBytesPerTenant), MaxStoredBytes: int64(d.MaxBytes),
 		OutcomeRetention: time.Duration(d.OutcomeRetention), OutcomeBytes: int64(d.OutcomeBytes),
 		Lease: time.Duration(d.Lease.TTL), LeaseRenew: time.Duration(d.Lease.RenewEvery), MaxTakeovers: d.Lease.MaxTakeovers}
 	if cfg.MaxTakeovers == 0 {
