@@ -193,7 +193,7 @@ func (m *Manager) seal(ctx context.Context, tenant string, st *State) (string, t
 			"the paused execution's state is %d bytes, more than the %d a paused execution may keep; have the script keep less of its tool results before it pauses", len(plain), m.cfg.MaxStateBytes)
 	}
 	now := m.cfg.Now()
-	h := header{keyID: m.keys[0].id, issued: now, expires: now.Add(m.cfg.TTL).Truncate(time.Second), tenant: tenant}
+	h := header{keyID: m.keys[0].id, issued: now, expires: now.Add(m.cfg.TTL).Truncate(time.Second), tenant: tenant, pending: encodePending(st)}
 	_, _ = rand.Read(h.pauseID[:])
 	k := m.keys[0]
 	body, err := encrypt(k, h.pauseID, plain)
@@ -218,34 +218,62 @@ func (m *Manager) seal(ctx context.Context, tenant string, st *State) (string, t
 	}
 	digest := sha256.Sum256(body)
 	h.stored = true
-	return seal(k, h, nil, digest[:]), h.expires, id, nil
+	tok = seal(k, h, nil, digest[:])
+	if len(tok) > m.cfg.MaxTokenBytes {
+		// The pending calls do not fit beside the reference: they are
+		// left out, and the answers are checked against the state.
+		h.pending = nil
+		tok = seal(k, h, nil, digest[:])
+	}
+	return tok, h.expires, id, nil
 }
 
-// Opened is a verified continuation.
+// Opened is a verified continuation. Its stored state, if any, is read
+// by State, not by Open: a Resume refused for its answers never reads it.
 type Opened struct {
 	PauseID string
 	Expires time.Time
 	stored  bool
-	// gone: the stored state was deleted when the continuation was used.
-	gone bool
 
 	m     *Manager
 	key   derived
 	pid   [pauseIDLen]byte
-	body  []byte
+	body  []byte // inline: the encrypted state; stored: its SHA-256
 	state *State
+	// pending are the calls the state waits for, when the continuation
+	// carries them (hasPending).
+	pending    []PendingCall
+	hasPending bool
 }
 
-// State decodes the paused state (once): a resumed execution needs it
-// unless it goes on from memory.
-func (o *Opened) State() (*State, *fault.Error) {
+// Pending returns the calls the paused execution waits for, as its
+// continuation records them, without reading or decoding the state;
+// false when the continuation does not record them (see token.go).
+func (o *Opened) Pending() ([]PendingCall, bool) { return o.pending, o.hasPending }
+
+// State reads (from the store, for a stored state) and decodes the paused
+// state, once: a resumed execution needs it unless it goes on from
+// memory. A stored state that is gone (its continuation was used, or it
+// expired) is FAILED_PRECONDITION.
+func (o *Opened) State(ctx context.Context) (*State, *fault.Error) {
 	if o.state != nil {
 		return o.state, nil
 	}
-	if o.gone {
-		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
+	body := o.body
+	if o.stored {
+		b, err := o.m.cfg.Store.Get(ctx, o.PauseID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
+		case err != nil:
+			return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
+		}
+		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], o.body) {
+			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the state store holds another state under this continuation's id"}
+		}
+		body = b
 	}
-	plain, err := decrypt(o.key, o.pid, o.body, o.m.cfg.MaxStateBytes)
+	plain, err := decrypt(o.key, o.pid, body, o.m.cfg.MaxStateBytes)
 	if err != nil {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is %v", err).Because(fault.ReasonContinuationMalformed)
 	}
@@ -257,12 +285,13 @@ func (o *Opened) State() (*State, *fault.Error) {
 	return st, nil
 }
 
-// Open verifies a continuation for tenant (its state is decoded by
-// Opened.State); it does not use it up (Consume does). Every failure is a request error: a
-// malformed, altered or foreign continuation is INVALID_ARGUMENT, one of
-// another tenant PERMISSION_DENIED, an expired one (or one whose stored
-// state is gone) FAILED_PRECONDITION.
-func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault.Error) {
+// Open verifies a continuation for tenant; it reads nothing from the
+// store (Opened.State reads and decodes the state) and does not use it
+// up (Consume does). Every failure is a request error: a malformed,
+// altered or foreign continuation is INVALID_ARGUMENT, one of another
+// tenant PERMISSION_DENIED, an expired one FAILED_PRECONDITION (as is
+// one whose state is stored on a server without a store).
+func (m *Manager) Open(_ context.Context, tok, tenant string) (*Opened, *fault.Error) {
 	if tok == "" {
 		return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is empty: pass the continuation of a paused execution").Because(fault.ReasonContinuationMalformed)
 	}
@@ -289,29 +318,15 @@ func (m *Manager) Open(ctx context.Context, tok, tenant string) (*Opened, *fault
 	if !m.cfg.Now().Before(h.expires) {
 		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation expired at %s; the paused execution can no longer be resumed", h.expires.Format(time.RFC3339)).Because(fault.ReasonContinuationExpired)
 	}
-	id := hex.EncodeToString(h.pauseID[:])
-	if h.stored {
-		if m.cfg.Store == nil {
-			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured").Because(fault.ReasonContinuationNeedsStore)
-		}
-		b, err := m.cfg.Store.Get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			// Used already: the state was deleted when it was used; a
-			// retry of that resume needs no state.
-			if _, uerr := m.used.Used(ctx, id); uerr == nil {
-				return &Opened{PauseID: id, Expires: h.expires, stored: true, gone: true, m: m, key: k, pid: h.pauseID}, nil
-			}
-		}
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation's paused state is gone from the state store (it was resumed already, or it expired)").Because(fault.ReasonContinuationStateGone)
-		case err != nil:
-			return nil, fault.Reject(fault.CodeUnavailable, "the state store is unavailable: %v", err)
-		}
-		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], body) {
-			return nil, &fault.Error{Code: fault.CodeInternal, Message: "the state store holds another state under this continuation's id"}
-		}
-		body = b
+	if h.stored && m.cfg.Store == nil {
+		return nil, fault.Reject(fault.CodeFailedPrecondition, "continuation refers to a state store this server does not have; resume it where the store is configured").Because(fault.ReasonContinuationNeedsStore)
 	}
-	return &Opened{PauseID: id, Expires: h.expires, stored: h.stored, m: m, key: k, pid: h.pauseID, body: body}, nil
+	o := &Opened{PauseID: hex.EncodeToString(h.pauseID[:]), Expires: h.expires, stored: h.stored, m: m, key: k, pid: h.pauseID, body: body}
+	if h.pending != nil {
+		if o.pending, err = decodePending(h.pending); err != nil {
+			return nil, fault.Reject(fault.CodeInvalidArgument, "continuation is malformed: %v", err).Because(fault.ReasonContinuationMalformed)
+		}
+		o.hasPending = true
+	}
+	return o, nil
 }

@@ -20,23 +20,33 @@ import (
 // padding, are:
 //
 //	version    1 byte   (1)
-//	flags      1 byte   (flagStored: the state is in the server's store)
+//	flags      1 byte   (flagStored: the state is in the server's store;
+//	                     flagPending: the pending calls follow the tenant)
 //	key id     1 byte length + bytes (1–64)
 //	pause id   16 bytes (random; the AES-CTR IV, the store key, the single-use key)
 //	issued     8 bytes  (Unix seconds, big-endian)
 //	expires    8 bytes  (Unix seconds, big-endian)
 //	tenant     uvarint length + bytes (≤ 256)
+//	pending    with flagPending: uvarint length + bytes (≤ maxPendingBytes),
+//	           the calls the state waits for (see pending.go), in clear
 //	body       inline: AES-256-CTR(flate(state)) up to the MAC
 //	           stored: the SHA-256 of the stored body (32 bytes)
 //	mac        32 bytes: HMAC-SHA256 over everything before it
 //
+// The pending calls are signed but not encrypted: they are what the pause
+// answered its caller with (call ids and tool names), and they let a Resume
+// whose answers do not fit be refused without reading the state. A token
+// without flagPending (issued before it existed, or whose pending calls do
+// not fit) is read as before: its answers are checked against the state.
+//
 // The encryption and MAC keys are derived from the key's secret with
 // HMAC-SHA256 under distinct labels, so a secret is never used directly.
 const (
-	version    = 1
-	flagStored = 1
-	pauseIDLen = 16
-	macLen     = sha256.Size
+	version     = 1
+	flagStored  = 1
+	flagPending = 2
+	pauseIDLen  = 16
+	macLen      = sha256.Size
 	// MaxKeyIDLength bounds a key id.
 	MaxKeyIDLength = 64
 	// MinSecretBytes is the shortest secret a key may have.
@@ -86,6 +96,9 @@ type header struct {
 	issued  time.Time
 	expires time.Time
 	tenant  string
+	// pending is the encoded pending calls (encodePending), nil when the
+	// token does not carry them.
+	pending []byte
 }
 
 // errMalformed is wrapped by every parse failure.
@@ -100,6 +113,9 @@ func seal(k derived, h header, body []byte, digest []byte) string {
 	if h.stored {
 		flags |= flagStored
 	}
+	if h.pending != nil {
+		flags |= flagPending
+	}
 	b.WriteByte(flags)
 	b.WriteByte(byte(len(k.id)))
 	b.WriteString(k.id)
@@ -111,6 +127,10 @@ func seal(k derived, h header, body []byte, digest []byte) string {
 	b.Write(n[:])
 	b.Write(binary.AppendUvarint(nil, uint64(len(h.tenant))))
 	b.WriteString(h.tenant)
+	if h.pending != nil {
+		b.Write(binary.AppendUvarint(nil, uint64(len(h.pending))))
+		b.Write(h.pending)
+	}
 	if h.stored {
 		b.Write(digest)
 	} else {
@@ -145,7 +165,7 @@ func parse(tok string) (h header, body, signed, mac []byte, err error) {
 	if v[0] != version {
 		return h, nil, nil, nil, fmt.Errorf("%w: version %d is not one this server reads", errMalformed, v[0])
 	}
-	if v[1]&^flagStored != 0 {
+	if v[1]&^(flagStored|flagPending) != 0 {
 		return h, nil, nil, nil, fmt.Errorf("%w: unknown flags", errMalformed)
 	}
 	h.stored = v[1]&flagStored != 0
@@ -174,6 +194,16 @@ func parse(tok string) (h header, body, signed, mac []byte, err error) {
 		return h, nil, nil, nil, err
 	}
 	h.tenant = string(t)
+	if v[1]&flagPending != 0 {
+		pl, n := binary.Uvarint(r)
+		if n <= 0 || pl > maxPendingBytes {
+			return h, nil, nil, nil, fmt.Errorf("%w: bad pending calls length", errMalformed)
+		}
+		r = r[n:]
+		if h.pending, err = need(int(pl)); err != nil {
+			return h, nil, nil, nil, err
+		}
+	}
 	if len(r) < macLen {
 		return h, nil, nil, nil, fmt.Errorf("%w: it ends early", errMalformed)
 	}

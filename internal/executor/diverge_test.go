@@ -26,7 +26,7 @@ func reseal(t *testing.T, e *Executor, tok string, edit func(*durable.State)) st
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	st, ferr := o.State()
+	st, ferr := o.State(context.Background())
 	if ferr != nil {
 		t.Fatal(ferr)
 	}

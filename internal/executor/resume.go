@@ -125,7 +125,14 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 		p.resume = rs
 		return &p, nil
 	}
-	st, ferr := o.State()
+	st, ferr := o.State(ctx)
+	if ferr != nil && ferr.Reason == fault.ReasonContinuationStateGone {
+		// Used (and ended) since it was checked above, on another
+		// replica, which dropped the state: answered as a retry.
+		if used, uerr := e.durable.Used(ctx, o); uerr == nil && used != nil && !e.mayTakeOver(used, digest) {
+			return &Prepared{resume: &resumed{opened: o, digest: digest, used: used}}, nil
+		}
+	}
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -231,7 +238,7 @@ func (e *Executor) continueSegment(ctx context.Context, p *Prepared) (*core.Resu
 	if lv == nil {
 		if rs.parked {
 			// Evicted since PrepareResume: re-run it from the continuation.
-			st, ferr := rs.opened.State()
+			st, ferr := rs.opened.State(ctx)
 			if ferr != nil {
 				return nil, ferr
 			}
