@@ -114,7 +114,10 @@ type Executor struct {
 	compileMu sync.Mutex
 	compiling map[string]int
 
-	durable  *durable.Manager
+	durable *durable.Manager
+	// outputs remembers the output schemas that paused executions' calls
+	// wait for, by pause id (pendingcheck.go).
+	outputs  *lru.Cache[string, pausedOutputs]
 	outcomes OutcomeCodec
 	approve  func(string) bool
 	parked   *parkedSet
@@ -158,6 +161,7 @@ func New(cfg Config) (*Executor, error) {
 		schemas:   lru.New[[32]byte, *tools.Schema](maxCachedSchemas, nil),
 		sent:      newSentCache(),
 		compiling: map[string]int{},
+		outputs:   lru.New[string, pausedOutputs](maxRememberedPauses, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,
 		outcomes:  cfg.Outcomes,

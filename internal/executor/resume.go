@@ -119,11 +119,18 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 		rs := &resumed{opened: o, usage: lv.usage, parked: true, digest: digest, lastSeq: lv.d.Calls(), takeover: takeover}
 		rs.usage.Paused += time.Since(lv.pausedAt)
 		pend, _ := lv.d.Paused()
-		if rs.answers, ferr = checkAnswers(&p, pend.Pending, r.Answers); ferr != nil {
+		if rs.answers, ferr = checkAnswers(pend.Pending, r.Answers, p.checkOutput); ferr != nil {
 			return nil, ferr.Because(fault.ReasonAnswersInvalid)
 		}
 		p.resume = rs
 		return &p, nil
+	}
+	if pend, ok := o.Pending(); ok {
+		// Refused now, answers that do not fit the pending calls never
+		// cost a read and decode of the state, however large.
+		if ferr := e.precheckAnswers(o.PauseID, pend, r.Answers); ferr != nil {
+			return nil, ferr.Because(fault.ReasonAnswersInvalid)
+		}
 	}
 	st, ferr := o.State(ctx)
 	if ferr != nil && ferr.Reason == fault.ReasonContinuationStateGone {
@@ -177,7 +184,10 @@ func (e *Executor) PrepareResume(ctx context.Context, r Resume) (*Prepared, *fau
 	for _, a := range st.Journal.Pending {
 		rs.lastSeq = max(rs.lastSeq, a.Seq)
 	}
-	if rs.answers, ferr = checkAnswers(p, st.Journal.Pending, r.Answers); ferr != nil {
+	if _, ok := o.Pending(); ok {
+		e.rememberOutputs(o.PauseID, p, st.Journal.Pending)
+	}
+	if rs.answers, ferr = checkAnswers(st.Journal.Pending, r.Answers, p.checkOutput); ferr != nil {
 		return nil, ferr.Because(fault.ReasonAnswersInvalid)
 	}
 	p.resume = rs
@@ -257,9 +267,10 @@ func (e *Executor) continueSegment(ctx context.Context, p *Prepared) (*core.Resu
 }
 
 // checkAnswers checks that answers answer every pending call exactly
-// once, each with what it waits for; a client tool's output must match
-// the tool's output schema. Every error names the call.
-func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (map[int32]core.Answer, *fault.Error) {
+// once, each with what it waits for; a client tool's output must pass
+// output (Prepared.checkOutput: the tool's output schema). Every error
+// names the call. An output check's errUndecided is returned as it is.
+func checkAnswers(pending []core.Action, answers []core.Answer, output func(tool string, out []byte) *fault.Error) (map[int32]core.Answer, *fault.Error) {
 	byID := make(map[string]*core.Action, len(pending))
 	for i := range pending {
 		byID[pending[i].CallID] = &pending[i]
@@ -296,7 +307,9 @@ func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (ma
 				}
 				break
 			}
-			if ferr := p.checkOutput(act.Tool, a.Output); ferr != nil {
+			if ferr := output(act.Tool, a.Output); ferr == errUndecided {
+				return nil, ferr
+			} else if ferr != nil {
 				return nil, fault.Reject(fault.CodeInvalidArgument, "%s: %s", where, ferr.Message)
 			}
 		}
@@ -313,30 +326,43 @@ func checkAnswers(p *Prepared, pending []core.Action, answers []core.Answer) (ma
 
 // checkOutput validates a client tool's output against its schema.
 func (p *Prepared) checkOutput(tool string, out []byte) *fault.Error {
+	if t := p.tool(tool); t != nil {
+		return checkOutputAgainst(tool, t.Output, out)
+	}
+	return fault.Reject(fault.CodeInvalidArgument, "tools.%s is not a client tool of this execution", tool)
+}
+
+// tool returns the tool of p named name, or nil.
+func (p *Prepared) tool(name string) *tools.Compiled {
 	for _, t := range p.tools {
-		if t.Name != tool {
-			continue
+		if t.Name == name {
+			return t
 		}
-		if t.Output == nil {
-			if !json.Valid(out) {
-				_, err := jsonval.Decode(out)
-				return invalidOutput(err)
-			}
-			return nil
-		}
-		vs, err := t.Output.Validate(out)
-		if errors.Is(err, tools.ErrCheckTooCostly) {
-			return fault.Reject(fault.CodeInvalidArgument, "output could not be checked against the output schema of %s: %v", tool, err)
-		}
-		if err != nil {
+	}
+	return nil
+}
+
+// checkOutputAgainst validates the output of client tool tool against its
+// output schema (nil: any JSON value).
+func checkOutputAgainst(tool string, schema *tools.Schema, out []byte) *fault.Error {
+	if schema == nil {
+		if !json.Valid(out) {
+			_, err := jsonval.Decode(out)
 			return invalidOutput(err)
-		}
-		if len(vs) > 0 {
-			return fault.Reject(fault.CodeInvalidArgument, "output does not match the output schema of %s: %s", tool, tools.FormatViolations(vs))
 		}
 		return nil
 	}
-	return fault.Reject(fault.CodeInvalidArgument, "tools.%s is not a client tool of this execution", tool)
+	vs, err := schema.Validate(out)
+	if errors.Is(err, tools.ErrCheckTooCostly) {
+		return fault.Reject(fault.CodeInvalidArgument, "output could not be checked against the output schema of %s: %v", tool, err)
+	}
+	if err != nil {
+		return invalidOutput(err)
+	}
+	if len(vs) > 0 {
+		return fault.Reject(fault.CodeInvalidArgument, "output does not match the output schema of %s: %s", tool, tools.FormatViolations(vs))
+	}
+	return nil
 }
 
 // invalidOutput is the refusal of an output that did not decode: nested too
