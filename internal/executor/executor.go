@@ -109,10 +109,6 @@ type Executor struct {
 	// sent its bytes, so that a tenant can neither run another's module
 	// nor learn that it was sent.
 	sent *lru.Cache[string, struct{}]
-	// compiling counts, per tenant, the requests whose module is being
-	// compiled or waits to be (tenantModules).
-	compileMu sync.Mutex
-	compiling map[string]int
 
 	durable *durable.Manager
 	// outputs remembers the output schemas that paused executions' calls
@@ -160,7 +156,6 @@ func New(cfg Config) (*Executor, error) {
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](maxCachedSchemas, nil),
 		sent:      newSentCache(),
-		compiling: map[string]int{},
 		outputs:   lru.New[string, pausedOutputs](maxRememberedPauses, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -235,27 +234,6 @@ func (e *Executor) prepareModule(ctx context.Context, p *Prepared) *fault.Error 
 	return checkModule(ctx, p, has, compile)
 }
 
-// startCompile counts a compile of tenant's, unless MaxTenantCompiles
-// already run or wait.
-func (e *Executor) startCompile(tenant string) bool {
-	e.compileMu.Lock()
-	defer e.compileMu.Unlock()
-	if e.compiling[tenant] >= MaxTenantCompiles {
-		return false
-	}
-	e.compiling[tenant]++
-	return true
-}
-
-// endCompile ends a compile startCompile counted.
-func (e *Executor) endCompile(tenant string) {
-	e.compileMu.Lock()
-	defer e.compileMu.Unlock()
-	if e.compiling[tenant]--; e.compiling[tenant] == 0 {
-		delete(e.compiling, tenant)
-	}
-}
-
 // maxSentModules bounds the (tenant, module) pairs Executor.sent keeps: a
 // pair it has forgotten costs its tenant one resend of the bytes, the
 // answer to a digest the server does not hold.
@@ -264,31 +242,16 @@ const maxSentModules = 4096
 // sentKey is the key of Executor.sent for tenant and digest h.
 func sentKey(tenant, h string) string { return tenant + "\x00" + h }
 
-// MaxTenantCompiles bounds the requests of one tenant whose module is
-// being compiled or waits for one of the few compile slots (a module the
-// server checked before takes no slot, but counts while it is looked up).
-// A module is compiled before its request is admitted (an invalid one is
-// refused without a slot), so the tenant's admission quota does not bound
-// these: without this bound one tenant's slow modules queued ahead of
-// every other tenant's (a 50-byte module waited 48 s behind ten), each
-// request holding its module's bytes as it waited.
-const MaxTenantCompiles = 4
-
 // tenantModules wraps a module store's has and compile for tenant: has
-// holds only modules the tenant sent, and compile remembers who sent one,
-// and refuses a module while MaxTenantCompiles of the tenant's are
-// compiling or waiting.
+// holds only modules the tenant sent, and compile remembers who sent one
+// and names the tenant to the pool (its bound on a tenant's compiles,
+// worker.MaxOwnerCompiles, and its turns).
 func (e *Executor) tenantModules(tenant string, has func(string) bool, compile func(context.Context, []byte) (string, error)) (func(string) bool, func(context.Context, []byte) (string, error)) {
 	tenantHas := func(h string) bool {
 		_, sent := e.sent.Get(sentKey(tenant, h))
 		return sent && has(h)
 	}
 	tenantCompile := func(ctx context.Context, b []byte) (string, error) {
-		if !e.startCompile(tenant) {
-			return "", fmt.Errorf("%w: %d modules of this caller are already compiling or waiting to; send this one again once one of them is done",
-				wasm.ErrCompileLimit, MaxTenantCompiles)
-		}
-		defer e.endCompile(tenant)
 		h, err := compile(worker.WithCompileOwner(ctx, tenant), b)
 		if err == nil {
 			e.rememberSent(tenant, h)

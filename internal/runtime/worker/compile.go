@@ -40,6 +40,17 @@ import (
 // remembers (64 bytes each).
 const maxCheckedModules = 4096
 
+// MaxOwnerCompiles bounds the distinct modules one owner (a tenant, see
+// WithCompileOwner) has compiling or waiting for a compile slot at once;
+// a request for a module already compiling joins it, and one the pool
+// checked before compiles nothing. A module is compiled before its
+// request is admitted (an invalid one is refused without a slot), so the
+// tenant's admission quota does not bound these: without this bound one
+// tenant's slow modules queued ahead of every other tenant's (a 50-byte
+// module waited 48 s behind ten), each request holding its module's
+// bytes as it waited.
+const MaxOwnerCompiles = 4
+
 // compiler is the pool's side of compiling modules to check them: at
 // most MaxConcurrentCompiles at once, one compile per module however many
 // requests ask for it together, stopped when all of them gave up.
@@ -49,6 +60,8 @@ type compiler struct {
 	mu       sync.Mutex
 	inflight map[string]*compileCall
 	checked  *lru.Cache[string, struct{}]
+	// owned counts the inflight compiles by the owner that started them.
+	owned map[string]int
 
 	// cfg is the pool's engine configuration, its defaults filled.
 	cfg wasm.Config
@@ -72,7 +85,7 @@ type compileCall struct {
 
 func newCompiler(cfg wasm.Config) *compiler {
 	cfg = cfg.WithDefaults()
-	return &compiler{cfg: cfg, slots: newFairSlots(cfg.Bounds.MaxConcurrentCompiles), inflight: map[string]*compileCall{},
+	return &compiler{cfg: cfg, slots: newFairSlots(cfg.Bounds.MaxConcurrentCompiles), inflight: map[string]*compileCall{}, owned: map[string]int{},
 		checked: lru.New[string, struct{}](maxCheckedModules, nil)}
 }
 
@@ -112,38 +125,26 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 	if err := c.cfg.CheckModule(module); err != nil {
 		return "", err
 	}
-	c.mu.Lock()
-	call, ok := c.inflight[hash]
-	if ok {
-		call.refs++
-		c.hits.Add(1)
-	} else {
-		cctx, stop := context.WithTimeout(context.Background(), c.cfg.Bounds.CompileTimeout)
-		call = &compileCall{done: make(chan struct{}), refs: 1, stop: stop}
-		c.inflight[hash] = call
+	owner := ownerOf(ctx)
+	call, cctx, err := c.begin(owner, hash)
+	if err != nil {
+		return "", err
+	}
+	if cctx != nil {
 		// The compile goroutine owns a copy of the bytes; it ends when
 		// its worker answers or is killed (at the compile timeout, when
 		// every caller gave up, or when the pool closes), and closes
 		// call.done.
 		own := append([]byte(nil), module...)
-		owner := ownerOf(ctx)
 		go func() {
-			defer stop()
+			defer call.stop()
 			err := p.compileIn(cctx, owner, hash, own)
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			call.err = err
-			if c.inflight[hash] == call {
-				delete(c.inflight, hash)
-			}
 			if err == nil {
-				c.checked.Add(hash, struct{}{})
 				p.modules.keep(hash, own)
 			}
-			close(call.done)
+			c.end(owner, hash, call, err)
 		}()
 	}
-	c.mu.Unlock()
 	select {
 	case <-call.done:
 	case <-ctx.Done():
@@ -154,6 +155,47 @@ func (p *Pool) CompileModule(ctx context.Context, module []byte) (string, error)
 		return "", call.err
 	}
 	return hash, nil
+}
+
+// begin returns the compile of hash for owner to wait for: the one in
+// flight, or a new one, with the context the caller runs it in (nil when
+// it joined one in flight). An owner that has MaxOwnerCompiles in flight
+// gets an error wrapping wasm.ErrCompileLimit instead of a new one.
+func (c *compiler) begin(owner, hash string) (*compileCall, context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if call, ok := c.inflight[hash]; ok {
+		call.refs++
+		c.hits.Add(1)
+		return call, nil, nil
+	}
+	if c.owned[owner] >= MaxOwnerCompiles {
+		return nil, nil, fmt.Errorf("%w: %d modules of this caller are already compiling or waiting to; send this one again once one of them is done",
+			wasm.ErrCompileLimit, MaxOwnerCompiles)
+	}
+	cctx, stop := context.WithTimeout(context.Background(), c.cfg.Bounds.CompileTimeout)
+	call := &compileCall{done: make(chan struct{}), refs: 1, stop: stop}
+	c.inflight[hash] = call
+	c.owned[owner]++
+	return call, cctx, nil
+}
+
+// end ends a compile begin started, with its error: the owner's count
+// goes down, and a module compiled is remembered as checked.
+func (c *compiler) end(owner, hash string, call *compileCall, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owned[owner]--; c.owned[owner] <= 0 {
+		delete(c.owned, owner)
+	}
+	call.err = err
+	if c.inflight[hash] == call {
+		delete(c.inflight, hash)
+	}
+	if err == nil {
+		c.checked.Add(hash, struct{}{})
+	}
+	close(call.done)
 }
 
 // isChecked reports whether the module with the given hash was checked.

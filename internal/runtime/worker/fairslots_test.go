@@ -3,8 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/ptcrun/ptc/internal/runtime/wasm"
 )
 
 // TestFairSlots: with every slot held by one owner and more of its work
@@ -70,5 +74,42 @@ func waitQueued(s *fairSlots, n int) {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestOwnerCompilesBounded: an owner has at most MaxOwnerCompiles
+// distinct modules compiling at once; one more is refused with
+// wasm.ErrCompileLimit, while a request for a module already compiling
+// joins it and another owner starts its own; once one ends, the owner
+// may start another.
+func TestOwnerCompilesBounded(t *testing.T) {
+	c := newCompiler(wasm.Config{})
+	var calls []*compileCall
+	for i := range MaxOwnerCompiles {
+		call, cctx, err := c.begin("bob", fmt.Sprint("h", i))
+		if err != nil || cctx == nil {
+			t.Fatalf("bob's compile %d: %v", i, err)
+		}
+		calls = append(calls, call)
+	}
+	if _, _, err := c.begin("bob", "h-more"); !errors.Is(err, wasm.ErrCompileLimit) || !strings.Contains(err.Error(), "4 modules of this caller are already compiling or waiting") {
+		t.Fatalf("bob's one more: %v", err)
+	}
+	if call, cctx, err := c.begin("bob", "h0"); err != nil || cctx != nil || call != calls[0] {
+		t.Fatalf("bob's repeat of a module compiling: %v, joined %v", err, call == calls[0])
+	}
+	_, alice, err := c.begin("alice", "a0")
+	if err != nil || alice == nil {
+		t.Fatalf("alice's: %v", err)
+	}
+	c.end("bob", "h1", calls[1], nil)
+	if !c.isChecked("h1") {
+		t.Fatal("a module compiled is not remembered as checked")
+	}
+	if _, cctx, err := c.begin("bob", "h-more"); err != nil || cctx == nil {
+		t.Fatalf("bob's after one ended: %v", err)
+	}
+	if c.owned["bob"] != MaxOwnerCompiles || c.owned["alice"] != 1 {
+		t.Fatalf("counts %v", c.owned)
 	}
 }
