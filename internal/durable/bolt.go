@@ -86,14 +86,7 @@ func (s *boltStore) sweep() {
 		}
 		for _, name := range [][]byte{bucketUsed, bucketOutcomes, bucketLeases} {
 			b := tx.Bucket(name)
-			var dead [][]byte
-			_ = b.ForEach(func(k, v []byte) error {
-				if !s.live(v) {
-					dead = append(dead, append([]byte(nil), k...))
-				}
-				return nil
-			})
-			for _, k := range dead {
+			for _, k := range s.expired(b) {
 				if err := b.Delete(k); err != nil {
 					return err
 				}
@@ -103,16 +96,22 @@ func (s *boltStore) sweep() {
 	})
 }
 
-// sweepStates drops the expired states in tx, giving their bytes back.
-func (s *boltStore) sweepStates(tx *bbolt.Tx) error {
+// expired returns the keys of the expired entries of b (copies: a key
+// is valid only until the transaction changes b).
+func (s *boltStore) expired(b *bbolt.Bucket) [][]byte {
 	var dead [][]byte
-	_ = tx.Bucket(bucketStates).ForEach(func(k, v []byte) error {
+	_ = b.ForEach(func(k, v []byte) error {
 		if !s.live(v) {
 			dead = append(dead, append([]byte(nil), k...))
 		}
 		return nil
 	})
-	for _, k := range dead {
+	return dead
+}
+
+// sweepStates drops the expired states in tx, giving their bytes back.
+func (s *boltStore) sweepStates(tx *bbolt.Tx) error {
+	for _, k := range s.expired(tx.Bucket(bucketStates)) {
 		if err := s.release(tx, k); err != nil {
 			return err
 		}

@@ -140,11 +140,6 @@ type Executor struct {
 	isolation map[core.Language]string
 }
 
-// newSentCache is the empty record of who sent which module.
-func newSentCache() *lru.Cache[string, struct{}] {
-	return lru.New[string, struct{}](maxSentModules, nil)
-}
-
 // New returns an Executor; with Config.Workers it starts the worker pool.
 // Call Close when done.
 func New(cfg Config) (*Executor, error) {
@@ -155,7 +150,7 @@ func New(cfg Config) (*Executor, error) {
 		maxSource: cfg.MaxSourceBytes,
 		maxInput:  cfg.MaxInputBytes,
 		schemas:   lru.New[[32]byte, *tools.Schema](maxCachedSchemas, nil),
-		sent:      newSentCache(),
+		sent:      lru.New[string, struct{}](maxSentModules, nil),
 		outputs:   lru.New[string, pausedOutputs](maxRememberedPauses, nil),
 		wasmCfg:   cfg.WASM,
 		durable:   cfg.Durable,

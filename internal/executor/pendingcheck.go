@@ -6,7 +6,6 @@ import (
 	"github.com/ptcrun/ptc/internal/core"
 	"github.com/ptcrun/ptc/internal/durable"
 	"github.com/ptcrun/ptc/internal/fault"
-	"github.com/ptcrun/ptc/internal/jsonval"
 	"github.com/ptcrun/ptc/tools"
 )
 
@@ -53,13 +52,10 @@ func (e *Executor) precheckAnswers(pauseID string, calls []durable.PendingCall, 
 	}
 	outputs, _ := e.outputs.Get(pauseID)
 	_, ferr := checkAnswers(pending, answers, func(tool string, out []byte) *fault.Error {
-		if !json.Valid(out) {
-			// Refused alike with or without an output schema.
-			_, err := jsonval.Decode(out)
-			return invalidOutput(err)
-		}
-		if plain[tool] {
-			return nil
+		if plain[tool] || !json.Valid(out) {
+			// Output that is not JSON is refused alike with or without
+			// an output schema.
+			return checkOutputAgainst(tool, nil, out)
 		}
 		if s, ok := outputs[tool]; ok {
 			return checkOutputAgainst(tool, s, out)
