@@ -77,11 +77,7 @@ func TestPostgresStatementTimeout(t *testing.T) {
 	if _, _, err := s.Consume(ctx, "locked", []byte("r"), time.Minute, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgConnect(t, dsn)
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -161,11 +157,7 @@ func TestPostgresSweep(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("swept %d rows, want the expired state and use", n)
 	}
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgConnect(t, dsn)
 	for _, table := range []string{"ptc_durable_states", "ptc_durable_uses", "ptc_durable_outcomes"} {
 		rows, _ := c.Query(ctx, "SELECT id FROM "+table+" ORDER BY id")
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -344,11 +336,7 @@ func BenchmarkPostgresLeaseRenew(b *testing.B) {
 func TestPostgresSchemaRefused(t *testing.T) {
 	dsn := pgtest.NewDatabase(t, pgtest.Shared(t))
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgConnect(t, dsn)
 	role := fmt.Sprintf("plain_%d", time.Now().UnixNano())
 	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "REVOKE CREATE ON SCHEMA public FROM PUBLIC"} {
 		if _, err := c.Exec(ctx, q); err != nil {
@@ -382,11 +370,7 @@ func TestPostgresSchemaRefused(t *testing.T) {
 func TestPostgresUpgrade(t *testing.T) {
 	dsn := pgtest.NewDatabase(t, pgtest.Shared(t))
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgConnect(t, dsn)
 	old := `CREATE TABLE ptc_durable_states (id text PRIMARY KEY, body bytea NOT NULL, expires timestamptz NOT NULL);
 INSERT INTO ptc_durable_states VALUES ('legacy', '\x0102030405', now() + interval '1 hour')`
 	if _, err := c.Exec(ctx, old); err != nil {
@@ -401,4 +385,15 @@ INSERT INTO ptc_durable_states VALUES ('legacy', '\x0102030405', now() + interva
 		{name: "the older release's state counts for the empty tenant", id: "e1", tenant: "", size: 6, expires: time.Hour,
 			want: &QuotaError{Limit: 10, Used: 5, Size: 6}},
 	})
+}
+
+// pgConnect connects to dsn, closed when the test ends.
+func pgConnect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
 }

@@ -39,15 +39,7 @@ func TestDurableStoreBounds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			y := "durable:\n  max_token_bytes: 1KiB\n  " + tc.bounds + "\n  store: {file: " + filepath.Join(t.TempDir(), "d.db") + "}\n"
-			c, err := config.Parse([]byte(y))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := durableManager(context.Background(), c, func(string) (string, bool) { return "", false })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := managerOf(t, y)
 			if _, ferr := m.Seal(context.Background(), tc.tenants[0], st); ferr != nil {
 				t.Fatal(ferr)
 			}
@@ -74,15 +66,7 @@ func TestDurableLease(t *testing.T) {
 		{"no takeovers", "durable:\n  lease: {max_takeovers: 0}\n", 15 * time.Second, 5 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := config.Parse([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := durableManager(context.Background(), c, func(string) (string, bool) { return "", false })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := managerOf(t, tc.yaml)
 			ttl, renew := m.Lease()
 			if ttl != tc.ttl || renew != tc.renew || m.MaxTakeovers() != tc.takeovers {
 				t.Fatalf("lease %s, renewed every %s, %d takeovers", ttl, renew, m.MaxTakeovers())
@@ -140,4 +124,20 @@ func TestDurablePostgres(t *testing.T) {
 			}
 		})
 	}
+}
+
+// managerOf is the continuation manager of the configuration y (no
+// environment), closed when the test ends.
+func managerOf(t *testing.T, y string) *durable.Manager {
+	t.Helper()
+	c, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := durableManager(context.Background(), c, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
 }
