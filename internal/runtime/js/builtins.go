@@ -148,6 +148,7 @@ func (x *exec) builtinKeys(path string, holder *goja.Object) []builtinKey {
 
 // findBuiltinKeys reads holder's property descriptors.
 func (x *exec) findBuiltinKeys(path string, holder *goja.Object) []builtinKey {
+	x.objectIntrinsics()
 	if x.rawOwnDescriptor == nil || x.rawOwnSymbols == nil {
 		return nil
 	}

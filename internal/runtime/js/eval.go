@@ -74,8 +74,8 @@ func (x *exec) guardHiddenCtor(proto *goja.Object, kind string) {
 	_ = proto.DefineDataProperty("constructor", x.guardFunctionCtor(ctor, kind), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
-// guardAsyncFunction guards AsyncFunction, reached through main, the
-// script's own async function, before the script runs.
+// guardAsyncFunction guards AsyncFunction, reached through the prototype
+// of main, an async function, before the script runs (guardBase).
 func (x *exec) guardAsyncFunction(main goja.Value) {
 	if obj, ok := main.(*goja.Object); ok {
 		x.guardHiddenCtor(obj.Prototype(), "async function")
@@ -90,6 +90,7 @@ func (x *exec) guardGeneratorFunction() {
 		return
 	}
 	x.generatorsGuarded = true
+	x.install(groupBase)
 	if g, err := x.vm.RunProgram(generatorProgram); err == nil {
 		if obj, ok := g.(*goja.Object); ok {
 			x.guardHiddenCtor(obj.Prototype(), "function*")

@@ -151,7 +151,7 @@ func (x *exec) guardStrings() {
 // without running script code: an array, not a proxy of one.
 func (x *exec) realArray(v goja.Value) (*goja.Object, bool) {
 	obj, ok := v.(*goja.Object)
-	if !ok || x.isArray == nil || !x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean() {
+	if !ok || !x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean() {
 		return nil, false
 	}
 	if _, proxy := x.proxies[obj]; proxy {

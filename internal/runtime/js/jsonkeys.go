@@ -116,6 +116,9 @@ func (x *exec) ownNames(obj *goja.Object) ([]string, []jsonKey) {
 			break
 		}
 	}
+	if slow {
+		x.objectIntrinsics()
+	}
 	if !slow || x.rawObjectKeys == nil {
 		return names, nil
 	}
@@ -154,6 +157,9 @@ func (x *exec) getKey(obj *goja.Object, k jsonKey) goja.Value {
 // defineKey is CreateDataProperty(obj, k, v): a failure (a frozen
 // object) is ignored, as it is for a name with an exact Go form.
 func (x *exec) defineKey(obj *goja.Object, k jsonKey, v goja.Value) {
+	if k.v != nil {
+		x.objectIntrinsics()
+	}
 	if k.v == nil || x.rawDefine == nil {
 		_ = obj.DefineDataProperty(k.s, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 		return

@@ -21,7 +21,10 @@ import (
 // source of arrays (groupSizes). Code that does neither, such as
 // `return {ok: 1}`, does not instantiate those prototypes' methods. The
 // recursion guards (recursion.go) and the Function constructors' guards
-// are installed in every execution.
+// (eval.go) are groupBase, installed with any other group: every built-in
+// they guard is reached through a property, a global's name or the
+// global object, and code that does none of those (groupsOf returns no
+// group for it) reaches no built-in method or constructor at all.
 
 // group is a set of guards installed together.
 type group uint16
@@ -60,8 +63,13 @@ const (
 	// even when the object behind it is never built.
 	groupTools
 	groupConsole
+	// groupBase: Array.prototype.flat, Function.prototype.bind and
+	// toString bound (recursion.go), and the Function, AsyncFunction
+	// constructors checked (eval.go). Installed with any other group
+	// (install), first.
+	groupBase
 	groupAll = groupEval | groupJSON | groupReflect | groupProxy | groupRegExp | groupTyped | groupCollections | groupValues | groupBigInt | groupSizes |
-		groupTools | groupConsole
+		groupTools | groupConsole | groupBase
 )
 
 // watchedNames are the names a scan looks for, with the groups they call
@@ -142,11 +150,17 @@ func (x *exec) install(g group) {
 		// go first.
 		g |= groupSizes
 	}
+	if g != 0 {
+		g |= groupBase
+	}
 	g &^= x.installed
 	if g == 0 {
 		return
 	}
 	x.installed |= g
+	if g&groupBase != 0 {
+		x.guardBase()
+	}
 	// The globals first, in the order setup defined them before they
 	// became lazy.
 	if g&groupTools != 0 {

@@ -89,7 +89,13 @@ type exec struct {
 	// proxies the script made.
 	nativeDepth    int
 	bound, proxies map[*goja.Object]int
-	isArray        func(goja.FunctionCall) goja.Value
+	// rawIsArray is goja's own Array.isArray and arrayTaken says it and
+	// rawRangeError were taken (setup.go's arrayIntrinsics).
+	rawIsArray func(goja.FunctionCall) goja.Value
+	arrayTaken bool
+	// objectTaken: rawOwnDescriptor, rawOwnSymbols, rawObjectKeys and
+	// rawDefine were taken (objectIntrinsics).
+	objectTaken bool
 	// generatorsGuarded: GeneratorFunction is guarded (eval.go);
 	// installed: the guard groups in place (lazy.go).
 	generatorsGuarded bool
@@ -191,7 +197,6 @@ func (x *exec) run() (out *runtime.Outcome) {
 		out.Err = x.classify(err)
 		return out
 	}
-	x.guardAsyncFunction(fnVal)
 	fn, ok := goja.AssertFunction(fnVal)
 	if !ok {
 		out.Err = fault.New(fault.KindSyntax, "the script must be the body of an async function (it closed the function early)")

@@ -148,7 +148,7 @@ func allocationSize(e goruntime.Error) bool {
 }
 
 // throwRange throws a RangeError with msg.
-func (x *exec) throwRange(msg string) { panic(x.intrinsicError(x.rawRangeError, msg)) }
+func (x *exec) throwRange(msg string) { panic(x.intrinsicError(x.rangeError(), msg)) }
 
 // throwSyntax throws a SyntaxError with msg.
 func (x *exec) throwSyntax(msg string) { panic(x.intrinsicError(x.rawSyntaxError, msg)) }

@@ -121,7 +121,7 @@ func (x *exec) flat(call goja.FunctionCall, orig func(goja.FunctionCall) goja.Va
 	}
 	res := orig(goja.FunctionCall{This: view, Arguments: []goja.Value{x.vm.ToValue(maxNativeDepth)}})
 	// Arrays left in the result were nested deeper than that.
-	if arr, ok := res.(*goja.Object); ok && x.isArray != nil {
+	if arr, ok := res.(*goja.Object); ok {
 		n := arr.Get("length").ToInteger()
 		for i := int64(0); i < n; i++ {
 			v := x.isArray(goja.FunctionCall{Arguments: []goja.Value{arr.Get(strconv.FormatInt(i, 10))}})

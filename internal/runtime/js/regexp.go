@@ -230,7 +230,7 @@ func (x *exec) throwRegExpTimeout(re goja.Value) {
 			desc = "the regular expression /" + s + "/"
 		}
 	}
-	err := x.intrinsicError(x.rawRangeError, fmt.Sprintf("%s ran too long on its input and was stopped (the limit is %s a match); "+
+	err := x.intrinsicError(x.rangeError(), fmt.Sprintf("%s ran too long on its input and was stopped (the limit is %s a match); "+
 		"simplify it (nested quantifiers and backreferences backtrack) or match a smaller input", desc, RegexpMatchTimeout))
 	if obj, ok := err.(*goja.Object); ok {
 		_ = obj.DefineDataProperty("name", x.vm.ToValue("RegExpTimeoutError"), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)

@@ -216,7 +216,7 @@ func (x *exec) concat(call goja.FunctionCall, orig func(goja.FunctionCall) goja.
 		var spread bool
 		if spreadable == nil || goja.IsUndefined(spreadable) {
 			// Not said: spread if it is an array (a proxy of one).
-			spread = x.isArray != nil && x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean()
+			spread = x.isArray(goja.FunctionCall{Arguments: []goja.Value{obj}}).ToBoolean()
 		} else {
 			spread = spreadable.ToBoolean()
 		}
@@ -273,7 +273,7 @@ func (x *exec) flatView(obj *goja.Object, n, depth float64, total *float64, what
 // depth, its length counted in *total; anything else as it is.
 func (x *exec) nestedView(v goja.Value, depth float64, total *float64, what string) goja.Value {
 	o, ok := v.(*goja.Object)
-	if !ok || x.isArray == nil || !x.isArray(goja.FunctionCall{Arguments: []goja.Value{o}}).ToBoolean() {
+	if !ok || !x.isArray(goja.FunctionCall{Arguments: []goja.Value{o}}).ToBoolean() {
 		return v
 	}
 	m := lengthOf(o)

@@ -136,17 +136,13 @@ func (e *Engine) refill() {
 
 // aheadOfMain does ahead what every script's start does the first time:
 // goja makes the Promise constructor and prototype when the first async
-// function is called (the script is one), and the AsyncFunction
-// constructor that the script's function reaches is guarded before the
-// script runs (guardAsyncFunction, which then finds it guarded). The
-// function made for it is ptc's own and is dropped: nothing of a script
-// runs.
+// function is called (the script is one), and the AsyncFunction prototype
+// when the first is made. The function made for it is ptc's own and is
+// dropped: nothing of a script runs. (AsyncFunction, reachable from that
+// prototype, is guarded with groupBase.)
 func (x *exec) aheadOfMain() {
 	x.vm.Get("Promise")
-	_, _, _ = x.vm.NewPromise()
-	if fn, err := x.vm.RunProgram(asyncProgram); err == nil {
-		x.guardAsyncFunction(fn)
-	}
+	_, _ = x.vm.RunProgram(asyncProgram)
 }
 
 // asyncProgram evaluates to an async function.
