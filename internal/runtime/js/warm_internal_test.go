@@ -63,3 +63,19 @@ func TestWarmTakesTheLatestProgramsGroups(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPrepare measures making a runtime ahead (prepare) for a
+// program that reaches no built-in (`return {ok: 1}`): what the refill
+// goroutine does before each in-process execution and a worker's warmer
+// between executions.
+func BenchmarkPrepare(b *testing.B) {
+	e := New()
+	g, _, _ := scan(bodyPrefix + `return {ok: 1}` + bodySuffix)
+	newExec(e).newRuntime() // the first counts every built-in
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.prepare(g); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
