@@ -30,6 +30,12 @@ const (
 	Brackets
 	// Arrows: the text has more arrow functions than Bounds.Arrows.
 	Arrows
+	// Slash: a `/` follows a word that may be a keyword or a name (of,
+	// yield, await, let), so it may start a regular expression or divide,
+	// and the scan cannot tell which the parser will see. Guessing wrong
+	// would leave code unscanned (read as a regular expression) or scan a
+	// regular expression as code: the text is refused instead.
+	Slash
 )
 
 // Error reports source text beyond a limit (nested beyond Max, or past
@@ -57,6 +63,9 @@ func (e *Error) Message() string {
 		return fmt.Sprintf("the code nests brackets more than %d deep; flatten it", e.Bound)
 	case Arrows:
 		return fmt.Sprintf("the code has more than %d arrow functions; simplify it", e.Bound)
+	case Slash:
+		return "a / right after of, yield, await or let may start a regular expression or divide, and ptc does not guess which; " +
+			"put a regular expression there in parentheses, or rename a variable of that name"
 	}
 	return fmt.Sprintf("the code nests more than %d levels deep (brackets, operators and nested statements); "+
 		"split long expressions and flatten deep nesting", Max)

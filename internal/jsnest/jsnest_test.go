@@ -287,3 +287,45 @@ func TestCheckWithinMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestSlashAfterKeywordOrName: a `/` right after of, yield, await or let,
+// each a keyword or a name depending on where it stands, may start a
+// regular expression or divide. Read as a regular expression when it
+// divides, the code up to the next `/` went unscanned (its names, its
+// property reads, its nesting); it is refused instead. A `/` elsewhere is
+// scanned as before.
+func TestSlashAfterKeywordOrName(t *testing.T) {
+	refused := []string{
+		"let of = 2; let z = of / 1; o.x = 1; z = z / of",
+		"var yield = 2; yield / 1 + o.x / 1",
+		"function f(await) { return await / 1 + o.x / 1 }",
+		"var let = 1; let / 1 + o.x / 1",
+		"for (const m of /a/g.exec(s)) {}",
+		"function* g() { yield /a/ }",
+		"x = await /* c */ /a/",
+		"x = of\n/ 2",
+	}
+	for _, src := range refused {
+		_, err := Check(src)
+		if err == nil || err.Limit != Slash {
+			t.Errorf("%q: %v, want the Slash refusal", src, err)
+		} else if !strings.Contains(err.Error(), "in parentheses") {
+			t.Errorf("%q: %q does not say how to write it", src, err)
+		}
+	}
+	accepted := []string{
+		"for (const m of (/a/g).exec(s)) {}",
+		"function* g() { yield (/a/) }",
+		"x = (of) / 2",
+		"x = a / 2 / b",
+		"if (x) /a/.test(s)",
+		"x = typeof /a/",
+		"x = ofs / 2",
+		"let x = a / b",
+	}
+	for _, src := range accepted {
+		if _, err := Check(src); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}

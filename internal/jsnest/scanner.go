@@ -239,6 +239,11 @@ func (s *scanner) run() *Error {
 				return err
 			}
 		case c == '/' && s.prev == operandNext:
+			switch s.kw {
+			case "of", "yield", "await", "let":
+				line, col := s.position(s.i)
+				return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
+			}
 			s.info.RegExps = true
 			if err := s.skipRegexp(); err != nil {
 				return err

@@ -11,8 +11,8 @@ import (
 	"github.com/ptcrun/ptc/internal/runtime"
 )
 
-// TestProgramsWithoutGroups: code that reaches no built-in method or
-// constructor (no property read, no watched name: scan finds no group)
+// TestProgramsWithoutGroups: code that reads no property and names no
+// watched global (scan finds no group)
 // runs in a runtime without groupBase, the recursion and Function
 // constructors' guards, and still runs as JavaScript: generators, tagged
 // templates, functions converted to strings, instanceof, classes, errors,
@@ -50,7 +50,7 @@ func TestProgramsWithoutGroups(t *testing.T) {
 			t.Fatalf("%s: %v", c.src, err)
 		}
 		if g != 0 {
-			t.Fatalf("%s: scan finds groups %b; the case wants code that reaches no built-in", c.src, g)
+			t.Fatalf("%s: scan finds groups %b; the case wants code without any", c.src, g)
 		}
 		x := newExec(e)
 		out := runIn(x, c.src)

@@ -21,10 +21,14 @@ import (
 // source of arrays (groupSizes). Code that does neither, such as
 // `return {ok: 1}`, does not instantiate those prototypes' methods. The
 // recursion guards (recursion.go) and the Function constructors' guards
-// (eval.go) are groupBase, installed with any other group: every built-in
-// they guard is reached through a property, a global's name or the
-// global object, and code that does none of those (groupsOf returns no
-// group for it) reaches no built-in method or constructor at all.
+// (eval.go) are groupBase, installed with any other group: flat and bind
+// are reached through a property, the Function constructors through a
+// property, the name Function or the global object, and the guard on
+// Function.prototype.toString only makes guarded built-ins print as the
+// originals. Code that does none of those (groupsOf returns no group
+// for it) can still call the globals nobody watches (parseInt, Symbol,
+// Promise…) and convert values implicitly, but reaches none of the
+// built-ins groupBase guards.
 
 // group is a set of guards installed together.
 type group uint16
@@ -91,6 +95,13 @@ var watchedNames = []struct {
 	// values that come from outside.
 	{"Array", groupSizes}, {"String", groupSizes}, {"Function", groupSizes}, {"Object", groupSizes},
 	{"input", groupSizes}, {"tools", groupSizes | groupTools}, {"console", groupConsole},
+	// The Error constructors: a subclass's instances can be given a
+	// name by class fields, which read no property, and
+	// Error.prototype.toString converts that name, which may be another
+	// such error: a recursion of built-ins only groupValues's counting
+	// stops.
+	{"Error", groupValues}, {"AggregateError", groupValues}, {"EvalError", groupValues}, {"RangeError", groupValues},
+	{"ReferenceError", groupValues}, {"SyntaxError", groupValues}, {"TypeError", groupValues}, {"URIError", groupValues},
 	// Object.prototype's properties, which the global object inherits:
 	// `o = {toString: toLocaleString}` needs no property access.
 	{"constructor", groupValues}, {"__defineGetter__", groupValues}, {"__defineSetter__", groupValues},

@@ -44,3 +44,23 @@ func repeat(s string, n float64) string {
 	}
 	return string(b)
 }
+
+// TestAmbiguousSlashRefused: a `/` after of, yield, await or let, which
+// the scan cannot tell a division from a regular expression by, is a
+// classified SyntaxError, in a child process that must survive: read as
+// a regular expression, the code behind it went unscanned (here, a
+// built-in recursion its guards did not bound, and nesting deep enough to
+// overflow the parser).
+func TestAmbiguousSlashRefused(t *testing.T) {
+	const msg = "may start a regular expression or divide"
+	runProbes(t, []probeCase{
+		{name: "division by of hides property reads",
+			src:  "let of = 2; let z = of / 1; const o = {}; o.toString = o.toLocaleString; z = `${o}`; z = z / of; return z",
+			kind: fault.KindSyntax, msg: msg},
+		{name: "division by of hides nesting",
+			src:  "let of = 2; let z = of / 1 + " + repeat("[", 4e5) + repeat("]", 4e5) + "; return 1",
+			kind: fault.KindSyntax, msg: msg},
+		{name: "let as a name", src: "var let = 1; const o = {}; let / 1 + o.x / 1; return 1", kind: fault.KindSyntax, msg: msg},
+		{name: "in eval", src: `try { eval("let of = 2; of / 1") } catch (e) { return [e.name, e.message.includes("` + msg + `")] }`, want: `["SyntaxError",true]`},
+	})
+}

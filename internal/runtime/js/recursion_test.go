@@ -31,6 +31,10 @@ func TestNativeRecursionBounded(t *testing.T) {
 		{name: "proxy target chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e4; i++) p = new Proxy(p, {})`), want: want},
 		{name: "proxy handler chain", src: caught(`let h = {}`, `for (let i = 0; i < 2e4; i++) h = new Proxy({}, h)`), want: want},
 		{name: "revocable proxy chain", src: caught(`let p = {}`, `for (let i = 0; i < 2e4; i++) p = Proxy.revocable(p, {}).proxy`), want: want},
+		// No property read: class fields give each error its name.
+		{name: "Error names by class fields", src: "let prev = 'x'; class E extends Error { name = prev }; let e; " +
+			"for (let i = 0; i < 2e4; i++) { e = new E(); prev = e } try { return `${e}` } catch (x) { return `${x}` }",
+			want: `"RangeError: Maximum call stack size exceeded: toString nested more than 3000 built-in calls deep"`},
 		// JavaScript frames in the chain: goja's own call-stack limit.
 		{name: "getter chain in JavaScript", src: `let o = {x: 1}; for (let i = 0; i < 2e4; i++) { const p = o; o = {get x() { return p.x }} } return o.x`, kind: fault.KindScript, msg: "call stack"},
 		{name: "proxy trap chain in JavaScript", src: `let p = {x: 1}; for (let i = 0; i < 500; i++) { const t = p; p = new Proxy({}, {get: (_, k) => t[k]}) } return p.x`, want: `1`},

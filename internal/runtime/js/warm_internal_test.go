@@ -65,7 +65,7 @@ func TestWarmTakesTheLatestProgramsGroups(t *testing.T) {
 }
 
 // BenchmarkPrepare measures making a runtime ahead (prepare) for a
-// program that reaches no built-in (`return {ok: 1}`): what the refill
+// program that needs no guard group (`return {ok: 1}`): what the refill
 // goroutine does before each in-process execution and a worker's warmer
 // between executions.
 func BenchmarkPrepare(b *testing.B) {
