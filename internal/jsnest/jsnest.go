@@ -30,11 +30,12 @@ const (
 	Brackets
 	// Arrows: the text has more arrow functions than Bounds.Arrows.
 	Arrows
-	// Slash: a `/` follows a word that may be a keyword or a name (of,
-	// yield, await, let), so it may start a regular expression or divide,
-	// and the scan cannot tell which the parser will see. Guessing wrong
-	// would leave code unscanned (read as a regular expression) or scan a
-	// regular expression as code: the text is refused instead.
+	// Slash: a `/` may start a regular expression or divide, and the
+	// scan cannot tell which the parser will see: after a word that may be
+	// a keyword or a name (of, yield, await, let), or, when a regular
+	// expression there would hold a quote, a backquote or a comment's
+	// start, after an object literal's '}' or at the start of a line.
+	// Guessing wrong would leave code unscanned: the text is refused.
 	Slash
 )
 
@@ -64,8 +65,9 @@ func (e *Error) Message() string {
 	case Arrows:
 		return fmt.Sprintf("the code has more than %d arrow functions; simplify it", e.Bound)
 	case Slash:
-		return "a / right after of, yield, await or let may start a regular expression or divide, and ptc does not guess which; " +
-			"put a regular expression there in parentheses, or rename a variable of that name"
+		return "this / may start a regular expression or divide, and ptc does not guess which (after of, yield, await or let, " +
+			"after a '}' or at the start of a line); put a regular expression there in parentheses, or keep a division on the line of its left operand " +
+			"and do not name a variable of, yield, await or let"
 	}
 	return fmt.Sprintf("the code nests more than %d levels deep (brackets, operators and nested statements); "+
 		"split long expressions and flatten deep nesting", Max)

@@ -157,7 +157,9 @@ func TestScanNames(t *testing.T) {
 		{"x.Reflect; 'JSON'; // this", 2, false, false},
 		{"`${this}`", 4, false, false},
 		{"\\u004aSON.parse('1')", 0, true, false},
-		{"x = /JSON/.test(y)", 0, false, true},
+		// A pattern's words count as names too, should the parser read
+		// its '/' as a division.
+		{"x = /JSON/.test(y)", 1, false, true},
 	}
 	for _, c := range cases {
 		info, _ := Scan(c.src, watch)
@@ -326,6 +328,63 @@ func TestSlashAfterKeywordOrName(t *testing.T) {
 	for _, src := range accepted {
 		if _, err := Check(src); err != nil {
 			t.Errorf("%q: %v", src, err)
+		}
+	}
+}
+
+// TestScanAgreesWithTheParser: text where the scan once read a string, a
+// template, a regular expression or a comment where goja's parser reads
+// code (or the reverse), so that the code behind went unscanned: its
+// property read (H here, the only one in each) was missed, as deep
+// nesting there would have been. Each is now either seen or refused.
+func TestScanAgreesWithTheParser(t *testing.T) {
+	const h = "o.x"
+	cases := []string{
+		"async function f(){}\n/`/; " + h + " //`",
+		"if (false) return\n{}\n/`/; " + h + " //`",
+		"for (;;) { break\n{}\n/`/; " + h + " //`\n}",
+		"var a\n/`/; " + h + " //`",
+		"let a\n/`/; " + h + " //`",
+		"var a /*\u2028*/ {}\n/`/; " + h + " //`",
+		"var a = 1\n++/`/.lastIndex; " + h + " //`",
+		"var p = { return() { {} /`/; " + h + "; //`\n} }",
+		"class A { typeof() { {} /`/; " + h + "; //`\n} }",
+		"class A { static { {} /`/; " + h + " //`\n} }",
+		"class A extends (f({})) {}\n/`/; " + h + " //`",
+		"var a = {in: 4}; var r = a./**/in / 2; " + h + "; var z = 1/1",
+		"var a = {in: 4}; var r = a.\vin / 2; " + h + "; var z = 1/1",
+		"var a = {in: 4}; var r = a.\u00a0in / 2; " + h + "; var z = 1/1",
+		"var r = 1. instanceof /`/; " + h + " //`",
+		"var t = 0 // step 1.\ntypeof /`/; " + h + " //`",
+		"return 1..x",
+		"return 1.5.x",
+		"return 1e3.x",
+		"return 1n.x",
+		"return .5.x",
+	}
+	for _, src := range cases {
+		info, err := Check(src)
+		if err == nil && !info.Access {
+			t.Errorf("%q: scanned without the property read and not refused", src)
+		}
+	}
+	// Still read as before.
+	for _, c := range []struct {
+		src    string
+		access bool
+	}{
+		{"x = a / 2 + '/'", false},
+		{"x = a\n/ 2", false},
+		{"x = {a: 1} / 2", false},
+		{"return x++ / 2", false},
+		{"if (x) {} /a/.test(s)", true},
+		{"return 1.5 + .5 + 1e3 + 0x1f + 1_000n", false},
+		{"return\n{}", false},
+		{"x = y\n++z", false},
+	} {
+		info, err := Check(c.src)
+		if err != nil || info.Access != c.access {
+			t.Errorf("%q: Access %v, %v; want %v and no error", c.src, info.Access, err, c.access)
 		}
 	}
 }

@@ -39,19 +39,32 @@ func (s *scanner) skipString(q byte) {
 	}
 }
 
+// skipNumber skips a numeric literal: a '.' after it, or a second one in
+// it, is a member access (1..toString(), 1.5.toFixed()), and a name right
+// after it is not part of it.
 func (s *scanner) skipNumber() {
-	start := s.i
-	hex := s.src[s.i] == '0' && (s.at(1)|0x20 == 'x' || s.at(1)|0x20 == 'b' || s.at(1)|0x20 == 'o')
-	for s.i < len(s.src) {
-		c := s.src[s.i]
-		switch {
-		case isIdentPart(c) || c == '.':
+	digits := func(ok func(byte) bool) {
+		for s.i < len(s.src) && (ok(s.src[s.i]) || s.src[s.i] == '_') {
 			s.i++
-		case (c == '+' || c == '-') && !hex && s.i > start && s.src[s.i-1]|0x20 == 'e':
-			s.i++
-		default:
-			return
 		}
+	}
+	decimal := func(c byte) bool { return c >= '0' && c <= '9' }
+	if s.src[s.i] == '0' && (s.at(1)|0x20 == 'x' || s.at(1)|0x20 == 'b' || s.at(1)|0x20 == 'o') {
+		s.i += 2
+		digits(func(c byte) bool { return decimal(c) || c|0x20 >= 'a' && c|0x20 <= 'f' })
+	} else {
+		digits(decimal)
+		if s.at(0) == '.' {
+			s.i++
+			digits(decimal)
+		}
+		if s.at(0)|0x20 == 'e' && (decimal(s.at(1)) || (s.at(1) == '+' || s.at(1) == '-') && decimal(s.at(2))) {
+			s.i += 2
+			digits(decimal)
+		}
+	}
+	if s.at(0) == 'n' {
+		s.i++
 	}
 }
 
@@ -113,7 +126,8 @@ func (s *scanner) word() *Error {
 	if strings.IndexByte(w, '\\') >= 0 {
 		s.info.Escaped = true
 	}
-	member := start > 0 && s.prevPunct(start) == '.'
+	member := s.afterDot
+	s.afterDot = false
 	if member {
 		// A property name after '.', whatever its spelling.
 		s.operand()
@@ -167,20 +181,4 @@ func (s *scanner) word() *Error {
 	}
 	s.operand()
 	return nil
-}
-
-// prevPunct returns the last non-space byte before off (0 at the start).
-func (s *scanner) prevPunct(off int) byte {
-	for j := off - 1; j >= 0; j-- {
-		switch c := s.src[j]; c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		default:
-			if c == '.' && j > 0 && s.src[j-1] == '.' {
-				return 0 // spread "...x"
-			}
-			return c
-		}
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package jsnest
 
 func (s *scanner) punct(c byte) *Error {
+	s.afterDot = false
 	switch c {
 	case '(':
 		call := s.prev == operatorNext && s.kw != "name"
@@ -105,6 +106,7 @@ func (s *scanner) punct(c byte) *Error {
 			s.info.Access = true
 			s.i += 2 // optional chaining
 			s.prev = operandNext
+			s.afterDot = true
 			return s.chain()
 		}
 		if s.at(1) == '?' {
@@ -160,15 +162,19 @@ func (s *scanner) punct(c byte) *Error {
 		}
 		s.i++
 		s.prev = operandNext
+		s.afterDot = true
 		return s.chain()
 	case '+', '-':
 		if s.at(1) == c {
 			s.i += 2
-			if s.prev == operatorNext {
+			if s.prev == operatorNext && !s.newline {
 				// Postfix: the operand goes on.
 				s.newline = false
 				return s.chain()
 			}
+			// Prefix, a new statement's after an operand on a new line
+			// (no line terminator may come before a postfix one).
+			s.beforeOperand()
 			s.operator()
 			return s.chain()
 		}

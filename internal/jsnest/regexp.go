@@ -1,5 +1,7 @@
 package jsnest
 
+import "strings"
+
 func (s *scanner) skipRegexp() *Error {
 	start := s.i
 	s.i++
@@ -22,7 +24,15 @@ func (s *scanner) skipRegexp() *Error {
 	if s.watch != nil {
 		s.info.Patterns = append(s.info.Patterns, Pattern{Source: pattern, Flags: s.src[end+1 : s.i]})
 	}
-	if d := RegExpDepth(pattern); len(s.stack)+d > Max && !s.full {
+	// Should the parser read the '/' as a division (the scan's reading
+	// of a '/' has been wrong before), the pattern is code: it counts as
+	// property reads and names, and each bracket in it as a level.
+	s.patternAsCode(pattern)
+	d := RegExpDepth(pattern)
+	if o := strings.Count(pattern, "(") + strings.Count(pattern, "[") + strings.Count(pattern, "{"); o > d {
+		d = o
+	}
+	if len(s.stack)+d > Max && !s.full {
 		line, col := s.position(start)
 		return &Error{Line: line, Column: col, Depth: len(s.stack) + d, Bound: Max}
 	}
@@ -84,4 +94,29 @@ func CheckRegExp(pattern string) *Error {
 		return &Error{Line: 1, Column: 1, Depth: d, Bound: Max}
 	}
 	return nil
+}
+
+// patternAsCode records what a regular expression's text would read and
+// name if it were code.
+func (s *scanner) patternAsCode(pattern string) {
+	if strings.ContainsAny(pattern, ".[") {
+		s.info.Access = true
+	}
+	if s.watch == nil {
+		return
+	}
+	for i := 0; i < len(pattern); {
+		if !isIdentStart(pattern[i]) || pattern[i] == '\\' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(pattern) && isIdentPart(pattern[j]) && pattern[j] != '\\' {
+			j++
+		}
+		if bit, ok := s.watch[pattern[i:j]]; ok {
+			s.info.Names |= 1 << bit
+		}
+		i = j
+	}
 }

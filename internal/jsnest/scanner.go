@@ -1,6 +1,7 @@
 package jsnest
 
 import (
+	"strings"
 	"unicode/utf8"
 )
 
@@ -67,6 +68,9 @@ type scanner struct {
 	objectClosed bool
 	// newline: a line terminator since the previous token.
 	newline bool
+	// afterDot: the previous token was `.` or `?.`: a word is a property
+	// name, whatever its spelling.
+	afterDot bool
 	// max is the deepest estimate so far.
 	max int
 	// full: scan to the end, past Max (Depth).
@@ -185,7 +189,7 @@ func (s *scanner) run() *Error {
 		c := s.src[s.i]
 		switch {
 		case c == '\n' || c == '\r':
-			s.newline = true
+			s.lineEnds()
 			s.i++
 		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
 			s.i++
@@ -193,7 +197,7 @@ func (s *scanner) run() *Error {
 			r, n := utf8.DecodeRuneInString(s.src[s.i:])
 			switch r {
 			case '\u2028', '\u2029':
-				s.newline = true
+				s.lineEnds()
 				s.i += n
 			case '\u00a0', '\ufeff', '\u1680', '\u202f', '\u205f', '\u3000':
 				s.i += n
@@ -221,10 +225,12 @@ func (s *scanner) run() *Error {
 			}
 			s.i = end + 2
 		case c == '\'' || c == '"':
+			s.afterDot = false
 			s.beforeOperand()
 			s.skipString(c)
 			s.operand()
 		case c == '`':
+			s.afterDot = false
 			if s.prev == operatorNext && !s.newline {
 				// A tagged template calls its tag.
 				if err := s.chain(); err != nil {
@@ -239,6 +245,7 @@ func (s *scanner) run() *Error {
 				return err
 			}
 		case c == '/' && s.prev == operandNext:
+			s.afterDot = false
 			switch s.kw {
 			case "of", "yield", "await", "let":
 				line, col := s.position(s.i)
@@ -253,7 +260,18 @@ func (s *scanner) run() *Error {
 			if err := s.word(); err != nil {
 				return err
 			}
+		case c == '/' && s.prev == operatorNext && (s.objectClosed || s.newline) && regexpWouldHide(s.src, s.i):
+			// A division by the scan's reading, after an object
+			// literal's '}' (a block's, to the parser, when the scan took
+			// a statement for an expression) or at the start of a line
+			// (a new statement, to the parser, when a semicolon is
+			// inserted): a regular expression by the parser's could hold
+			// what the scan would then take for a string, a template or a
+			// comment, and leave the code after it unscanned.
+			line, col := s.position(s.i)
+			return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
 		case c >= '0' && c <= '9' || c == '.' && s.at(1) >= '0' && s.at(1) <= '9':
+			s.afterDot = false
 			s.beforeOperand()
 			s.skipNumber()
 			s.operand()
@@ -312,4 +330,30 @@ func (s *scanner) operator() {
 	s.newline = false
 	s.pendingBody = false
 	s.patternNext, s.objectClosed = false, false
+}
+
+// lineEnds notes a line terminator. After return, break, continue or
+// throw, one ends the statement (a semicolon is inserted): what follows
+// starts a statement (a '{' is a block).
+func (s *scanner) lineEnds() {
+	s.newline = true
+	switch s.kw {
+	case "return", "break", "continue", "throw":
+		s.reset()
+		s.operator()
+		s.stmt = true
+	}
+}
+
+// regexpWouldHide reports whether a regular expression literal starting
+// at the '/' at i would hold a quote, a backquote or a comment's start:
+// what a scan reading the '/' as a division would take for a string, a
+// template or a comment running past the literal's end.
+func regexpWouldHide(src string, i int) bool {
+	end := RegExpEnd(src, i+1)
+	if end < 0 {
+		return false
+	}
+	body := src[i+1 : end]
+	return strings.ContainsAny(body, "'\"`") || strings.Contains(body, "/*") || strings.Contains(body, "//")
 }

@@ -45,12 +45,12 @@ func repeat(s string, n float64) string {
 	return string(b)
 }
 
-// TestAmbiguousSlashRefused: a `/` after of, yield, await or let, which
-// the scan cannot tell a division from a regular expression by, is a
-// classified SyntaxError, in a child process that must survive: read as
-// a regular expression, the code behind it went unscanned (here, a
-// built-in recursion its guards did not bound, and nesting deep enough to
-// overflow the parser).
+// TestAmbiguousSlashRefused: a `/` the scan cannot tell a division from
+// a regular expression by is a classified SyntaxError, and text the scan
+// once read otherwise than goja's parser is scanned as the parser reads
+// it, in a child process that must survive: misread, the code behind went
+// unscanned (here, a built-in recursion its guards did not bound, nesting
+// deep enough to overflow the parser, a Function constructor unguarded).
 func TestAmbiguousSlashRefused(t *testing.T) {
 	const msg = "may start a regular expression or divide"
 	runProbes(t, []probeCase{
@@ -61,6 +61,11 @@ func TestAmbiguousSlashRefused(t *testing.T) {
 			src:  "let of = 2; let z = of / 1 + " + repeat("[", 4e5) + repeat("]", 4e5) + "; return 1",
 			kind: fault.KindSyntax, msg: msg},
 		{name: "let as a name", src: "var let = 1; const o = {}; let / 1 + o.x / 1; return 1", kind: fault.KindSyntax, msg: msg},
+		{name: "regexp after an async function declaration hides nesting",
+			src:  "async function f(){}\n/`/; var x = " + repeat("[", 4e5) + repeat("]", 4e5) + " //`\nreturn 1",
+			kind: fault.KindSyntax, msg: msg},
+		{name: "property read after a number's dots", src: `var s = "["; for (var i = 0; i < 19; i++) s += s; return 1..constructor.constructor(s)`,
+			kind: fault.KindScript, msg: "nests more than 1000 levels"},
 		{name: "in eval", src: `try { eval("let of = 2; of / 1") } catch (e) { return [e.name, e.message.includes("` + msg + `")] }`, want: `["SyntaxError",true]`},
 	})
 }
