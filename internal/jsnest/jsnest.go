@@ -32,9 +32,10 @@ const (
 	Arrows
 	// Slash: a `/` may start a regular expression or divide, and the
 	// scan cannot tell which the parser will see: after a word that may be
-	// a keyword or a name (of, yield, await, let), or, when a regular
-	// expression there would hold a quote, a backquote or a comment's
-	// start, after an object literal's '}' or at the start of a line.
+	// a keyword or a name (yield, await, let; of on a new line), or, when
+	// a regular expression there would hold a quote, a backquote, a
+	// bracket or a comment's start, after a '}' or at the start of a line
+	// after an operand.
 	// Guessing wrong would leave code unscanned: the text is refused.
 	Slash
 )
@@ -65,9 +66,9 @@ func (e *Error) Message() string {
 	case Arrows:
 		return fmt.Sprintf("the code has more than %d arrow functions; simplify it", e.Bound)
 	case Slash:
-		return "this / may start a regular expression or divide, and ptc does not guess which (after of, yield, await or let, " +
+		return "this / may start a regular expression or divide, and ptc does not guess which (after yield, await or let, " +
 			"after a '}' or at the start of a line); put a regular expression there in parentheses, or keep a division on the line of its left operand " +
-			"and do not name a variable of, yield, await or let"
+			"and do not name a variable yield, await or let"
 	}
 	return fmt.Sprintf("the code nests more than %d levels deep (brackets, operators and nested statements); "+
 		"split long expressions and flatten deep nesting", Max)

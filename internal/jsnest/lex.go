@@ -127,7 +127,7 @@ func (s *scanner) word() *Error {
 		s.info.Escaped = true
 	}
 	member := s.afterDot
-	s.afterDot = false
+	s.afterDot, s.afterBrace = false, false
 	if member {
 		// A property name after '.', whatever its spelling.
 		s.operand()
@@ -142,14 +142,31 @@ func (s *scanner) word() *Error {
 		}
 		s.operator()
 		s.kw = w
-		if w == "else" || w == "do" || w == "try" || w == "finally" {
+		if w == "else" || w == "do" || w == "try" || w == "finally" || w == "catch" && s.nextByte() == '{' {
 			s.stmt = true
 		}
 		if w == "if" || w == "while" || w == "for" || w == "with" || w == "else" {
 			return s.chain()
 		}
 		return nil
-	case "return", "throw", "case", "typeof", "void", "delete", "new", "in", "instanceof", "of", "yield", "await", "extends":
+	case "of":
+		switch {
+		case s.prev == operandNext:
+			// After an operator or at a statement's start: a name.
+			s.operand()
+			return nil
+		case !s.newline:
+			// After an operand on its line: the keyword of for (… of …)
+			// (anywhere else the parser refuses it).
+			s.operator()
+			return s.chain()
+		}
+		// After an operand on a new line: the keyword in a for head, a
+		// name after an inserted semicolon. A '/' after it is refused.
+		s.operator()
+		s.kw = w
+		return s.chain()
+	case "return", "throw", "case", "typeof", "void", "delete", "new", "in", "instanceof", "yield", "await", "extends":
 		s.operator()
 		s.kw = w
 		if w == "await" && prevKw == "for" {
@@ -181,4 +198,17 @@ func (s *scanner) word() *Error {
 	}
 	s.operand()
 	return nil
+}
+
+// nextByte returns the first byte after s.i that is not a space or a line
+// terminator (0 at the end).
+func (s *scanner) nextByte() byte {
+	for j := s.i; j < len(s.src); j++ {
+		switch c := s.src[j]; c {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+		default:
+			return c
+		}
+	}
+	return 0
 }

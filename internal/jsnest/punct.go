@@ -1,7 +1,7 @@
 package jsnest
 
 func (s *scanner) punct(c byte) *Error {
-	s.afterDot = false
+	s.afterDot, s.afterBrace = false, false
 	switch c {
 	case '(':
 		call := s.prev == operatorNext && s.kw != "name"
@@ -79,6 +79,7 @@ func (s *scanner) punct(c byte) *Error {
 		if ok && l.open == '$' {
 			return s.template()
 		}
+		s.afterBrace = true
 		if ok && (l.block || l.class) && !l.exprFunc {
 			// The end of a block or declaration: a statement follows.
 			s.operator()

@@ -71,6 +71,11 @@ type scanner struct {
 	// afterDot: the previous token was `.` or `?.`: a word is a property
 	// name, whatever its spelling.
 	afterDot bool
+	// afterBrace: the previous token was a '}', of a block, a body, an
+	// object literal or a class: the scan cannot tell them apart
+	// everywhere the parser can, and a '/' after one may begin a regular
+	// expression or divide.
+	afterBrace bool
 	// max is the deepest estimate so far.
 	max int
 	// full: scan to the end, past Max (Depth).
@@ -218,19 +223,19 @@ func (s *scanner) run() *Error {
 				s.unclosed, s.unclosedKind = s.i, '*'
 				return nil // unterminated comment: the parser reports it
 			}
-			for j := s.i; j < end; j++ {
-				if s.src[j] == '\n' || s.src[j] == '\r' {
-					s.newline = true
-				}
+			// A line break in a comment is a line end (a semicolon may be
+			// inserted at it).
+			if c := s.src[s.i:end]; strings.ContainsAny(c, "\n\r") || strings.Contains(c, "\u2028") || strings.Contains(c, "\u2029") {
+				s.lineEnds()
 			}
 			s.i = end + 2
 		case c == '\'' || c == '"':
-			s.afterDot = false
+			s.afterDot, s.afterBrace = false, false
 			s.beforeOperand()
 			s.skipString(c)
 			s.operand()
 		case c == '`':
-			s.afterDot = false
+			s.afterDot, s.afterBrace = false, false
 			if s.prev == operatorNext && !s.newline {
 				// A tagged template calls its tag.
 				if err := s.chain(); err != nil {
@@ -244,8 +249,18 @@ func (s *scanner) run() *Error {
 			if err := s.template(); err != nil {
 				return err
 			}
+		case c == '/' && (s.afterBrace || s.newline && s.prev == operatorNext) && regexpWouldHide(s.src, s.i):
+			// After a '}' or at the start of a line after an operand,
+			// the scan's reading of a '/' may not be the parser's (a
+			// block taken for an object, a declaration for an
+			// expression, a semicolon inserted): if a regular expression
+			// there would hold what one reading takes for a string, a
+			// template, a comment or a bracket, and the other for code,
+			// the text is refused.
+			line, col := s.position(s.i)
+			return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
 		case c == '/' && s.prev == operandNext:
-			s.afterDot = false
+			s.afterDot, s.afterBrace = false, false
 			switch s.kw {
 			case "of", "yield", "await", "let":
 				line, col := s.position(s.i)
@@ -260,18 +275,8 @@ func (s *scanner) run() *Error {
 			if err := s.word(); err != nil {
 				return err
 			}
-		case c == '/' && s.prev == operatorNext && (s.objectClosed || s.newline) && regexpWouldHide(s.src, s.i):
-			// A division by the scan's reading, after an object
-			// literal's '}' (a block's, to the parser, when the scan took
-			// a statement for an expression) or at the start of a line
-			// (a new statement, to the parser, when a semicolon is
-			// inserted): a regular expression by the parser's could hold
-			// what the scan would then take for a string, a template or a
-			// comment, and leave the code after it unscanned.
-			line, col := s.position(s.i)
-			return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
 		case c >= '0' && c <= '9' || c == '.' && s.at(1) >= '0' && s.at(1) <= '9':
-			s.afterDot = false
+			s.afterDot, s.afterBrace = false, false
 			s.beforeOperand()
 			s.skipNumber()
 			s.operand()
@@ -346,14 +351,16 @@ func (s *scanner) lineEnds() {
 }
 
 // regexpWouldHide reports whether a regular expression literal starting
-// at the '/' at i would hold a quote, a backquote or a comment's start:
-// what a scan reading the '/' as a division would take for a string, a
-// template or a comment running past the literal's end.
+// at the '/' at i would hold a quote, a backquote, a bracket or a
+// comment's start: what a scan reading the '/' as a division would take
+// for a string, a template, a comment or the end of a level running past
+// the literal's end (and a scan reading it as a regular expression would
+// skip, when the parser reads code).
 func regexpWouldHide(src string, i int) bool {
 	end := RegExpEnd(src, i+1)
 	if end < 0 {
 		return false
 	}
 	body := src[i+1 : end]
-	return strings.ContainsAny(body, "'\"`") || strings.Contains(body, "/*") || strings.Contains(body, "//")
+	return strings.ContainsAny(body, "'\"`(){}[]") || strings.Contains(body, "/*") || strings.Contains(body, "//")
 }
