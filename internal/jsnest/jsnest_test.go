@@ -372,6 +372,12 @@ func TestScanAgreesWithTheParser(t *testing.T) {
 		"x = `${ function(){ try{}catch{} /}/\n}( " + h + " ) }`",
 		"if (0) return /*\n*/ function f(){} /'/; " + h + " //'",
 		"if (0) return /*\u2028*/ function f(){} /'/; " + h + " //'",
+		"x =\u0085/`/\n+ " + h + "\n//`",
+		"return\u0085/`/\n+ " + h + "\n//`",
+		"#!`\n" + h + "\n//`",
+		"x = /a/in /`/ + " + h + "\n//`",
+		"x = /a/instanceof /`/ + " + h + "\n//`",
+		"x = /a/\u0085in /`/ + " + h + "\n//`",
 		"return 1..x",
 		"return 1.5.x",
 		"return 1e3.x",
@@ -397,6 +403,8 @@ func TestScanAgreesWithTheParser(t *testing.T) {
 		{"return 1.5 + .5 + 1e3 + 0x1f + 1_000n", false},
 		{"return\n{}", false},
 		{"x = y\n++z", false},
+		{"x = /a/gi; y = /b/u", false},
+		{"#!/usr/bin/env node\nreturn 1", false},
 	} {
 		info, err := Check(c.src)
 		if err != nil || info.Access != c.access {

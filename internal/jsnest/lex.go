@@ -2,6 +2,7 @@ package jsnest
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -114,6 +115,16 @@ func (s *scanner) word() *Error {
 		}
 		if !isIdentPart(c) {
 			break
+		}
+		if c >= utf8.RuneSelf {
+			// A space or line terminator beyond ASCII ends the word, as
+			// it does for goja (return\u0085/re/ is return, then /re/).
+			r, n := utf8.DecodeRuneInString(s.src[s.i:])
+			if unicode.IsSpace(r) || r == '\ufeff' {
+				break
+			}
+			s.i += n
+			continue
 		}
 		s.i++
 	}

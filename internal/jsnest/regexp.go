@@ -1,6 +1,9 @@
 package jsnest
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 func (s *scanner) skipRegexp() *Error {
 	start := s.i
@@ -18,8 +21,14 @@ func (s *scanner) skipRegexp() *Error {
 	}
 	pattern := s.src[start+1 : end]
 	s.i = end + 1
-	for s.i < len(s.src) && isIdentPart(s.src[s.i]) {
-		s.i++
+	j := s.i
+	for j < len(s.src) && isIdentPart(s.src[j]) && s.src[j] < utf8.RuneSelf {
+		j++
+	}
+	if !reserved[s.src[s.i:j]] {
+		// Flags: goja takes the name after the closing '/' as flags
+		// only when it is not a keyword (/a/in b is an in operator).
+		s.i = j
 	}
 	if s.watch != nil {
 		s.info.Patterns = append(s.info.Patterns, Pattern{Source: pattern, Flags: s.src[end+1 : s.i]})
@@ -119,4 +128,15 @@ func (s *scanner) patternAsCode(pattern string) {
 		}
 		i = j
 	}
+}
+
+// reserved are JavaScript's reserved words: the parser reads none of them
+// as a regular expression's flags.
+var reserved = map[string]bool{
+	"await": true, "break": true, "case": true, "catch": true, "class": true, "const": true, "continue": true,
+	"debugger": true, "default": true, "delete": true, "do": true, "else": true, "enum": true, "export": true,
+	"extends": true, "false": true, "finally": true, "for": true, "function": true, "if": true, "import": true,
+	"in": true, "instanceof": true, "new": true, "null": true, "return": true, "super": true, "switch": true,
+	"this": true, "throw": true, "true": true, "try": true, "typeof": true, "var": true, "void": true,
+	"while": true, "with": true, "yield": true,
 }

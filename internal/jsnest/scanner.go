@@ -2,6 +2,7 @@ package jsnest
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -190,6 +191,11 @@ func (s *scanner) pop(c byte) (level, bool) {
 
 func (s *scanner) run() *Error {
 	s.stmt = true
+	if strings.HasPrefix(s.src, "#!") {
+		// goja skips a hashbang line at the start of the text (eval's
+		// text starts there) as a comment.
+		s.skipLine()
+	}
 	for s.i < len(s.src) {
 		c := s.src[s.i]
 		switch {
@@ -204,10 +210,10 @@ func (s *scanner) run() *Error {
 			case '\u2028', '\u2029':
 				s.lineEnds()
 				s.i += n
-			case '\u00a0', '\ufeff', '\u1680', '\u202f', '\u205f', '\u3000':
-				s.i += n
 			default:
-				if r >= '\u2000' && r <= '\u200a' {
+				// goja skips what unicode.IsSpace accepts (U+0085 among
+				// them) and the byte order mark.
+				if unicode.IsSpace(r) || r == '\ufeff' {
 					s.i += n
 					continue
 				}
