@@ -178,6 +178,13 @@ func (s *scanner) word() *Error {
 		s.kw = w
 		return s.chain()
 	case "return", "throw", "case", "typeof", "void", "delete", "new", "in", "instanceof", "yield", "await", "extends":
+		if (w == "yield" || w == "await") && s.nextIncrement() {
+			// A name with a postfix ++ (or --) outside a generator or an
+			// async function, a prefix one's operator inside: the scan
+			// cannot tell which, nor so how a '/' after it reads.
+			line, col := s.position(start)
+			return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
+		}
 		s.operator()
 		s.kw = w
 		if w == "await" && prevKw == "for" {
@@ -195,6 +202,14 @@ func (s *scanner) word() *Error {
 		s.kw = w
 		return nil
 	case "var", "let", "const", "default", "break", "continue", "debugger", "import", "export":
+		if w == "let" {
+			if b := s.nextByte(); !(isIdentStart(b) || b == '[' || b == '{' || b >= utf8.RuneSelf) {
+				// Not a declaration (no binding follows): a name, as
+				// goja reads it in code that is not strict (let++, let / 2).
+				s.operand()
+				return nil
+			}
+		}
 		s.operator()
 		s.kw = w
 		return nil
@@ -222,4 +237,16 @@ func (s *scanner) nextByte() byte {
 		}
 	}
 	return 0
+}
+
+// nextIncrement reports whether the next token is ++ or --.
+func (s *scanner) nextIncrement() bool {
+	for j := s.i; j+1 < len(s.src); j++ {
+		switch c := s.src[j]; c {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+		default:
+			return (c == '+' || c == '-') && s.src[j+1] == c
+		}
+	}
+	return false
 }
