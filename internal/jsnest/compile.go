@@ -2,10 +2,12 @@ package jsnest
 
 import (
 	"errors"
+	"fmt"
 	goruntime "runtime"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
 )
 
 // ErrConstantTooLarge is Compile's error for a program whose constant
@@ -27,4 +29,20 @@ func Compile(prg *ast.Program) (p *goja.Program, err error) {
 		}
 	}()
 	return goja.CompileAST(prg, false)
+}
+
+// ErrParserFailed is Parse's error when goja's parser panics.
+var ErrParserFailed = errors.New("the parser failed on this text; check the syntax around brackets, patterns and spread elements")
+
+// Parse is goja's parser.ParseFile, with a panic of the parser's (it
+// indexes out of range on some malformed text: function f([...function)
+// returned as ErrParserFailed, a syntax error, instead of ending the
+// process it runs in.
+func Parse(name, code string, options ...parser.Option) (prg *ast.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			prg, err = nil, fmt.Errorf("%w (%v)", ErrParserFailed, r)
+		}
+	}()
+	return parser.ParseFile(nil, name, code, 0, options...)
 }

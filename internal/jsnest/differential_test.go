@@ -1,6 +1,7 @@
 package jsnest
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -9,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/parser"
 )
 
 // diffTokens are the pieces TestScanAgainstParser puts texts together
@@ -24,6 +24,8 @@ var diffTokens = []string{
 	"\n", " ", "/* */", "/*\n*/", "//c\n", "'s'", "\"s\"", "`t`", "`${", "}`", "/", "/a/", "/a/g", "/`/", "/'/",
 	"/}/", "1", "1.", ".5", "1n", "\u0085", "\u00a0", "\u2028", "\u2029", "\r\n", "#!", "\\u0061",
 	"`${x}`", "...", "static {", "get x()", "=> {", "'\\\n'", "/[/]/", "/a/in", "label:",
+	"(a)", "f()", "[", "]", "x.y", "?.", "??", "&&", "||", "**", "%", "enum", "import", "export", "debugger", "with",
+	"arguments", "eval", "true", "null", "this", "`", "${", "\t", "/*/", "*/", "//", "<!--", "-->", "\u00ad", "\ufeff",
 }
 
 // TestScanAgainstParser puts random texts together from diffTokens,
@@ -51,7 +53,7 @@ func TestScanAgainstParser(t *testing.T) {
 		}
 		b.WriteString(" Reflect\n")
 		src := b.String()
-		prg, err := parser.ParseFile(nil, "", "(async function(){"+src+"\n})", 0)
+		prg, err := Parse("", "(async function(){"+src+"\n})")
 		if err != nil || !hasName(reflect.ValueOf(prg), "Reflect") {
 			continue
 		}
@@ -92,4 +94,17 @@ func hasName(v reflect.Value, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestParseRecoversParserPanic: text on which goja's parser panics is a
+// syntax error (ErrParserFailed), not a panic.
+func TestParseRecoversParserPanic(t *testing.T) {
+	for _, src := range []string{"function f([...function", "(function([...function"} {
+		if _, err := Parse("", src); !errors.Is(err, ErrParserFailed) {
+			t.Errorf("%q: %v, want ErrParserFailed", src, err)
+		}
+	}
+	if _, err := Parse("", "function f([...x]) {}"); err != nil {
+		t.Error(err)
+	}
 }

@@ -44,6 +44,7 @@ import (
 
 	"github.com/dlclark/regexp2"
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 
 	"github.com/ptcrun/ptc/internal/fault"
@@ -228,7 +229,7 @@ func (e *Engine) compile(src Source) *compiled {
 		c.syntaxEr = positioned(&fault.Error{Kind: fault.KindSyntax, Message: "SyntaxError: " + ne.Message(), Cause: ne},
 			ne.Line, ne.Column, col1, src.MapPosition)
 	} else {
-		ast, err := parser.ParseFile(nil, scriptName, code, 0, parserOptions...)
+		ast, err := parse(scriptName, code)
 		if err == nil && !src.Wrapped {
 			// The text parsed; it must also have stayed the body of
 			// the wrapper function (shape.go).
@@ -272,4 +273,9 @@ func (e *Engine) RunSource(ctx context.Context, job *runtime.Job, src Source) *r
 	}
 	x.attach(ctx, job, c, src.MapPosition)
 	return x.run()
+}
+
+// parse is jsnest.Parse with ptc's parser options.
+func parse(name, code string) (*ast.Program, error) {
+	return jsnest.Parse(name, code, parserOptions...)
 }

@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
-	"github.com/dop251/goja/parser"
+
+	"github.com/ptcrun/ptc/internal/jsnest"
 )
 
 // Every way a script can make goja compile text at run time gets a check
@@ -172,7 +173,10 @@ func (x *exec) isWrapperOf(obj, orig *goja.Object) bool { return x.wrappers[obj]
 // "}); sideEffect(); (function () {" would run code as the function is
 // made). Text that does not parse is left for the constructor to reject.
 func (x *exec) checkFunctionShape(kind, src string, left int) {
-	prg, err := parser.ParseFile(nil, "", src, 0, parserOptions...)
+	prg, err := parse("", src)
+	if errors.Is(err, jsnest.ErrParserFailed) {
+		x.throwSyntax(kind + ": " + err.Error())
+	}
 	if err != nil {
 		return
 	}
@@ -191,5 +195,14 @@ func (x *exec) checkCompiled(what, src string) {
 	x.install(groups)
 	if info.Generators {
 		x.guardGeneratorFunction()
+	}
+	if what == "eval" {
+		// goja parses eval's text itself, where a panic of its parser
+		// would end the execution as an internal error: parsed here
+		// first, such text throws a SyntaxError (the Function
+		// constructors' text is parsed by checkFunctionShape).
+		if _, err := parse("", src); errors.Is(err, jsnest.ErrParserFailed) {
+			x.throwSyntax(what + ": " + err.Error())
+		}
 	}
 }

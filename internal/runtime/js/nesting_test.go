@@ -79,6 +79,12 @@ func TestAmbiguousSlashRefused(t *testing.T) {
 			kind: fault.KindSyntax, msg: "nests more than"},
 		{name: "property read after a number's dots", src: `var s = "["; for (var i = 0; i < 19; i++) s += s; return 1..constructor.constructor(s)`,
 			kind: fault.KindScript, msg: "nests more than 1000 levels"},
+		// goja's parser panics on this text (an index out of range in
+		// reinterpretAsArrayBindingPattern): a syntax error, not a dead
+		// process or an internal error.
+		{name: "text goja's parser panics on", src: "function f([...function", kind: fault.KindSyntax, msg: "SyntaxError"},
+		{name: "eval of text goja's parser panics on", src: `try { eval("function f([...function") } catch (e) { return [e.name, e.message.includes("the parser failed")] }`, want: `["SyntaxError",true]`},
+		{name: "Function of text goja's parser panics on", src: `try { Function("function f([...function") } catch (e) { return [e.name, e.message.includes("the parser failed")] }`, want: `["SyntaxError",true]`},
 		{name: "in eval", src: `try { eval("var yield = 2; yield / 1") } catch (e) { return [e.name, e.message.includes("` + msg + `")] }`, want: `["SyntaxError",true]`},
 	})
 }

@@ -191,7 +191,7 @@ func (p *program) compile() error {
 		}
 		return e
 	}
-	prg, err := parser.ParseFile(nil, compiledName, p.JS, 0, parserOptions...)
+	prg, err := jsnest.Parse(compiledName, p.JS, parserOptions...)
 	if err != nil {
 		return p.gojaError(err)
 	}
