@@ -32,7 +32,7 @@ const (
 	Arrows
 	// Slash: a `/` may start a regular expression or divide, and the
 	// scan cannot tell which the parser will see: after a word that may be
-	// a keyword or a name (yield, await, let; of on a new line), or, when
+	// a keyword or a name (yield, await; of on a new line), or, when
 	// a regular expression there would hold a quote, a backquote, a
 	// bracket or a comment's start, after a '}' or at the start of a line
 	// after an operand.
@@ -66,9 +66,9 @@ func (e *Error) Message() string {
 	case Arrows:
 		return fmt.Sprintf("the code has more than %d arrow functions; simplify it", e.Bound)
 	case Slash:
-		return "this / may start a regular expression or divide, and ptc does not guess which (after yield, await or let, " +
+		return "this / may start a regular expression or divide, and ptc does not guess which (after yield or await, " +
 			"after a '}' or at the start of a line); put a regular expression there in parentheses, or keep a division on the line of its left operand " +
-			"and do not name a variable yield, await or let"
+			"and do not name a variable yield or await"
 	}
 	return fmt.Sprintf("the code nests more than %d levels deep (brackets, operators and nested statements); "+
 		"split long expressions and flatten deep nesting", Max)

@@ -290,9 +290,9 @@ func TestCheckWithinMessages(t *testing.T) {
 	}
 }
 
-// TestSlashAfterKeywordOrName: a `/` right after of, yield, await or let,
-// each a keyword or a name depending on where it stands, may start a
-// regular expression or divide. Read as a regular expression when it
+// TestSlashAfterKeywordOrName: a `/` right after yield or await (or of on
+// a new line), each a keyword or a name depending on where it stands, may
+// start a regular expression or divide. Read as a regular expression when it
 // divides, the code up to the next `/` went unscanned (its names, its
 // property reads, its nesting); it is refused instead. A `/` elsewhere is
 // scanned as before.

@@ -137,8 +137,8 @@ func (s *scanner) word() *Error {
 	if strings.IndexByte(w, '\\') >= 0 {
 		s.info.Escaped = true
 	}
-	member := s.afterDot
-	s.afterDot, s.afterBrace = false, false
+	member := s.punctBefore == '.'
+	s.punctBefore = 0
 	if member {
 		// A property name after '.', whatever its spelling.
 		s.operand()
@@ -226,27 +226,26 @@ func (s *scanner) word() *Error {
 	return nil
 }
 
-// nextByte returns the first byte after s.i that is not a space or a line
-// terminator (0 at the end).
+// nextAt returns the offset of the first byte after s.i that is not an
+// ASCII space or line terminator (len(s.src) at the end).
+func (s *scanner) nextAt() int {
+	j := s.i
+	for j < len(s.src) && strings.IndexByte(" \t\n\r\v\f", s.src[j]) >= 0 {
+		j++
+	}
+	return j
+}
+
+// nextByte returns the byte at nextAt (0 at the end).
 func (s *scanner) nextByte() byte {
-	for j := s.i; j < len(s.src); j++ {
-		switch c := s.src[j]; c {
-		case ' ', '\t', '\n', '\r', '\v', '\f':
-		default:
-			return c
-		}
+	if j := s.nextAt(); j < len(s.src) {
+		return s.src[j]
 	}
 	return 0
 }
 
 // nextIncrement reports whether the next token is ++ or --.
 func (s *scanner) nextIncrement() bool {
-	for j := s.i; j+1 < len(s.src); j++ {
-		switch c := s.src[j]; c {
-		case ' ', '\t', '\n', '\r', '\v', '\f':
-		default:
-			return (c == '+' || c == '-') && s.src[j+1] == c
-		}
-	}
-	return false
+	j := s.nextAt()
+	return j+1 < len(s.src) && (s.src[j] == '+' || s.src[j] == '-') && s.src[j+1] == s.src[j]
 }

@@ -1,7 +1,7 @@
 package jsnest
 
 func (s *scanner) punct(c byte) *Error {
-	s.afterDot, s.afterBrace = false, false
+	s.punctBefore = 0
 	switch c {
 	case '(':
 		call := s.prev == operatorNext && s.kw != "name"
@@ -79,7 +79,7 @@ func (s *scanner) punct(c byte) *Error {
 		if ok && l.open == '$' {
 			return s.template()
 		}
-		s.afterBrace = true
+		s.punctBefore = '}'
 		if ok && (l.block || l.class) && !l.exprFunc {
 			// The end of a block or declaration: a statement follows.
 			s.operator()
@@ -107,7 +107,7 @@ func (s *scanner) punct(c byte) *Error {
 			s.info.Access = true
 			s.i += 2 // optional chaining
 			s.prev = operandNext
-			s.afterDot = true
+			s.punctBefore = '.'
 			return s.chain()
 		}
 		if s.at(1) == '?' {
@@ -163,7 +163,7 @@ func (s *scanner) punct(c byte) *Error {
 		}
 		s.i++
 		s.prev = operandNext
-		s.afterDot = true
+		s.punctBefore = '.'
 		return s.chain()
 	case '+', '-':
 		if s.at(1) == c {

@@ -69,14 +69,12 @@ type scanner struct {
 	objectClosed bool
 	// newline: a line terminator since the previous token.
 	newline bool
-	// afterDot: the previous token was `.` or `?.`: a word is a property
-	// name, whatever its spelling.
-	afterDot bool
-	// afterBrace: the previous token was a '}', of a block, a body, an
-	// object literal or a class: the scan cannot tell them apart
-	// everywhere the parser can, and a '/' after one may begin a regular
-	// expression or divide.
-	afterBrace bool
+	// punctBefore is the previous token when it was `.` (or `?.`), after
+	// which a word is a property name whatever its spelling, or '}' (of a
+	// block, a body, an object literal or a class: the scan cannot tell
+	// them apart everywhere the parser can, and a '/' after one may begin
+	// a regular expression or divide); 0 after any other token.
+	punctBefore byte
 	// max is the deepest estimate so far.
 	max int
 	// full: scan to the end, past Max (Depth).
@@ -236,12 +234,12 @@ func (s *scanner) run() *Error {
 			}
 			s.i = end + 2
 		case c == '\'' || c == '"':
-			s.afterDot, s.afterBrace = false, false
+			s.punctBefore = 0
 			s.beforeOperand()
 			s.skipString(c)
 			s.operand()
 		case c == '`':
-			s.afterDot, s.afterBrace = false, false
+			s.punctBefore = 0
 			if s.prev == operatorNext && !s.newline {
 				// A tagged template calls its tag.
 				if err := s.chain(); err != nil {
@@ -255,7 +253,7 @@ func (s *scanner) run() *Error {
 			if err := s.template(); err != nil {
 				return err
 			}
-		case c == '/' && (s.afterBrace || s.newline && s.prev == operatorNext) && regexpWouldHide(s.src, s.i):
+		case c == '/' && (s.punctBefore == '}' || s.newline && s.prev == operatorNext) && regexpWouldHide(s.src, s.i):
 			// After a '}' or at the start of a line after an operand,
 			// the scan's reading of a '/' may not be the parser's (a
 			// block taken for an object, a declaration for an
@@ -266,9 +264,9 @@ func (s *scanner) run() *Error {
 			line, col := s.position(s.i)
 			return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
 		case c == '/' && s.prev == operandNext:
-			s.afterDot, s.afterBrace = false, false
+			s.punctBefore = 0
 			switch s.kw {
-			case "of", "yield", "await", "let":
+			case "of", "yield", "await":
 				line, col := s.position(s.i)
 				return &Error{Line: line, Column: col, Depth: len(s.stack), Limit: Slash}
 			}
@@ -282,7 +280,7 @@ func (s *scanner) run() *Error {
 				return err
 			}
 		case c >= '0' && c <= '9' || c == '.' && s.at(1) >= '0' && s.at(1) <= '9':
-			s.afterDot, s.afterBrace = false, false
+			s.punctBefore = 0
 			s.beforeOperand()
 			s.skipNumber()
 			s.operand()
