@@ -2,11 +2,8 @@ package js
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
-	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/runtime"
 )
@@ -26,9 +23,7 @@ func TestProgramsWithoutGroups(t *testing.T) {
 		if c.syntaxEr != nil {
 			t.Fatalf("%s: %v", src, c.syntaxEr)
 		}
-		job := &runtime.Job{ExecutionID: "b", Source: src, Input: json.RawMessage(`null`), Limits: lim,
-			Tools: bridge.New(bridge.Config{MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
-		x.attach(context.Background(), job, c, nil)
+		x.attach(context.Background(), testJob(src, lim), c, nil)
 		return x.run()
 	}
 	if out := runIn(newExec(e), `return 1`); out.Err != nil {

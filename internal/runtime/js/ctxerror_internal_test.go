@@ -2,12 +2,10 @@ package js
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ptcrun/ptc/internal/bridge"
 	"github.com/ptcrun/ptc/internal/fault"
 	"github.com/ptcrun/ptc/internal/limits"
 	"github.com/ptcrun/ptc/internal/runtime"
@@ -83,9 +81,7 @@ func TestScriptErrorPastTheCallersDeadline(t *testing.T) {
 	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
 	lim.Timeout = 0
 	src := `throw new Error("boom")`
-	job := &runtime.Job{ExecutionID: "w", Source: src, Input: json.RawMessage(`null`), Limits: lim,
-		Tools: bridge.New(bridge.Config{MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
-	out := New().RunSource(windowCtx{Context: context.Background(), dl: time.Now().Add(-time.Millisecond)}, job, Source{Code: src})
+	out := New().RunSource(windowCtx{Context: context.Background(), dl: time.Now().Add(-time.Millisecond)}, testJob(src, lim), Source{Code: src})
 	if out.Err == nil || out.Err.Kind != fault.KindCancelled {
 		t.Fatalf("got %v, want CANCELLED", out.Err)
 	}

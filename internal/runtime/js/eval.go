@@ -76,9 +76,9 @@ func (x *exec) guardHiddenCtor(proto *goja.Object, kind string) {
 }
 
 // guardAsyncFunction guards AsyncFunction, reached through the prototype
-// of main, an async function, before the script runs (guardBase).
-func (x *exec) guardAsyncFunction(main goja.Value) {
-	if obj, ok := main.(*goja.Object); ok {
+// of fn, an async function (guardBase makes one for it).
+func (x *exec) guardAsyncFunction(fn goja.Value) {
+	if obj, ok := fn.(*goja.Object); ok {
 		x.guardHiddenCtor(obj.Prototype(), "async function")
 	}
 }

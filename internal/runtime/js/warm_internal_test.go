@@ -11,6 +11,12 @@ import (
 	"github.com/ptcrun/ptc/internal/runtime"
 )
 
+// testJob is a job of src under lim, with no tools and a null input.
+func testJob(src string, lim limits.Limits) *runtime.Job {
+	return &runtime.Job{ExecutionID: "w", Source: src, Input: json.RawMessage(`null`), Limits: lim,
+		Tools: bridge.New(bridge.Config{MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
+}
+
 // TestWarmTakesTheLatestProgramsGroups: a runtime Warm makes gets the
 // guard groups of the latest program run on the Engine (groupSizes
 // before any): a program that reads no property does not have the
@@ -20,10 +26,7 @@ import (
 func TestWarmTakesTheLatestProgramsGroups(t *testing.T) {
 	e := New()
 	lim := limits.DefaultPolicy().Resolve(limits.Limits{}, limits.Limits{})
-	job := func(src string) *runtime.Job {
-		return &runtime.Job{ExecutionID: "w", Source: src, Input: json.RawMessage(`null`), Limits: lim,
-			Tools: bridge.New(bridge.Config{MaxConcurrent: 1}), Logs: runtime.NewLogBuffer(time.Now(), lim, nil)}
-	}
+	job := func(src string) *runtime.Job { return testJob(src, lim) }
 	ahead := func() group {
 		x, err := e.prepare(e.aheadGroups())
 		if err != nil {
